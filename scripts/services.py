@@ -266,7 +266,7 @@ def s3_start() -> None:
 
     def answers() -> bool:
         try:
-            urllib.request.urlopen(f"http://127.0.0.1:{S3_PORT}/", timeout=1)  # noqa: S310
+            urllib.request.urlopen(f"http://127.0.0.1:{S3_PORT}/", timeout=1)
         except urllib.error.HTTPError:
             return True  # an S3 error document (403 without credentials) means it is serving
         except OSError:

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&tuneplane/telemetry/v1/telemetry.proto\x12\x16tuneplane.telemetry.v1\"g\n\rBatchIdentity\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\r\x12\x0e\n\x06member\x18\x03 \x01(\t\x12\x13\n\x0bspool_epoch\x18\x04 \x01(\t\x12\x10\n\x08sequence\x18\x05 \x01(\x04\"]\n\x0bSeriesChunk\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x0b\n\x03tag\x18\x02 \x01(\t\x12\r\n\x05steps\x18\x03 \x03(\x03\x12\x12\n\nwall_times\x18\x04 \x03(\x01\x12\x0e\n\x06values\x18\x05 \x03(\x01\"\x88\x01\n\x05\x42\x61tch\x12\x37\n\x08identity\x18\x01 \x01(\x0b\x32%.tuneplane.telemetry.v1.BatchIdentity\x12\x33\n\x06\x63hunks\x18\x02 \x03(\x0b\x32#.tuneplane.telemetry.v1.SeriesChunk\x12\x11\n\tsealed_at\x18\x03 \x01(\x01\"@\n\x10PushBatchRequest\x12,\n\x05\x62\x61tch\x18\x01 \x01(\x0b\x32\x1d.tuneplane.telemetry.v1.Batch\"\xdc\x01\n\x0ePushBatchReply\x12?\n\x07outcome\x18\x01 \x01(\x0e\x32..tuneplane.telemetry.v1.PushBatchReply.Outcome\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x0e\n\x06points\x18\x03 \x01(\x04\"i\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x13\n\x0fOUTCOME_DURABLE\x10\x01\x12\x1a\n\x16OUTCOME_DUPLICATE_SAFE\x10\x02\x12\x14\n\x10OUTCOME_REJECTED\x10\x03\x32p\n\x0fTelemetryIngest\x12]\n\tPushBatch\x12(.tuneplane.telemetry.v1.PushBatchRequest\x1a&.tuneplane.telemetry.v1.PushBatchReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&tuneplane/telemetry/v1/telemetry.proto\x12\x16tuneplane.telemetry.v1\"g\n\rBatchIdentity\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\r\x12\x0e\n\x06member\x18\x03 \x01(\t\x12\x13\n\x0bspool_epoch\x18\x04 \x01(\t\x12\x10\n\x08sequence\x18\x05 \x01(\x04\"]\n\x0bSeriesChunk\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x0b\n\x03tag\x18\x02 \x01(\t\x12\r\n\x05steps\x18\x03 \x03(\x03\x12\x12\n\nwall_times\x18\x04 \x03(\x01\x12\x0e\n\x06values\x18\x05 \x03(\x01\"\x88\x01\n\x05\x42\x61tch\x12\x37\n\x08identity\x18\x01 \x01(\x0b\x32%.tuneplane.telemetry.v1.BatchIdentity\x12\x33\n\x06\x63hunks\x18\x02 \x03(\x0b\x32#.tuneplane.telemetry.v1.SeriesChunk\x12\x11\n\tsealed_at\x18\x03 \x01(\x01\"!\n\x10PushBatchRequest\x12\r\n\x05\x62\x61tch\x18\x01 \x01(\x0c\"\xdc\x01\n\x0ePushBatchReply\x12?\n\x07outcome\x18\x01 \x01(\x0e\x32..tuneplane.telemetry.v1.PushBatchReply.Outcome\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x0e\n\x06points\x18\x03 \x01(\x04\"i\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x13\n\x0fOUTCOME_DURABLE\x10\x01\x12\x1a\n\x16OUTCOME_DUPLICATE_SAFE\x10\x02\x12\x14\n\x10OUTCOME_REJECTED\x10\x03\x32p\n\x0fTelemetryIngest\x12]\n\tPushBatch\x12(.tuneplane.telemetry.v1.PushBatchRequest\x1a&.tuneplane.telemetry.v1.PushBatchReplyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,11 +38,11 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_BATCH']._serialized_start=267
   _globals['_BATCH']._serialized_end=403
   _globals['_PUSHBATCHREQUEST']._serialized_start=405
-  _globals['_PUSHBATCHREQUEST']._serialized_end=469
-  _globals['_PUSHBATCHREPLY']._serialized_start=472
-  _globals['_PUSHBATCHREPLY']._serialized_end=692
-  _globals['_PUSHBATCHREPLY_OUTCOME']._serialized_start=587
-  _globals['_PUSHBATCHREPLY_OUTCOME']._serialized_end=692
-  _globals['_TELEMETRYINGEST']._serialized_start=694
-  _globals['_TELEMETRYINGEST']._serialized_end=806
+  _globals['_PUSHBATCHREQUEST']._serialized_end=438
+  _globals['_PUSHBATCHREPLY']._serialized_start=441
+  _globals['_PUSHBATCHREPLY']._serialized_end=661
+  _globals['_PUSHBATCHREPLY_OUTCOME']._serialized_start=556
+  _globals['_PUSHBATCHREPLY_OUTCOME']._serialized_end=661
+  _globals['_TELEMETRYINGEST']._serialized_start=663
+  _globals['_TELEMETRYINGEST']._serialized_end=775
 # @@protoc_insertion_point(module_scope)

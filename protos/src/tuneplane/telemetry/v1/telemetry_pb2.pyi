@@ -136,14 +136,16 @@ class PushBatchRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     BATCH_FIELD_NUMBER: _builtins.int
-    @_builtins.property
-    def batch(self) -> Global___Batch: ...
+    batch: _builtins.bytes
+    """A serialized Batch, byte for byte as sealed in the collector's spool. Ingest
+    forwards these exact bytes to Kafka, so every resend is identical.
+    """
     def __init__(
         self,
         *,
-        batch: Global___Batch | None = ...,
+        batch: _builtins.bytes = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["batch", b"batch"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
     _ClearFieldArgType: _TypeAlias = _typing.Literal["batch", b"batch"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...

@@ -1,0 +1,96 @@
+"""The collector process: a reader thread fills the spool, a sender thread drains it."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+from tuneplane.collector.reader import SourceReader, SourceSpec
+from tuneplane.collector.sender import Sender, Target, TransientSendError
+from tuneplane.collector.spool import Owner, Spool
+
+log = logging.getLogger("tuneplane.collector")
+
+
+@dataclass(frozen=True, slots=True)
+class CollectorConfig:
+    owner: Owner
+    spool_dir: Path
+    target: Target
+    sources: list[SourceSpec]
+    max_batch_points: int
+    max_batch_bytes: int
+    spool_bytes: int = 256 * 1024 * 1024
+    drain_seconds: float = 30.0
+    poll_seconds: float = 0.5
+    interceptors: list[grpc.UnaryUnaryClientInterceptor] = field(default_factory=list)
+
+
+class Collector:
+    def __init__(self, config: CollectorConfig, clock: Callable[[], float] = time.time) -> None:
+        self.config = config
+        self.reader = SourceReader(Spool(config.spool_dir, config.owner), config.sources,
+                                   max_points=config.max_batch_points,
+                                   max_bytes=config.max_batch_bytes,
+                                   spool_bytes=config.spool_bytes, clock=clock)
+        self._send_spool = Spool(config.spool_dir, config.owner)
+        self.sender = Sender(self._send_spool, config.target, interceptors=config.interceptors)
+        self.stopping = threading.Event()   # stop reading; drain
+        self.sources_idle = threading.Event()
+
+    def read_loop(self) -> None:
+        while not self.stopping.is_set():
+            if self.reader.run_once():
+                self.sources_idle.set()
+                self.stopping.wait(self.config.poll_seconds)
+            else:
+                self.sources_idle.clear()
+                if self.reader.spool_full():
+                    self.stopping.wait(self.config.poll_seconds)
+
+    def send_loop(self, until: threading.Event) -> None:
+        while not until.is_set():
+            try:
+                if self.sender.run_once(give_up_after=5.0) == 0:
+                    until.wait(0.05)
+            except TransientSendError as exc:
+                log.warning("ingest unreachable, batches stay spooled: %s", exc)
+
+    def idle(self) -> bool:
+        return self.sources_idle.is_set() and not self._send_spool.pending(limit=1)
+
+    def run(self, *, exit_when_idle: bool = False) -> int:
+        """Runs until ``stop()`` (or idle, if asked), then drains; returns batches left."""
+        send_stop = threading.Event()
+        reader = threading.Thread(target=self.read_loop, name="reader", daemon=True)
+        sender = threading.Thread(target=self.send_loop, args=(send_stop,), name="sender",
+                                  daemon=True)
+        reader.start()
+        sender.start()
+        while not self.stopping.is_set():
+            if exit_when_idle and self.idle():
+                self.stopping.set()
+                break
+            self.stopping.wait(0.1)
+        reader.join()
+        deadline = time.monotonic() + self.config.drain_seconds
+        while self._send_spool.pending(limit=1) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        send_stop.set()
+        sender.join(timeout=10)
+        left = len(self._send_spool.pending(limit=1_000_000))
+        if left:
+            log.warning("drain ended with %d batches left in the spool %s", left,
+                        self.config.spool_dir)
+        return left
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+    def close(self) -> None:
+        self.sender.close()

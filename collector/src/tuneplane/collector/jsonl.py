@@ -1,0 +1,115 @@
+"""JSONL metric files: one JSON object per line, read from a byte offset into columns.
+
+Line format::
+
+    {"step": 120, "wall_time": 1732867200.5, "metrics": {"loss": 0.31, "lr": 3e-4}}
+
+``step`` is an integer, ``wall_time`` seconds since the Unix epoch, each metric a
+number (``NaN``, ``Infinity`` and ``-Infinity`` are accepted as bare tokens, as
+Python's ``json.dumps`` writes them, or as strings). A line without its newline
+yet is waited for, never read; a malformed line is reported with file and line
+number and skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from tuneplane.collector.columns import Columns
+from tuneplane.telemetry.v1.limits import MAX_NAME_BYTES
+
+READ_BYTES = 4 * 1024 * 1024
+NON_FINITE = {"NaN": math.nan, "nan": math.nan, "Infinity": math.inf, "inf": math.inf,
+              "-Infinity": -math.inf, "-inf": -math.inf}
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where reading resumes: byte offset and the number of the next line (1-based)."""
+
+    offset: int = 0
+    line: int = 1
+
+
+@dataclass(slots=True)
+class ReadResult:
+    position: Position
+    columns: Columns
+    problems: list[str] = field(default_factory=list)
+    at_end: bool = False
+
+
+class LineError(ValueError):
+    pass
+
+
+def parse_value(name: str, value: Any) -> float:
+    if isinstance(value, bool) or value is None:
+        raise LineError(f"metric {name!r} is {json.dumps(value)}, not a number")
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str) and value in NON_FINITE:
+        return NON_FINITE[value]
+    raise LineError(f"metric {name!r} is {value!r}, not a number")
+
+
+def parse_line(raw: bytes) -> tuple[int, float, list[tuple[str, float]]]:
+    try:
+        record = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        try:  # bare NaN/Infinity tokens, which orjson refuses
+            record = json.loads(raw)
+        except ValueError as exc:
+            raise LineError(f"not JSON: {exc}") from None
+    if not isinstance(record, dict):
+        raise LineError("not a JSON object")
+    step, wall_time, metrics = record.get("step"), record.get("wall_time"), record.get("metrics")
+    if not isinstance(step, int) or isinstance(step, bool) or not -(2**63) <= step < 2**63:
+        raise LineError(f"'step' must be a 64-bit integer, got {step!r}")
+    if not isinstance(wall_time, int | float) or isinstance(wall_time, bool):
+        raise LineError(f"'wall_time' must be a number of seconds, got {wall_time!r}")
+    if not isinstance(metrics, dict) or not metrics:
+        raise LineError("'metrics' must be a non-empty object of name: number")
+    for name in metrics:
+        if not name or len(name.encode()) > MAX_NAME_BYTES:
+            raise LineError(f"metric name {name[:40]!r} must be 1 to {MAX_NAME_BYTES} bytes")
+    return step, float(wall_time), [(k, parse_value(k, v)) for k, v in metrics.items()]
+
+
+def read(path: Path, source: str, position: Position, max_points: int,
+         max_bytes: int) -> ReadResult:
+    """Read complete lines from ``position`` until a batch bound or the end of the file."""
+    result = ReadResult(position, Columns(source))
+    with path.open("rb") as handle:
+        handle.seek(position.offset)
+        data = handle.read(READ_BYTES)
+    offset, line, start = position.offset, position.line, 0
+    while True:
+        end = data.find(b"\n", start)
+        if end < 0:
+            result.at_end = len(data) < READ_BYTES
+            break
+        raw = data[start:end]
+        try:
+            if raw.strip():
+                step, wall_time, metrics = parse_line(raw)
+                cost = result.columns.cost(metrics)
+                if (result.columns.points + len(metrics) > max_points
+                        or result.columns.approx_bytes + cost > max_bytes):
+                    if result.columns.points == 0:
+                        raise LineError(f"{len(metrics)} metrics ({cost} bytes) on one line, "
+                                        "over the bounds of one batch")
+                    break
+                result.columns.add(step, wall_time, metrics)
+        except LineError as exc:
+            result.problems.append(f"{path}:{line}: {exc}")
+        offset += end + 1 - start
+        line += 1
+        start = end + 1
+    result.position = Position(offset, line)
+    return result

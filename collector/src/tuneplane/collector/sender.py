@@ -1,0 +1,113 @@
+"""Sends sealed batches to ingest in spool order; deletes a batch only after its ACK."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+from tenacity import (
+    Retrying,
+    before_sleep_log,
+    retry_if_exception_type,
+    stop_after_delay,
+    wait_exponential_jitter,
+)
+from tuneplane.collector.spool import SealedBatch, Spool
+from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc
+
+log = logging.getLogger("tuneplane.collector")
+
+#: Answers after which the same batch may succeed later: back off and resend it.
+TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
+             grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAUTHENTICATED,
+             grpc.StatusCode.ABORTED, grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN,
+             grpc.StatusCode.CANCELLED}
+
+
+class TransientSendError(Exception):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    address: str
+    ca_file: Path
+    token_file: Path
+    server_name: str | None = None
+
+
+def open_channel(target: Target,
+                 interceptors: Sequence[grpc.UnaryUnaryClientInterceptor] = ()) -> grpc.Channel:
+    credentials = grpc.ssl_channel_credentials(root_certificates=target.ca_file.read_bytes())
+    options = [("grpc.ssl_target_name_override", target.server_name)] if target.server_name else []
+    channel = grpc.secure_channel(target.address, credentials, options=options)
+    return grpc.intercept_channel(channel, *interceptors) if interceptors else channel
+
+
+class Sender:
+    def __init__(self, spool: Spool, target: Target, *, timeout: float = 30.0,
+                 interceptors: Sequence[grpc.UnaryUnaryClientInterceptor] = ()) -> None:
+        self._spool = spool
+        self._target = target
+        self._timeout = timeout
+        self._channel = open_channel(target, interceptors)
+        self._stub = pb_grpc.TelemetryIngestStub(self._channel)  # type: ignore[no-untyped-call]
+        self.sent_batches = 0
+        self.sent_points = 0
+
+    def _token(self) -> str:
+        # Re-read every call: the platform rewrites the file when it renews the token.
+        return self._target.token_file.read_text().strip()
+
+    def push(self, batch: SealedBatch) -> None:
+        """One attempt; raises TransientSendError when the batch should be resent later."""
+        try:
+            reply: pb.PushBatchReply = self._stub.PushBatch(
+                pb.PushBatchRequest(batch=batch.payload), timeout=self._timeout,
+                metadata=[("authorization", f"Bearer {self._token()}")])
+        except grpc.RpcError as exc:
+            code = exc.code()
+            if code in TRANSIENT:
+                raise TransientSendError(f"batch {batch.sequence}: {code.name}: "
+                                         f"{exc.details()}") from None
+            self._spool.quarantine(batch.sequence, f"{code.name}: {exc.details()}")
+            log.error("batch %d refused and quarantined: %s: %s", batch.sequence, code.name,
+                      exc.details())
+            return
+        except OSError as exc:  # token file unreadable: wait for the platform to write it
+            raise TransientSendError(f"token file {self._target.token_file}: {exc}") from None
+        if reply.outcome == pb.PushBatchReply.OUTCOME_REJECTED:
+            self._spool.quarantine(batch.sequence, reply.reason)
+            log.error("batch %d rejected and quarantined: %s", batch.sequence, reply.reason)
+            return
+        self._spool.acknowledge(batch.sequence)
+        self.sent_batches += 1
+        self.sent_points += batch.points
+
+    def run_once(self, *, give_up_after: float | None = None) -> int:
+        """Send what is pending, retrying each batch with backoff; returns batches handled.
+
+        With ``give_up_after`` (seconds), a batch still failing then stays in the spool
+        and TransientSendError is raised.
+        """
+        handled = 0
+        for batch in self._spool.pending():
+            for attempt in Retrying(
+                retry=retry_if_exception_type(TransientSendError),
+                wait=wait_exponential_jitter(initial=0.1, max=5.0),
+                stop=stop_after_delay(give_up_after) if give_up_after is not None else (
+                    lambda _state: False),
+                before_sleep=before_sleep_log(log, logging.WARNING),
+                reraise=True,
+            ):
+                with attempt:
+                    self.push(batch)
+            handled += 1
+        return handled
+
+    def close(self) -> None:
+        self._channel.close()

@@ -1,0 +1,135 @@
+"""``tuneplane-admin``: set up storage, issue credentials and look at curves."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import os
+import sys
+import time
+from pathlib import Path
+
+import asyncpg
+from tuneplane.common import curves, objectstore, tls, topics
+from tuneplane.common.identity import MemberKey
+from tuneplane.common.migrate import apply_migrations
+from tuneplane.common.settings import SettingsError, TopicSettings, require
+from tuneplane.common.tokens import TokenSigner
+
+
+def cmd_migrate(args: argparse.Namespace) -> None:
+    applied = apply_migrations(require(os.environ, "TUNEPLANE_DATABASE_URL"))
+    print(f"migrations applied: {', '.join(applied) or 'none (up to date)'}")
+
+
+def cmd_topics(args: argparse.Namespace) -> None:
+    created = asyncio.run(topics.ensure_topics(require(os.environ, "TUNEPLANE_KAFKA_BOOTSTRAP"),
+                                               TopicSettings.from_environ()))
+    print(f"topics created: {', '.join(created) or 'none (all exist)'}")
+
+
+def cmd_bucket(args: argparse.Namespace) -> None:
+    bucket = require(os.environ, "TUNEPLANE_S3_BUCKET")
+    client = objectstore.s3_client(require(os.environ, "TUNEPLANE_S3_ENDPOINT"))
+    created = objectstore.ensure_bucket(client, bucket)
+    print(f"bucket {bucket}: {'created' if created else 'exists'}")
+
+
+def cmd_init(args: argparse.Namespace) -> None:
+    cmd_migrate(args)
+    cmd_topics(args)
+    cmd_bucket(args)
+
+
+def cmd_tls_init(args: argparse.Namespace) -> None:
+    directory = Path(args.dir)
+    if all((directory / name).exists() for name in tls.TlsIdentity.FILES) and not args.force:
+        print(f"TLS identity in {directory} exists (use --force to replace it)")
+        return
+    hosts = args.hostname or [os.environ.get("TUNEPLANE_GATEWAY_HOSTNAME", "localhost")]
+    tls.generate([*hosts, "127.0.0.1"], now=dt.datetime.now(dt.UTC)).write(directory)
+    print(f"TLS identity for {', '.join(hosts)} written to {directory} (CA: ca.pem)")
+
+
+def cmd_token_workload(args: argparse.Namespace) -> None:
+    signer = TokenSigner(require(os.environ, "TUNEPLANE_WEB_JWT_SECRET"))
+    token = signer.issue_workload(MemberKey(args.run, args.attempt, args.member),
+                                  now=time.time(), ttl_seconds=args.ttl)
+    if args.out:
+        path = Path(args.out)
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text(token)
+        partial.chmod(0o600)
+        partial.rename(path)  # collectors re-read the file; a rename is atomic
+    else:
+        print(token)
+
+
+async def print_curves(run_id: str, attempt: int | None, points: bool) -> int:
+    conn = await asyncpg.connect(require(os.environ, "TUNEPLANE_DATABASE_URL"))
+    try:
+        summaries = await curves.series_of_run(conn, run_id, attempt)
+        if not summaries:
+            print(f"run {run_id}: no curves", file=sys.stderr)
+            return 1
+        print(f"{'attempt':>7}  {'member':<12} {'source':<16} {'tag':<24} {'points':>8} steps")
+        for s in summaries:
+            print(f"{s.attempt:>7}  {s.member:<12} {s.source:<16} {s.tag:<24} {s.points:>8} "
+                  f"{s.step_min}..{s.step_max}")
+            if points:
+                for p in await curves.points_of_series(conn, s.series_id):
+                    print(f"{'':>9}step {p.step:>10}  value {p.value!r:<24} wall {p.wall_time:.3f}")
+        return 0
+    finally:
+        await conn.close()
+
+
+def cmd_curves(args: argparse.Namespace) -> int:
+    return asyncio.run(print_curves(args.run, args.attempt, args.points))
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tuneplane-admin", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("init", help="apply migrations, create topics and the bucket (idempotent)")\
+        .set_defaults(func=cmd_init)
+    sub.add_parser("migrate", help="apply PostgreSQL migrations (safe from many replicas)")\
+        .set_defaults(func=cmd_migrate)
+    sub.add_parser("topics", help="create the Kafka topics with explicit settings")\
+        .set_defaults(func=cmd_topics)
+    sub.add_parser("bucket", help="create the S3 bucket").set_defaults(func=cmd_bucket)
+    t = sub.add_parser("tls-init", help="generate a private CA and server certificate")
+    t.add_argument("--dir", required=True, help="directory for ca.pem, server.pem, server.key")
+    t.add_argument("--hostname", action="append",
+                   help="name the certificate covers (repeatable; default "
+                        "TUNEPLANE_GATEWAY_HOSTNAME or localhost)")
+    t.add_argument("--force", action="store_true", help="replace an existing identity")
+    t.set_defaults(func=cmd_tls_init)
+    w = sub.add_parser("token", help="issue a workload token bound to run/attempt/member")
+    w.add_argument("--run", required=True)
+    w.add_argument("--attempt", type=int, required=True)
+    w.add_argument("--member", required=True)
+    w.add_argument("--ttl", type=int, default=3600, help="lifetime in seconds (default 3600)")
+    w.add_argument("--out", help="write to this file atomically instead of printing")
+    w.set_defaults(func=cmd_token_workload)
+    c = sub.add_parser("curves", help="print a run's curves from PostgreSQL")
+    c.add_argument("run")
+    c.add_argument("--attempt", type=int)
+    c.add_argument("--points", action="store_true", help="print every point too")
+    c.set_defaults(func=cmd_curves)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        result = args.func(args)
+    except (SettingsError, ValueError, OSError) as exc:
+        print(f"tuneplane-admin {args.command}: {exc}", file=sys.stderr)
+        return 2
+    return int(result or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""The S3-compatible object store (boto3): client and bucket set-up."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+
+def s3_client(endpoint: str) -> S3Client:
+    return boto3.client("s3", endpoint_url=endpoint,
+                        config=Config(s3={"addressing_style": "path"},
+                                      retries={"max_attempts": 10, "mode": "standard"}))
+
+
+def ensure_bucket(client: S3Client, bucket: str) -> bool:
+    """Create ``bucket`` unless it exists; returns True when it was created."""
+    try:
+        client.head_bucket(Bucket=bucket)
+        return False
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") not in ("404", "NoSuchBucket"):
+            raise
+    try:
+        client.create_bucket(Bucket=bucket)
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in ("BucketAlreadyOwnedByYou",
+                                                         "BucketAlreadyExists"):
+            return False
+        raise
+    return True

@@ -1,0 +1,98 @@
+"""Token kinds (workload, node, user): JWTs (PyJWT) each signed with its own key.
+
+Each kind's HMAC key is derived from ``TUNEPLANE_WEB_JWT_SECRET`` with HKDF-SHA256 and
+the kind as context, so a token of one kind never verifies as another, and each
+listener names the kind and audience it accepts.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+import jwt
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from tuneplane.common.identity import MemberKey
+
+ALGORITHM = "HS256"
+
+
+class TokenKind(enum.StrEnum):
+    WORKLOAD = "workload"
+    NODE = "node"
+    USER = "user"
+
+    @property
+    def audience(self) -> str:
+        return {
+            TokenKind.WORKLOAD: "tuneplane-telemetry",
+            TokenKind.NODE: "tuneplane-node-control",
+            TokenKind.USER: "tuneplane-web",
+        }[self]
+
+
+class TokenError(Exception):
+    """The token is missing, malformed, expired, of another kind or for another audience."""
+
+
+def derive_key(secret: str, kind: TokenKind) -> bytes:
+    hkdf = HKDF(algorithm=hashes.SHA256(), length=32, salt=b"tuneplane-token-v1",
+                info=f"token-kind:{kind.value}".encode())
+    return hkdf.derive(secret.encode())
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadClaims:
+    member: MemberKey
+    expires_at: int
+
+
+class TokenSigner:
+    """Issues and verifies tokens; ``now`` is always passed in, never read here."""
+
+    def __init__(self, secret: str) -> None:
+        if len(secret) < 16:
+            raise ValueError("TUNEPLANE_WEB_JWT_SECRET must be at least 16 characters")
+        self._keys = {kind: derive_key(secret, kind) for kind in TokenKind}
+
+    def issue(self, kind: TokenKind, subject: str, claims: dict[str, Any], *, now: float,
+              ttl_seconds: int) -> str:
+        payload = {**claims, "kind": kind.value, "aud": kind.audience, "sub": subject,
+                   "iat": int(now), "exp": int(now) + ttl_seconds}
+        return jwt.encode(payload, self._keys[kind], algorithm=ALGORITHM)
+
+    def verify(self, token: str, kind: TokenKind, *, now: float) -> dict[str, Any]:
+        try:
+            header = jwt.get_unverified_header(token)
+            if header.get("alg") != ALGORITHM:
+                raise TokenError(f"unsupported token algorithm {header.get('alg')!r}")
+            claims: dict[str, Any] = jwt.decode(
+                token, self._keys[kind], algorithms=[ALGORITHM], audience=kind.audience,
+                options={"verify_exp": False, "require": ["exp", "kind", "aud", "sub"]},
+            )
+        except jwt.InvalidAudienceError:
+            raise TokenError(f"token is not for {kind.audience}") from None
+        except jwt.InvalidSignatureError:
+            raise TokenError(f"token is not a valid {kind.value} token") from None
+        except jwt.PyJWTError as exc:
+            raise TokenError(f"malformed token: {exc}") from None
+        if claims["kind"] != kind.value:
+            raise TokenError(f"token kind {claims['kind']!r} is not accepted here")
+        if claims["exp"] <= now:
+            raise TokenError("token expired")
+        return claims
+
+    def issue_workload(self, member: MemberKey, *, now: float, ttl_seconds: int) -> str:
+        return self.issue(TokenKind.WORKLOAD, str(member),
+                          {"run": member.run_id, "attempt": member.attempt, "member": member.member},
+                          now=now, ttl_seconds=ttl_seconds)
+
+    def verify_workload(self, token: str, *, now: float) -> WorkloadClaims:
+        claims = self.verify(token, TokenKind.WORKLOAD, now=now)
+        try:
+            member = MemberKey(str(claims["run"]), int(claims["attempt"]), str(claims["member"]))
+        except (KeyError, TypeError, ValueError):
+            raise TokenError("workload token lacks its run/attempt/member binding") from None
+        return WorkloadClaims(member, int(claims["exp"]))

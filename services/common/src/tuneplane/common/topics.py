@@ -1,0 +1,57 @@
+"""The project's Kafka topics, created with explicit settings (never broker defaults)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import TopicAlreadyExistsError
+from tuneplane.common.settings import TopicSettings
+from tuneplane.telemetry.v1.limits import TOPIC_MAX_MESSAGE_BYTES
+
+#: The system of record: every durable batch, keyed by its batch identity.
+BATCHES = "tuneplane.telemetry.batches.v1"
+#: Batches the projector could not decode or project, with the reason in a header.
+BATCHES_DLQ = "tuneplane.telemetry.batches.v1.dlq"
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSpec:
+    name: str
+    partitions: int
+    config: dict[str, str]
+
+
+def topic_specs(settings: TopicSettings) -> list[TopicSpec]:
+    common = {
+        "min.insync.replicas": str(settings.min_insync),
+        "unclean.leader.election.enable": "false",
+        "max.message.bytes": str(TOPIC_MAX_MESSAGE_BYTES),
+        "cleanup.policy": "delete",
+    }
+    return [
+        # retention -1: the batches topic is replayed to rebuild read models.
+        TopicSpec(BATCHES, settings.partitions, {**common, "retention.ms": "-1"}),
+        TopicSpec(BATCHES_DLQ, settings.partitions, {**common, "retention.ms": "-1"}),
+    ]
+
+
+async def ensure_topics(bootstrap: str, settings: TopicSettings) -> list[str]:
+    """Create missing topics; returns the names created. Existing topics are left as they are."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30_000)
+    await admin.start()
+    created: list[str] = []
+    try:
+        existing = set(await admin.list_topics())
+        for spec in topic_specs(settings):
+            if spec.name in existing:
+                continue
+            try:
+                await admin.create_topics([NewTopic(
+                    spec.name, spec.partitions, settings.replication, topic_configs=spec.config)])
+                created.append(spec.name)
+            except TopicAlreadyExistsError:
+                pass  # another replica created it first
+    finally:
+        await admin.close()
+    return created

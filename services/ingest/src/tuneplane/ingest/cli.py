@@ -1,0 +1,91 @@
+"""``tuneplane-ingest``: serve TelemetryIngest on the telemetry port (8444) over TLS."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+import grpc
+from tuneplane.common.settings import SettingsError, require
+from tuneplane.common.tls import TlsIdentity
+from tuneplane.common.tokens import TokenSigner
+from tuneplane.ingest.server import TelemetryIngest, create_server
+from tuneplane.ingest.sink import KafkaBatchSink, SinkUnavailable
+
+log = logging.getLogger("tuneplane.ingest")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="tuneplane-ingest",
+        description="Telemetry gRPC front end: accepts batches from collectors and replies "
+                    "only once Kafka holds them. Reads TUNEPLANE_KAFKA_BOOTSTRAP and "
+                    "TUNEPLANE_WEB_JWT_SECRET.")
+    p.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
+    p.add_argument("--port", type=int, default=8444, help="telemetry port (default 8444)")
+    p.add_argument("--tls-dir", type=Path,
+                   help="directory with server.pem and server.key "
+                        "(from `tuneplane-admin tls-init`)")
+    p.add_argument("--certificate", type=Path, help="externally managed server certificate (PEM)")
+    p.add_argument("--private-key", type=Path, help="its private key (PEM)")
+    p.add_argument("--max-concurrent-rpcs", type=int, default=256,
+                   help="calls in flight before RESOURCE_EXHAUSTED (default 256)")
+    p.add_argument("--kafka-timeout", type=float, default=15.0,
+                   help="seconds to wait for Kafka before UNAVAILABLE (default 15)")
+    p.add_argument("--loglevel", default="INFO")
+    return p
+
+
+def server_credentials(args: argparse.Namespace) -> grpc.ServerCredentials:
+    if args.certificate or args.private_key:
+        if not (args.certificate and args.private_key):
+            raise SettingsError("--certificate and --private-key go together")
+        cert, key = args.certificate.read_bytes(), args.private_key.read_bytes()
+    elif args.tls_dir:
+        identity = TlsIdentity.read(args.tls_dir)
+        cert, key = identity.certificate_pem, identity.private_key_pem
+    else:
+        raise SettingsError("TLS is required: give --tls-dir or --certificate/--private-key")
+    return grpc.ssl_server_credentials([(key, cert)])
+
+
+async def serve(args: argparse.Namespace) -> None:
+    credentials = server_credentials(args)
+    signer = TokenSigner(require(os.environ, "TUNEPLANE_WEB_JWT_SECRET"))
+    sink = KafkaBatchSink(require(os.environ, "TUNEPLANE_KAFKA_BOOTSTRAP"),
+                          timeout_seconds=args.kafka_timeout)
+    await sink.start()
+    server = create_server(TelemetryIngest(signer, sink),
+                           max_concurrent_rpcs=args.max_concurrent_rpcs)
+    server.add_secure_port(f"{args.host}:{args.port}", credentials)
+    await server.start()
+    log.info("ingest listening on %s:%d (TLS)", args.host, args.port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("ingest stopping: finishing calls in flight")
+    await server.stop(grace=10)
+    await sink.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logging.basicConfig(level=args.loglevel.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    try:
+        asyncio.run(serve(args))
+    except (SettingsError, SinkUnavailable, OSError, ValueError) as exc:
+        print(f"tuneplane-ingest: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

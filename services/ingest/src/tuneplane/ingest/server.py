@@ -1,0 +1,96 @@
+"""The TelemetryIngest gRPC service: authenticate, validate, make durable, then reply."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+import grpc
+from google.protobuf.message import DecodeError
+from tuneplane.common.identity import BatchKey
+from tuneplane.common.tokens import TokenError, TokenSigner
+from tuneplane.ingest.recent import RecentBatches, Seen
+from tuneplane.ingest.sink import BatchSink, SinkUnavailable
+from tuneplane.ingest.validation import InvalidBatch, validate
+from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc
+from tuneplane.telemetry.v1.limits import MAX_BATCH_BYTES
+
+log = logging.getLogger("tuneplane.ingest")
+
+#: gRPC refuses (RESOURCE_EXHAUSTED) a message over this; between MAX_BATCH_BYTES and it,
+#: the service answers INVALID_ARGUMENT with the sizes.
+MAX_RECEIVE_BYTES = 2 * MAX_BATCH_BYTES
+
+
+def bearer_token(context: grpc.aio.ServicerContext[pb.PushBatchRequest, pb.PushBatchReply],
+                 ) -> str | None:
+    for key, value in context.invocation_metadata() or ():
+        if key == "authorization" and isinstance(value, str) and value.startswith("Bearer "):
+            return value[len("Bearer "):]
+    return None
+
+
+class TelemetryIngest(pb_grpc.TelemetryIngestServicer):
+    def __init__(self, signer: TokenSigner, sink: BatchSink,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._signer = signer
+        self._sink = sink
+        self._clock = clock
+        self._recent = RecentBatches()
+
+    async def PushBatch(
+        self, request: pb.PushBatchRequest,
+        context: grpc.aio.ServicerContext[pb.PushBatchRequest, pb.PushBatchReply],
+    ) -> pb.PushBatchReply:
+        token = bearer_token(context)
+        if token is None:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED,
+                                "missing workload token: send 'authorization: Bearer <token>'")
+        try:
+            claims = self._signer.verify_workload(token, now=self._clock())
+        except TokenError as exc:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, f"workload token refused: {exc}")
+        payload = request.batch
+        batch = pb.Batch()
+        try:
+            batch.ParseFromString(payload)
+        except DecodeError as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"undecodable batch: {exc}")
+        key = BatchKey.from_proto(batch.identity)
+        if key.member != claims.member:
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED,
+                                f"batch {key} is not for the token's member {claims.member}")
+        try:
+            points = validate(batch, len(payload))
+        except InvalidBatch as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"batch {key}: {exc}")
+        digest = RecentBatches.digest(payload)
+        seen = self._recent.check(key, digest)
+        if seen is Seen.SAME:
+            return pb.PushBatchReply(outcome=pb.PushBatchReply.OUTCOME_DUPLICATE_SAFE,
+                                     points=points)
+        if seen is Seen.CONFLICT:
+            log.error("batch %s resent with different content; refused", key)
+            return pb.PushBatchReply(outcome=pb.PushBatchReply.OUTCOME_REJECTED, points=points,
+                                     reason=f"batch identity {key} was already made durable "
+                                            "with different content")
+        try:
+            await self._sink.put(key, payload)
+        except SinkUnavailable as exc:
+            log.warning("%s", exc)
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "Kafka unavailable; retry the batch")
+        self._recent.remember(key, digest)
+        log.debug("batch %s durable (%d points)", key, points)
+        return pb.PushBatchReply(outcome=pb.PushBatchReply.OUTCOME_DURABLE, points=points)
+
+
+def create_server(service: TelemetryIngest, *, max_concurrent_rpcs: int) -> grpc.aio.Server:
+    server = grpc.aio.server(
+        maximum_concurrent_rpcs=max_concurrent_rpcs,
+        options=[("grpc.max_receive_message_length", MAX_RECEIVE_BYTES),
+                 ("grpc.max_send_message_length", 1024 * 1024)],
+    )
+    pb_grpc.add_TelemetryIngestServicer_to_server(service, server)  # type: ignore[no-untyped-call]
+    return server

@@ -1,0 +1,65 @@
+"""Where durable batches go: the batches topic, through an idempotent acks=all producer."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Protocol
+
+from aiokafka import AIOKafkaProducer
+from aiokafka.errors import KafkaError
+from aiokafka.partitioner import murmur2
+from tuneplane.common import topics
+from tuneplane.common.identity import BatchKey
+from tuneplane.telemetry.v1.limits import TOPIC_MAX_MESSAGE_BYTES
+
+
+class SinkUnavailable(Exception):
+    """Kafka did not confirm the batch; the caller must not ACK and the client retries."""
+
+
+class BatchSink(Protocol):
+    async def put(self, key: BatchKey, payload: bytes) -> None:
+        """Returns only once the batch is durable; raises SinkUnavailable otherwise."""
+        ...
+
+
+def partition_for(key: BatchKey, partitions: int) -> int:
+    """One member's batches always land on one partition, so they stay ordered."""
+    return (murmur2(key.member.partition_key()) & 0x7FFFFFFF) % partitions
+
+
+class KafkaBatchSink:
+    def __init__(self, bootstrap: str, *, timeout_seconds: float = 15.0) -> None:
+        self._timeout = timeout_seconds
+        self._producer = AIOKafkaProducer(
+            bootstrap_servers=bootstrap,
+            acks="all",
+            enable_idempotence=True,
+            max_request_size=TOPIC_MAX_MESSAGE_BYTES,
+            request_timeout_ms=int(timeout_seconds * 1000),
+            linger_ms=2,
+        )
+        self._partitions = 0
+
+    async def start(self) -> None:
+        await self._producer.start()
+        self._partitions = await self._partition_count()
+
+    async def stop(self) -> None:
+        await self._producer.stop()
+
+    async def _partition_count(self) -> int:
+        partitions = await self._producer.partitions_for(topics.BATCHES)
+        if not partitions:
+            raise SinkUnavailable(f"topic {topics.BATCHES} does not exist; "
+                                  "run `tuneplane-admin topics`")
+        return len(partitions)
+
+    async def put(self, key: BatchKey, payload: bytes) -> None:
+        try:
+            async with asyncio.timeout(self._timeout):
+                await self._producer.send_and_wait(
+                    topics.BATCHES, payload, key=key.kafka_key(),
+                    partition=partition_for(key, self._partitions))
+        except (KafkaError, TimeoutError) as exc:
+            raise SinkUnavailable(f"Kafka did not confirm batch {key}: {exc!r}") from exc

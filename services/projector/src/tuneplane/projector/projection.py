@@ -1,0 +1,78 @@
+"""Projection of one batch: a pure function of (batch bytes, Kafka metadata) to typed rows."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from google.protobuf.message import DecodeError
+from tuneplane.common.identity import BatchKey
+from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+
+
+class PoisonBatch(Exception):
+    """The record can never be projected (undecodable or inconsistent); goes to the DLQ."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecordMeta:
+    partition: int
+    offset: int
+    key: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRow:
+    source: str
+    tag: str
+    chunk_index: int
+    steps: list[int]
+    wall_times: list[float]
+    values: list[float]
+    step_min: int
+    step_max: int
+    v_min: float | None  # over finite values
+    v_max: float | None
+    v_first: float
+    v_last: float
+
+
+@dataclass(frozen=True, slots=True)
+class Projection:
+    key: BatchKey
+    meta: RecordMeta
+    sealed_at: float
+    points: int
+    chunks: list[ChunkRow]
+
+
+def summarise(chunk: pb.SeriesChunk, index: int) -> ChunkRow:
+    steps, wall_times, values = list(chunk.steps), list(chunk.wall_times), list(chunk.values)
+    if not steps:
+        raise PoisonBatch(f"chunk {index} ({chunk.source}/{chunk.tag}) is empty")
+    if not len(steps) == len(wall_times) == len(values):
+        raise PoisonBatch(f"chunk {index} ({chunk.source}/{chunk.tag}) has columns of "
+                          f"unequal length: {len(steps)}/{len(wall_times)}/{len(values)}")
+    finite = [v for v in values if math.isfinite(v)]
+    return ChunkRow(
+        source=chunk.source, tag=chunk.tag, chunk_index=index,
+        steps=steps, wall_times=wall_times, values=values,
+        step_min=min(steps), step_max=max(steps),
+        v_min=min(finite) if finite else None, v_max=max(finite) if finite else None,
+        v_first=values[0], v_last=values[-1],
+    )
+
+
+def project(payload: bytes, meta: RecordMeta) -> Projection:
+    batch = pb.Batch()
+    try:
+        batch.ParseFromString(payload)
+    except DecodeError as exc:
+        raise PoisonBatch(f"undecodable batch at {meta.partition}/{meta.offset}: {exc}") from None
+    if not batch.HasField("identity") or not batch.identity.run_id:
+        raise PoisonBatch(f"batch at {meta.partition}/{meta.offset} has no identity")
+    key = BatchKey.from_proto(batch.identity)
+    if meta.key is not None and meta.key != key.kafka_key():
+        raise PoisonBatch(f"record key {meta.key!r} does not match batch identity {key}")
+    chunks = [summarise(chunk, i) for i, chunk in enumerate(batch.chunks)]
+    return Projection(key, meta, batch.sealed_at, sum(len(c.steps) for c in chunks), chunks)
