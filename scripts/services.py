@@ -73,7 +73,8 @@ def wait_until(component: str, check: Callable[[], bool], seconds: float, logfil
             return
         time.sleep(0.25)
     tail = logfile.read_text(errors="replace")[-2000:] if logfile.exists() else "(no log)"
-    raise ServiceError(f"{component} did not become healthy in {seconds:.0f}s; log {logfile}:\n{tail}")
+    raise ServiceError(
+        f"{component} did not become healthy in {seconds:.0f}s; log {logfile}:\n{tail}")
 
 
 def run(component: str, args: list[str], **kwargs: object) -> None:

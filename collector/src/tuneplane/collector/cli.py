@@ -28,7 +28,8 @@ def env_int(name: str, default: int) -> int:
     try:
         return int(raw) if raw.strip() else default
     except ValueError:
-        raise SystemExit(f"tuneplane-collector: {name} must be a whole number, got {raw!r}")
+        raise SystemExit(
+            f"tuneplane-collector: {name} must be a whole number, got {raw!r}") from None
 
 
 def parser() -> argparse.ArgumentParser:

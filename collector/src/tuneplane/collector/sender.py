@@ -55,7 +55,7 @@ class Sender:
         self._target = target
         self._timeout = timeout
         self._channel = open_channel(target, interceptors)
-        self._stub = pb_grpc.TelemetryIngestStub(self._channel)  # type: ignore[no-untyped-call]
+        self._stub = pb_grpc.TelemetryIngestStub(self._channel)
         self.sent_batches = 0
         self.sent_points = 0
 
@@ -68,7 +68,7 @@ class Sender:
         try:
             reply: pb.PushBatchReply = self._stub.PushBatch(
                 pb.PushBatchRequest(batch=batch.payload), timeout=self._timeout,
-                metadata=[("authorization", f"Bearer {self._token()}")])
+                metadata=(("authorization", f"Bearer {self._token()}"),))
         except grpc.RpcError as exc:
             code = exc.code()
             if code in TRANSIENT:

@@ -85,9 +85,9 @@ class TokenSigner:
         return claims
 
     def issue_workload(self, member: MemberKey, *, now: float, ttl_seconds: int) -> str:
-        return self.issue(TokenKind.WORKLOAD, str(member),
-                          {"run": member.run_id, "attempt": member.attempt, "member": member.member},
-                          now=now, ttl_seconds=ttl_seconds)
+        binding = {"run": member.run_id, "attempt": member.attempt, "member": member.member}
+        return self.issue(TokenKind.WORKLOAD, str(member), binding, now=now,
+                          ttl_seconds=ttl_seconds)
 
     def verify_workload(self, token: str, *, now: float) -> WorkloadClaims:
         claims = self.verify(token, TokenKind.WORKLOAD, now=now)

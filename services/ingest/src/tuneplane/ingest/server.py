@@ -92,5 +92,5 @@ def create_server(service: TelemetryIngest, *, max_concurrent_rpcs: int) -> grpc
         options=[("grpc.max_receive_message_length", MAX_RECEIVE_BYTES),
                  ("grpc.max_send_message_length", 1024 * 1024)],
     )
-    pb_grpc.add_TelemetryIngestServicer_to_server(service, server)  # type: ignore[no-untyped-call]
+    pb_grpc.add_TelemetryIngestServicer_to_server(service, server)
     return server

@@ -25,7 +25,8 @@ class BatchSink(Protocol):
 
 def partition_for(key: BatchKey, partitions: int) -> int:
     """One member's batches always land on one partition, so they stay ordered."""
-    return (murmur2(key.member.partition_key()) & 0x7FFFFFFF) % partitions
+    hashed: int = murmur2(key.member.partition_key())
+    return (hashed & 0x7FFFFFFF) % partitions
 
 
 class KafkaBatchSink:

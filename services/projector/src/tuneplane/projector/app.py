@@ -43,6 +43,9 @@ def create_app(settings: ProjectorSettings) -> faust.App:
         consumer_auto_offset_reset="earliest",
         producer_acks=-1,
         broker_commit_interval=1.0,
+        # A killed worker's partitions move to the others after this long.
+        broker_session_timeout=10.0,
+        broker_heartbeat_interval=2.0,
     )
     batches = app.topic(topics.BATCHES, key_type=bytes, value_type=bytes,
                         key_serializer="raw", value_serializer="raw", internal=False)

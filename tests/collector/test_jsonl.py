@@ -1,0 +1,98 @@
+"""The JSONL metric reader: complete lines only, bad lines reported with file and line."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from tuneplane.collector import jsonl
+from tuneplane.collector.jsonl import LineError, Position, parse_line
+
+START = Position()
+
+
+def read_all(path: Path, position: Position = START, max_points: int = 10_000,
+             ) -> jsonl.ReadResult:
+    return jsonl.read(path, "src", position, max_points, max_bytes=1 << 20)
+
+
+def test_parses_step_wall_time_and_metrics() -> None:
+    assert parse_line(b'{"step": 3, "wall_time": 10.5, "metrics": {"loss": 0.25, "n": 2}}') == \
+        (3, 10.5, [("loss", 0.25), ("n", 2.0)])
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    (b'{"step": 1, "wall_time": 1, "metrics": {"x": NaN}}', math.nan),
+    (b'{"step": 1, "wall_time": 1, "metrics": {"x": Infinity}}', math.inf),
+    (b'{"step": 1, "wall_time": 1, "metrics": {"x": -Infinity}}', -math.inf),
+    (b'{"step": 1, "wall_time": 1, "metrics": {"x": "NaN"}}', math.nan),
+    (b'{"step": 1, "wall_time": 1, "metrics": {"x": "-inf"}}', -math.inf),
+])
+def test_non_finite_values_are_kept(text: bytes, expected: float) -> None:
+    value = parse_line(text)[2][0][1]
+    assert (math.isnan(value) and math.isnan(expected)) or value == expected
+
+
+@pytest.mark.parametrize(("text", "reason"), [
+    (b"garbage", "not JSON"),
+    (b"[1, 2]", "not a JSON object"),
+    (b'{"step": 1.5, "wall_time": 1, "metrics": {"x": 1}}', "'step' must be a 64-bit integer"),
+    (b'{"step": 99999999999999999999, "wall_time": 1, "metrics": {"x": 1}}', "64-bit"),
+    (b'{"step": true, "wall_time": 1, "metrics": {"x": 1}}', "'step' must be"),
+    (b'{"step": 1, "metrics": {"x": 1}}', "'wall_time' must be a number"),
+    (b'{"step": 1, "wall_time": 1, "metrics": {}}', "'metrics' must be a non-empty object"),
+    (b'{"step": 1, "wall_time": 1, "metrics": {"x": null}}', "metric 'x' is null"),
+    (b'{"step": 1, "wall_time": 1, "metrics": {"x": false}}', "metric 'x' is false"),
+    (b'{"step": 1, "wall_time": 1, "metrics": {"x": "high"}}', "metric 'x' is 'high'"),
+    (b'{"step": 1, "wall_time": 1, "metrics": {"": 1}}', "metric name"),
+])
+def test_malformed_lines_are_refused_with_a_reason(text: bytes, reason: str) -> None:
+    with pytest.raises(LineError, match=reason):
+        parse_line(text)
+
+
+def test_partial_last_line_is_waited_for_then_read(tmp_path: Path) -> None:
+    path = tmp_path / "m.jsonl"
+    path.write_bytes(b'{"step": 1, "wall_time": 1, "metrics": {"x": 1}}\n{"step": 2, "wall')
+    first = read_all(path)
+    assert first.columns.points == 1
+    assert first.position == Position(len(b'{"step": 1, "wall_time": 1, "metrics": {"x": 1}}\n'),
+                                      2)
+    with path.open("ab") as out:
+        out.write(b'_time": 2, "metrics": {"x": 2}}\n')
+    second = read_all(path, first.position)
+    assert second.columns.series["x"].steps == [2]
+    assert second.at_end
+
+
+def test_bad_line_is_reported_with_file_and_line_and_reading_goes_on(tmp_path: Path) -> None:
+    path = tmp_path / "m.jsonl"
+    path.write_text('{"step": 1, "wall_time": 1, "metrics": {"x": 1}}\n\n{broken\n'
+                    '{"step": 3, "wall_time": 3, "metrics": {"x": 3}}\n')
+    result = read_all(path)
+    assert result.columns.series["x"].steps == [1, 3]
+    assert len(result.problems) == 1
+    assert result.problems[0].startswith(f"{path}:3: not JSON")
+    assert result.position.line == 5
+
+
+def test_reading_stops_at_the_point_bound_on_a_line_boundary(tmp_path: Path) -> None:
+    path = tmp_path / "m.jsonl"
+    path.write_text("".join(f'{{"step": {i}, "wall_time": 0, "metrics": {{"a": 1, "b": 2}}}}\n'
+                            for i in range(10)))
+    first = read_all(path, max_points=5)
+    assert first.columns.points == 4
+    assert not first.at_end
+    rest = read_all(path, first.position, max_points=100)
+    assert rest.columns.points == 16
+    assert rest.columns.series["a"].steps == list(range(2, 10))
+
+
+def test_a_line_over_the_batch_bound_is_reported_not_looped_on(tmp_path: Path) -> None:
+    path = tmp_path / "m.jsonl"
+    path.write_text('{"step": 1, "wall_time": 0, "metrics": {"a": 1, "b": 2, "c": 3}}\n')
+    result = read_all(path, max_points=2)
+    assert result.columns.points == 0
+    assert "over the bounds of one batch" in result.problems[0]
+    assert result.position.line == 2

@@ -1,0 +1,68 @@
+"""Token kinds: each signed with its own derived key, never interchangeable."""
+
+from __future__ import annotations
+
+import jwt
+import pytest
+from tuneplane.common.identity import MemberKey
+from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner, derive_key
+
+SECRET = "a-secret-of-enough-length"
+MEMBER = MemberKey("run-1", 2, "rank-3")
+
+
+def test_workload_token_round_trips_its_binding() -> None:
+    signer = TokenSigner(SECRET)
+    token = signer.issue_workload(MEMBER, now=1000.0, ttl_seconds=60)
+    claims = signer.verify_workload(token, now=1030.0)
+    assert claims.member == MEMBER
+    assert claims.expires_at == 1060
+
+
+def test_each_kind_has_its_own_key() -> None:
+    keys = {derive_key(SECRET, kind) for kind in TokenKind}
+    assert len(keys) == 3
+    assert derive_key(SECRET, TokenKind.USER) != derive_key("other-secret-long-x", TokenKind.USER)
+
+
+@pytest.mark.parametrize("kind", [TokenKind.NODE, TokenKind.USER])
+def test_other_kinds_do_not_verify_as_workload(kind: TokenKind) -> None:
+    signer = TokenSigner(SECRET)
+    token = signer.issue(kind, "x", {"run": "run-1", "attempt": 2, "member": "rank-3"},
+                         now=1000.0, ttl_seconds=60)
+    with pytest.raises(TokenError):
+        signer.verify_workload(token, now=1000.0)
+
+
+def test_a_token_claiming_another_kind_under_the_right_key_is_refused() -> None:
+    key = derive_key(SECRET, TokenKind.WORKLOAD)
+    token = jwt.encode({"kind": "node", "aud": "tuneplane-telemetry", "sub": "x", "exp": 2000},
+                       key, algorithm="HS256")
+    with pytest.raises(TokenError, match="kind 'node' is not accepted"):
+        TokenSigner(SECRET).verify_workload(token, now=1000.0)
+
+
+def test_expired_token_is_refused() -> None:
+    signer = TokenSigner(SECRET)
+    token = signer.issue_workload(MEMBER, now=1000.0, ttl_seconds=60)
+    with pytest.raises(TokenError, match="expired"):
+        signer.verify_workload(token, now=1060.0)
+
+
+def test_unsigned_token_is_refused() -> None:
+    token = jwt.encode({"kind": "workload", "aud": "tuneplane-telemetry", "sub": "x",
+                        "exp": 2000}, "", algorithm="none")
+    with pytest.raises(TokenError, match="unsupported token algorithm"):
+        TokenSigner(SECRET).verify_workload(token, now=1000.0)
+
+
+def test_token_without_binding_is_refused() -> None:
+    signer = TokenSigner(SECRET)
+    token = signer.issue(TokenKind.WORKLOAD, "x", {}, now=1000.0, ttl_seconds=60)
+    with pytest.raises(TokenError, match="lacks its run/attempt/member binding"):
+        signer.verify_workload(token, now=1000.0)
+
+
+def test_short_secret_is_refused() -> None:
+    with pytest.raises(ValueError, match="at least 16 characters"):
+        TokenSigner("short")

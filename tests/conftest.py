@@ -1,0 +1,85 @@
+"""Fixtures for tests against the real services started by ``scripts/services up``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+from tuneplane.common.settings import TopicSettings
+from tuneplane.common.tls import TlsIdentity
+
+from tests.support import Endpoints, Process, free_port, start_ingest, start_projector
+
+REQUIRED = ("TUNEPLANE_DATABASE_URL", "TUNEPLANE_KAFKA_BOOTSTRAP", "TUNEPLANE_S3_ENDPOINT",
+            "TUNEPLANE_S3_BUCKET", "TUNEPLANE_WEB_JWT_SECRET")
+
+
+def docker_engine() -> bool:
+    return shutil.which("docker") is not None and subprocess.run(
+        ["docker", "info"], capture_output=True, check=False).returncode == 0
+
+
+@pytest.fixture(scope="session")
+def endpoints() -> Endpoints:
+    missing = [name for name in REQUIRED if not os.environ.get(name)]
+    if missing:
+        hint = ("a Docker engine is present, but this suite takes its services from the "
+                "environment" if docker_engine() else "no Docker engine is present")
+        pytest.fail(f"{', '.join(missing)} not set ({hint}). Start the real services with "
+                    "`eval \"$(scripts/services up)\"` and run the tests again.", pytrace=False)
+    return Endpoints.from_environ(os.environ)
+
+
+@pytest.fixture(scope="session")
+def initialised(endpoints: Endpoints) -> Endpoints:
+    """Migrations, topics and bucket, applied the way a deployment applies them."""
+    from tests.support import run_admin
+    run_admin(endpoints, "init")
+    assert TopicSettings.from_environ().partitions >= 1
+    return endpoints
+
+
+@pytest.fixture
+async def db(initialised: Endpoints) -> AsyncIterator[asyncpg.Connection]:
+    conn = await asyncpg.connect(initialised.database_url)
+    yield conn
+    await conn.close()
+
+
+@pytest.fixture(scope="session")
+def tls_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import datetime as dt
+
+    from tuneplane.common import tls
+    directory = tmp_path_factory.mktemp("tls")
+    tls.generate(["localhost", "127.0.0.1"], now=dt.datetime.now(dt.UTC)).write(directory)
+    TlsIdentity.read(directory)
+    return directory
+
+
+@pytest.fixture(scope="session")
+def ingest(initialised: Endpoints, tls_dir: Path,
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Process]:
+    process = start_ingest(initialised, tls_dir, free_port(),
+                           tmp_path_factory.mktemp("ingest") / "ingest.log")
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="session")
+def projector(initialised: Endpoints, tmp_path_factory: pytest.TempPathFactory,
+              ) -> Iterator[Process]:
+    process = start_projector(initialised, tmp_path_factory.mktemp("projector") / "proj.log")
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def run_id() -> str:
+    return f"test-{uuid.uuid4().hex[:12]}"

@@ -1,0 +1,130 @@
+"""End to end on the real services: JSONL → collector → ingest → Kafka → projector → PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import grpc
+from tuneplane.collector.collector import Collector, CollectorConfig
+from tuneplane.collector.reader import SourceSpec
+from tuneplane.collector.sender import Target
+from tuneplane.collector.spool import Owner
+from tuneplane.common.identity import MemberKey
+from tuneplane.telemetry.v1.limits import MAX_BATCH_BYTES
+
+from tests.support import (
+    Endpoints,
+    Process,
+    collector_args,
+    curve_points,
+    wait_for_points,
+    workload_token,
+    write_jsonl,
+)
+
+
+def run_collector(args: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*args, "--exit-when-idle"], capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def assert_exact(points: list[tuple[str, str, str, int, float]],
+                 truth: dict[tuple[str, int], float], member: str, source: str) -> None:
+    seen = [(tag, step) for m, s, tag, step, _ in points if (m, s) == (member, source)]
+    assert len(seen) == len(set(seen)), "a point is stored twice"
+    assert {(t, st): v for m, s, t, st, v in points if (m, s) == (member, source)} == truth
+
+
+async def test_every_point_arrives_once_with_its_step_and_value(
+        initialised: Endpoints, ingest: Process, projector: Process, tls_dir: Path,
+        tmp_path: Path, run_id: str, db: asyncpg.Connection) -> None:
+    member = MemberKey(run_id, 1, "rank-0")
+    truth = write_jsonl(tmp_path / "metrics.jsonl", range(5000), ["loss", "acc", "lr"])
+    token = workload_token(initialised, member, tmp_path / "token")
+    done = run_collector(collector_args(ingest.port, tls_dir, token, member,
+                                        tmp_path / "spool", {"train": tmp_path / "metrics.jsonl"},
+                                        "--max-batch-points", "2000"))
+    assert done.returncode == 0, done.stderr
+    assert await wait_for_points(db, run_id, len(truth)) == len(truth)
+    await asyncio.sleep(1.0)  # any duplicate would land right behind
+    assert_exact(await curve_points(db, run_id), truth, "rank-0", "train")
+
+
+async def test_malformed_line_is_reported_and_the_rest_delivered(
+        initialised: Endpoints, ingest: Process, projector: Process, tls_dir: Path,
+        tmp_path: Path, run_id: str, db: asyncpg.Connection) -> None:
+    member = MemberKey(run_id, 1, "rank-1")
+    path = tmp_path / "metrics.jsonl"
+    truth = write_jsonl(path, range(100), ["loss"])
+    with path.open("a") as out:
+        out.write('{"step": 100, "wall_time": 1.0, "metrics": {"loss": "high"}}\n{oops\n')
+    truth |= write_jsonl(path, range(102, 200), ["loss"], append=True)
+    token = workload_token(initialised, member, tmp_path / "token")
+    done = run_collector(collector_args(ingest.port, tls_dir, token, member,
+                                        tmp_path / "spool", {"train": path}))
+    assert done.returncode == 0, done.stderr
+    assert f"{path}:101: metric 'loss' is 'high', not a number" in done.stderr
+    assert f"{path}:102: not JSON" in done.stderr
+    assert await wait_for_points(db, run_id, len(truth)) == len(truth)
+    assert_exact(await curve_points(db, run_id), truth, "rank-1", "train")
+
+
+class DropFirstReplies(grpc.UnaryUnaryClientInterceptor):
+    """The call reaches ingest and completes there; its reply is lost on the way back."""
+
+    def __init__(self, drops: int) -> None:
+        self.drops = drops
+        self.dropped = 0
+        self.sent: list[bytes] = []
+
+    def intercept_unary_unary(
+        self, continuation: Callable[[grpc.ClientCallDetails, Any], Any],
+        client_call_details: grpc.ClientCallDetails, request: Any,
+    ) -> Any:
+        self.sent.append(request.batch)
+        outcome = continuation(client_call_details, request)
+        outcome.result()  # the server has answered: the batch is durable in Kafka
+        if self.dropped < self.drops:
+            self.dropped += 1
+            raise LostReply()
+        return outcome
+
+
+class LostReply(grpc.RpcError):
+    def code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.UNAVAILABLE
+
+    def details(self) -> str:
+        return "connection reset after the request was delivered (injected)"
+
+
+async def test_lost_ack_resends_the_same_batch_and_postgres_holds_each_point_once(
+        initialised: Endpoints, ingest: Process, projector: Process, tls_dir: Path,
+        tmp_path: Path, run_id: str, db: asyncpg.Connection) -> None:
+    member = MemberKey(run_id, 1, "rank-0")
+    truth = write_jsonl(tmp_path / "m.jsonl", range(3000), ["loss", "acc"])
+    drop = DropFirstReplies(drops=3)
+    collector = Collector(CollectorConfig(
+        owner=Owner(run_id, 1, "rank-0"), spool_dir=tmp_path / "spool",
+        target=Target(f"localhost:{ingest.port}", tls_dir / "ca.pem",
+                      workload_token(initialised, member, tmp_path / "token")),
+        sources=[SourceSpec("train", tmp_path / "m.jsonl")], max_batch_points=1000,
+        max_batch_bytes=MAX_BATCH_BYTES // 2, interceptors=[drop]))
+    while not collector.reader.run_once():
+        pass
+    await asyncio.to_thread(collector.sender.run_once)
+    collector.close()
+    assert drop.dropped == 3
+    assert collector.sender.sent_batches == 6  # every batch ACKed in the end
+    assert len(drop.sent) == 9
+    assert drop.sent[:4] == [drop.sent[0]] * 4  # the same identity and bytes, resent
+    assert await wait_for_points(db, run_id, len(truth)) == len(truth)
+    await asyncio.sleep(1.0)
+    assert_exact(await curve_points(db, run_id), truth, "rank-0", "train")
+    resent = await db.fetch("SELECT batch_id FROM batch_ledger WHERE run_id = $1", run_id)
+    assert len(resent) == 6

@@ -1,0 +1,81 @@
+"""Processes killed with SIGKILL mid-stream and restarted: totals stay exact."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+from pathlib import Path
+
+import asyncpg
+from tuneplane.common.identity import MemberKey
+
+from tests.e2e.test_pipeline import assert_exact, run_collector
+from tests.support import (
+    Endpoints,
+    Process,
+    collector_args,
+    curve_points,
+    wait_for_points,
+    workload_token,
+    write_jsonl,
+)
+
+COUNT = "SELECT coalesce(sum(c.n), 0) FROM series s JOIN curve_chunks c USING (series_id) " \
+        "WHERE s.run_id = $1"
+
+
+async def wait_for_some(db: asyncpg.Connection, run_id: str, at_least: int,
+                        timeout: float = 120.0) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        count = int(await db.fetchval(COUNT, run_id))
+        if count >= at_least:
+            return count
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"run {run_id} never reached {at_least} points")
+
+
+async def test_projector_killed_mid_stream_and_restarted_projects_every_batch_once(
+        initialised: Endpoints, ingest: Process, projector: Process, tls_dir: Path,
+        tmp_path: Path, run_id: str, db: asyncpg.Connection) -> None:
+    member = MemberKey(run_id, 1, "rank-0")
+    truth = write_jsonl(tmp_path / "m.jsonl", range(100_000), ["loss", "acc"])
+    token = workload_token(initialised, member, tmp_path / "token")
+    collector = subprocess.Popen(
+        [*collector_args(ingest.port, tls_dir, token, member, tmp_path / "spool",
+                         {"train": tmp_path / "m.jsonl"}, "--max-batch-points", "500"),
+         "--exit-when-idle"], stderr=subprocess.PIPE, text=True)
+    seen = await wait_for_some(db, run_id, 1)
+    projector.kill()
+    assert seen < len(truth), "the projector finished before it could be killed mid-stream"
+    projector.start()
+    _, stderr = collector.communicate(timeout=300)
+    assert collector.returncode == 0, stderr
+    assert await wait_for_points(db, run_id, len(truth)) == len(truth)
+    await asyncio.sleep(2.0)
+    assert_exact(await curve_points(db, run_id), truth, "rank-0", "train")
+
+
+async def test_collector_killed_and_restarted_delivers_every_point_once(
+        initialised: Endpoints, ingest: Process, projector: Process, tls_dir: Path,
+        tmp_path: Path, run_id: str, db: asyncpg.Connection) -> None:
+    member = MemberKey(run_id, 1, "rank-0")
+    truth = write_jsonl(tmp_path / "m.jsonl", range(100_000), ["loss", "acc"])
+    token = workload_token(initialised, member, tmp_path / "token")
+    args = collector_args(ingest.port, tls_dir, token, member,
+                          tmp_path / "spool", {"train": tmp_path / "m.jsonl"},
+                          "--max-batch-points", "500")
+    kills = 0
+    for at_least in (1, len(truth) // 3):
+        collector = subprocess.Popen(args, stderr=subprocess.DEVNULL)
+        await wait_for_some(db, run_id, at_least)
+        collector.kill()
+        collector.wait()
+        kills += 1
+    done = run_collector(args)
+    assert done.returncode == 0, done.stderr
+    assert kills == 2
+    assert await wait_for_points(db, run_id, len(truth)) == len(truth)
+    await asyncio.sleep(1.0)
+    assert_exact(await curve_points(db, run_id), truth, "rank-0", "train")

@@ -1,0 +1,60 @@
+"""The pure projection: typed rows from a batch, the same every time."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from tuneplane.common.identity import BatchKey, MemberKey
+from tuneplane.projector.projection import PoisonBatch, RecordMeta, project
+from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+
+IDENTITY = pb.BatchIdentity(run_id="r", attempt=1, member="m", spool_epoch="e", sequence=7)
+KEY = BatchKey(MemberKey("r", 1, "m"), "e", 7)
+
+
+def payload(values: list[float]) -> bytes:
+    n = len(values)
+    return pb.Batch(identity=IDENTITY, sealed_at=3.5, chunks=[
+        pb.SeriesChunk(source="s", tag="loss", steps=list(range(10, 10 + n)),
+                       wall_times=[1.0] * n, values=values)]).SerializeToString()
+
+
+def test_rows_carry_points_and_their_summary() -> None:
+    projection = project(payload([3.0, math.nan, -1.0, math.inf]),
+                         RecordMeta(2, 40, KEY.kafka_key()))
+    assert projection.key == KEY
+    assert projection.points == 4
+    (row,) = projection.chunks
+    assert (row.step_min, row.step_max, row.v_min, row.v_max, row.v_first) == (10, 13, -1.0,
+                                                                               3.0, 3.0)
+    assert row.v_last == math.inf
+    assert math.isnan(row.values[1])
+
+
+def test_projecting_the_same_record_twice_gives_equal_output() -> None:
+    meta = RecordMeta(0, 1, KEY.kafka_key())
+    assert project(payload([1.0, 2.0]), meta) == project(payload([1.0, 2.0]), meta)
+
+
+def test_all_non_finite_chunk_has_no_min_max() -> None:
+    (row,) = project(payload([math.nan]), RecordMeta(0, 0, None)).chunks
+    assert row.v_min is None
+    assert row.v_max is None
+
+
+@pytest.mark.parametrize(("data", "key", "reason"), [
+    (b"\xff\xff", None, "undecodable batch at 0/5"),
+    (pb.Batch().SerializeToString(), None, "has no identity"),
+    (payload([1.0]), b"other-key", "does not match batch identity"),
+])
+def test_poison_records_say_why(data: bytes, key: bytes | None, reason: str) -> None:
+    with pytest.raises(PoisonBatch, match=reason):
+        project(data, RecordMeta(0, 5, key))
+
+
+def test_unequal_columns_are_poison() -> None:
+    batch = pb.Batch.FromString(payload([1.0, 2.0]))
+    del batch.chunks[0].wall_times[0]
+    with pytest.raises(PoisonBatch, match="unequal length"):
+        project(batch.SerializeToString(), RecordMeta(0, 0, None))

@@ -1,0 +1,159 @@
+"""Helpers for tests on the real services: processes, JSONL truth, waiting on PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import asyncpg
+from tuneplane.common.identity import MemberKey
+from tuneplane.common.tokens import TokenSigner
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoints:
+    database_url: str
+    kafka_bootstrap: str
+    s3_endpoint: str
+    s3_bucket: str
+    jwt_secret: str
+
+    @classmethod
+    def from_environ(cls, env: Mapping[str, str]) -> Endpoints:
+        return cls(env["TUNEPLANE_DATABASE_URL"], env["TUNEPLANE_KAFKA_BOOTSTRAP"],
+                   env["TUNEPLANE_S3_ENDPOINT"], env["TUNEPLANE_S3_BUCKET"],
+                   env["TUNEPLANE_WEB_JWT_SECRET"])
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def run_admin(endpoints: Endpoints, *args: str) -> str:
+    done = subprocess.run([str(BIN / "tuneplane-admin"), *args], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, f"tuneplane-admin {' '.join(args)}: {done.stderr}"
+    return done.stdout
+
+
+class Process:
+    """A service process of the project, started as users start it, with its log kept."""
+
+    def __init__(self, args: list[str], log: Path, ready: str, *, port: int = 0) -> None:
+        self.args, self.log, self.ready, self.port = args, log, ready, port
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.start()
+
+    def start(self, timeout: float = 90.0) -> None:
+        mark = self.log.stat().st_size if self.log.exists() else 0
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(self.args, stdout=out, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = self.log.read_bytes()[mark:].decode(errors="replace")
+            if self.ready in text:
+                return
+            if self.proc.poll() is not None:
+                raise AssertionError(f"{self.args[0]} exited {self.proc.returncode}:\n{text}")
+            time.sleep(0.1)
+        raise AssertionError(f"{self.args[0]} not ready in {timeout}s:\n{self.tail()}")
+
+    def tail(self) -> str:
+        return self.log.read_text(errors="replace")[-4000:]
+
+    def kill(self) -> None:
+        """SIGKILL: no chance to flush, commit or say goodbye."""
+        assert self.proc is not None
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def start_ingest(endpoints: Endpoints, tls_dir: Path, port: int, log: Path) -> Process:
+    process = Process([str(BIN / "tuneplane-ingest"), "--host", "127.0.0.1", "--port", str(port),
+                       "--tls-dir", str(tls_dir), "--kafka-timeout", "5"], log,
+                      ready="ingest listening", port=port)
+    return process
+
+
+def start_projector(endpoints: Endpoints, log: Path) -> Process:
+    return Process([str(BIN / "tuneplane-projector")], log, ready="Worker ready")
+
+
+def workload_token(endpoints: Endpoints, member: MemberKey, path: Path, ttl: int = 3600) -> Path:
+    path.write_text(TokenSigner(endpoints.jwt_secret).issue_workload(
+        member, now=time.time(), ttl_seconds=ttl))
+    return path
+
+
+def write_jsonl(path: Path, steps: range, tags: list[str], *, append: bool = False,
+                wall0: float = 1.7e9) -> dict[tuple[str, int], float]:
+    """Writes one line per step with every tag; returns the truth {(tag, step): value}."""
+    truth: dict[tuple[str, int], float] = {}
+    with path.open("a" if append else "w") as out:
+        for step in steps:
+            metrics = {tag: (step * 0.5 + k) / 7.0 for k, tag in enumerate(tags)}
+            truth.update({(tag, step): value for tag, value in metrics.items()})
+            out.write(json.dumps({"step": step, "wall_time": wall0 + step,
+                                  "metrics": metrics}) + "\n")
+    return truth
+
+
+def collector_args(ingest_port: int, tls_dir: Path, token: Path, member: MemberKey,
+                   spool: Path, sources: dict[str, Path], *extra: str) -> list[str]:
+    args = [str(BIN / "tuneplane-collector"), "--run", member.run_id, "--attempt",
+            str(member.attempt), "--member", member.member, "--spool", str(spool),
+            "--target", f"localhost:{ingest_port}", "--ca-file", str(tls_dir / "ca.pem"),
+            "--token-file", str(token), *extra]
+    for source_id, path in sources.items():
+        args += ["--source", f"{source_id}={path}"]
+    return args
+
+
+async def curve_points(conn: asyncpg.Connection, run_id: str) -> list[tuple[str, str, str, int,
+                                                                             float]]:
+    """Every stored point of a run as (member, source, tag, step, value), duplicates kept."""
+    rows = await conn.fetch("""
+        SELECT s.member, s.source, s.tag, p.step, p.value
+        FROM series s JOIN curve_chunks c USING (series_id),
+             unnest(c.steps, c."values") AS p(step, value)
+        WHERE s.run_id = $1""", run_id)
+    return [tuple(row) for row in rows]
+
+
+async def wait_for_points(conn: asyncpg.Connection, run_id: str, expected: int,
+                          timeout: float = 120.0) -> int:
+    """Waits until the run has at least ``expected`` points (or the timeout); returns the count."""
+    deadline = time.monotonic() + timeout
+    count = 0
+    while time.monotonic() < deadline:
+        count = await conn.fetchval("""
+            SELECT coalesce(sum(c.n), 0) FROM series s JOIN curve_chunks c USING (series_id)
+            WHERE s.run_id = $1""", run_id)
+        if count >= expected:
+            break
+        await asyncio.sleep(0.2)
+    return int(count)
