@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import hashlib
 import os
 import secrets
 import shutil
@@ -140,9 +141,32 @@ def as_postgres(args: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *args] if os.geteuid() == 0 else args
 
 
+def pg_root() -> Path:
+    """PostgreSQL's folder: ``.services/pg``, or a link to a folder the postgres user can reach.
+
+    The server refuses to run as root, and a checkout under a private home folder is out of
+    the postgres user's reach; then the data lives in /var/tmp, linked from ``.services/pg``.
+    """
+    root = DATA / "pg"
+    if root.is_symlink():
+        root.resolve().mkdir(mode=0o755, parents=True, exist_ok=True)
+        return root
+    if os.geteuid() != 0:
+        return root
+    reachable = subprocess.run(["runuser", "-u", "postgres", "--", "test", "-x", str(DATA)],
+                               capture_output=True, check=False).returncode == 0
+    if not reachable:
+        tag = hashlib.sha256(str(DATA).encode()).hexdigest()[:12]
+        outside = Path(f"/var/tmp/tuneplane-pg-{tag}")
+        outside.mkdir(mode=0o755, exist_ok=True)
+        root.symlink_to(outside)
+    return root
+
+
 def pg_start() -> None:
-    bindir, data, sock = pg_bin(), DATA / "postgres", DATA / "pgsock"
-    logfile = DATA / "postgres.log"
+    root = pg_root().resolve()  # the postgres user may not traverse the link's folder
+    bindir, data, sock, logfile = pg_bin(), root / "data", root / "sock", root / "postgres.log"
+    root.mkdir(exist_ok=True)
     for path in (data, sock):
         path.mkdir(parents=True, exist_ok=True)
         if os.geteuid() == 0:
@@ -167,7 +191,7 @@ def pg_start() -> None:
 
 
 def pg_stop() -> None:
-    data = DATA / "postgres"
+    data = (DATA / "pg").resolve() / "data"
     if (data / "postmaster.pid").exists():
         subprocess.run(as_postgres([str(pg_bin() / "pg_ctl"), "-D", str(data), "-m", "fast",
                                     "-w", "stop"]), capture_output=True, check=False)
@@ -294,7 +318,7 @@ COMPONENTS = {
 
 def running(component: Component) -> bool:
     if component.name == "postgres":
-        return (DATA / "postgres" / "postmaster.pid").exists() and port_open(PG_PORT)
+        return (DATA / "pg" / "data" / "postmaster.pid").exists() and port_open(PG_PORT)
     return pid_of(component.name) is not None and port_open(component.port)
 
 
@@ -343,6 +367,9 @@ def down(names: list[str], wipe: bool) -> None:
         COMPONENTS[name].stop()
         log(f"{name}: stopped")
     if wipe:
+        pg = DATA / "pg"
+        if pg.is_symlink():
+            shutil.rmtree(pg.resolve(), ignore_errors=True)
         shutil.rmtree(DATA, ignore_errors=True)
         log(f"removed {DATA}")
 
