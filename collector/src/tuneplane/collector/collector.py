@@ -56,7 +56,7 @@ class Collector:
     def send_loop(self, until: threading.Event) -> None:
         while not until.is_set():
             try:
-                if self.sender.run_once(give_up_after=5.0) == 0:
+                if self.sender.run_once(give_up_after=5.0, stop=until.is_set) == 0:
                     until.wait(0.05)
             except TransientSendError as exc:
                 log.warning("ingest unreachable, batches stay spooled: %s", exc)

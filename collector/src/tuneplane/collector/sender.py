@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,26 +88,35 @@ class Sender:
         self.sent_batches += 1
         self.sent_points += batch.points
 
-    def run_once(self, *, give_up_after: float | None = None) -> int:
-        """Send what is pending, retrying each batch with backoff; returns batches handled.
+    def run_once(self, *, give_up_after: float | None = None,
+                 stop: Callable[[], bool] = lambda: False) -> int:
+        """Send until the spool has nothing pending, retrying each batch with backoff.
+
+        Returns the batches handled (ACKed or quarantined).
 
         With ``give_up_after`` (seconds), a batch still failing then stays in the spool
-        and TransientSendError is raised.
+        and TransientSendError is raised. ``stop`` is asked between batches.
         """
         handled = 0
-        for batch in self._spool.pending():
-            for attempt in Retrying(
-                retry=retry_if_exception_type(TransientSendError),
-                wait=wait_exponential_jitter(initial=0.1, max=5.0),
-                stop=stop_after_delay(give_up_after) if give_up_after is not None else (
-                    lambda _state: False),
-                before_sleep=before_sleep_log(log, logging.WARNING),
-                reraise=True,
-            ):
-                with attempt:
-                    self.push(batch)
-            handled += 1
+        while not stop() and (batches := self._spool.pending()):
+            for batch in batches:
+                if stop():
+                    break
+                self._send_with_retries(batch, give_up_after)
+                handled += 1
         return handled
+
+    def _send_with_retries(self, batch: SealedBatch, give_up_after: float | None) -> None:
+        for attempt in Retrying(
+            retry=retry_if_exception_type(TransientSendError),
+            wait=wait_exponential_jitter(initial=0.1, max=5.0),
+            stop=stop_after_delay(give_up_after) if give_up_after is not None else (
+                lambda _state: False),
+            before_sleep=before_sleep_log(log, logging.WARNING),
+            reraise=True,
+        ):
+            with attempt:
+                self.push(batch)
 
     def close(self) -> None:
         self._channel.close()

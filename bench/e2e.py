@@ -1,0 +1,133 @@
+"""Throughput of the pipeline on this machine: file → PostgreSQL, and each stage alone.
+
+Needs the real services (``eval "$(scripts/services up)"``). Prints points/s for:
+
+  read+seal   JSONL file → sealed batches in the SQLite spool (collector reader)
+  send        spool → ingest (TLS, token check) → Kafka acks=all → spool delete
+  project     Kafka → faust projector → PostgreSQL (first to last point seen)
+  end-to-end  collector process started → every point in PostgreSQL
+
+    uv run python bench/e2e.py [--points 1000000] [--tags 5] [--batch-points 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import asyncpg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tuneplane.collector.reader import SourceReader, SourceSpec
+from tuneplane.collector.sender import Sender, Target
+from tuneplane.collector.spool import Owner, Spool
+from tuneplane.common import tls
+from tuneplane.common.identity import MemberKey
+from tuneplane.telemetry.v1.limits import MAX_BATCH_BYTES
+
+from tests.support import (
+    Endpoints,
+    collector_args,
+    free_port,
+    run_admin,
+    start_ingest,
+    start_projector,
+    workload_token,
+    write_jsonl,
+)
+
+COUNT = """SELECT coalesce(sum(c.n), 0) FROM series s JOIN curve_chunks c USING (series_id)
+           WHERE s.run_id = $1"""
+
+
+def rate(points: int, seconds: float) -> str:
+    return f"{points / seconds:>12,.0f} points/s  ({points:,} points in {seconds:.2f} s)"
+
+
+async def wait_points(db: asyncpg.Connection, run_id: str, expected: int) -> tuple[float, float]:
+    """Polls PostgreSQL; returns (time the first point was seen, time all were)."""
+    first, deadline = 0.0, time.perf_counter() + 900
+    while time.perf_counter() < deadline:
+        count = await db.fetchval(COUNT, run_id)
+        now = time.perf_counter()
+        if count and not first:
+            first = now
+        if count >= expected:
+            return first, now
+        await asyncio.sleep(0.02)
+    raise TimeoutError(f"run {run_id}: {count:,} of {expected:,} points after 15 minutes")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--points", type=int, default=1_000_000)
+    parser.add_argument("--tags", type=int, default=5)
+    parser.add_argument("--batch-points", type=int, default=10_000)
+    args = parser.parse_args()
+    endpoints = Endpoints.from_environ(os.environ)
+    run_admin(endpoints, "init")
+    work = Path(tempfile.mkdtemp(prefix="tuneplane-bench-"))
+    tls_dir = work / "tls"
+    tls.generate(["localhost", "127.0.0.1"], now=dt.datetime.now(dt.UTC)).write(tls_dir)
+    steps = args.points // args.tags
+    points = steps * args.tags
+    tags = [f"metric/{i}" for i in range(args.tags)]
+    source = work / "metrics.jsonl"
+    write_jsonl(source, range(steps), tags)
+    print(f"{points:,} points ({steps:,} steps x {args.tags} tags), "
+          f"{source.stat().st_size / 1e6:.1f} MB of JSONL, batches of {args.batch_points:,}")
+
+    ingest = start_ingest(endpoints, tls_dir, free_port(), work / "ingest.log")
+    db = await asyncpg.connect(endpoints.database_url)
+    try:
+        # Stages one at a time: no projector runs while the spool is read and sent.
+        run_id = f"bench-{uuid.uuid4().hex[:8]}"
+        member = MemberKey(run_id, 1, "rank-0")
+        spool = Spool(work / "spool-stages", Owner(run_id, 1, "rank-0"))
+        reader = SourceReader(spool, [SourceSpec("train", source)],
+                              max_points=args.batch_points, max_bytes=MAX_BATCH_BYTES * 3 // 4,
+                              spool_bytes=1 << 40, clock=time.time)
+        started = time.perf_counter()
+        while not reader.run_once():
+            pass
+        print(f"read+seal   {rate(reader.points_read, time.perf_counter() - started)}")
+        sender = Sender(spool, Target(f"localhost:{ingest.port}", tls_dir / "ca.pem",
+                                      workload_token(endpoints, member, work / "token")))
+        started = time.perf_counter()
+        await asyncio.to_thread(sender.run_once)
+        print(f"send        {rate(sender.sent_points, time.perf_counter() - started)}")
+        sender.close()
+        projector = start_projector(endpoints, work / "projector.log")
+        first, last = await wait_points(db, run_id, points)
+        print(f"project     {rate(points, last - first)}")
+
+        # The whole path at once, the projector already running.
+        run_id = f"bench-{uuid.uuid4().hex[:8]}"
+        member = MemberKey(run_id, 1, "rank-0")
+        token = workload_token(endpoints, member, work / "token-e2e")
+        started = time.perf_counter()
+        collector = subprocess.Popen(
+            [*collector_args(ingest.port, tls_dir, token, member, work / "spool-e2e",
+                             {"train": source}, "--max-batch-points", str(args.batch_points)),
+             "--exit-when-idle", "--loglevel", "WARNING"])
+        _, last = await wait_points(db, run_id, points)
+        print(f"end-to-end  {rate(points, last - started)}")
+        collector.wait(timeout=60)
+        projector.stop()
+    finally:
+        await db.close()
+        ingest.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
