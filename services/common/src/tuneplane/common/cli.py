@@ -66,10 +66,15 @@ def cmd_token_workload(args: argparse.Namespace) -> None:
         print(token)
 
 
-async def print_curves(run_id: str, attempt: int | None, points: bool) -> int:
+async def print_curves(run_id: str, attempt: int | None, points: bool, expect: int,
+                       wait_seconds: float) -> int:
     conn = await asyncpg.connect(require(os.environ, "TUNEPLANE_DATABASE_URL"))
     try:
+        deadline = time.monotonic() + wait_seconds
         summaries = await curves.series_of_run(conn, run_id, attempt)
+        while sum(s.points for s in summaries) < expect and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+            summaries = await curves.series_of_run(conn, run_id, attempt)
         if not summaries:
             print(f"run {run_id}: no curves", file=sys.stderr)
             return 1
@@ -80,13 +85,19 @@ async def print_curves(run_id: str, attempt: int | None, points: bool) -> int:
             if points:
                 for p in await curves.points_of_series(conn, s.series_id):
                     print(f"{'':>9}step {p.step:>10}  value {p.value!r:<24} wall {p.wall_time:.3f}")
+        stored = sum(s.points for s in summaries)
+        if stored < expect:
+            print(f"run {run_id}: {stored} of the {expect} expected points after {wait_seconds}s",
+                  file=sys.stderr)
+            return 1
         return 0
     finally:
         await conn.close()
 
 
 def cmd_curves(args: argparse.Namespace) -> int:
-    return asyncio.run(print_curves(args.run, args.attempt, args.points))
+    return asyncio.run(print_curves(args.run, args.attempt, args.points, args.expect,
+                                    args.timeout))
 
 
 def parser() -> argparse.ArgumentParser:
@@ -117,6 +128,10 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("run")
     c.add_argument("--attempt", type=int)
     c.add_argument("--points", action="store_true", help="print every point too")
+    c.add_argument("--expect", type=int, default=0,
+                   help="wait until the run has at least this many points")
+    c.add_argument("--timeout", type=float, default=60.0,
+                   help="seconds to wait for --expect (default 60)")
     c.set_defaults(func=cmd_curves)
     return p
 

@@ -1,0 +1,64 @@
+"""compose/compose.yaml agrees with the code: settings the services read, ports, profiles."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+from tests.support import ROOT
+
+COMPOSE = ROOT / "compose" / "compose.yaml"
+SOURCES = {
+    "ingest": ["services/ingest", "services/common"],
+    "projector": ["services/projector", "services/common"],
+    "init": ["services/common"],
+}
+
+
+def compose() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load(COMPOSE.read_text())
+    return loaded
+
+
+def settings_read(folders: list[str]) -> set[str]:
+    pattern = re.compile(r'require\((?:os\.)?environ, "(TUNEPLANE_[A-Z_]+)"\)')
+    return {name for folder in folders for path in (ROOT / folder).rglob("*.py")
+            for name in pattern.findall(path.read_text())}
+
+
+def test_every_setting_a_gateway_service_requires_is_set() -> None:
+    services = compose()["services"]
+    for name, folders in SOURCES.items():
+        required = settings_read(folders)
+        assert required, f"found no settings read by {name}; the pattern is stale"
+        missing = required - set(services[name]["environment"])
+        assert not missing, f"compose service {name} lacks {sorted(missing)}"
+
+
+def test_gateway_profile_and_ports() -> None:
+    services = compose()["services"]
+    assert {n for n, s in services.items() if "gateway" in s.get("profiles", [])} == \
+        {"init", "ingest", "projector"}
+    assert services["ingest"]["ports"] == ["8444:8444"]
+    assert {"postgres", "kafka", "s3"} <= {n for n, s in services.items()
+                                           if "profiles" not in s}
+
+
+def test_the_scaled_out_projector_has_no_fixed_port_or_name() -> None:
+    projector = compose()["services"]["projector"]
+    assert "ports" not in projector
+    assert "container_name" not in projector
+
+
+def test_dockerfile_has_a_target_per_gateway_image() -> None:
+    dockerfile = (ROOT / "compose" / "Dockerfile").read_text()
+    targets = set(re.findall(r"^FROM \S+ AS (\S+)$", dockerfile, flags=re.M))
+    wanted = {s["build"]["target"] for s in compose()["services"].values() if "build" in s}
+    assert wanted <= targets
+    for service in compose()["services"].values():
+        if "build" in service:
+            context = (COMPOSE.parent / service["build"]["context"]).resolve()
+            assert context == ROOT
+            assert (context / service["build"]["dockerfile"]).exists()
