@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     left = collector.run(exit_when_idle=args.exit_when_idle)
     collector.close()
     logging.getLogger("tuneplane.collector").info(
-        "collector done: %d points read, %d sent, %d problems, %d batches left in spool",
+        "collector done: %d points read, %d sent, %d problems, %d batches not delivered",
         collector.reader.points_read, collector.sender.sent_points,
         len(collector.reader.problems), left)
     return 0 if left == 0 else 3

@@ -38,8 +38,10 @@ class Collector:
                                    max_points=config.max_batch_points,
                                    max_bytes=config.max_batch_bytes,
                                    spool_bytes=config.spool_bytes, clock=clock)
-        self._send_spool = Spool(config.spool_dir, config.owner)
-        self.sender = Sender(self._send_spool, config.target, interceptors=config.interceptors)
+        # One SQLite connection per thread: reader, sender, and this (status) thread.
+        self.sender = Sender(Spool(config.spool_dir, config.owner), config.target,
+                             interceptors=config.interceptors)
+        self._status = Spool(config.spool_dir, config.owner)
         self.stopping = threading.Event()   # stop reading; drain
         self.sources_idle = threading.Event()
 
@@ -62,10 +64,13 @@ class Collector:
                 log.warning("ingest unreachable, batches stay spooled: %s", exc)
 
     def idle(self) -> bool:
-        return self.sources_idle.is_set() and not self._send_spool.pending(limit=1)
+        return self.sources_idle.is_set() and self._status.pending_count() == 0
 
     def run(self, *, exit_when_idle: bool = False) -> int:
-        """Runs until ``stop()`` (or idle, if asked), then drains; returns batches left."""
+        """Runs until ``stop()`` (or idle, if asked), then drains.
+
+        Returns the batches not delivered: still pending after the drain, or quarantined.
+        """
         send_stop = threading.Event()
         reader = threading.Thread(target=self.read_loop, name="reader", daemon=True)
         sender = threading.Thread(target=self.send_loop, args=(send_stop,), name="sender",
@@ -79,18 +84,23 @@ class Collector:
             self.stopping.wait(0.1)
         reader.join()
         deadline = time.monotonic() + self.config.drain_seconds
-        while self._send_spool.pending(limit=1) and time.monotonic() < deadline:
+        while self._status.pending_count() and time.monotonic() < deadline:
             time.sleep(0.05)
         send_stop.set()
         sender.join(timeout=10)
-        left = len(self._send_spool.pending(limit=1_000_000))
+        left = self._status.pending_count()
         if left:
             log.warning("drain ended with %d batches left in the spool %s", left,
                         self.config.spool_dir)
-        return left
+        for sequence, reason in self._status.quarantined():
+            log.error("batch %d is quarantined in the spool %s: %s", sequence,
+                      self.config.spool_dir, reason)
+        return left + len(self._status.quarantined())
 
     def stop(self) -> None:
         self.stopping.set()
 
     def close(self) -> None:
         self.sender.close()
+        self.reader.close()
+        self._status.close()

@@ -80,6 +80,9 @@ class SourceReader:
             self.points_read += result.columns.points
         return result.at_end
 
+    def close(self) -> None:
+        self._spool.close()
+
     def _report(self, problem: str) -> None:
         log.error("%s", problem)
         self.problems.append(problem)

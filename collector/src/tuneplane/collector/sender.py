@@ -120,3 +120,4 @@ class Sender:
 
     def close(self) -> None:
         self._channel.close()
+        self._spool.close()

@@ -130,6 +130,10 @@ class Spool:
             "ORDER BY sequence LIMIT ?", (limit,)).fetchall()
         return [SealedBatch(*row) for row in rows]
 
+    def pending_count(self) -> int:
+        return int(self._db.execute(
+            "SELECT count(*) FROM batches WHERE quarantined IS NULL").fetchone()[0])
+
     def acknowledge(self, sequence: int) -> None:
         self._db.execute("DELETE FROM batches WHERE sequence = ?", (sequence,))
 
