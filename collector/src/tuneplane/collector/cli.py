@@ -44,8 +44,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--source", type=source_spec, action="append", required=True,
                    metavar="ID=PATH", help="a JSONL metrics file this member owns (repeatable)")
     p.add_argument("--spool", type=Path,
-                   default=os.environ.get("TUNEPLANE_TELEMETRY_SPOOL_ROOT"),
-                   help="spool directory (default TUNEPLANE_TELEMETRY_SPOOL_ROOT/<run>/...)")
+                   help="this member's spool directory (default: "
+                        "TUNEPLANE_TELEMETRY_SPOOL_ROOT/<run>/<attempt>/<member>)")
     p.add_argument("--target", default=os.environ.get("TUNEPLANE_TELEMETRY_TARGET"),
                    help="ingest address host:port (default TUNEPLANE_TELEMETRY_TARGET)")
     p.add_argument("--ca-file", type=Path, default=os.environ.get(
@@ -65,9 +65,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     logging.basicConfig(level=args.loglevel.upper(),
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    for name in ("spool", "target", "ca_file"):
+    if args.spool is None and os.environ.get("TUNEPLANE_TELEMETRY_SPOOL_ROOT"):
+        args.spool = (Path(os.environ["TUNEPLANE_TELEMETRY_SPOOL_ROOT"]) / args.run
+                      / str(args.attempt) / args.member)
+    for name, setting in (("spool", "TUNEPLANE_TELEMETRY_SPOOL_ROOT"),
+                          ("target", "TUNEPLANE_TELEMETRY_TARGET"),
+                          ("ca_file", "TUNEPLANE_TELEMETRY_TRUST_BUNDLE")):
         if getattr(args, name) is None:
-            print(f"tuneplane-collector: --{name.replace('_', '-')} is required", file=sys.stderr)
+            print(f"tuneplane-collector: give --{name.replace('_', '-')} or set {setting}",
+                  file=sys.stderr)
             return 2
     if not 1 <= args.max_batch_points <= MAX_BATCH_POINTS:
         print(f"tuneplane-collector: --max-batch-points must be 1..{MAX_BATCH_POINTS}",
