@@ -27,13 +27,6 @@ import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tuneplane.collector.reader import SourceReader, SourceSpec
-from tuneplane.collector.sender import Sender, Target
-from tuneplane.collector.spool import Owner, Spool
-from tuneplane.common import tls
-from tuneplane.common.identity import MemberKey
-from tuneplane.telemetry.v1.limits import MAX_BATCH_BYTES
-
 from tests.support import (
     Endpoints,
     collector_args,
@@ -44,6 +37,12 @@ from tests.support import (
     workload_token,
     write_jsonl,
 )
+from tuneplane.collector.reader import SourceReader, SourceSpec
+from tuneplane.collector.sender import Sender, Target
+from tuneplane.collector.spool import Owner, Spool
+from tuneplane.common import tls
+from tuneplane.common.identity import MemberKey
+from tuneplane.telemetry.v1.limits import MAX_BATCH_BYTES
 
 COUNT = """SELECT coalesce(sum(c.n), 0) FROM series s JOIN curve_chunks c USING (series_id)
            WHERE s.run_id = $1"""

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import asyncpg
 import pytest
-from tuneplane.common.settings import TopicSettings
-from tuneplane.common.tls import TlsIdentity
 
 from tests.support import Endpoints, Process, free_port, start_ingest, start_projector
+from tuneplane.common.settings import TopicSettings
+from tuneplane.common.tls import TlsIdentity
 
 REQUIRED = ("TUNEPLANE_DATABASE_URL", "TUNEPLANE_KAFKA_BOOTSTRAP", "TUNEPLANE_S3_ENDPOINT",
             "TUNEPLANE_S3_BUCKET", "TUNEPLANE_WEB_JWT_SECRET")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import asyncpg
+
 from tuneplane.common.identity import MemberKey
 from tuneplane.common.tokens import TokenSigner
 
@@ -124,7 +125,7 @@ def write_jsonl(path: Path, steps: range, tags: list[str], *, append: bool = Fal
 
 def collector_args(ingest_port: int, tls_dir: Path, token: Path, member: MemberKey,
                    spool: Path, sources: dict[str, Path], *extra: str) -> list[str]:
-    args = [str(BIN / "tuneplane-collector"), "--run", member.run_id, "--attempt",
+    args = [str(BIN / "tuneplane-collector"), "run", "--run", member.run_id, "--attempt",
             str(member.attempt), "--member", member.member, "--spool", str(spool),
             "--target", f"localhost:{ingest_port}", "--ca-file", str(tls_dir / "ca.pem"),
             "--token-file", str(token), *extra]

@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 import pytest
+
 from tuneplane.collector import jsonl
 from tuneplane.collector.jsonl import LineError, Position, parse_line
 
@@ -56,13 +57,13 @@ def test_partial_last_line_is_waited_for_then_read(tmp_path: Path) -> None:
     path = tmp_path / "m.jsonl"
     path.write_bytes(b'{"step": 1, "wall_time": 1, "metrics": {"x": 1}}\n{"step": 2, "wall')
     first = read_all(path)
-    assert first.columns.points == 1
+    assert first.draft.points == 1
     assert first.position == Position(len(b'{"step": 1, "wall_time": 1, "metrics": {"x": 1}}\n'),
                                       2)
     with path.open("ab") as out:
         out.write(b'_time": 2, "metrics": {"x": 2}}\n')
     second = read_all(path, first.position)
-    assert second.columns.series["x"].steps == [2]
+    assert second.draft.series["x"].steps == [2]
     assert second.at_end
 
 
@@ -71,7 +72,7 @@ def test_bad_line_is_reported_with_file_and_line_and_reading_goes_on(tmp_path: P
     path.write_text('{"step": 1, "wall_time": 1, "metrics": {"x": 1}}\n\n{broken\n'
                     '{"step": 3, "wall_time": 3, "metrics": {"x": 3}}\n')
     result = read_all(path)
-    assert result.columns.series["x"].steps == [1, 3]
+    assert result.draft.series["x"].steps == [1, 3]
     assert len(result.problems) == 1
     assert result.problems[0].startswith(f"{path}:3: not JSON")
     assert result.position.line == 5
@@ -82,17 +83,17 @@ def test_reading_stops_at_the_point_bound_on_a_line_boundary(tmp_path: Path) -> 
     path.write_text("".join(f'{{"step": {i}, "wall_time": 0, "metrics": {{"a": 1, "b": 2}}}}\n'
                             for i in range(10)))
     first = read_all(path, max_points=5)
-    assert first.columns.points == 4
+    assert first.draft.points == 4
     assert not first.at_end
     rest = read_all(path, first.position, max_points=100)
-    assert rest.columns.points == 16
-    assert rest.columns.series["a"].steps == list(range(2, 10))
+    assert rest.draft.points == 16
+    assert rest.draft.series["a"].steps == list(range(2, 10))
 
 
 def test_a_line_over_the_batch_bound_is_reported_not_looped_on(tmp_path: Path) -> None:
     path = tmp_path / "m.jsonl"
     path.write_text('{"step": 1, "wall_time": 0, "metrics": {"a": 1, "b": 2, "c": 3}}\n')
     result = read_all(path, max_points=2)
-    assert result.columns.points == 0
+    assert result.draft.points == 0
     assert "over the bounds of one batch" in result.problems[0]
     assert result.position.line == 2

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
-from tuneplane.common.migrate import yoyo_url
 
 from tests.support import Endpoints
+from tuneplane.common.migrate import yoyo_url
 
 
 @pytest.fixture

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import uuid
 
-from tuneplane.common.objectstore import ensure_bucket, s3_client
-
 from tests.support import Endpoints
+from tuneplane.common.objectstore import ensure_bucket, s3_client
 
 
 def test_bucket_is_created_once_and_objects_round_trip(endpoints: Endpoints) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from tuneplane.common.settings import SettingsError, TopicSettings, positive_int, require
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from cryptography import x509
+
 from tuneplane.common.tls import TlsIdentity, generate
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jwt
 import pytest
+
 from tuneplane.common.identity import MemberKey
 from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner, derive_key
 

@@ -10,12 +10,7 @@ from typing import Any
 
 import asyncpg
 import grpc
-from tuneplane.collector.collector import Collector, CollectorConfig
-from tuneplane.collector.reader import SourceSpec
-from tuneplane.collector.sender import Target
-from tuneplane.collector.spool import Owner
-from tuneplane.common.identity import MemberKey
-from tuneplane.telemetry.v1.limits import MAX_BATCH_BYTES
+import numpy as np
 
 from tests.support import (
     Endpoints,
@@ -26,6 +21,12 @@ from tests.support import (
     workload_token,
     write_jsonl,
 )
+from tuneplane.collector.collector import Collector, CollectorConfig
+from tuneplane.collector.reader import SourceSpec
+from tuneplane.collector.sender import Target
+from tuneplane.collector.spool import Owner
+from tuneplane.common.identity import MemberKey
+from tuneplane.telemetry.v1.limits import MAX_BATCH_BYTES
 
 
 def run_collector(args: list[str]) -> subprocess.CompletedProcess[str]:
@@ -128,3 +129,28 @@ async def test_lost_ack_resends_the_same_batch_and_postgres_holds_each_point_onc
     assert_exact(await curve_points(db, run_id), truth, "rank-0", "train")
     resent = await db.fetch("SELECT batch_id FROM batch_ledger WHERE run_id = $1", run_id)
     assert len(resent) == 6
+
+
+async def test_tensorboard_logdir_scalars_arrive_once_with_steps_and_values(
+        initialised: Endpoints, ingest: Process, projector: Process, tls_dir: Path,
+        tmp_path: Path, run_id: str, db: asyncpg.Connection) -> None:
+    from tensorboardX import SummaryWriter
+    member = MemberKey(run_id, 1, "rank-0")
+    logdir = tmp_path / "logs"
+    writer = SummaryWriter(logdir=str(logdir))
+    truth: dict[tuple[str, int], float] = {}
+    for step in range(2000):
+        writer.add_scalar("train/loss", 1.0 / (step + 1), step)
+        truth[("train/loss", step)] = float(np.float32(1.0 / (step + 1)))
+        if step % 500 == 0:
+            writer.add_histogram("weights", np.arange(10.0), step)
+    writer.close()
+    token = workload_token(initialised, member, tmp_path / "token")
+    done = run_collector([*collector_args(ingest.port, tls_dir, token, member,
+                                          tmp_path / "spool", {}), "--tensorboard",
+                          f"tb={logdir}", "--max-batch-points", "700"])
+    assert done.returncode == 0, done.stderr
+    assert "4 rich records read" in done.stderr
+    assert await wait_for_points(db, run_id, len(truth)) == len(truth)
+    await asyncio.sleep(1.0)
+    assert_exact(await curve_points(db, run_id), truth, "rank-0", "tb")

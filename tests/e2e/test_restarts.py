@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 import asyncpg
-from tuneplane.common.identity import MemberKey
 
 from tests.e2e.test_pipeline import assert_exact, run_collector
 from tests.support import (
@@ -20,6 +19,7 @@ from tests.support import (
     workload_token,
     write_jsonl,
 )
+from tuneplane.common.identity import MemberKey
 
 COUNT = "SELECT coalesce(sum(c.n), 0) FROM series s JOIN curve_chunks c USING (series_id) " \
         "WHERE s.run_id = $1"

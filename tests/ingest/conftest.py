@@ -7,10 +7,10 @@ from pathlib import Path
 
 import grpc
 import pytest
-from tuneplane.common.tokens import TokenSigner
-from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc
 
 from tests.support import Endpoints, Process
+from tuneplane.common.tokens import TokenSigner
+from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from tuneplane.ingest.validation import InvalidBatch, validate
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.limits import MAX_BATCH_BYTES, MAX_NAME_BYTES
@@ -46,6 +47,26 @@ def test_empty_chunk_and_empty_tag_are_refused() -> None:
         validate(b, 100)
     b.chunks[1].tag = "x"
     with pytest.raises(InvalidBatch, match=r"chunks\[1\] \(s/x\) has no points"):
+        validate(b, 100)
+
+
+def test_rich_records_and_markers_are_checked() -> None:
+    b = batch()
+    b.rich.add(source="s", tag="img", kind=pb.RichRecord.KIND_IMAGE, payload=b"png")
+    b.session_starts.add(source="s", step=3)
+    assert validate(b, 100) == 2
+    b.rich.add(source="s", tag="x")
+    with pytest.raises(InvalidBatch, match=r"rich\[1\] \(s/x\) has no kind"):
+        validate(b, 100)
+    b.rich[1].tag = ""
+    with pytest.raises(InvalidBatch, match=r"rich\[1\].tag is empty"):
+        validate(b, 100)
+
+
+def test_an_empty_batch_is_refused() -> None:
+    b = batch()
+    del b.chunks[:]
+    with pytest.raises(InvalidBatch, match="batch is empty"):
         validate(b, 100)
 
 

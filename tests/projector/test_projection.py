@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from tuneplane.common.identity import BatchKey, MemberKey
 from tuneplane.projector.projection import PoisonBatch, RecordMeta, project
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb

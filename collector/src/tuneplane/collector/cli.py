@@ -1,26 +1,38 @@
-"""``tuneplane-collector``: read training telemetry beside a job and deliver it to ingest."""
+"""``tuneplane-collector``: read training telemetry beside a job and deliver it to ingest.
+
+    tuneplane-collector run --run R --attempt N --member M --source ID=FILE.jsonl ...
+    tuneplane-collector read PATH...        print every decoded record as JSON lines
+    tuneplane-collector spool status DIR    what a spool holds
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
+import orjson
+
+from tuneplane.collector import records, spool
 from tuneplane.collector.collector import Collector, CollectorConfig
-from tuneplane.collector.reader import SourceSpec
+from tuneplane.collector.reader import SourceKind, SourceSpec
 from tuneplane.collector.sender import Target
 from tuneplane.collector.spool import Owner, SpoolError
 from tuneplane.telemetry.v1.limits import MAX_BATCH_BYTES, MAX_BATCH_POINTS
 
 
-def source_spec(text: str) -> SourceSpec:
-    source_id, sep, path = text.partition("=")
-    if not sep or not source_id or not path:
-        raise argparse.ArgumentTypeError(f"--source wants ID=PATH, got {text!r}")
-    return SourceSpec(source_id, Path(path))
+def source_spec(kind: SourceKind) -> Callable[[str], SourceSpec]:
+    def parse(text: str) -> SourceSpec:
+        source_id, sep, path = text.partition("=")
+        if not sep or not source_id or not path:
+            raise argparse.ArgumentTypeError(f"want ID=PATH, got {text!r}")
+        return SourceSpec(source_id, Path(path), kind)
+    return parse
 
 
 def env_int(name: str, default: int) -> int:
@@ -32,17 +44,21 @@ def env_int(name: str, default: int) -> int:
             f"tuneplane-collector: {name} must be a whole number, got {raw!r}") from None
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="tuneplane-collector",
-        description="Read JSONL metric files, spool sealed batches in a private host-local "
-                    "SQLite spool and send them to ingest over TLS. Nothing is deleted from "
-                    "the spool before ingest confirms Kafka holds it.")
+def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "run", help="collect and send until stopped (SIGTERM drains, then exits)",
+        description="Read the sources, spool sealed batches in a private host-local SQLite "
+                    "spool and send them to ingest over TLS. Nothing leaves the spool before "
+                    "ingest confirms Kafka holds it. SIGTERM stops reading and keeps sending "
+                    "for TUNEPLANE_TELEMETRY_DRAIN_SECONDS (30), leaving the rest spooled.")
     p.add_argument("--run", required=True, help="run id")
     p.add_argument("--attempt", type=int, required=True, help="attempt number (1, 2, ...)")
     p.add_argument("--member", required=True, help="member identity, e.g. rank-0")
-    p.add_argument("--source", type=source_spec, action="append", required=True,
-                   metavar="ID=PATH", help="a JSONL metrics file this member owns (repeatable)")
+    p.add_argument("--source", type=source_spec(SourceKind.JSONL), action="append",
+                   default=[], metavar="ID=FILE", help="a JSONL metrics file (repeatable)")
+    p.add_argument("--tensorboard", type=source_spec(SourceKind.TENSORBOARD), action="append",
+                   default=[], metavar="ID=LOGDIR",
+                   help="a TensorBoard log directory: every *tfevents* file below it")
     p.add_argument("--spool", type=Path,
                    help="this member's spool directory (default: "
                         "TUNEPLANE_TELEMETRY_SPOOL_ROOT/<run>/<attempt>/<member>)")
@@ -58,13 +74,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--exit-when-idle", action="store_true",
                    help="exit once every source is read to its end and the spool is empty")
     p.add_argument("--loglevel", default="INFO")
-    return p
+    p.set_defaults(func=cmd_run)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+def cmd_run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.loglevel.upper(),
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    sources = [*args.source, *args.tensorboard]
+    if not sources:
+        print("tuneplane-collector run: give at least one --source or --tensorboard",
+              file=sys.stderr)
+        return 2
     if args.spool is None and os.environ.get("TUNEPLANE_TELEMETRY_SPOOL_ROOT"):
         args.spool = (Path(os.environ["TUNEPLANE_TELEMETRY_SPOOL_ROOT"]) / args.run
                       / str(args.attempt) / args.member)
@@ -72,18 +92,18 @@ def main(argv: list[str] | None = None) -> int:
                           ("target", "TUNEPLANE_TELEMETRY_TARGET"),
                           ("ca_file", "TUNEPLANE_TELEMETRY_TRUST_BUNDLE")):
         if getattr(args, name) is None:
-            print(f"tuneplane-collector: give --{name.replace('_', '-')} or set {setting}",
+            print(f"tuneplane-collector run: give --{name.replace('_', '-')} or set {setting}",
                   file=sys.stderr)
             return 2
     if not 1 <= args.max_batch_points <= MAX_BATCH_POINTS:
-        print(f"tuneplane-collector: --max-batch-points must be 1..{MAX_BATCH_POINTS}",
+        print(f"tuneplane-collector run: --max-batch-points must be 1..{MAX_BATCH_POINTS}",
               file=sys.stderr)
         return 2
     config = CollectorConfig(
         owner=Owner(args.run, args.attempt, args.member),
         spool_dir=args.spool,
         target=Target(args.target, args.ca_file, args.token_file, args.server_name),
-        sources=args.source,
+        sources=sources,
         max_batch_points=args.max_batch_points,
         max_batch_bytes=MAX_BATCH_BYTES * 3 // 4,
         spool_bytes=env_int("TUNEPLANE_TELEMETRY_SPOOL_BYTES", 256 * 1024 * 1024),
@@ -92,17 +112,70 @@ def main(argv: list[str] | None = None) -> int:
     try:
         collector = Collector(config)
     except (SpoolError, OSError) as exc:
-        print(f"tuneplane-collector: {exc}", file=sys.stderr)
+        print(f"tuneplane-collector run: {exc}", file=sys.stderr)
         return 2
     signal.signal(signal.SIGTERM, lambda *_: collector.stop())
     signal.signal(signal.SIGINT, lambda *_: collector.stop())
     left = collector.run(exit_when_idle=args.exit_when_idle)
     collector.close()
+    counters = collector.reader.counters
     logging.getLogger("tuneplane.collector").info(
-        "collector done: %d points read, %d sent, %d problems, %d batches not delivered",
-        collector.reader.points_read, collector.sender.sent_points,
-        len(collector.reader.problems), left)
+        "collector done: %d points and %d rich records read, %d points sent, %d refused, "
+        "%d problems, %d batches not delivered", counters.points, counters.rich,
+        collector.sender.sent_points, counters.refused, counters.problems, left)
     return 0 if left == 0 else 3
+
+
+def cmd_read(args: argparse.Namespace) -> int:
+    def report(problem: str) -> None:
+        print(problem, file=sys.stderr)
+
+    out = sys.stdout.buffer
+    status = 0
+    for path in args.paths:
+        try:
+            for record in records.records(path, report):
+                out.write(orjson.dumps(record) + b"\n")
+        except (OSError, ValueError) as exc:
+            print(f"tuneplane-collector read: {exc}", file=sys.stderr)
+            status = 1
+    out.flush()
+    return status
+
+
+def cmd_spool_status(args: argparse.Namespace) -> int:
+    try:
+        print(json.dumps(spool.status(args.directory), indent=2))
+    except SpoolError as exc:
+        print(f"tuneplane-collector spool status: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tuneplane-collector", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    add_run(sub)
+    r = sub.add_parser("read", help="print every decoded record of PATHs as JSON lines",
+                       description="Decode TensorBoard event files (a log directory or one "
+                                   "file) and JSONL metric files, one JSON object per record. "
+                                   "Damage goes to stderr; the exit status is non-zero only "
+                                   "for unusable input.")
+    r.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    r.set_defaults(func=cmd_read)
+    s = sub.add_parser("spool", help="look at a spool").add_subparsers(dest="spool_command",
+                                                                      required=True)
+    st = s.add_parser("status", help="pending and quarantined batches, source positions")
+    st.add_argument("directory", type=Path, help="the member's spool directory")
+    st.set_defaults(func=cmd_spool_status)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    result: int = args.func(args)
+    return result
 
 
 if __name__ == "__main__":

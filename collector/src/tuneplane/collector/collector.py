@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
+
 from tuneplane.collector.reader import SourceReader, SourceSpec
 from tuneplane.collector.sender import Sender, Target, TransientSendError
 from tuneplane.collector.spool import Owner, Spool

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from tuneplane.collector.columns import Columns
+
+from tuneplane.collector.draft import BatchDraft
 from tuneplane.telemetry.v1.limits import MAX_NAME_BYTES
 
 READ_BYTES = 4 * 1024 * 1024
@@ -39,7 +40,7 @@ class Position:
 @dataclass(slots=True)
 class ReadResult:
     position: Position
-    columns: Columns
+    draft: BatchDraft
     problems: list[str] = field(default_factory=list)
     at_end: bool = False
 
@@ -84,7 +85,7 @@ def parse_line(raw: bytes) -> tuple[int, float, list[tuple[str, float]]]:
 def read(path: Path, source: str, position: Position, max_points: int,
          max_bytes: int) -> ReadResult:
     """Read complete lines from ``position`` until a batch bound or the end of the file."""
-    result = ReadResult(position, Columns(source))
+    result = ReadResult(position, BatchDraft(source))
     with path.open("rb") as handle:
         handle.seek(position.offset)
         data = handle.read(READ_BYTES)
@@ -98,14 +99,14 @@ def read(path: Path, source: str, position: Position, max_points: int,
         try:
             if raw.strip():
                 step, wall_time, metrics = parse_line(raw)
-                cost = result.columns.cost(metrics)
-                if (result.columns.points + len(metrics) > max_points
-                        or result.columns.approx_bytes + cost > max_bytes):
-                    if result.columns.points == 0:
+                cost = result.draft.cost(metrics)
+                if (result.draft.points + len(metrics) > max_points
+                        or result.draft.approx_bytes + cost > max_bytes):
+                    if result.draft.points == 0:
                         raise LineError(f"{len(metrics)} metrics ({cost} bytes) on one line, "
                                         "over the bounds of one batch")
                     break
-                result.columns.add(step, wall_time, metrics)
+                result.draft.add(step, wall_time, metrics)
         except LineError as exc:
             result.problems.append(f"{path}:{line}: {exc}")
         offset += end + 1 - start

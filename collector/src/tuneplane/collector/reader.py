@@ -1,23 +1,30 @@
-"""Reads declared sources into sealed spool batches, one bounded batch per step."""
+"""Reads declared sources into sealed spool batches, one bounded batch per file per step."""
 
 from __future__ import annotations
 
+import enum
 import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tuneplane.collector import jsonl
+from tuneplane.collector import jsonl, tensorboard
 from tuneplane.collector.spool import SavedPosition, Spool
 
 log = logging.getLogger("tuneplane.collector")
+
+
+class SourceKind(enum.StrEnum):
+    JSONL = "jsonl"
+    TENSORBOARD = "tensorboard"
 
 
 @dataclass(frozen=True, slots=True)
 class SourceSpec:
     source_id: str
     path: Path
+    kind: SourceKind = SourceKind.JSONL
 
 
 def file_key(stat: os.stat_result) -> str:
@@ -25,8 +32,16 @@ def file_key(stat: os.stat_result) -> str:
     return f"{stat.st_dev}:{stat.st_ino}"
 
 
+@dataclass(slots=True)
+class Counters:
+    points: int = 0
+    rich: int = 0
+    refused: int = 0
+    problems: int = 0
+
+
 class SourceReader:
-    """Steppable: each ``run_once`` seals at most one batch per source."""
+    """Steppable: each ``run_once`` seals at most one batch per file of every source."""
 
     def __init__(self, spool: Spool, sources: list[SourceSpec], *, max_points: int,
                  max_bytes: int, spool_bytes: int, clock: Callable[[], float]) -> None:
@@ -36,8 +51,12 @@ class SourceReader:
         self._max_bytes = max_bytes
         self._spool_bytes = spool_bytes
         self._clock = clock
+        self.counters = Counters()
         self.problems: list[str] = []
-        self.points_read = 0
+
+    @property
+    def points_read(self) -> int:
+        return self.counters.points
 
     def spool_full(self) -> bool:
         return self._spool.stored_bytes() >= self._spool_bytes
@@ -46,44 +65,55 @@ class SourceReader:
         """Returns True when every source is read to its end (nothing more to read now)."""
         idle = True
         for source in self._sources:
-            if self.spool_full():
-                log.warning("spool holds %d bytes (cap %d): reading paused, sources keep "
-                            "the data", self._spool.stored_bytes(), self._spool_bytes)
-                return False
-            idle &= self._step(source)
+            files = ([(source.path, "")] if source.kind is SourceKind.JSONL else
+                     [(p, p.relative_to(source.path).as_posix() if p != source.path else p.name)
+                      for p in tensorboard.event_files(source.path)])
+            for path, relative in files:
+                if self.spool_full():
+                    log.warning("spool holds %d bytes (cap %d): reading paused, sources keep "
+                                "the data", self._spool.stored_bytes(), self._spool_bytes)
+                    return False
+                idle &= self._step(source, path, relative)
         return idle
 
-    def _step(self, source: SourceSpec) -> bool:
+    def _step(self, source: SourceSpec, path: Path, relative: str) -> bool:
         try:
-            stat = source.path.stat()
+            stat = path.stat()
         except FileNotFoundError:
             return True  # not written yet
         key = file_key(stat)
-        saved = self._spool.position(source.source_id)
-        position = jsonl.Position()
-        if saved is not None and saved.file_key == key:
-            position = jsonl.Position(saved.offset, saved.line)
-        if stat.st_size < position.offset:
-            self._report(f"{source.path}: file shrank below the read offset {position.offset}; "
+        saved = self._spool.position(source.source_id, relative)
+        start = saved if saved is not None and saved.file_key == key else SavedPosition(key, 0)
+        if stat.st_size < start.offset:
+            self._report(f"{path}: file shrank below the read offset {start.offset}; "
                          "waiting (a truncated file is not re-read)")
             return True
-        if stat.st_size == position.offset:
+        if stat.st_size == start.offset:
             return True
-        result = jsonl.read(source.path, source.source_id, position, self._max_points,
-                            self._max_bytes)
-        for problem in result.problems:
+        if source.kind is SourceKind.JSONL:
+            result = jsonl.read(path, source.source_id, jsonl.Position(start.offset, start.line),
+                                self._max_points, self._max_bytes)
+            draft, problems, at_end = result.draft, result.problems, result.at_end
+            position = SavedPosition(key, result.position.offset, result.position.line)
+        else:
+            read = tensorboard.read_file(path, relative, source.source_id, key, start,
+                                         max_points=self._max_points, max_bytes=self._max_bytes)
+            draft, problems, at_end, position = read.draft, read.problems, read.at_end, \
+                read.position
+            self.counters.refused += read.refused
+        for problem in problems:
             self._report(problem)
-        if result.position != position:
-            self._spool.seal(result.columns.chunks(), source.source_id,
-                             SavedPosition(key, result.position.offset, result.position.line),
-                             sealed_at=self._clock())
-            self.points_read += result.columns.points
-        return result.at_end
+        if position != start:
+            self._spool.seal(draft, relative, position, sealed_at=self._clock())
+            self.counters.points += draft.points
+            self.counters.rich += len(draft.rich)
+        return at_end
 
     def close(self) -> None:
         self._spool.close()
 
     def _report(self, problem: str) -> None:
         log.error("%s", problem)
+        self.counters.problems += 1
         self.problems.append(problem)
         del self.problems[:-1000]  # keep the newest; each was logged already

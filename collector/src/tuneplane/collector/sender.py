@@ -15,6 +15,7 @@ from tenacity import (
     stop_after_delay,
     wait_exponential_jitter,
 )
+
 from tuneplane.collector.spool import SealedBatch, Spool
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc

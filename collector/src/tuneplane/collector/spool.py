@@ -16,13 +16,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tuneplane.collector.draft import BatchDraft
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS positions (
-    source TEXT PRIMARY KEY, file_key TEXT NOT NULL, offset INTEGER NOT NULL,
-    line INTEGER NOT NULL);
+    source TEXT NOT NULL, file TEXT NOT NULL, file_key TEXT NOT NULL,
+    offset INTEGER NOT NULL, line INTEGER NOT NULL, state TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (source, file));
 CREATE TABLE IF NOT EXISTS batches (
     sequence INTEGER PRIMARY KEY, payload BLOB NOT NULL, points INTEGER NOT NULL,
     quarantined TEXT);
@@ -42,9 +44,12 @@ class Owner:
 
 @dataclass(frozen=True, slots=True)
 class SavedPosition:
+    """Where reading a file resumes, and what the reader must remember about it (JSON)."""
+
     file_key: str
     offset: int
-    line: int
+    line: int = 1
+    state: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,21 +95,21 @@ class Spool:
             raise
         self._db.execute("COMMIT")
 
-    def position(self, source: str) -> SavedPosition | None:
-        row = self._db.execute("SELECT file_key, offset, line FROM positions WHERE source = ?",
-                               (source,)).fetchone()
+    def position(self, source: str, file: str = "") -> SavedPosition | None:
+        row = self._db.execute("SELECT file_key, offset, line, state FROM positions "
+                               "WHERE source = ? AND file = ?", (source, file)).fetchone()
         return SavedPosition(*row) if row else None
 
-    def seal(self, chunks: list[pb.SeriesChunk], source: str, position: SavedPosition,
+    def seal(self, draft: BatchDraft, file: str, position: SavedPosition,
              sealed_at: float) -> int | None:
-        """Seal ``chunks`` as the next batch and save ``position`` in one transaction.
+        """Seal ``draft`` as the next batch and save the file's ``position`` in one transaction.
 
-        With no chunks (only malformed lines were read) only the position moves.
+        With an empty draft (only damaged records were read) only the position moves.
         Returns the batch's sequence, or None when nothing was sealed.
         """
         with self.transaction() as db:
             sequence: int | None = None
-            if chunks:
+            if not draft.empty():
                 sequence = int(db.execute(
                     "SELECT value FROM meta WHERE key = 'next_sequence'").fetchone()[0])
                 batch = pb.Batch(
@@ -112,16 +117,17 @@ class Spool:
                                               attempt=self.owner.attempt,
                                               member=self.owner.member,
                                               spool_epoch=self.epoch, sequence=sequence),
-                    chunks=chunks, sealed_at=sealed_at)
+                    chunks=draft.chunks(), rich=draft.rich,
+                    session_starts=draft.session_starts, sealed_at=sealed_at)
                 db.execute("INSERT INTO batches (sequence, payload, points) VALUES (?, ?, ?)",
-                           (sequence, batch.SerializeToString(deterministic=True),
-                            sum(len(c.steps) for c in chunks)))
+                           (sequence, batch.SerializeToString(deterministic=True), draft.points))
                 db.execute("UPDATE meta SET value = ? WHERE key = 'next_sequence'",
                            (str(sequence + 1),))
-            db.execute("INSERT INTO positions VALUES (?, ?, ?, ?) ON CONFLICT (source) DO UPDATE "
-                       "SET file_key = excluded.file_key, offset = excluded.offset, "
-                       "line = excluded.line",
-                       (source, position.file_key, position.offset, position.line))
+            db.execute("INSERT INTO positions VALUES (?, ?, ?, ?, ?, ?) "
+                       "ON CONFLICT (source, file) DO UPDATE SET file_key = excluded.file_key, "
+                       "offset = excluded.offset, line = excluded.line, state = excluded.state",
+                       (draft.source, file, position.file_key, position.offset, position.line,
+                        position.state))
             return sequence
 
     def pending(self, limit: int = 64) -> list[SealedBatch]:
@@ -152,3 +158,32 @@ class Spool:
 
     def close(self) -> None:
         self._db.close()
+
+
+def status(directory: Path) -> dict[str, object]:
+    """What a spool holds, read without taking it over (for ``spool status``)."""
+    path = directory / Spool.FILE
+    if not path.exists():
+        raise SpoolError(f"no spool at {directory} ({Spool.FILE} not found)")
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+        pending = db.execute("SELECT count(*), coalesce(sum(points), 0), "
+                             "coalesce(sum(length(payload)), 0) FROM batches "
+                             "WHERE quarantined IS NULL").fetchone()
+        quarantined = db.execute("SELECT sequence, points, quarantined FROM batches "
+                                 "WHERE quarantined IS NOT NULL ORDER BY sequence").fetchall()
+        positions = db.execute("SELECT source, file, offset, line FROM positions "
+                               "ORDER BY source, file").fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise SpoolError(f"spool {path} is damaged ({exc}); it is kept as it is") from exc
+    finally:
+        db.close()
+    return {
+        "spool": str(directory), "owner": meta.get("owner"), "epoch": meta.get("epoch"),
+        "next_sequence": int(meta.get("next_sequence", "1")),
+        "pending": {"batches": pending[0], "points": pending[1], "bytes": pending[2]},
+        "quarantined": [{"sequence": s, "points": p, "reason": r} for s, p, r in quarantined],
+        "positions": [{"source": s, "file": f, "offset": o, "line": ln}
+                      for s, f, o, ln in positions],
+    }

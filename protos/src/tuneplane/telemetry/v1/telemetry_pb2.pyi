@@ -104,28 +104,151 @@ class SeriesChunk(_message.Message):
 Global___SeriesChunk: _TypeAlias = SeriesChunk  # noqa: Y015
 
 @_typing.final
+class RichRecord(_message.Message):
+    """A record that is not a scalar point: an image, histogram, audio clip, text,
+    another tensor, or a record of a rich JSONL channel. Never truncated: a record
+    over its budget is refused at the collector, with a reason.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    class _Kind:
+        ValueType = _typing.NewType("ValueType", _builtins.int)
+        V: _TypeAlias = ValueType  # noqa: Y015
+
+    class _KindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[RichRecord._Kind.ValueType], _builtins.type):
+        DESCRIPTOR: _descriptor.EnumDescriptor
+        KIND_UNSPECIFIED: RichRecord._Kind.ValueType  # 0
+        KIND_IMAGE: RichRecord._Kind.ValueType  # 1
+        KIND_HISTOGRAM: RichRecord._Kind.ValueType  # 2
+        KIND_AUDIO: RichRecord._Kind.ValueType  # 3
+        KIND_TEXT: RichRecord._Kind.ValueType  # 4
+        KIND_TENSOR: RichRecord._Kind.ValueType  # 5
+        KIND_JSON: RichRecord._Kind.ValueType  # 6
+        """a rich JSONL channel's record"""
+
+    class Kind(_Kind, metaclass=_KindEnumTypeWrapper): ...
+    KIND_UNSPECIFIED: RichRecord.Kind.ValueType  # 0
+    KIND_IMAGE: RichRecord.Kind.ValueType  # 1
+    KIND_HISTOGRAM: RichRecord.Kind.ValueType  # 2
+    KIND_AUDIO: RichRecord.Kind.ValueType  # 3
+    KIND_TEXT: RichRecord.Kind.ValueType  # 4
+    KIND_TENSOR: RichRecord.Kind.ValueType  # 5
+    KIND_JSON: RichRecord.Kind.ValueType  # 6
+    """a rich JSONL channel's record"""
+
+    SOURCE_FIELD_NUMBER: _builtins.int
+    TAG_FIELD_NUMBER: _builtins.int
+    STEP_FIELD_NUMBER: _builtins.int
+    WALL_TIME_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    PAYLOAD_FIELD_NUMBER: _builtins.int
+    PLUGIN_NAME_FIELD_NUMBER: _builtins.int
+    PLUGIN_CONTENT_FIELD_NUMBER: _builtins.int
+    FILE_FIELD_NUMBER: _builtins.int
+    OFFSET_FIELD_NUMBER: _builtins.int
+    source: _builtins.str
+    tag: _builtins.str
+    step: _builtins.int
+    wall_time: _builtins.float
+    kind: Global___RichRecord.Kind.ValueType
+    payload: _builtins.bytes
+    """TensorBoard: the serialized Summary.Value as written. JSONL: the record's JSON."""
+    plugin_name: _builtins.str
+    """TensorBoard plugin metadata of the tag (written with its first value only)."""
+    plugin_content: _builtins.bytes
+    file: _builtins.str
+    """relative to the source root"""
+    offset: _builtins.int
+    """of the record in that file"""
+    def __init__(
+        self,
+        *,
+        source: _builtins.str = ...,
+        tag: _builtins.str = ...,
+        step: _builtins.int = ...,
+        wall_time: _builtins.float = ...,
+        kind: Global___RichRecord.Kind.ValueType = ...,
+        payload: _builtins.bytes = ...,
+        plugin_name: _builtins.str = ...,
+        plugin_content: _builtins.bytes = ...,
+        file: _builtins.str = ...,
+        offset: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["file", b"file", "kind", b"kind", "offset", b"offset", "payload", b"payload", "plugin_content", b"plugin_content", "plugin_name", b"plugin_name", "source", b"source", "step", b"step", "tag", b"tag", "wall_time", b"wall_time"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RichRecord: _TypeAlias = RichRecord  # noqa: Y015
+
+@_typing.final
+class SessionStart(_message.Message):
+    """TensorBoard's SessionLog.START: a restart marker. TensorBoard purges values of the
+    same file's tags at or after this step that were written before it.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SOURCE_FIELD_NUMBER: _builtins.int
+    FILE_FIELD_NUMBER: _builtins.int
+    OFFSET_FIELD_NUMBER: _builtins.int
+    STEP_FIELD_NUMBER: _builtins.int
+    WALL_TIME_FIELD_NUMBER: _builtins.int
+    source: _builtins.str
+    file: _builtins.str
+    offset: _builtins.int
+    step: _builtins.int
+    wall_time: _builtins.float
+    def __init__(
+        self,
+        *,
+        source: _builtins.str = ...,
+        file: _builtins.str = ...,
+        offset: _builtins.int = ...,
+        step: _builtins.int = ...,
+        wall_time: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["file", b"file", "offset", b"offset", "source", b"source", "step", b"step", "wall_time", b"wall_time"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SessionStart: _TypeAlias = SessionStart  # noqa: Y015
+
+@_typing.final
 class Batch(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     IDENTITY_FIELD_NUMBER: _builtins.int
     CHUNKS_FIELD_NUMBER: _builtins.int
     SEALED_AT_FIELD_NUMBER: _builtins.int
+    RICH_FIELD_NUMBER: _builtins.int
+    SESSION_STARTS_FIELD_NUMBER: _builtins.int
     sealed_at: _builtins.float
     """collector wall time at seal, seconds"""
     @_builtins.property
     def identity(self) -> Global___BatchIdentity: ...
     @_builtins.property
     def chunks(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeriesChunk]: ...
+    @_builtins.property
+    def rich(self) -> _containers.RepeatedCompositeFieldContainer[Global___RichRecord]: ...
+    @_builtins.property
+    def session_starts(self) -> _containers.RepeatedCompositeFieldContainer[Global___SessionStart]: ...
     def __init__(
         self,
         *,
         identity: Global___BatchIdentity | None = ...,
         chunks: _abc.Iterable[Global___SeriesChunk] | None = ...,
         sealed_at: _builtins.float = ...,
+        rich: _abc.Iterable[Global___RichRecord] | None = ...,
+        session_starts: _abc.Iterable[Global___SessionStart] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunks", b"chunks", "identity", b"identity", "sealed_at", b"sealed_at"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunks", b"chunks", "identity", b"identity", "rich", b"rich", "sealed_at", b"sealed_at", "session_starts", b"session_starts"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import asyncpg
+
 from tuneplane.common import curves, objectstore, tls, topics
 from tuneplane.common.identity import MemberKey
 from tuneplane.common.migrate import apply_migrations

@@ -14,6 +14,7 @@ from typing import Any
 import jwt
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
 from tuneplane.common.identity import MemberKey
 
 ALGORITHM = "HS256"

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
+
 from tuneplane.common.settings import TopicSettings
 from tuneplane.telemetry.v1.limits import TOPIC_MAX_MESSAGE_BYTES
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import grpc
+
 from tuneplane.common.settings import SettingsError, require
 from tuneplane.common.tls import TlsIdentity
 from tuneplane.common.tokens import TokenSigner

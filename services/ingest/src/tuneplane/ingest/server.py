@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import grpc
 from google.protobuf.message import DecodeError
+
 from tuneplane.common.identity import BatchKey
 from tuneplane.common.tokens import TokenError, TokenSigner
 from tuneplane.ingest.recent import RecentBatches, Seen

@@ -43,4 +43,13 @@ def validate(batch: pb.Batch, size: int) -> int:
         if points > MAX_BATCH_POINTS:
             raise InvalidBatch(f"batch has more than {MAX_BATCH_POINTS} points "
                                f"(bound reached at chunks[{i}])")
+    for i, record in enumerate(batch.rich):
+        check_name(f"rich[{i}].source", record.source)
+        check_name(f"rich[{i}].tag", record.tag)
+        if record.kind == pb.RichRecord.KIND_UNSPECIFIED:
+            raise InvalidBatch(f"rich[{i}] ({record.source}/{record.tag}) has no kind")
+    for i, marker in enumerate(batch.session_starts):
+        check_name(f"session_starts[{i}].source", marker.source)
+    if not (batch.chunks or batch.rich or batch.session_starts):
+        raise InvalidBatch("batch is empty")
     return points

@@ -15,6 +15,7 @@ from typing import Any
 
 import asyncpg
 import faust
+
 from tuneplane.common import topics
 from tuneplane.projector.projection import PoisonBatch, RecordMeta, project
 from tuneplane.projector.writer import PostgresWriter

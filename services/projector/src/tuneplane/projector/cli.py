@@ -7,6 +7,7 @@ import os
 import sys
 
 import faust
+
 from tuneplane.common.settings import SettingsError, positive_int, require
 from tuneplane.projector.app import ProjectorSettings, create_app
 

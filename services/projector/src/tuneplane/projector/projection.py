@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 from google.protobuf.message import DecodeError
+
 from tuneplane.common.identity import BatchKey
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncpg
+
 from tuneplane.projector.projection import Projection
 
 INSERT_LEDGER = """

@@ -1,4 +1,4 @@
-"""Points gathered per tag as columns, and the batch built from them."""
+"""What one read step gathered for a batch: scalar columns per tag, rich records, markers."""
 
 from __future__ import annotations
 
@@ -15,22 +15,24 @@ class Series:
 
 
 @dataclass(slots=True)
-class Columns:
-    """Points of one source, one column set per tag, in read order."""
+class BatchDraft:
+    """Points of one source, one column set per tag in read order, plus rich records."""
 
     source: str
     series: dict[str, Series] = field(default_factory=dict)
+    rich: list[pb.RichRecord] = field(default_factory=list)
+    session_starts: list[pb.SessionStart] = field(default_factory=list)
     points: int = 0
     approx_bytes: int = 0
 
     #: Upper bound of the encoded size of one point (three packed 8-byte numbers + varint slack).
     POINT_BYTES = 30
-    #: Framing of one chunk besides its names.
-    CHUNK_BYTES = 32
+    #: Framing of one chunk or record besides its names and payload.
+    ENTRY_BYTES = 32
 
     def cost(self, metrics: list[tuple[str, float]]) -> int:
         """Encoded bytes that adding ``metrics`` would cost at most."""
-        new_tags = sum(len(tag.encode()) + len(self.source) + self.CHUNK_BYTES
+        new_tags = sum(len(tag.encode()) + len(self.source) + self.ENTRY_BYTES
                        for tag, _ in metrics if tag not in self.series)
         return len(metrics) * self.POINT_BYTES + new_tags
 
@@ -44,6 +46,21 @@ class Columns:
             series.wall_times.append(wall_time)
             series.values.append(value)
         self.points += len(metrics)
+
+    @classmethod
+    def rich_cost(cls, record: pb.RichRecord) -> int:
+        return record.ByteSize() + cls.ENTRY_BYTES
+
+    def add_rich(self, record: pb.RichRecord) -> None:
+        self.approx_bytes += self.rich_cost(record)
+        self.rich.append(record)
+
+    def add_session_start(self, marker: pb.SessionStart) -> None:
+        self.approx_bytes += marker.ByteSize() + self.ENTRY_BYTES
+        self.session_starts.append(marker)
+
+    def empty(self) -> bool:
+        return not (self.points or self.rich or self.session_starts)
 
     def chunks(self) -> list[pb.SeriesChunk]:
         return [pb.SeriesChunk(source=self.source, tag=tag, steps=s.steps,

@@ -1,0 +1,140 @@
+"""Decoding TensorBoard ``Event`` records into scalars, rich records and restart markers.
+
+Only the first value of a tag carries its plugin metadata, so a decoder keeps what
+each tag declared (``TagPlugins``); the caller persists it with the file's offset.
+Scalars are TF1 ``simple_value`` and rank-0 numeric tensors of the ``scalars``
+plugin (or scalar data class). Everything else is a rich record, never a scalar.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from google.protobuf.message import DecodeError
+
+from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.tensorboard.v1 import event_pb2 as tb
+
+Kind = pb.RichRecord.Kind
+PLUGIN_KINDS = {"images": Kind.KIND_IMAGE, "histograms": Kind.KIND_HISTOGRAM,
+                "audio": Kind.KIND_AUDIO, "text": Kind.KIND_TEXT}
+
+
+def _half(bits: int) -> float:
+    value: float = struct.unpack("<e", struct.pack("<H", bits & 0xFFFF))[0]
+    return value
+
+
+def _bfloat16(bits: int) -> float:
+    value: float = struct.unpack("<f", struct.pack("<I", (bits & 0xFFFF) << 16))[0]
+    return value
+
+
+DT = tb.DataType
+#: dtype → (values field, tensor_content struct format, conversion of one element)
+SCALAR_DTYPES: dict[int, tuple[str, str, Callable[[float], float]]] = {
+    DT.DT_FLOAT: ("float_val", "<f", float),
+    DT.DT_DOUBLE: ("double_val", "<d", float),
+    DT.DT_INT32: ("int_val", "<i", float),
+    DT.DT_INT16: ("int_val", "<h", float),
+    DT.DT_INT8: ("int_val", "<b", float),
+    DT.DT_UINT8: ("int_val", "<B", float),
+    DT.DT_UINT16: ("int_val", "<H", float),
+    DT.DT_INT64: ("int64_val", "<q", float),
+    DT.DT_UINT32: ("uint32_val", "<I", float),
+    DT.DT_UINT64: ("uint64_val", "<Q", float),
+    DT.DT_BOOL: ("bool_val", "<?", float),
+    DT.DT_HALF: ("half_val", "<e", lambda bits: _half(int(bits))),
+    DT.DT_BFLOAT16: ("half_val", "<H", lambda bits: _bfloat16(int(bits))),
+}
+
+
+class NotAScalar(ValueError):
+    pass
+
+
+def tensor_scalar(tensor: tb.TensorProto) -> float:
+    """The value of a rank-0 numeric tensor."""
+    if tensor.tensor_shape.dim or tensor.tensor_shape.unknown_rank:
+        raise NotAScalar("tensor is not rank 0")
+    spec = SCALAR_DTYPES.get(tensor.dtype)
+    if spec is None:
+        raise NotAScalar(f"dtype {DT.Name(tensor.dtype)} is not numeric")
+    values_field, fmt, convert = spec
+    if tensor.tensor_content:
+        if len(tensor.tensor_content) != struct.calcsize(fmt):
+            raise NotAScalar("tensor_content is not one element")
+        return convert(struct.unpack(fmt, tensor.tensor_content)[0])
+    values = getattr(tensor, values_field)
+    if len(values) != 1:
+        raise NotAScalar(f"{values_field} holds {len(values)} values")
+    return convert(values[0])
+
+
+@dataclass(frozen=True, slots=True)
+class Scalar:
+    tag: str
+    step: int
+    wall_time: float
+    value: float
+
+
+@dataclass(slots=True)
+class Decoded:
+    scalars: list[Scalar] = field(default_factory=list)
+    rich: list[pb.RichRecord] = field(default_factory=list)
+    session_starts: list[pb.SessionStart] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+#: tag → (plugin name, plugin content, data class) as declared by the tag's first value.
+TagPlugins = dict[str, tuple[str, bytes, int]]
+
+
+def decode(data: bytes, *, source: str, file: str, offset: int, plugins: TagPlugins,
+           out: Decoded) -> None:
+    """Decode one event record into ``out``; unknown tags' metadata lands in ``plugins``."""
+    try:
+        event = tb.Event.FromString(data)
+    except DecodeError as exc:
+        out.problems.append(f"{file}@{offset}: not a TensorBoard Event: {exc}")
+        return
+    what = event.WhichOneof("what")
+    if what == "summary":
+        for value in event.summary.value:
+            _value(value, event, source, file, offset, plugins, out)
+    elif what == "session_log" and event.session_log.status == tb.SessionLog.START:
+        out.session_starts.append(pb.SessionStart(source=source, file=file, offset=offset,
+                                                  step=event.step, wall_time=event.wall_time))
+
+
+def _value(value: tb.Summary.Value, event: tb.Event, source: str, file: str, offset: int,
+           plugins: TagPlugins, out: Decoded) -> None:
+    tag = value.tag or value.node_name
+    if value.HasField("metadata") and tag not in plugins:
+        meta = value.metadata
+        plugins[tag] = (meta.plugin_data.plugin_name, meta.plugin_data.content, meta.data_class)
+    plugin, content, data_class = plugins.get(tag, ("", b"", tb.DATA_CLASS_UNKNOWN))
+    kind_of = value.WhichOneof("value")
+    if kind_of == "simple_value":
+        out.scalars.append(Scalar(tag, event.step, event.wall_time, value.simple_value))
+        return
+    if kind_of == "tensor" and (plugin == "scalars" or data_class == tb.DATA_CLASS_SCALAR):
+        try:
+            out.scalars.append(Scalar(tag, event.step, event.wall_time,
+                                      tensor_scalar(value.tensor)))
+            return
+        except NotAScalar as exc:
+            out.problems.append(f"{file}@{offset}: tag {tag!r} of the scalars plugin kept as a "
+                                f"tensor: {exc}")
+    if kind_of is None or kind_of == "obsolete_old_style_histogram":
+        out.problems.append(f"{file}@{offset}: tag {tag!r} has no readable value; skipped")
+        return
+    kind = {"image": Kind.KIND_IMAGE, "histo": Kind.KIND_HISTOGRAM,
+            "audio": Kind.KIND_AUDIO}.get(kind_of) or PLUGIN_KINDS.get(plugin, Kind.KIND_TENSOR)
+    out.rich.append(pb.RichRecord(
+        source=source, tag=tag, step=event.step, wall_time=event.wall_time, kind=kind,
+        payload=value.SerializeToString(), plugin_name=plugin, plugin_content=content,
+        file=file, offset=offset))

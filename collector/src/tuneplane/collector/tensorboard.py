@@ -1,0 +1,115 @@
+"""A TensorBoard log directory as a source: every ``*tfevents*`` file below it.
+
+Each file keeps its own identity, offset and the plugin metadata its tags
+declared, saved in the spool with the batch that advances it.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from tuneplane.collector import tfrecord
+from tuneplane.collector.draft import BatchDraft
+from tuneplane.collector.spool import SavedPosition
+from tuneplane.collector.tbevents import Decoded, TagPlugins, decode
+
+READ_BYTES = 8 * 1024 * 1024
+
+
+def event_files(root: Path) -> Iterator[Path]:
+    """Event files below ``root`` (sub-directories too: ``add_scalars`` writes there)."""
+    if root.is_file():
+        yield root
+        return
+    for directory, _, names in sorted(os.walk(root)):
+        for name in sorted(names):
+            if "tfevents" in name:
+                yield Path(directory) / name
+
+
+def load_plugins(state: str) -> TagPlugins:
+    if not state:
+        return {}
+    return {tag: (plugin, base64.b64decode(content), data_class)
+            for tag, (plugin, content, data_class) in json.loads(state).items()}
+
+
+def dump_plugins(plugins: TagPlugins) -> str:
+    return json.dumps({tag: [plugin, base64.b64encode(content).decode(), data_class]
+                       for tag, (plugin, content, data_class) in plugins.items()},
+                      sort_keys=True)
+
+
+def scan_at(handle: BinaryIO, offset: int) -> tuple[int, tfrecord.Scan]:
+    """Scan the records from ``offset``: a read's worth, or one record larger than that.
+
+    Returns the bytes the scan covered (from ``offset``) and the scan.
+    """
+    handle.seek(offset)
+    buffer = handle.read(READ_BYTES)
+    scan = tfrecord.scan(buffer, offset)
+    if scan.wanted > len(buffer) - scan.consumed:
+        handle.seek(offset + scan.consumed)
+        more = handle.read(scan.wanted)
+        if len(more) == scan.wanted:
+            buffer = buffer[:scan.consumed] + more
+            scan = tfrecord.scan(buffer, offset)
+    return len(buffer), scan
+
+
+@dataclass(slots=True)
+class FileRead:
+    draft: BatchDraft
+    position: SavedPosition
+    problems: list[str] = field(default_factory=list)
+    refused: int = 0          # rich records over the batch bound, refused with a reason
+    at_end: bool = False
+
+
+def read_file(path: Path, relative: str, source: str, file_key: str, start: SavedPosition,
+              *, max_points: int, max_bytes: int) -> FileRead:
+    """Read complete records of one event file from ``start`` up to the batch bounds."""
+    plugins = load_plugins(start.state)
+    with path.open("rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        covered, scan = scan_at(handle, start.offset)
+    result = FileRead(BatchDraft(source), start)
+    stop = start.offset + scan.consumed
+    bounded = False
+    for offset, data in scan.records:
+        decoded = Decoded()
+        decode(data, source=source, file=relative, offset=offset, plugins=plugins, out=decoded)
+        result.problems += decoded.problems
+        fitting = []
+        for record in decoded.rich:
+            if result.draft.rich_cost(record) > max_bytes:
+                result.refused += 1
+                result.problems.append(
+                    f"{relative}@{offset}: {record.tag!r} record of {record.ByteSize()} bytes "
+                    f"is over the {max_bytes} byte batch bound; refused, not truncated")
+            else:
+                fitting.append(record)
+        cost = sum(result.draft.rich_cost(r) for r in fitting) + len(decoded.scalars) * 64
+        if not result.draft.empty() and (
+                result.draft.points + len(decoded.scalars) > max_points
+                or result.draft.approx_bytes + cost > max_bytes):
+            stop, bounded = offset, True
+            break
+        for scalar in decoded.scalars:
+            result.draft.add(scalar.step, scalar.wall_time, [(scalar.tag, scalar.value)])
+        for record in fitting:
+            result.draft.add_rich(record)
+        for marker in decoded.session_starts:
+            result.draft.add_session_start(marker)
+    result.problems += [f"{relative}@{d.offset}: {d.reason}" for d in scan.damage
+                        if d.offset < stop]
+    result.position = SavedPosition(file_key, stop, 0, dump_plugins(plugins))
+    # At the end: what is left is at most one record still being written.
+    result.at_end = not bounded and start.offset + covered >= size
+    return result

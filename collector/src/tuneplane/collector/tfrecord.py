@@ -1,0 +1,102 @@
+"""TFRecord framing, read resumably from a byte offset, with CRC-32C checks.
+
+A record is: uint64 length, uint32 masked CRC-32C of the length bytes, the data,
+uint32 masked CRC-32C of the data (all little-endian). A record not complete yet
+is "not yet", not an error: the scan stops before it and resumes there. A record
+whose data CRC fails is reported and skipped. A length whose CRC fails means the
+framing is lost: the scan looks for the next offset whose header checks out and
+goes on from there, reporting the bytes it skipped.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+import crc32c
+
+HEADER = 12
+FOOTER = 4
+#: A length beyond this with a valid CRC is treated as damage (no real summary is this big).
+MAX_RECORD_BYTES = 512 * 1024 * 1024
+_MASK_DELTA = 0xA282EAD8
+_header = struct.Struct("<QI")
+_footer = struct.Struct("<I")
+
+
+def masked_crc(data: bytes | memoryview) -> int:
+    crc = crc32c.crc32c(data)
+    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
+
+
+def frame(data: bytes) -> bytes:
+    """One TFRecord of ``data`` (for tests and tools that write event files)."""
+    length = struct.pack("<Q", len(data))
+    return length + struct.pack("<I", masked_crc(length)) + data + struct.pack(
+        "<I", masked_crc(data))
+
+
+@dataclass(frozen=True, slots=True)
+class Damage:
+    offset: int
+    reason: str
+
+
+@dataclass(slots=True)
+class Scan:
+    """What one pass over a buffer found. ``consumed`` bytes need never be read again."""
+
+    records: list[tuple[int, bytes]] = field(default_factory=list)  # (offset, data)
+    damage: list[Damage] = field(default_factory=list)
+    consumed: int = 0
+    wanted: int = 0  # bytes a record in progress needs in the buffer, when over its size
+
+
+def _header_at(view: memoryview, pos: int) -> int | None:
+    """The record length at ``pos`` if its header checks out, else None."""
+    length, crc = _header.unpack_from(view, pos)
+    if crc != masked_crc(view[pos:pos + 8]) or length > MAX_RECORD_BYTES:
+        return None
+    return int(length)
+
+
+def _resync(view: memoryview, start: int) -> int | None:
+    """The first offset after ``start`` whose header checks out, if any in the buffer."""
+    for pos in range(start + 1, len(view) - HEADER + 1):
+        if _header_at(view, pos) is not None:
+            return pos
+    return None
+
+
+def scan(buffer: bytes, base: int) -> Scan:
+    """Frame the records of ``buffer``, which starts at file offset ``base``.
+
+    After a damaged header with no good header behind it in the buffer, the last
+    bytes a header could still start in are left unconsumed for the next scan.
+    """
+    view = memoryview(buffer)
+    result = Scan()
+    pos, size = 0, len(buffer)
+    while size - pos >= HEADER:
+        length = _header_at(view, pos)
+        if length is None:
+            found = _resync(view, pos)
+            end = found if found is not None else size - HEADER + 1
+            result.damage.append(Damage(base + pos, f"bad record length CRC; skipped "
+                                                    f"{end - pos} bytes to resynchronise"))
+            pos = end
+            result.consumed = pos
+            continue
+        end = pos + HEADER + length + FOOTER
+        if end > size:
+            result.wanted = end - pos
+            break
+        data = view[pos + HEADER:pos + HEADER + length]
+        (crc,) = _footer.unpack_from(view, pos + HEADER + length)
+        if crc == masked_crc(data):
+            result.records.append((base + pos, bytes(data)))
+        else:
+            result.damage.append(Damage(base + pos, "bad record data CRC; record skipped"))
+        pos = end
+        result.consumed = pos
+    return result

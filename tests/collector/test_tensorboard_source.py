@@ -1,0 +1,138 @@
+"""A TensorBoard log directory read into spool batches, across growth and restarts."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from tensorboard.compat.proto import event_pb2, summary_pb2
+from tensorboard.plugins.scalar import metadata as scalar_metadata
+from tensorboard.util import tensor_util
+
+from tuneplane.collector.reader import SourceKind, SourceReader, SourceSpec
+from tuneplane.collector.spool import Owner, Spool
+from tuneplane.collector.tfrecord import HEADER, frame
+from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+
+OWNER = Owner("run", 1, "rank-0")
+
+
+def scalar_event(step: int, value: float, *, first: bool, tag: str = "loss") -> bytes:
+    v = summary_pb2.Summary.Value(tag=tag, tensor=tensor_util.make_tensor_proto(value))
+    if first:
+        v.metadata.CopyFrom(scalar_metadata.create_summary_metadata("", ""))
+    return frame(event_pb2.Event(step=step, wall_time=100.0 + step,
+                                 summary=summary_pb2.Summary(value=[v])).SerializeToString())
+
+
+def histo_event(step: int) -> bytes:
+    histo = summary_pb2.HistogramProto(min=0, max=1, num=2, bucket_limit=[1], bucket=[2])
+    return frame(event_pb2.Event(step=step, summary=summary_pb2.Summary(
+        value=[summary_pb2.Summary.Value(tag="w", histo=histo)])).SerializeToString())
+
+
+def reader(spool_dir: Path, logdir: Path, max_points: int = 10_000) -> SourceReader:
+    return SourceReader(Spool(spool_dir, OWNER),
+                        [SourceSpec("tb", logdir, SourceKind.TENSORBOARD)],
+                        max_points=max_points, max_bytes=1 << 20, spool_bytes=1 << 30,
+                        clock=time.time)
+
+
+def batches(spool_dir: Path) -> list[pb.Batch]:
+    spool = Spool(spool_dir, OWNER)
+    try:
+        return [pb.Batch.FromString(b.payload) for b in spool.pending(limit=10_000)]
+    finally:
+        spool.close()
+
+
+def scalars(spool_dir: Path) -> list[tuple[str, int, float]]:
+    return [(c.tag, step, value) for b in batches(spool_dir) for c in b.chunks
+            for step, value in zip(c.steps, c.values, strict=True)]
+
+
+def test_every_file_below_the_logdir_is_read_with_rich_records_apart(tmp_path: Path) -> None:
+    logdir = tmp_path / "logs"
+    (logdir / "group_a").mkdir(parents=True)
+    (logdir / "events.out.tfevents.1.host").write_bytes(
+        b"".join(scalar_event(s, s * 0.5, first=s == 0) for s in range(10)) + histo_event(3))
+    (logdir / "group_a" / "events.out.tfevents.2.host").write_bytes(
+        b"".join(scalar_event(s, -s, first=s == 0, tag="a") for s in range(5)))
+    (logdir / "notes.txt").write_text("not an event file")
+    r = reader(tmp_path / "spool", logdir)
+    assert r.run_once() is True
+    assert sorted(scalars(tmp_path / "spool")) == sorted(
+        [("loss", s, s * 0.5) for s in range(10)] + [("a", s, float(-s)) for s in range(5)])
+    (rich,) = [r for b in batches(tmp_path / "spool") for r in b.rich]
+    assert (rich.kind, rich.tag, rich.step, rich.file) == (
+        pb.RichRecord.KIND_HISTOGRAM, "w", 3, "events.out.tfevents.1.host")
+    spool = Spool(tmp_path / "spool", OWNER)
+    for relative, path in (("events.out.tfevents.1.host", "events.out.tfevents.1.host"),
+                           ("group_a/events.out.tfevents.2.host",
+                            "group_a/events.out.tfevents.2.host")):
+        saved = spool.position("tb", relative)
+        assert saved is not None
+        assert saved.offset == (logdir / path).stat().st_size
+    assert r.counters.problems == 0
+
+
+def test_plugin_metadata_of_a_tags_first_value_survives_a_restart(tmp_path: Path) -> None:
+    logdir = tmp_path / "logs"
+    logdir.mkdir()
+    path = logdir / "events.out.tfevents.1.host"
+    path.write_bytes(scalar_event(0, 1.0, first=True))
+    first = reader(tmp_path / "spool", logdir)
+    first.run_once()
+    first.close()  # the collector restarts; only the spool remembers the tag is a scalar
+    with path.open("ab") as out:
+        out.write(b"".join(scalar_event(s, float(s), first=False) for s in range(1, 5)))
+    reader(tmp_path / "spool", logdir).run_once()
+    assert scalars(tmp_path / "spool") == [("loss", s, float(s) if s else 1.0)
+                                           for s in range(5)]
+    assert not [r for b in batches(tmp_path / "spool") for r in b.rich]
+
+
+def test_a_partial_last_record_waits_and_is_read_once_complete(tmp_path: Path) -> None:
+    logdir = tmp_path / "logs"
+    logdir.mkdir()
+    path = logdir / "events.out.tfevents.1.host"
+    records = [scalar_event(s, float(s), first=s == 0) for s in range(3)]
+    whole = b"".join(records)
+    path.write_bytes(whole[:-5])
+    r = reader(tmp_path / "spool", logdir)
+    assert r.run_once() is True
+    assert [s for _, s, _ in scalars(tmp_path / "spool")] == [0, 1]
+    with path.open("ab") as out:
+        out.write(whole[-5:])
+    r.run_once()
+    assert [s for _, s, _ in scalars(tmp_path / "spool")] == [0, 1, 2]
+    assert r.counters.problems == 0
+
+
+def test_a_damaged_record_is_reported_with_file_and_offset_and_the_rest_delivered(
+        tmp_path: Path) -> None:
+    logdir = tmp_path / "logs"
+    logdir.mkdir()
+    records = [scalar_event(s, float(s), first=s == 0) for s in range(4)]
+    data = bytearray(b"".join(records))
+    bad_offset = len(records[0]) + len(records[1])
+    data[bad_offset + HEADER + 2] ^= 0x40
+    (logdir / "events.out.tfevents.1.host").write_bytes(bytes(data))
+    r = reader(tmp_path / "spool", logdir)
+    r.run_once()
+    assert [s for _, s, _ in scalars(tmp_path / "spool")] == [0, 1, 3]
+    assert r.problems == [f"events.out.tfevents.1.host@{bad_offset}: bad record data CRC; "
+                          "record skipped"]
+
+
+def test_batches_respect_the_point_bound_and_resume_where_they_stopped(tmp_path: Path) -> None:
+    logdir = tmp_path / "logs"
+    logdir.mkdir()
+    (logdir / "events.out.tfevents.1.host").write_bytes(
+        b"".join(scalar_event(s, float(s), first=s == 0) for s in range(25)))
+    r = reader(tmp_path / "spool", logdir, max_points=10)
+    while not r.run_once():
+        pass
+    assert [sum(len(c.steps) for c in b.chunks) for b in batches(tmp_path / "spool")] == \
+        [10, 10, 5]
+    assert [s for _, s, _ in scalars(tmp_path / "spool")] == list(range(25))
