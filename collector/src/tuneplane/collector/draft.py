@@ -47,6 +47,18 @@ class BatchDraft:
             series.values.append(value)
         self.points += len(metrics)
 
+    def add_point(self, tag: str, step: int, wall_time: float, value: float) -> None:
+        """One point: the hot path of TensorBoard reading."""
+        series = self.series.get(tag)
+        if series is None:
+            series = self.series[tag] = Series()
+            self.approx_bytes += len(tag.encode()) + len(self.source) + self.ENTRY_BYTES
+        series.steps.append(step)
+        series.wall_times.append(wall_time)
+        series.values.append(value)
+        self.points += 1
+        self.approx_bytes += self.POINT_BYTES
+
     @classmethod
     def rich_cost(cls, record: pb.RichRecord) -> int:
         return record.ByteSize() + cls.ENTRY_BYTES

@@ -54,9 +54,9 @@ def _decoded(data: bytes, relative: str, offset: int, plugins: TagPlugins,
     decode(data, source="", file=relative, offset=offset, plugins=plugins, out=out)
     for problem in out.problems:
         report(problem)
-    for s in out.scalars:
-        yield {"kind": "scalar", "file": relative, "offset": offset, "tag": s.tag,
-               "step": s.step, "wall_time": s.wall_time, "value": number(s.value)}
+    for tag, step, wall_time, value in out.scalars:
+        yield {"kind": "scalar", "file": relative, "offset": offset, "tag": tag,
+               "step": step, "wall_time": wall_time, "value": number(value)}
     for r in out.rich:
         yield {"kind": KIND_NAMES[r.kind], "file": relative, "offset": offset, "tag": r.tag,
                "step": r.step, "wall_time": r.wall_time, "plugin": r.plugin_name,

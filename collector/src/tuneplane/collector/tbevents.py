@@ -73,12 +73,8 @@ def tensor_scalar(tensor: tb.TensorProto) -> float:
     return convert(values[0])
 
 
-@dataclass(frozen=True, slots=True)
-class Scalar:
-    tag: str
-    step: int
-    wall_time: float
-    value: float
+#: (tag, step, wall_time, value): a plain tuple, this is the hot path.
+Scalar = tuple[str, int, float, float]
 
 
 @dataclass(slots=True)
@@ -87,6 +83,12 @@ class Decoded:
     rich: list[pb.RichRecord] = field(default_factory=list)
     session_starts: list[pb.SessionStart] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+
+    def clear(self) -> None:
+        self.scalars.clear()
+        self.rich.clear()
+        self.session_starts.clear()
+        self.problems.clear()
 
 
 #: tag → (plugin name, plugin content, data class) as declared by the tag's first value.
@@ -119,12 +121,11 @@ def _value(value: tb.Summary.Value, event: tb.Event, source: str, file: str, off
     plugin, content, data_class = plugins.get(tag, ("", b"", tb.DATA_CLASS_UNKNOWN))
     kind_of = value.WhichOneof("value")
     if kind_of == "simple_value":
-        out.scalars.append(Scalar(tag, event.step, event.wall_time, value.simple_value))
+        out.scalars.append((tag, event.step, event.wall_time, value.simple_value))
         return
     if kind_of == "tensor" and (plugin == "scalars" or data_class == tb.DATA_CLASS_SCALAR):
         try:
-            out.scalars.append(Scalar(tag, event.step, event.wall_time,
-                                      tensor_scalar(value.tensor)))
+            out.scalars.append((tag, event.step, event.wall_time, tensor_scalar(value.tensor)))
             return
         except NotAScalar as exc:
             out.problems.append(f"{file}@{offset}: tag {tag!r} of the scalars plugin kept as a "

@@ -46,21 +46,34 @@ def dump_plugins(plugins: TagPlugins) -> str:
                       sort_keys=True)
 
 
-def scan_at(handle: BinaryIO, offset: int) -> tuple[int, tfrecord.Scan]:
-    """Scan the records from ``offset``: a read's worth, or one record larger than that.
+def scan_at(handle: BinaryIO, offset: int, limit: int | None = None,
+            ) -> tuple[int, tfrecord.Scan]:
+    """Scan up to ``limit`` records from ``offset``: a read's worth, or one larger record.
 
-    Returns the bytes the scan covered (from ``offset``) and the scan.
+    Returns the bytes read (from ``offset``) and the scan.
     """
     handle.seek(offset)
     buffer = handle.read(READ_BYTES)
-    scan = tfrecord.scan(buffer, offset)
+    scan = tfrecord.scan(buffer, offset, limit)
     if scan.wanted > len(buffer) - scan.consumed:
         handle.seek(offset + scan.consumed)
         more = handle.read(scan.wanted)
         if len(more) == scan.wanted:
             buffer = buffer[:scan.consumed] + more
-            scan = tfrecord.scan(buffer, offset)
+            scan = tfrecord.scan(buffer, offset, limit)
     return len(buffer), scan
+
+
+def refuse_oversized(decoded: Decoded, max_bytes: int, where: str, problems: list[str]) -> int:
+    """Drop rich records that could never fit a batch, each with a reason; returns how many."""
+    kept = [r for r in decoded.rich if BatchDraft.rich_cost(r) <= max_bytes]
+    for record in decoded.rich:
+        if BatchDraft.rich_cost(record) > max_bytes:
+            problems.append(f"{where}: {record.tag!r} record of {record.ByteSize()} bytes is "
+                            f"over the {max_bytes} byte batch bound; refused, not truncated")
+    refused = len(decoded.rich) - len(kept)
+    decoded.rich[:] = kept
+    return refused
 
 
 @dataclass(slots=True)
@@ -78,38 +91,35 @@ def read_file(path: Path, relative: str, source: str, file_key: str, start: Save
     plugins = load_plugins(start.state)
     with path.open("rb") as handle:
         size = os.fstat(handle.fileno()).st_size
-        covered, scan = scan_at(handle, start.offset)
+        covered, scan = scan_at(handle, start.offset, limit=max_points)
     result = FileRead(BatchDraft(source), start)
     stop = start.offset + scan.consumed
     bounded = False
+    draft, decoded = result.draft, Decoded()
     for offset, data in scan.records:
-        decoded = Decoded()
+        decoded.clear()
         decode(data, source=source, file=relative, offset=offset, plugins=plugins, out=decoded)
-        result.problems += decoded.problems
-        fitting = []
-        for record in decoded.rich:
-            if result.draft.rich_cost(record) > max_bytes:
-                result.refused += 1
-                result.problems.append(
-                    f"{relative}@{offset}: {record.tag!r} record of {record.ByteSize()} bytes "
-                    f"is over the {max_bytes} byte batch bound; refused, not truncated")
-            else:
-                fitting.append(record)
-        cost = sum(result.draft.rich_cost(r) for r in fitting) + len(decoded.scalars) * 64
-        if not result.draft.empty() and (
-                result.draft.points + len(decoded.scalars) > max_points
-                or result.draft.approx_bytes + cost > max_bytes):
+        cost = len(decoded.scalars) * 64  # a point, and its share of a new chunk's names
+        if decoded.problems or decoded.rich or decoded.session_starts:
+            result.problems += decoded.problems
+            result.refused += refuse_oversized(decoded, max_bytes, f"{relative}@{offset}",
+                                               result.problems)
+            cost += sum(draft.rich_cost(r) for r in decoded.rich)
+        over = draft.points + len(decoded.scalars) > max_points or \
+            draft.approx_bytes + cost > max_bytes
+        if over and not draft.empty():
             stop, bounded = offset, True
             break
-        for scalar in decoded.scalars:
-            result.draft.add(scalar.step, scalar.wall_time, [(scalar.tag, scalar.value)])
-        for record in fitting:
-            result.draft.add_rich(record)
+        for tag, step, wall_time, value in decoded.scalars:
+            draft.add_point(tag, step, wall_time, value)
+        for record in decoded.rich:
+            draft.add_rich(record)
         for marker in decoded.session_starts:
-            result.draft.add_session_start(marker)
+            draft.add_session_start(marker)
     result.problems += [f"{relative}@{d.offset}: {d.reason}" for d in scan.damage
                         if d.offset < stop]
     result.position = SavedPosition(file_key, stop, 0, dump_plugins(plugins))
     # At the end: what is left is at most one record still being written.
-    result.at_end = not bounded and start.offset + covered >= size
+    limited = len(scan.records) >= max_points
+    result.at_end = not (bounded or limited) and start.offset + covered >= size
     return result

@@ -55,7 +55,9 @@ class Scan:
 def _header_at(view: memoryview, pos: int) -> int | None:
     """The record length at ``pos`` if its header checks out, else None."""
     length, crc = _header.unpack_from(view, pos)
-    if crc != masked_crc(view[pos:pos + 8]) or length > MAX_RECORD_BYTES:
+    actual = crc32c.crc32c(view[pos:pos + 8])
+    if crc != ((((actual >> 15) | (actual << 17)) + _MASK_DELTA) & 0xFFFFFFFF) \
+            or length > MAX_RECORD_BYTES:
         return None
     return int(length)
 
@@ -68,16 +70,18 @@ def _resync(view: memoryview, start: int) -> int | None:
     return None
 
 
-def scan(buffer: bytes, base: int) -> Scan:
+def scan(buffer: bytes, base: int, limit: int | None = None) -> Scan:
     """Frame the records of ``buffer``, which starts at file offset ``base``.
 
-    After a damaged header with no good header behind it in the buffer, the last
-    bytes a header could still start in are left unconsumed for the next scan.
+    Stops after ``limit`` good records, if given. After a damaged header with no good
+    header behind it in the buffer, the last bytes a header could still start in are
+    left unconsumed for the next scan.
     """
     view = memoryview(buffer)
     result = Scan()
     pos, size = 0, len(buffer)
-    while size - pos >= HEADER:
+    wanted = size if limit is None else limit
+    while size - pos >= HEADER and len(result.records) < wanted:
         length = _header_at(view, pos)
         if length is None:
             found = _resync(view, pos)
@@ -93,7 +97,8 @@ def scan(buffer: bytes, base: int) -> Scan:
             break
         data = view[pos + HEADER:pos + HEADER + length]
         (crc,) = _footer.unpack_from(view, pos + HEADER + length)
-        if crc == masked_crc(data):
+        actual = crc32c.crc32c(data)
+        if crc == ((((actual >> 15) | (actual << 17)) + _MASK_DELTA) & 0xFFFFFFFF):
             result.records.append((base + pos, bytes(data)))
         else:
             result.damage.append(Damage(base + pos, "bad record data CRC; record skipped"))

@@ -1,0 +1,141 @@
+"""TensorBoard event-file reading: our reader against TensorBoard's own, and the collector's
+cost while it follows a growing file.
+
+    uv run python bench/tb_read.py [--events 1000000] [--follow-seconds 20]
+
+1. One file of N scalar events (TF1 ``simple_value``, as PyTorch writes them) is read by
+   TensorBoard's ``EventFileLoader`` (parse only) and by our reader (framing, CRC checks
+   and decoding into scalar columns, in batches of 10,000 points); events/s and the ratio.
+2. A ``tuneplane-collector run`` process follows a file growing at 10,000 points/s and
+   sends to a real ingest (services must be up: ``eval "$(scripts/services up)"``); its
+   CPU (share of one core) and peak RSS are read from /proc.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+from tensorboard.compat.proto import event_pb2, summary_pb2
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.support import (
+    Endpoints,
+    collector_args,
+    free_port,
+    run_admin,
+    start_ingest,
+    workload_token,
+)
+from tuneplane.collector import tensorboard
+from tuneplane.collector.spool import SavedPosition
+from tuneplane.collector.tfrecord import frame
+from tuneplane.common import tls
+from tuneplane.common.identity import MemberKey
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def events(first: int, count: int) -> bytes:
+    return b"".join(frame(event_pb2.Event(
+        step=step, wall_time=1.7e9 + step, summary=summary_pb2.Summary(value=[
+            summary_pb2.Summary.Value(tag="train/loss", simple_value=1.0 / (step + 1))]),
+    ).SerializeToString()) for step in range(first, first + count))
+
+
+def read_with_tensorboard(path: Path) -> tuple[int, float]:
+    started = time.perf_counter()
+    count = sum(1 for _ in EventFileLoader(str(path)).Load())
+    return count, time.perf_counter() - started
+
+
+def read_with_ours(path: Path) -> tuple[int, float]:
+    started = time.perf_counter()
+    position, points, size = SavedPosition("bench", 0), 0, path.stat().st_size
+    while position.offset < size:
+        read = tensorboard.read_file(path, path.name, "tb", "bench", position,
+                                     max_points=10_000, max_bytes=3 << 20)
+        points += read.draft.points
+        position = read.position
+    return points, time.perf_counter() - started
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def follow(work: Path, seconds: float) -> None:
+    endpoints = Endpoints.from_environ(os.environ)
+    run_admin(endpoints, "init")
+    tls_dir = work / "tls"
+    tls.generate(["localhost"], now=dt.datetime.now(dt.UTC)).write(tls_dir)
+    ingest = start_ingest(endpoints, tls_dir, free_port(), work / "ingest.log")
+    logdir = work / "growing"
+    logdir.mkdir()
+    path = logdir / "events.out.tfevents.1.bench"
+    path.write_bytes(b"")
+    member = MemberKey(f"bench-follow-{int(time.time())}", 1, "rank-0")
+    token = workload_token(endpoints, member, work / "token")
+    collector = subprocess.Popen(
+        [*collector_args(ingest.port, tls_dir, token, member, work / "spool", {}),
+         "--tensorboard", f"tb={logdir}", "--loglevel", "WARNING"])
+    try:
+        time.sleep(1.0)
+        start_cpu, started, peak, step = cpu_seconds(collector.pid), time.monotonic(), 0.0, 0
+        while (elapsed := time.monotonic() - started) < seconds:
+            due = int(elapsed * 10_000)
+            if due > step:
+                with path.open("ab") as out:
+                    out.write(events(step, due - step))
+                step = due
+            peak = max(peak, rss_mib(collector.pid))
+            time.sleep(0.1)
+        cpu = (cpu_seconds(collector.pid) - start_cpu) / seconds
+        print(f"follow      {step:,} points in {seconds:.0f} s at 10,000 points/s: "
+              f"collector CPU {cpu * 100:.1f}% of one core, peak RSS {peak:.0f} MiB")
+    finally:
+        collector.terminate()
+        collector.wait(timeout=60)
+        ingest.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--follow-seconds", type=float, default=20.0)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="tuneplane-tbbench-"))
+    path = work / "events.out.tfevents.1.bench"
+    with path.open("wb") as out:
+        for first in range(0, args.events, 100_000):
+            out.write(events(first, min(100_000, args.events - first)))
+    print(f"{args.events:,} scalar events, {path.stat().st_size / 1e6:.1f} MB")
+    theirs, their_time = read_with_tensorboard(path)
+    print(f"tensorboard {theirs / their_time:>12,.0f} events/s  (EventFileLoader, parse only)")
+    mine, my_time = read_with_ours(path)
+    assert mine == theirs == args.events, (mine, theirs)
+    print(f"tuneplane   {mine / my_time:>12,.0f} events/s  (framing, CRC-32C, decode to columns)")
+    print(f"ratio       {their_time / my_time:.1f}x TensorBoard's loader")
+    if args.follow_seconds > 0:
+        follow(work, args.follow_seconds)
+
+
+if __name__ == "__main__":
+    main()
