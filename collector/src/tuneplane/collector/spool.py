@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tuneplane.collector import spoolroot
 from tuneplane.collector.draft import BatchDraft
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 
@@ -62,16 +63,32 @@ class SealedBatch:
 class Spool:
     FILE = "spool.sqlite3"
 
-    def __init__(self, directory: Path, owner: Owner) -> None:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    def __init__(self, directory: Path, owner: Owner, *, mountinfo: str | None = None) -> None:
+        try:
+            spoolroot.prepare(directory, mountinfo)
+        except spoolroot.SpoolPlaceError as exc:
+            raise SpoolError(str(exc)) from None
         self.path = directory / self.FILE
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.execute("PRAGMA busy_timeout=30000")
-        self._db.executescript(SCHEMA)
-        os.chmod(self.path, 0o600)
         self.owner = owner
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA busy_timeout=30000")
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(SCHEMA)
+            os.chmod(self.path, 0o600)
+            meta = self._load_meta(owner)
+        except sqlite3.DatabaseError as exc:
+            raise SpoolError(
+                f"spool database {self.path} is damaged ({exc}). It is kept as it is: move the "
+                "spool directory aside to start a new spool epoch, or recover it") from None
+        expected = f"{owner.run_id}/{owner.attempt}/{owner.member}"
+        if meta["owner"] != expected:
+            raise SpoolError(f"spool {self.path} belongs to {meta['owner']}, not {expected}; "
+                             "give each member its own spool directory")
+        self.epoch = meta["epoch"]
+
+    def _load_meta(self, owner: Owner) -> dict[str, str]:
         with self.transaction() as db:
             meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
             if not meta:
@@ -79,11 +96,7 @@ class Spool:
                 meta = {"epoch": secrets.token_hex(8), "next_sequence": "1",
                         "owner": f"{owner.run_id}/{owner.attempt}/{owner.member}"}
                 db.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
-        expected = f"{owner.run_id}/{owner.attempt}/{owner.member}"
-        if meta["owner"] != expected:
-            raise SpoolError(f"spool {self.path} belongs to {meta['owner']}, not {expected}; "
-                             "give each member its own spool directory")
-        self.epoch = meta["epoch"]
+        return meta
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:

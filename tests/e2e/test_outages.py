@@ -1,0 +1,97 @@
+"""Ingest unreachable: the collector spools up to its cap, pauses, drains on SIGTERM, and
+delivers everything once ingest is back."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import asyncpg
+
+from tests.e2e.test_pipeline import assert_exact, run_collector
+from tests.support import (
+    Endpoints,
+    Process,
+    collector_args,
+    curve_points,
+    free_port,
+    start_ingest,
+    wait_for_points,
+    workload_token,
+    write_jsonl,
+)
+from tuneplane.collector.spool import status
+from tuneplane.common.identity import MemberKey
+
+
+def spool_status(spool: Path) -> dict[str, object]:
+    return status(spool) if (spool / "spool.sqlite3").exists() else {}
+
+
+async def test_spool_full_pauses_reading_then_everything_arrives_when_ingest_comes_back(
+        initialised: Endpoints, projector: Process, tls_dir: Path, tmp_path: Path,
+        run_id: str, db: asyncpg.Connection) -> None:
+    member = MemberKey(run_id, 1, "rank-0")
+    truth = write_jsonl(tmp_path / "m.jsonl", range(20_000), ["loss", "acc"])
+    port = free_port()  # nothing listens here yet
+    token = workload_token(initialised, member, tmp_path / "token")
+    spool = tmp_path / "spool"
+    log = tmp_path / "collector.log"
+    with log.open("wb") as out:
+        collector = subprocess.Popen(
+            [*collector_args(port, tls_dir, token, member, spool, {"train": tmp_path / "m.jsonl"},
+                             "--max-batch-points", "1000"), "--exit-when-idle"],
+            stderr=out, env={**os.environ, "TUNEPLANE_TELEMETRY_SPOOL_BYTES": "100000"})
+    deadline = time.monotonic() + 60
+    while "reading paused" not in log.read_text():
+        assert time.monotonic() < deadline, log.read_text()
+        await asyncio.sleep(0.1)
+    held = spool_status(spool)["pending"]
+    assert isinstance(held, dict)
+    assert 100_000 <= held["bytes"] < 200_000  # the cap, plus the batch that crossed it
+    ingest = start_ingest(initialised, tls_dir, port, tmp_path / "ingest.log")
+    try:
+        assert collector.wait(timeout=120) == 0, log.read_text()
+        assert await wait_for_points(db, run_id, len(truth)) == len(truth)
+        await asyncio.sleep(1.0)
+        assert_exact(await curve_points(db, run_id), truth, "rank-0", "train")
+    finally:
+        ingest.stop()
+
+
+async def test_sigterm_drains_for_the_drain_time_and_the_next_start_resumes(
+        initialised: Endpoints, projector: Process, tls_dir: Path, tmp_path: Path,
+        run_id: str, db: asyncpg.Connection) -> None:
+    member = MemberKey(run_id, 1, "rank-0")
+    truth = write_jsonl(tmp_path / "m.jsonl", range(3000), ["loss"])
+    port = free_port()
+    token = workload_token(initialised, member, tmp_path / "token")
+    spool = tmp_path / "spool"
+    args = collector_args(port, tls_dir, token, member, spool, {"train": tmp_path / "m.jsonl"},
+                          "--max-batch-points", "500")
+    collector = subprocess.Popen(args, stderr=subprocess.PIPE, text=True,
+                                 env={**os.environ, "TUNEPLANE_TELEMETRY_DRAIN_SECONDS": "2"})
+    deadline = time.monotonic() + 60
+    while json.dumps(spool_status(spool).get("pending", {})).find('"points": 3000') < 0:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.1)
+    started = time.monotonic()
+    collector.send_signal(signal.SIGTERM)
+    _, stderr = collector.communicate(timeout=60)
+    assert 2.0 <= time.monotonic() - started < 30
+    assert collector.returncode == 3, stderr  # batches left in the spool, and it says so
+    assert "drain ended with 6 batches left in the spool" in stderr
+    ingest = start_ingest(initialised, tls_dir, port, tmp_path / "ingest.log")
+    try:
+        done = run_collector(args)
+        assert done.returncode == 0, done.stderr
+        assert await wait_for_points(db, run_id, len(truth)) == len(truth)
+        await asyncio.sleep(1.0)
+        assert_exact(await curve_points(db, run_id), truth, "rank-0", "train")
+    finally:
+        ingest.stop()
