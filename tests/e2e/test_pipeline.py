@@ -154,3 +154,38 @@ async def test_tensorboard_logdir_scalars_arrive_once_with_steps_and_values(
     assert await wait_for_points(db, run_id, len(truth)) == len(truth)
     await asyncio.sleep(1.0)
     assert_exact(await curve_points(db, run_id), truth, "rank-0", "tb")
+
+
+async def test_an_integration_artifact_gives_each_member_its_own_sources(
+        initialised: Endpoints, ingest: Process, projector: Process, tls_dir: Path,
+        tmp_path: Path, run_id: str, db: asyncpg.Connection) -> None:
+    # Both members log the same values: they are two series, never merged.
+    truths = {m: write_jsonl(tmp_path / f"{m}.jsonl", range(500), ["loss"])
+              for m in ("rank-0", "rank-1")}
+    channel = tmp_path / "samples.jsonl"
+    channel.write_text("".join(
+        f'{{"step": {i}, "wall_time": 1.0, "record": {{"text": "sample {i}"}}}}\n'
+        for i in range(5)))
+    artifact = tmp_path / "integration.yaml"
+    artifact.write_text(f"""
+version: 1
+sources:
+  - {{id: train-0, kind: jsonl, path: {tmp_path}/rank-0.jsonl, owner: rank-0}}
+  - {{id: train-1, kind: jsonl, path: {tmp_path}/rank-1.jsonl, owner: rank-1}}
+channels:
+  - {{id: samples, path: {channel}, owner: rank-1, max_record_bytes: 1000,
+     max_bytes_per_minute: 100000, schema: {{type: object, required: [text]}}}}
+""")
+    for m in truths:
+        member = MemberKey(run_id, 1, m)
+        token = workload_token(initialised, member, tmp_path / f"token-{m}")
+        done = run_collector([*collector_args(ingest.port, tls_dir, token, member,
+                                              tmp_path / f"spool-{m}", {}),
+                              "--integration", str(artifact)])
+        assert done.returncode == 0, done.stderr
+        expected_rich = 5 if m == "rank-1" else 0
+        assert f"500 points and {expected_rich} rich records read" in done.stderr
+    assert await wait_for_points(db, run_id, 1000) == 1000
+    points = await curve_points(db, run_id)
+    assert_exact(points, truths["rank-0"], "rank-0", "train-0")
+    assert_exact(points, truths["rank-1"], "rank-1", "train-1")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import orjson
 
-from tuneplane.collector import records, spool
+from tuneplane.collector import integration, records, spool
 from tuneplane.collector.collector import Collector, CollectorConfig
 from tuneplane.collector.reader import SourceKind, SourceSpec
 from tuneplane.collector.sender import Target
@@ -59,6 +59,9 @@ def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--tensorboard", type=source_spec(SourceKind.TENSORBOARD), action="append",
                    default=[], metavar="ID=LOGDIR",
                    help="a TensorBoard log directory: every *tfevents* file below it")
+    p.add_argument("--integration", type=Path, metavar="FILE",
+                   help="integration artifact (YAML or JSON): reads the sources and rich "
+                        "channels whose owner is --member")
     p.add_argument("--spool", type=Path,
                    help="this member's spool directory (default: "
                         "TUNEPLANE_TELEMETRY_SPOOL_ROOT/<run>/<attempt>/<member>)")
@@ -81,8 +84,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.loglevel.upper(),
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
     sources = [*args.source, *args.tensorboard]
+    if args.integration is not None:
+        try:
+            owned = integration.load(args.integration).sources_of(args.member)
+        except integration.IntegrationError as exc:
+            print(f"tuneplane-collector run: {exc}", file=sys.stderr)
+            return 2
+        if not owned:
+            print(f"tuneplane-collector run: member {args.member!r} owns no source in "
+                  f"{args.integration}", file=sys.stderr)
+            return 2
+        sources += owned
     if not sources:
-        print("tuneplane-collector run: give at least one --source or --tensorboard",
+        print("tuneplane-collector run: give --integration, --source or --tensorboard",
               file=sys.stderr)
         return 2
     if args.spool is None and os.environ.get("TUNEPLANE_TELEMETRY_SPOOL_ROOT"):
@@ -143,6 +157,19 @@ def cmd_read(args: argparse.Namespace) -> int:
     return status
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    try:
+        artifact = integration.load(args.file)
+    except integration.IntegrationError as exc:
+        print(f"tuneplane-collector check: {exc}", file=sys.stderr)
+        return 1
+    for spec, owner in artifact.sources:
+        print(f"{owner}\t{spec.kind.value}\t{spec.source_id}\t{spec.path}")
+    print(f"{len(artifact.sources)} sources and channels, {len(artifact.mappings)} mappings: "
+          "valid", file=sys.stderr)
+    return 0
+
+
 def cmd_spool_status(args: argparse.Namespace) -> int:
     try:
         print(json.dumps(spool.status(args.directory), indent=2))
@@ -164,6 +191,9 @@ def parser() -> argparse.ArgumentParser:
                                    "for unusable input.")
     r.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     r.set_defaults(func=cmd_read)
+    c = sub.add_parser("check", help="validate an integration artifact; list who reads what")
+    c.add_argument("file", type=Path)
+    c.set_defaults(func=cmd_check)
     s = sub.add_parser("spool", help="look at a spool").add_subparsers(dest="spool_command",
                                                                       required=True)
     st = s.add_parser("status", help="pending and quarantined batches, source positions")

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tuneplane.collector import jsonl, tensorboard
+from tuneplane.collector.channels import ChannelReader, ChannelSpec
 from tuneplane.collector.spool import SavedPosition, Spool
 
 log = logging.getLogger("tuneplane.collector")
@@ -18,6 +19,7 @@ log = logging.getLogger("tuneplane.collector")
 class SourceKind(enum.StrEnum):
     JSONL = "jsonl"
     TENSORBOARD = "tensorboard"
+    CHANNEL = "channel"  # a rich JSONL channel
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +27,7 @@ class SourceSpec:
     source_id: str
     path: Path
     kind: SourceKind = SourceKind.JSONL
+    channel: ChannelSpec | None = None
 
 
 def file_key(stat: os.stat_result) -> str:
@@ -36,7 +39,7 @@ def file_key(stat: os.stat_result) -> str:
 class Counters:
     points: int = 0
     rich: int = 0
-    refused: int = 0
+    refused: int = 0   # rich records over a bound or budget, or off their schema
     problems: int = 0
 
 
@@ -53,6 +56,8 @@ class SourceReader:
         self._clock = clock
         self.counters = Counters()
         self.problems: list[str] = []
+        self._channels = {s.source_id: ChannelReader(s.channel, clock) for s in sources
+                          if s.channel is not None}
 
     @property
     def points_read(self) -> int:
@@ -65,7 +70,7 @@ class SourceReader:
         """Returns True when every source is read to its end (nothing more to read now)."""
         idle = True
         for source in self._sources:
-            files = ([(source.path, "")] if source.kind is SourceKind.JSONL else
+            files = ([(source.path, "")] if source.kind is not SourceKind.TENSORBOARD else
                      [(p, p.relative_to(source.path).as_posix() if p != source.path else p.name)
                       for p in tensorboard.event_files(source.path)])
             for path, relative in files:
@@ -90,21 +95,32 @@ class SourceReader:
             return True
         if stat.st_size == start.offset:
             return True
+        rejected: dict[str, int] = {}
         if source.kind is SourceKind.JSONL:
             result = jsonl.read(path, source.source_id, jsonl.Position(start.offset, start.line),
                                 self._max_points, self._max_bytes)
             draft, problems, at_end = result.draft, result.problems, result.at_end
             position = SavedPosition(key, result.position.offset, result.position.line)
+        elif source.kind is SourceKind.CHANNEL:
+            got = self._channels[source.source_id].read(jsonl.Position(start.offset, start.line),
+                                                        max_bytes=self._max_bytes)
+            draft, problems, at_end = got.draft, got.problems, got.at_end
+            position = SavedPosition(key, got.position.offset, got.position.line)
+            rejected = dict(got.rejected)
+            self.counters.refused += sum(rejected.values())
         else:
             read = tensorboard.read_file(path, relative, source.source_id, key, start,
                                          max_points=self._max_points, max_bytes=self._max_bytes)
             draft, problems, at_end, position = read.draft, read.problems, read.at_end, \
                 read.position
-            self.counters.refused += read.refused
+            if read.refused:
+                rejected = {"over the batch bound": read.refused}
+                self.counters.refused += read.refused
         for problem in problems:
             self._report(problem)
         if position != start:
-            self._spool.seal(draft, relative, position, sealed_at=self._clock())
+            self._spool.seal(draft, relative, position, sealed_at=self._clock(),
+                             rejected=rejected)
             self.counters.points += draft.points
             self.counters.rich += len(draft.rich)
         return at_end

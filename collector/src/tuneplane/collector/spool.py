@@ -26,6 +26,9 @@ CREATE TABLE IF NOT EXISTS positions (
     source TEXT NOT NULL, file TEXT NOT NULL, file_key TEXT NOT NULL,
     offset INTEGER NOT NULL, line INTEGER NOT NULL, state TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (source, file));
+CREATE TABLE IF NOT EXISTS rejections (
+    source TEXT NOT NULL, reason TEXT NOT NULL, count INTEGER NOT NULL,
+    PRIMARY KEY (source, reason));
 CREATE TABLE IF NOT EXISTS batches (
     sequence INTEGER PRIMARY KEY, payload BLOB NOT NULL, points INTEGER NOT NULL,
     quarantined TEXT);
@@ -114,10 +117,11 @@ class Spool:
         return SavedPosition(*row) if row else None
 
     def seal(self, draft: BatchDraft, file: str, position: SavedPosition,
-             sealed_at: float) -> int | None:
+             sealed_at: float, rejected: dict[str, int] | None = None) -> int | None:
         """Seal ``draft`` as the next batch and save the file's ``position`` in one transaction.
 
         With an empty draft (only damaged records were read) only the position moves.
+        ``rejected`` counts records refused on the way, by reason; they are added up.
         Returns the batch's sequence, or None when nothing was sealed.
         """
         with self.transaction() as db:
@@ -141,6 +145,9 @@ class Spool:
                        "offset = excluded.offset, line = excluded.line, state = excluded.state",
                        (draft.source, file, position.file_key, position.offset, position.line,
                         position.state))
+            db.executemany("INSERT INTO rejections VALUES (?, ?, ?) ON CONFLICT (source, reason) "
+                           "DO UPDATE SET count = count + excluded.count",
+                           [(draft.source, r, n) for r, n in (rejected or {}).items()])
             return sequence
 
     def pending(self, limit: int = 64) -> list[SealedBatch]:
@@ -188,6 +195,8 @@ def status(directory: Path) -> dict[str, object]:
                                  "WHERE quarantined IS NOT NULL ORDER BY sequence").fetchall()
         positions = db.execute("SELECT source, file, offset, line FROM positions "
                                "ORDER BY source, file").fetchall()
+        rejections = db.execute("SELECT source, reason, count FROM rejections "
+                                "ORDER BY source, reason").fetchall()
     except sqlite3.DatabaseError as exc:
         raise SpoolError(f"spool {path} is damaged ({exc}); it is kept as it is") from exc
     finally:
@@ -199,4 +208,5 @@ def status(directory: Path) -> dict[str, object]:
         "quarantined": [{"sequence": s, "points": p, "reason": r} for s, p, r in quarantined],
         "positions": [{"source": s, "file": f, "offset": o, "line": ln}
                       for s, f, o, ln in positions],
+        "rejected": [{"source": s, "reason": r, "count": n} for s, r, n in rejections],
     }
