@@ -74,6 +74,8 @@ def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--server-name", help="TLS name to verify when it differs from --target")
     p.add_argument("--max-batch-points", type=int, default=10_000,
                    help=f"points per batch (default 10000, at most {MAX_BATCH_POINTS})")
+    p.add_argument("--max-in-flight", type=int, default=4,
+                   help="batches on the wire at once (default 4)")
     p.add_argument("--exit-when-idle", action="store_true",
                    help="exit once every source is read to its end and the spool is empty")
     p.add_argument("--loglevel", default="INFO")
@@ -122,6 +124,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         max_batch_bytes=MAX_BATCH_BYTES * 3 // 4,
         spool_bytes=env_int("TUNEPLANE_TELEMETRY_SPOOL_BYTES", 256 * 1024 * 1024),
         drain_seconds=env_int("TUNEPLANE_TELEMETRY_DRAIN_SECONDS", 30),
+        in_flight=max(1, args.max_in_flight),
     )
     try:
         collector = Collector(config)

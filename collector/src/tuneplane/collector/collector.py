@@ -28,6 +28,7 @@ class CollectorConfig:
     max_batch_bytes: int
     spool_bytes: int = 256 * 1024 * 1024
     drain_seconds: float = 30.0
+    in_flight: int = 4
     poll_seconds: float = 0.5
     interceptors: list[grpc.UnaryUnaryClientInterceptor] = field(default_factory=list)
 
@@ -41,7 +42,7 @@ class Collector:
                                    spool_bytes=config.spool_bytes, clock=clock)
         # One SQLite connection per thread: reader, sender, and this (status) thread.
         self.sender = Sender(Spool(config.spool_dir, config.owner), config.target,
-                             interceptors=config.interceptors)
+                             in_flight=config.in_flight, interceptors=config.interceptors)
         self._status = Spool(config.spool_dir, config.owner)
         self.stopping = threading.Event()   # stop reading; drain
         self.sources_idle = threading.Event()

@@ -51,10 +51,12 @@ def open_channel(target: Target,
 
 class Sender:
     def __init__(self, spool: Spool, target: Target, *, timeout: float = 30.0,
+                 in_flight: int = 4,
                  interceptors: Sequence[grpc.UnaryUnaryClientInterceptor] = ()) -> None:
         self._spool = spool
         self._target = target
         self._timeout = timeout
+        self._in_flight = in_flight
         self._channel = open_channel(target, interceptors)
         self._stub = pb_grpc.TelemetryIngestStub(self._channel)
         self.sent_batches = 0
@@ -64,12 +66,24 @@ class Sender:
         # Re-read every call: the platform rewrites the file when it renews the token.
         return self._target.token_file.read_text().strip()
 
+    def _start(self, batch: SealedBatch) -> Callable[[], pb.PushBatchReply]:
+        """Put the batch on the wire; returns what waits for its reply."""
+        future = self._stub.PushBatch.future(
+            pb.PushBatchRequest(batch=batch.payload), timeout=self._timeout,
+            metadata=(("authorization", f"Bearer {self._token()}"),))
+        return future.result
+
     def push(self, batch: SealedBatch) -> None:
         """One attempt; raises TransientSendError when the batch should be resent later."""
         try:
-            reply: pb.PushBatchReply = self._stub.PushBatch(
-                pb.PushBatchRequest(batch=batch.payload), timeout=self._timeout,
-                metadata=(("authorization", f"Bearer {self._token()}"),))
+            self._settle(batch, self._start(batch))
+        except OSError as exc:  # token file unreadable: wait for the platform to write it
+            raise TransientSendError(f"token file {self._target.token_file}: {exc}") from None
+
+    def _settle(self, batch: SealedBatch, reply_of: Callable[[], pb.PushBatchReply]) -> None:
+        """ACK → delete; permanent refusal → quarantine; else TransientSendError."""
+        try:
+            reply = reply_of()
         except grpc.RpcError as exc:
             code = exc.code()
             if code in TRANSIENT:
@@ -79,8 +93,6 @@ class Sender:
             log.error("batch %d refused and quarantined: %s: %s", batch.sequence, code.name,
                       exc.details())
             return
-        except OSError as exc:  # token file unreadable: wait for the platform to write it
-            raise TransientSendError(f"token file {self._target.token_file}: {exc}") from None
         if reply.outcome == pb.PushBatchReply.OUTCOME_REJECTED:
             self._spool.quarantine(batch.sequence, reply.reason)
             log.error("batch %d rejected and quarantined: %s", batch.sequence, reply.reason)
@@ -91,18 +103,30 @@ class Sender:
 
     def run_once(self, *, give_up_after: float | None = None,
                  stop: Callable[[], bool] = lambda: False) -> int:
-        """Send until the spool has nothing pending, retrying each batch with backoff.
+        """Send until the spool has nothing pending; returns the batches handled.
 
-        Returns the batches handled (ACKed or quarantined).
-
-        With ``give_up_after`` (seconds), a batch still failing then stays in the spool
-        and TransientSendError is raised. ``stop`` is asked between batches.
+        Up to ``in_flight`` batches are on the wire at once; a batch whose first try
+        fails is retried alone, with capped exponential backoff and jitter. With
+        ``give_up_after`` (seconds), a batch still failing then stays in the spool and
+        TransientSendError is raised. ``stop`` is asked between batches.
         """
         handled = 0
-        while not stop() and (batches := self._spool.pending()):
+        while not stop() and (batches := self._spool.pending(limit=self._in_flight)):
+            started: list[tuple[SealedBatch, Callable[[], pb.PushBatchReply]]] = []
             for batch in batches:
-                if stop():
-                    break
+                try:
+                    started.append((batch, self._start(batch)))
+                except OSError:
+                    break  # the token file is unreadable: the retry path waits for it
+            for batch, reply_of in started:
+                try:
+                    self._settle(batch, reply_of)
+                except TransientSendError:
+                    if stop():
+                        return handled
+                    self._send_with_retries(batch, give_up_after)
+                handled += 1
+            for batch in batches[len(started):]:
                 self._send_with_retries(batch, give_up_after)
                 handled += 1
         return handled
