@@ -1,0 +1,192 @@
+"""The collector artifact: a content-addressed directory that runs beside any training job.
+
+``build`` installs the collector and its locked dependencies for this host's target
+(OS, arch, libc, Python ABI) into a directory with a launcher, writes ``manifest.json``
+(target and every file's sha256) and names the directory after the manifest's sha256.
+``verify`` is what a launch does first: it refuses a renamed, tampered, incomplete,
+padded or wrong-target artifact with the reason. The launcher starts Python isolated
+(``-I -S -B``): no PYTHONPATH, no user or system site-packages of the training
+environment, no bytecode written into the artifact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MANIFEST = "manifest.json"
+FORMAT = 1
+LAUNCHER = """#!/bin/sh
+# Runs the Tuneplane collector isolated from the training environment's packages.
+here=$(cd "$(dirname "$0")/.." && pwd)
+exec "${TUNEPLANE_COLLECTOR_PYTHON:-python{version}}" -I -S -B "$here/bin/launch.py" "$@"
+"""
+LAUNCH_PY = """import os, sys
+sys.path[:0] = [os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                             "site-packages")]
+from tuneplane.collector.cli import main
+sys.exit(main())
+"""
+
+
+class ArtifactError(RuntimeError):
+    """The artifact cannot be built, or must not be run; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    os: str
+    arch: str
+    libc: str          # e.g. "glibc 2.36"
+    python_abi: str    # e.g. "cpython-311"
+
+    @classmethod
+    def of_this_host(cls) -> Target:
+        libc, version = platform.libc_ver()
+        return cls(platform.system().lower(), platform.machine(),
+                   f"{libc} {version}".strip(), sys.implementation.cache_tag)
+
+    @classmethod
+    def of_interpreter(cls, python: str) -> Target:
+        """The target as the Python that will run the artifact sees it."""
+        program = ("import platform, sys; l, v = platform.libc_ver(); print(platform.system()"
+                   ".lower(), platform.machine(), f'{l} {v}'.strip(), "
+                   "sys.implementation.cache_tag, sep='|')")
+        try:
+            done = subprocess.run([python, "-I", "-c", program], capture_output=True,
+                                  text=True, check=True, timeout=30)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise ArtifactError(f"cannot run the Python {python!r} that would run the "
+                                f"artifact: {exc}") from None
+        os_name, arch, libc, abi = done.stdout.strip().split("|")
+        return cls(os_name, arch, libc, abi)
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def canonical(document: dict[str, Any]) -> bytes:
+    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+
+
+def tree(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): sha256(p)
+            for p in sorted(root.rglob("*")) if p.is_file() and p.name != MANIFEST}
+
+
+def run(args: list[str], cwd: Path) -> None:
+    done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise ArtifactError(f"{' '.join(args[:3])} failed:\n{done.stderr[-3000:]}")
+
+
+def build(workspace: Path, out: Path) -> Path:
+    """Build the artifact for this host; returns ``out/<manifest sha256>``."""
+    if shutil.which("uv") is None:
+        raise ArtifactError("building the artifact needs uv on PATH")
+    with tempfile.TemporaryDirectory(prefix="tuneplane-artifact-") as tmp:
+        staging, wheels = Path(tmp) / "artifact", Path(tmp) / "wheels"
+        requirements = Path(tmp) / "requirements.txt"
+        run(["uv", "export", "--frozen", "--no-dev", "--no-emit-workspace", "--package",
+             "tuneplane-collector", "--format", "requirements-txt", "-o", str(requirements)],
+            workspace)
+        for package in ("tuneplane-protos", "tuneplane-collector"):
+            run(["uv", "build", "--wheel", "--package", package, "-o", str(wheels)], workspace)
+        site = staging / "site-packages"
+        python = ["--python", sys.executable]
+        run(["uv", "pip", "install", *python, "--target", str(site), "--require-hashes",
+             "-r", str(requirements)], workspace)
+        run(["uv", "pip", "install", *python, "--target", str(site), "--no-deps",
+             *map(str, sorted(wheels.glob("*.whl")))], workspace)
+        for cache in site.rglob("__pycache__"):
+            shutil.rmtree(cache)
+        # Installer bookkeeping names temporary paths; without it the same sources and lock
+        # give the same digest.
+        for name in ("direct_url.json", "uv_cache.json", "RECORD", "INSTALLER", "REQUESTED"):
+            for path in site.glob(f"*.dist-info/{name}"):
+                path.unlink()
+        shutil.rmtree(site / "bin", ignore_errors=True)  # console scripts of the venv kind
+        (staging / "bin").mkdir()
+        version = f"{sys.version_info.major}.{sys.version_info.minor}"
+        (staging / "bin" / "tuneplane-collector").write_text(
+            LAUNCHER.replace("{version}", version))
+        (staging / "bin" / "tuneplane-collector").chmod(0o755)
+        (staging / "bin" / "launch.py").write_text(LAUNCH_PY)
+        target = Target.of_this_host()
+        manifest = {"format": FORMAT, "name": "tuneplane-collector",
+                    "entry_point": "bin/tuneplane-collector",
+                    "target": {"os": target.os, "arch": target.arch, "libc": target.libc,
+                               "python_abi": target.python_abi},
+                    "files": tree(staging)}
+        data = canonical(manifest)
+        (staging / MANIFEST).write_bytes(data)
+        final = out / hashlib.sha256(data).hexdigest()
+        if final.exists():
+            verify(final)
+            return final
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(staging, final, symlinks=True)
+    verify(final)
+    return final
+
+
+def _libc_at_least(built: str, host: str) -> bool:
+    built_name, _, built_version = built.partition(" ")
+    host_name, _, host_version = host.partition(" ")
+    if built_name != host_name:
+        return False
+    def parts(v: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in v.split(".") if x.isdigit())
+    return parts(host_version) >= parts(built_version)
+
+
+def verify(directory: Path, host: Target | None = None) -> dict[str, Any]:
+    """Check the artifact before running it; returns its manifest."""
+    host = host or Target.of_this_host()
+    path = directory / MANIFEST
+    try:
+        data = path.read_bytes()
+        manifest: dict[str, Any] = json.loads(data)
+    except (OSError, ValueError) as exc:
+        raise ArtifactError(f"artifact {directory}: no readable {MANIFEST}: {exc}") from None
+    digest = hashlib.sha256(data).hexdigest()
+    if directory.name != digest:
+        raise ArtifactError(f"artifact {directory}: its manifest's sha256 is {digest}; the "
+                            "directory name must be that digest (renamed or edited manifest)")
+    if manifest.get("format") != FORMAT:
+        raise ArtifactError(f"artifact {directory}: manifest format {manifest.get('format')} "
+                            f"is not {FORMAT}")
+    built = Target(**manifest["target"])
+    for field, want, have in (("OS", built.os, host.os), ("arch", built.arch, host.arch),
+                              ("Python ABI", built.python_abi, host.python_abi)):
+        if want != have:
+            raise ArtifactError(f"artifact {directory} is built for {field} {want}; this host "
+                                f"has {have}")
+    if not _libc_at_least(built.libc, host.libc):
+        raise ArtifactError(f"artifact {directory} needs {built.libc}; this host has "
+                            f"{host.libc or 'no glibc'}")
+    listed: dict[str, str] = manifest["files"]
+    present = {p.relative_to(directory).as_posix() for p in directory.rglob("*")
+               if p.is_file() and p.name != MANIFEST}
+    for name in sorted(present - set(listed)):
+        raise ArtifactError(f"artifact {directory}: {name} is not in the manifest (added)")
+    for name, expected in sorted(listed.items()):
+        if name not in present:
+            raise ArtifactError(f"artifact {directory}: {name} is missing")
+        if sha256(directory / name) != expected:
+            raise ArtifactError(f"artifact {directory}: {name} does not match its sha256 "
+                                "(tampered)")
+    return manifest
