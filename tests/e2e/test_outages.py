@@ -95,3 +95,27 @@ async def test_sigterm_drains_for_the_drain_time_and_the_next_start_resumes(
         assert_exact(await curve_points(db, run_id), truth, "rank-0", "train")
     finally:
         ingest.stop()
+
+
+async def test_an_expired_token_holds_batches_until_the_platform_rewrites_the_file(
+        initialised: Endpoints, ingest: Process, projector: Process, tls_dir: Path,
+        tmp_path: Path, run_id: str, db: asyncpg.Connection) -> None:
+    member = MemberKey(run_id, 1, "rank-0")
+    truth = write_jsonl(tmp_path / "m.jsonl", range(2000), ["loss"])
+    token = workload_token(initialised, member, tmp_path / "token", ttl=-60)  # expired
+    log = tmp_path / "collector.log"
+    with log.open("wb") as out:
+        collector = subprocess.Popen(
+            [*collector_args(ingest.port, tls_dir, token, member, tmp_path / "spool",
+                             {"train": tmp_path / "m.jsonl"}), "--exit-when-idle"],
+            stderr=out)
+    deadline = time.monotonic() + 60
+    while "token expired" not in log.read_text():
+        assert time.monotonic() < deadline, log.read_text()
+        await asyncio.sleep(0.1)
+    assert await db.fetchval("SELECT count(*) FROM batch_ledger WHERE run_id = $1", run_id) == 0
+    renewed = workload_token(initialised, member, tmp_path / "token.new")
+    renewed.rename(token)  # the platform's atomic rewrite
+    assert collector.wait(timeout=60) == 0, log.read_text()
+    assert await wait_for_points(db, run_id, len(truth)) == len(truth)
+    assert_exact(await curve_points(db, run_id), truth, "rank-0", "train")
