@@ -36,7 +36,7 @@ from tests.support import (
     workload_token,
 )
 from tuneplane.collector import tensorboard
-from tuneplane.collector.spool import SavedPosition
+from tuneplane.collector.draft import Position
 from tuneplane.collector.tfrecord import frame
 from tuneplane.common import tls
 from tuneplane.common.identity import MemberKey
@@ -59,10 +59,10 @@ def read_with_tensorboard(path: Path) -> tuple[int, float]:
 
 def read_with_ours(path: Path) -> tuple[int, float]:
     started = time.perf_counter()
-    position, points, size = SavedPosition("bench", 0), 0, path.stat().st_size
+    position, points, size = Position(), 0, path.stat().st_size
     while position.offset < size:
-        read = tensorboard.read_file(path, path.name, "tb", "bench", position,
-                                     max_points=10_000, max_bytes=3 << 20)
+        read = tensorboard.read_file(path, path.name, "tb", position, max_points=10_000,
+                                     max_bytes=3 << 20)
         points += read.draft.points
         position = read.position
     return points, time.perf_counter() - started

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from tuneplane.collector.channels import Budget, ChannelReader, ChannelSpec
-from tuneplane.collector.jsonl import Position
+from tuneplane.collector.draft import Position
 from tuneplane.collector.reader import SourceKind, SourceReader, SourceSpec
 from tuneplane.collector.spool import Owner, Spool, status
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb

@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 
 from tuneplane.collector import jsonl
-from tuneplane.collector.jsonl import LineError, Position, parse_line
+from tuneplane.collector.draft import Position, ReadStep
+from tuneplane.collector.jsonl import LineError, parse_line
 
 START = Position()
 
 
 def read_all(path: Path, position: Position = START, max_points: int = 10_000,
-             ) -> jsonl.ReadResult:
+             ) -> ReadStep:
     return jsonl.read(path, "src", position, max_points, max_bytes=1 << 20)
 
 

@@ -12,17 +12,16 @@ dropped. Malformed lines are reported with file and line.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import fastjsonschema
 import orjson
 
-from tuneplane.collector.draft import BatchDraft
-from tuneplane.collector.jsonl import READ_BYTES, Position
+from tuneplane.collector.draft import BatchDraft, Position, ReadStep
+from tuneplane.collector.jsonl import READ_BYTES
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 
 
@@ -53,15 +52,6 @@ class Budget:
         return True
 
 
-@dataclass(slots=True)
-class ChannelRead:
-    draft: BatchDraft
-    position: Position
-    problems: list[str] = field(default_factory=list)
-    rejected: Counter[str] = field(default_factory=Counter)
-    at_end: bool = False
-
-
 class ChannelReader:
     def __init__(self, spec: ChannelSpec, clock: Callable[[], float]) -> None:
         self.spec = spec
@@ -69,7 +59,7 @@ class ChannelReader:
         self._clock = clock
         self._budget = Budget(spec.max_bytes_per_minute, clock())
 
-    def _check(self, raw: bytes, where: str, out: ChannelRead) -> pb.RichRecord | None:
+    def _check(self, raw: bytes, where: str, out: ReadStep) -> pb.RichRecord | None:
         spec = self.spec
         if len(raw) > spec.max_record_bytes:
             out.rejected["over max_record_bytes"] += 1
@@ -99,8 +89,8 @@ class ChannelReader:
                              wall_time=float(wall_time), kind=pb.RichRecord.KIND_JSON,
                              payload=orjson.dumps(line["record"]), file=spec.path.name)
 
-    def read(self, start: Position, *, max_bytes: int) -> ChannelRead:
-        out = ChannelRead(BatchDraft(self.spec.channel_id), start)
+    def read(self, start: Position, *, max_bytes: int) -> ReadStep:
+        out = ReadStep(BatchDraft(self.spec.channel_id), start)
         with self.spec.path.open("rb") as handle:
             handle.seek(start.offset)
             data = handle.read(READ_BYTES)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
@@ -78,3 +79,23 @@ class BatchDraft:
         return [pb.SeriesChunk(source=self.source, tag=tag, steps=s.steps,
                                wall_times=s.wall_times, values=s.values)
                 for tag, s in self.series.items()]
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where reading a file resumes."""
+
+    offset: int = 0
+    line: int = 1     # number of the next line (JSONL); unused for event files
+    state: str = ""   # what the reader must remember about the file, as JSON
+
+
+@dataclass(slots=True)
+class ReadStep:
+    """What one read of one file gathered, and where the next read starts."""
+
+    draft: BatchDraft
+    position: Position
+    problems: list[str] = field(default_factory=list)
+    rejected: Counter[str] = field(default_factory=Counter)  # refused records, by reason
+    at_end: bool = False  # nothing more to read now (at most a record still being written)

@@ -15,34 +15,17 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from tuneplane.collector.draft import BatchDraft
+from tuneplane.collector.draft import BatchDraft, Position, ReadStep
 from tuneplane.telemetry.v1.limits import MAX_NAME_BYTES
 
 READ_BYTES = 4 * 1024 * 1024
 NON_FINITE = {"NaN": math.nan, "nan": math.nan, "Infinity": math.inf, "inf": math.inf,
               "-Infinity": -math.inf, "-inf": -math.inf}
-
-
-@dataclass(frozen=True, slots=True)
-class Position:
-    """Where reading resumes: byte offset and the number of the next line (1-based)."""
-
-    offset: int = 0
-    line: int = 1
-
-
-@dataclass(slots=True)
-class ReadResult:
-    position: Position
-    draft: BatchDraft
-    problems: list[str] = field(default_factory=list)
-    at_end: bool = False
 
 
 class LineError(ValueError):
@@ -83,9 +66,9 @@ def parse_line(raw: bytes) -> tuple[int, float, list[tuple[str, float]]]:
 
 
 def read(path: Path, source: str, position: Position, max_points: int,
-         max_bytes: int) -> ReadResult:
+         max_bytes: int) -> ReadStep:
     """Read complete lines from ``position`` until a batch bound or the end of the file."""
-    result = ReadResult(position, BatchDraft(source))
+    result = ReadStep(BatchDraft(source), position)
     with path.open("rb") as handle:
         handle.seek(position.offset)
         data = handle.read(READ_BYTES)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tuneplane.collector import jsonl, tensorboard
 from tuneplane.collector.channels import ChannelReader, ChannelSpec
+from tuneplane.collector.draft import Position
 from tuneplane.collector.spool import SavedPosition, Spool
 
 log = logging.getLogger("tuneplane.collector")
@@ -95,35 +96,27 @@ class SourceReader:
             return True
         if stat.st_size == start.offset:
             return True
-        rejected: dict[str, int] = {}
+        resume = Position(start.offset, start.line, start.state)
         if source.kind is SourceKind.JSONL:
-            result = jsonl.read(path, source.source_id, jsonl.Position(start.offset, start.line),
-                                self._max_points, self._max_bytes)
-            draft, problems, at_end = result.draft, result.problems, result.at_end
-            position = SavedPosition(key, result.position.offset, result.position.line)
+            step = jsonl.read(path, source.source_id, resume, self._max_points,
+                              self._max_bytes)
         elif source.kind is SourceKind.CHANNEL:
-            got = self._channels[source.source_id].read(jsonl.Position(start.offset, start.line),
-                                                        max_bytes=self._max_bytes)
-            draft, problems, at_end = got.draft, got.problems, got.at_end
-            position = SavedPosition(key, got.position.offset, got.position.line)
-            rejected = dict(got.rejected)
-            self.counters.refused += sum(rejected.values())
+            step = self._channels[source.source_id].read(resume, max_bytes=self._max_bytes)
         else:
-            read = tensorboard.read_file(path, relative, source.source_id, key, start,
+            step = tensorboard.read_file(path, relative, source.source_id, resume,
                                          max_points=self._max_points, max_bytes=self._max_bytes)
-            draft, problems, at_end, position = read.draft, read.problems, read.at_end, \
-                read.position
-            if read.refused:
-                rejected = {"over the batch bound": read.refused}
-                self.counters.refused += read.refused
-        for problem in problems:
+        for problem in step.problems:
             self._report(problem)
-        if position != start:
-            self._spool.seal(draft, relative, position, sealed_at=self._clock(),
-                             rejected=rejected)
+        self.counters.refused += sum(step.rejected.values())
+        if step.position != resume:
+            draft = step.draft
+            self._spool.seal(draft, relative, SavedPosition(key, step.position.offset,
+                                                            step.position.line,
+                                                            step.position.state),
+                             sealed_at=self._clock(), rejected=dict(step.rejected))
             self.counters.points += draft.points
             self.counters.rich += len(draft.rich)
-        return at_end
+        return step.at_end
 
     def close(self) -> None:
         self._spool.close()

@@ -10,13 +10,11 @@ import base64
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 from tuneplane.collector import tfrecord
-from tuneplane.collector.draft import BatchDraft
-from tuneplane.collector.spool import SavedPosition
+from tuneplane.collector.draft import BatchDraft, Position, ReadStep
 from tuneplane.collector.tbevents import Decoded, TagPlugins, decode
 
 READ_BYTES = 8 * 1024 * 1024
@@ -76,23 +74,14 @@ def refuse_oversized(decoded: Decoded, max_bytes: int, where: str, problems: lis
     return refused
 
 
-@dataclass(slots=True)
-class FileRead:
-    draft: BatchDraft
-    position: SavedPosition
-    problems: list[str] = field(default_factory=list)
-    refused: int = 0          # rich records over the batch bound, refused with a reason
-    at_end: bool = False
-
-
-def read_file(path: Path, relative: str, source: str, file_key: str, start: SavedPosition,
-              *, max_points: int, max_bytes: int) -> FileRead:
+def read_file(path: Path, relative: str, source: str, start: Position, *, max_points: int,
+              max_bytes: int) -> ReadStep:
     """Read complete records of one event file from ``start`` up to the batch bounds."""
     plugins = load_plugins(start.state)
     with path.open("rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         covered, scan = scan_at(handle, start.offset, limit=max_points)
-    result = FileRead(BatchDraft(source), start)
+    result = ReadStep(BatchDraft(source), start)
     stop = start.offset + scan.consumed
     bounded = False
     draft, decoded = result.draft, Decoded()
@@ -102,8 +91,10 @@ def read_file(path: Path, relative: str, source: str, file_key: str, start: Save
         cost = len(decoded.scalars) * 64  # a point, and its share of a new chunk's names
         if decoded.problems or decoded.rich or decoded.session_starts:
             result.problems += decoded.problems
-            result.refused += refuse_oversized(decoded, max_bytes, f"{relative}@{offset}",
-                                               result.problems)
+            refused = refuse_oversized(decoded, max_bytes, f"{relative}@{offset}",
+                                       result.problems)
+            if refused:
+                result.rejected["over the batch bound"] += refused
             cost += sum(draft.rich_cost(r) for r in decoded.rich)
         over = draft.points + len(decoded.scalars) > max_points or \
             draft.approx_bytes + cost > max_bytes
@@ -118,7 +109,7 @@ def read_file(path: Path, relative: str, source: str, file_key: str, start: Save
             draft.add_session_start(marker)
     result.problems += [f"{relative}@{d.offset}: {d.reason}" for d in scan.damage
                         if d.offset < stop]
-    result.position = SavedPosition(file_key, stop, 0, dump_plugins(plugins))
+    result.position = Position(stop, 0, dump_plugins(plugins))
     # At the end: what is left is at most one record still being written.
     limited = len(scan.records) >= max_points
     result.at_end = not (bounded or limited) and start.offset + covered >= size
