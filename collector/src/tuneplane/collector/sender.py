@@ -56,7 +56,7 @@ class Sender:
         self._spool = spool
         self._target = target
         self._timeout = timeout
-        self._in_flight = in_flight
+        self.in_flight = in_flight
         self._channel = open_channel(target, interceptors)
         self._stub = pb_grpc.TelemetryIngestStub(self._channel)
         self.sent_batches = 0
@@ -111,7 +111,7 @@ class Sender:
         TransientSendError is raised. ``stop`` is asked between batches.
         """
         handled = 0
-        while not stop() and (batches := self._spool.pending(limit=self._in_flight)):
+        while not stop() and (batches := self._spool.pending(limit=self.in_flight)):
             started: list[tuple[SealedBatch, Callable[[], pb.PushBatchReply]]] = []
             for batch in batches:
                 try:
