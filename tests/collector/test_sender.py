@@ -32,11 +32,12 @@ class Scripted(pb_grpc.TelemetryIngestServicer):
     def PushBatch(self, request: pb.PushBatchRequest,
                   context: grpc.ServicerContext) -> pb.PushBatchReply:
         self.calls.append(pb.Batch.FromString(request.batch).identity.sequence)
-        self.tokens.append(dict(context.invocation_metadata())["authorization"])
+        self.tokens.append(str(dict(context.invocation_metadata())["authorization"]))
         code, outcome = self.script.pop(0) if self.script else (None, 1)
         if code is not None:
             context.abort(code, f"scripted {code.name}")
-        return pb.PushBatchReply(outcome=outcome, reason="scripted refusal")
+        return pb.PushBatchReply(outcome=pb.PushBatchReply.Outcome.ValueType(outcome),
+                                 reason="scripted refusal")
 
 
 @pytest.fixture
