@@ -1,0 +1,86 @@
+"""Decoding single TensorBoard values: what is a scalar, what is a rich record."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2
+from tensorboard.util import tensor_util
+
+from tuneplane.collector.tbevents import Decoded, TagPlugins, decode
+from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+
+Kind = pb.RichRecord.Kind
+
+
+def value(tag: str, plugin: str, tensor: tensor_pb2.TensorProto) -> summary_pb2.Summary.Value:
+    v = summary_pb2.Summary.Value(tag=tag, tensor=tensor)
+    v.metadata.plugin_data.plugin_name = plugin
+    return v
+
+
+def run(*values: summary_pb2.Summary.Value, plugins: TagPlugins | None = None) -> Decoded:
+    out = Decoded()
+    data = event_pb2.Event(step=7, wall_time=2.5,
+                           summary=summary_pb2.Summary(value=list(values))).SerializeToString()
+    decode(data, source="tb", file="f", offset=40, plugins={} if plugins is None else plugins,
+           out=out)
+    return out
+
+
+@pytest.mark.parametrize(("plugin", "shape", "kind"), [
+    ("histograms", (30, 3), Kind.KIND_HISTOGRAM),
+    ("images", (3,), Kind.KIND_IMAGE),
+    ("audio", (1, 2), Kind.KIND_AUDIO),
+    ("text", (), Kind.KIND_TEXT),
+    ("pr_curves", (6, 10), Kind.KIND_TENSOR),
+    ("", (4,), Kind.KIND_TENSOR),
+])
+def test_tensors_of_other_plugins_are_rich_records_never_scalars(
+        plugin: str, shape: tuple[int, ...], kind: int) -> None:
+    tensor = tensor_util.make_tensor_proto(np.zeros(shape, np.float32))
+    out = run(value("t", plugin, tensor))
+    assert out.scalars == []
+    (record,) = out.rich
+    assert (record.kind, record.plugin_name, record.step, record.offset) == (kind, plugin, 7, 40)
+    assert summary_pb2.Summary.Value.FromString(record.payload).tensor == tensor
+
+
+def test_a_rank0_tensor_without_the_scalars_plugin_is_not_guessed_a_scalar() -> None:
+    out = run(summary_pb2.Summary.Value(tag="t", tensor=tensor_util.make_tensor_proto(1.5)))
+    assert out.scalars == []
+    assert [r.kind for r in out.rich] == [Kind.KIND_TENSOR]
+
+
+def test_a_scalars_plugin_tensor_that_is_not_rank0_is_kept_as_a_tensor_and_reported() -> None:
+    out = run(value("t", "scalars", tensor_util.make_tensor_proto(np.ones(2, np.float32))))
+    assert [r.kind for r in out.rich] == [Kind.KIND_TENSOR]
+    assert "kept as a tensor: tensor is not rank 0" in out.problems[0]
+
+
+@pytest.mark.parametrize(("dtype", "bits", "expected"), [
+    (19, struct.unpack("<H", struct.pack("<e", 1.5))[0], 1.5),          # DT_HALF
+    (14, struct.unpack("<I", struct.pack("<f", -2.0))[0] >> 16, -2.0),  # DT_BFLOAT16
+])
+def test_half_precision_scalars(dtype: int, bits: int, expected: float) -> None:
+    tensor = tensor_pb2.TensorProto(dtype=dtype, tensor_shape=tensor_shape_pb2.TensorShapeProto(),
+                                    half_val=[bits])
+    out = run(value("h", "scalars", tensor))
+    assert out.scalars == [("h", 7, 2.5, expected)]
+
+
+def test_the_first_values_metadata_holds_for_the_tags_later_values() -> None:
+    plugins: TagPlugins = {}
+    run(value("loss", "scalars", tensor_util.make_tensor_proto(np.float64(1.0))), plugins=plugins)
+    later = run(summary_pb2.Summary.Value(tag="loss",
+                                          tensor=tensor_util.make_tensor_proto(np.float64(2.0))),
+                plugins=plugins)
+    assert later.scalars == [("loss", 7, 2.5, 2.0)]
+
+
+def test_an_undecodable_event_is_a_problem_not_a_crash() -> None:
+    out = Decoded()
+    decode(b"\xff\xff\xff", source="tb", file="f", offset=9, plugins={}, out=out)
+    assert out.problems[0].startswith("f@9: not a TensorBoard Event")
