@@ -14,6 +14,9 @@ from tests.support import Endpoints
 from tuneplane.common.migrate import yoyo_url
 
 
+ALL = ["0001.initial", "0002.readmodel-schema"]
+
+
 @pytest.fixture
 def scratch_database(endpoints: Endpoints) -> Iterator[str]:
     name = f"migrate_{uuid.uuid4().hex[:8]}"
@@ -34,11 +37,13 @@ def test_four_replicas_migrating_at_once_apply_each_migration_once(scratch_datab
     outputs = [r.communicate(timeout=120) for r in replicas]
     assert all(r.returncode == 0 for r in replicas), outputs
     applied = [out.strip() for out, _ in outputs]
-    assert sorted(applied) == ["", "", "", "0001.initial"]
+    assert sorted(applied) == ["", "", "", ",".join(ALL)]
     with psycopg.connect(scratch_database) as conn:
         tables = {r[0] for r in conn.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
-    assert {"batch_ledger", "series", "curve_chunks"} <= tables
+            "SELECT schemaname || '.' || tablename FROM pg_tables")}
+    assert {"readmodel.batch_ledger", "readmodel.series", "readmodel.curve_chunks",
+            "readmodel.rich_records", "readmodel.session_starts",
+            "public.attempt_mappings", "public._yoyo_migration"} <= tables
 
 
 def test_a_replica_killed_holding_the_lock_does_not_block_the_next(scratch_database: str) -> None:
@@ -47,7 +52,7 @@ def test_a_replica_killed_holding_the_lock_does_not_block_the_next(scratch_datab
     backend._insert_lock_row(pid=999_999, timeout=1)  # a stale lock row, as after SIGKILL
     backend.connection.close()
     from tuneplane.common.migrate import apply_migrations
-    assert apply_migrations(scratch_database) == ["0001.initial"]
+    assert apply_migrations(scratch_database) == ALL
 
 
 def test_a_non_postgres_url_is_refused_clearly() -> None:

@@ -18,10 +18,12 @@ ADVISORY_LOCK_ID = 0x7475_6E65_706C_616E
 
 
 def yoyo_url(database_url: str) -> str:
+    """yoyo's URL for the database; its bookkeeping tables live in ``public``, whatever the
+    database's search_path (which puts the read models first)."""
     scheme, sep, rest = database_url.partition("://")
     if not sep or scheme not in ("postgresql", "postgres"):
         raise ValueError(f"TUNEPLANE_DATABASE_URL must be a postgresql:// URL, got {scheme!r}")
-    return f"postgresql+psycopg://{rest}"
+    return f"postgresql+psycopg://{rest}{'&' if '?' in rest else '?'}schema=public"
 
 
 def apply_migrations(database_url: str) -> list[str]:

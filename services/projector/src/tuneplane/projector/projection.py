@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from google.protobuf.message import DecodeError
 
@@ -39,12 +40,63 @@ class ChunkRow:
 
 
 @dataclass(frozen=True, slots=True)
+class RichRow:
+    """A rich record's metadata row; its bytes go to the object store under ``object_key``."""
+
+    record_index: int
+    source: str
+    tag: str
+    step: int
+    wall_time: float
+    kind: str
+    plugin_name: str
+    plugin_content: bytes
+    file: str
+    file_offset: int
+    object_key: str
+    payload: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class StartRow:
+    marker_index: int
+    source: str
+    file: str
+    file_offset: int
+    step: int
+    wall_time: float
+
+
+@dataclass(frozen=True, slots=True)
 class Projection:
     key: BatchKey
     meta: RecordMeta
     sealed_at: float
     points: int
     chunks: list[ChunkRow]
+    rich: list[RichRow] = field(default_factory=list)
+    session_starts: list[StartRow] = field(default_factory=list)
+
+
+KIND_NAMES = {pb.RichRecord.KIND_IMAGE: "image", pb.RichRecord.KIND_HISTOGRAM: "histogram",
+              pb.RichRecord.KIND_AUDIO: "audio", pb.RichRecord.KIND_TEXT: "text",
+              pb.RichRecord.KIND_TENSOR: "tensor", pb.RichRecord.KIND_JSON: "json"}
+
+
+def object_key(payload: bytes) -> str:
+    """Content-addressed: a replay, or the same bytes logged twice, writes the same object."""
+    digest = hashlib.sha256(payload).hexdigest()
+    return f"rich/sha256/{digest[:2]}/{digest}"
+
+
+def rich_row(record: pb.RichRecord, index: int) -> RichRow:
+    kind = KIND_NAMES.get(record.kind)
+    if kind is None:
+        raise PoisonBatch(f"rich record {index} ({record.source}/{record.tag}) has unknown kind "
+                          f"{record.kind}")
+    return RichRow(index, record.source, record.tag, record.step, record.wall_time, kind,
+                   record.plugin_name, record.plugin_content, record.file, record.offset,
+                   object_key(record.payload), record.payload)
 
 
 def summarise(chunk: pb.SeriesChunk, index: int) -> ChunkRow:
@@ -76,4 +128,8 @@ def project(payload: bytes, meta: RecordMeta) -> Projection:
     if meta.key is not None and meta.key != key.kafka_key():
         raise PoisonBatch(f"record key {meta.key!r} does not match batch identity {key}")
     chunks = [summarise(chunk, i) for i, chunk in enumerate(batch.chunks)]
-    return Projection(key, meta, batch.sealed_at, sum(len(c.steps) for c in chunks), chunks)
+    return Projection(
+        key, meta, batch.sealed_at, sum(len(c.steps) for c in chunks), chunks,
+        rich=[rich_row(r, i) for i, r in enumerate(batch.rich)],
+        session_starts=[StartRow(i, m.source, m.file, m.offset, m.step, m.wall_time)
+                        for i, m in enumerate(batch.session_starts)])

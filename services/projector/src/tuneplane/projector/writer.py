@@ -1,10 +1,30 @@
-"""PostgreSQL writer of projections: one transaction per batch, ledger first."""
+"""Writers of projections: rich bytes to the object store, rows to PostgreSQL.
+
+One PostgreSQL transaction holds a group of batches: for each, the ledger row first
+(a batch identity already there has no effect), then its curve chunks, rich-record
+metadata and restart markers. Rich bytes are written before the transaction under
+content-addressed keys, so a crash in between leaves only an unreferenced object that
+the replay rewrites unchanged.
+"""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
 import asyncpg
+from asyncpg.pool import PoolConnectionProxy
 
 from tuneplane.projector.projection import Projection
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+Connection = asyncpg.Connection | PoolConnectionProxy
+
+#: Shared by every projector transaction; a rebuild takes it exclusively to swap tables.
+SWAP_LOCK = 0x7470_7377_6170  # "tpswap"
 
 INSERT_LEDGER = """
 INSERT INTO batch_ledger (run_id, attempt, member, batch_id, kafka_partition, kafka_offset,
@@ -30,26 +50,65 @@ WHERE s.run_id = $1 AND s.attempt = $2 AND s.member = $3
 
 CHUNK_COLUMNS = ("series_id", "batch_id", "chunk_index", "n", "step_min", "step_max", "v_min",
                  "v_max", "v_first", "v_last", "steps", "wall_times", "values")
+RICH_COLUMNS = ("run_id", "attempt", "member", "batch_id", "record_index", "source", "tag",
+                "step", "wall_time", "kind", "plugin_name", "plugin_content", "file",
+                "file_offset", "object_key", "bytes")
+START_COLUMNS = ("run_id", "attempt", "member", "batch_id", "marker_index", "source", "file",
+                 "file_offset", "step", "wall_time")
+
+
+class ObjectStore(Protocol):
+    def put(self, key: str, data: bytes) -> None:
+        """Store ``data`` under ``key``; the same key always gets the same bytes."""
+
+
+class S3ObjectStore:
+    def __init__(self, client: S3Client, bucket: str) -> None:
+        self._client = client
+        self._bucket = bucket
+
+    def put(self, key: str, data: bytes) -> None:
+        self._client.put_object(Bucket=self._bucket, Key=key, Body=data)
 
 
 class PostgresWriter:
-    """Writes a projection; a batch identity already in the ledger has no effect."""
+    """Writes projections; a batch identity already in the ledger has no effect."""
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, objects: ObjectStore | None = None) -> None:
         self._pool = pool
+        self._objects = objects
 
     async def write(self, projection: Projection) -> bool:
         """Returns True when applied, False when the batch was a duplicate."""
-        key, member = projection.key, projection.key.member
+        return (await self.write_group([projection]))[0]
+
+    async def write_group(self, projections: Sequence[Projection]) -> list[bool]:
+        """One transaction for the group; returns, per batch, whether it was applied."""
+        await self._store_rich(projections)
         async with self._pool.acquire() as conn, conn.transaction():
-            fresh = await conn.fetchval(
-                INSERT_LEDGER, member.run_id, member.attempt, member.member, key.batch_id,
-                projection.meta.partition, projection.meta.offset, projection.points,
-                projection.sealed_at)
-            if fresh is None:
-                return False
-            if not projection.chunks:
-                return True
+            await conn.execute("SELECT pg_advisory_xact_lock_shared($1)", SWAP_LOCK)
+            return [await self._apply(conn, p) for p in projections]
+
+    async def _store_rich(self, projections: Sequence[Projection]) -> None:
+        objects = {row.object_key: row.payload for p in projections for row in p.rich}
+        if not objects:
+            return
+        if self._objects is None:
+            raise RuntimeError("rich records to project but no object store configured "
+                               "(TUNEPLANE_S3_ENDPOINT, TUNEPLANE_S3_BUCKET)")
+        store = self._objects
+        await asyncio.gather(*(asyncio.to_thread(store.put, key, data)
+                               for key, data in objects.items()))
+
+    async def _apply(self, conn: Connection, projection: Projection) -> bool:
+        key, member = projection.key, projection.key.member
+        ids = (member.run_id, member.attempt, member.member, key.batch_id)
+        fresh = await conn.fetchval(INSERT_LEDGER, *ids, projection.meta.partition,
+                                    projection.meta.offset, projection.points,
+                                    projection.sealed_at)
+        if fresh is None:
+            return False
+        if projection.chunks:
             rows = await conn.fetch(
                 UPSERT_SERIES, member.run_id, member.attempt, member.member,
                 [c.source for c in projection.chunks], [c.tag for c in projection.chunks])
@@ -60,4 +119,15 @@ class PostgresWriter:
                           len(c.steps), c.step_min, c.step_max, c.v_min, c.v_max, c.v_first,
                           c.v_last, c.steps, c.wall_times, c.values)
                          for c in projection.chunks])
-            return True
+        if projection.rich:
+            await conn.copy_records_to_table(
+                "rich_records", columns=RICH_COLUMNS,
+                records=[(*ids, r.record_index, r.source, r.tag, r.step, r.wall_time, r.kind,
+                          r.plugin_name, r.plugin_content, r.file, r.file_offset, r.object_key,
+                          len(r.payload)) for r in projection.rich])
+        if projection.session_starts:
+            await conn.copy_records_to_table(
+                "session_starts", columns=START_COLUMNS,
+                records=[(*ids, m.marker_index, m.source, m.file, m.file_offset, m.step,
+                          m.wall_time) for m in projection.session_starts])
+        return True
