@@ -13,7 +13,6 @@ import pytest
 from tests.support import Endpoints
 from tuneplane.common.migrate import yoyo_url
 
-
 ALL = ["0001.initial", "0002.readmodel-schema"]
 
 
