@@ -18,7 +18,12 @@ from typing import Any
 import asyncpg
 import faust
 from botocore.exceptions import BotoCoreError
-from tenacity import AsyncRetrying, retry_if_exception_type, wait_exponential_jitter
+from tenacity import (
+    AsyncRetrying,
+    before_sleep_log,
+    retry_if_exception_type,
+    wait_exponential_jitter,
+)
 
 from tuneplane.common import objectstore, topics
 from tuneplane.projector import metrics
@@ -31,7 +36,9 @@ log = logging.getLogger("tuneplane.projector")
 CONSUMER_GROUP = "tuneplane-projector"
 #: Failures that pass: PostgreSQL or S3 restarting. The group is retried, never skipped.
 TRANSIENT = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
-             asyncpg.CannotConnectNowError, asyncpg.AdminShutdownError, BotoCoreError)
+             asyncpg.CannotConnectNowError, asyncpg.AdminShutdownError, BotoCoreError,
+             # statements prepared against tables a rebuild swapped out: re-prepared on retry
+             asyncpg.InvalidCachedStatementError, asyncpg.UndefinedTableError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +52,12 @@ class ProjectorSettings:
     dead_letters_per_minute: int = 100
 
 
+def object_store(settings: ProjectorSettings) -> S3ObjectStore | None:
+    if settings.s3_endpoint and settings.s3_bucket:
+        return S3ObjectStore(objectstore.s3_client(settings.s3_endpoint), settings.s3_bucket)
+    return None
+
+
 def make_writer_factory(settings: ProjectorSettings) -> Any:
     state: dict[str, PostgresWriter] = {}
 
@@ -52,11 +65,7 @@ def make_writer_factory(settings: ProjectorSettings) -> Any:
         if "writer" not in state:
             pool = await asyncpg.create_pool(settings.database_url, min_size=1,
                                              max_size=settings.pool_size)
-            store = None
-            if settings.s3_endpoint and settings.s3_bucket:
-                store = S3ObjectStore(objectstore.s3_client(settings.s3_endpoint),
-                                      settings.s3_bucket)
-            state["writer"] = PostgresWriter(pool, store)
+            state["writer"] = PostgresWriter(pool, object_store(settings))
         return state["writer"]
     return writer
 
@@ -103,7 +112,8 @@ def create_app(settings: ProjectorSettings) -> faust.App:
 
     async def write(projections: list[Projection]) -> list[bool]:
         async for attempt in AsyncRetrying(retry=retry_if_exception_type(TRANSIENT),
-                                           wait=wait_exponential_jitter(initial=0.2, max=5.0)):
+                                           wait=wait_exponential_jitter(initial=0.2, max=5.0),
+                                           before_sleep=before_sleep_log(log, logging.WARNING)):
             with attempt:
                 applied: list[bool] = await (await writer()).write_group(projections)
                 return applied

@@ -1,48 +1,134 @@
-"""``tuneplane-projector``: run one projector worker of the consumer group."""
+"""``tuneplane-projector``: the projector worker, and replays of the batches topic.
+
+    tuneplane-projector [worker]                 one worker of the consumer group
+    tuneplane-projector replay --from-offset N   replay into the live read models
+    tuneplane-projector replay --from-time ISO
+    tuneplane-projector rebuild                  whole topic → fresh tables, swapped in
+    tuneplane-projector checksum                 checksum of the read models
+
+Reads TUNEPLANE_DATABASE_URL and TUNEPLANE_KAFKA_BOOTSTRAP; rich records also need
+TUNEPLANE_S3_ENDPOINT and TUNEPLANE_S3_BUCKET (with the AWS credential variables).
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import datetime as dt
+import json
 import os
 import sys
 
+import asyncpg
 import faust
 import prometheus_client
 
 from tuneplane.common.settings import SettingsError, positive_int, require
-from tuneplane.projector.app import ProjectorSettings, create_app
+from tuneplane.projector.app import ProjectorSettings, create_app, object_store
+from tuneplane.projector.checksum import checksum
+from tuneplane.projector.rebuild import rebuild
+from tuneplane.projector.replay import StartAt, replay
+from tuneplane.projector.writer import PostgresWriter
+
+
+def settings() -> ProjectorSettings:
+    return ProjectorSettings(
+        database_url=require(os.environ, "TUNEPLANE_DATABASE_URL"),
+        kafka_bootstrap=require(os.environ, "TUNEPLANE_KAFKA_BOOTSTRAP"),
+        pool_size=positive_int(os.environ, "TUNEPLANE_PROJECTOR_DB_POOL", 4),
+        s3_endpoint=os.environ.get("TUNEPLANE_S3_ENDPOINT") or None,
+        s3_bucket=os.environ.get("TUNEPLANE_S3_BUCKET") or None,
+        group_batches=positive_int(os.environ, "TUNEPLANE_PROJECTOR_GROUP_BATCHES", 64),
+        dead_letters_per_minute=positive_int(
+            os.environ, "TUNEPLANE_PROJECTOR_DEAD_LETTERS_PER_MINUTE", 100),
+    )
+
+
+def progress(done: int, total: int) -> None:
+    share = 100.0 * done / total if total else 100.0
+    print(f"replayed {done:,} of {total:,} records ({share:.0f}%)", file=sys.stderr, flush=True)
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    if args.metrics_port:
+        prometheus_client.start_http_server(args.metrics_port)
+    worker = faust.Worker(create_app(settings()), loglevel=args.loglevel)
+    worker.execute_from_commandline()  # returns only when the worker stops
+    return 0
+
+
+async def run_replay(args: argparse.Namespace) -> int:
+    s = settings()
+    if args.from_time:
+        moment = dt.datetime.fromisoformat(args.from_time)
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=dt.UTC)
+        start = StartAt(timestamp_ms=int(moment.timestamp() * 1000))
+    else:
+        start = StartAt(offset=args.from_offset)
+    pool = await asyncpg.create_pool(s.database_url, min_size=1, max_size=2)
+    try:
+        report, _ = await replay(s.kafka_bootstrap, PostgresWriter(pool, object_store(s)),
+                                 start, progress=progress)
+    finally:
+        await pool.close()
+    print(json.dumps({"records": report.records, "applied": report.applied,
+                      "duplicates": report.duplicates, "poison": report.poison}))
+    return 0
+
+
+async def run_rebuild(args: argparse.Namespace) -> int:
+    s = settings()
+    report = await rebuild(s.database_url, s.kafka_bootstrap, object_store(s), progress)
+    print(json.dumps({"records": report.records, "applied": report.applied,
+                      "duplicates": report.duplicates, "poison": report.poison,
+                      "swapped": True}))
+    return 0
+
+
+async def run_checksum(args: argparse.Namespace) -> int:
+    conn = await asyncpg.connect(settings().database_url)
+    try:
+        print(json.dumps(await checksum(conn, args.run_prefix), indent=2))
+    finally:
+        await conn.close()
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tuneplane-projector", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.set_defaults(func=cmd_worker, loglevel="info", metrics_port=0)
+    sub = p.add_subparsers(dest="command")
+    w = sub.add_parser("worker", help="run one worker of the consumer group (the default)")
+    w.add_argument("--loglevel", default="info", help="faust worker log level")
+    w.add_argument("--metrics-port", type=int, default=0,
+                   help="serve Prometheus metrics on this port (default: off)")
+    w.set_defaults(func=cmd_worker)
+    r = sub.add_parser("replay", help="replay the topic into the live read models "
+                                      "(idempotent: what is there already has no effect)")
+    where = r.add_mutually_exclusive_group(required=True)
+    where.add_argument("--from-offset", type=int, help="every partition from this offset")
+    where.add_argument("--from-time", help="every partition from this time (ISO 8601, "
+                                           "UTC unless it says otherwise)")
+    r.set_defaults(func=lambda a: asyncio.run(run_replay(a)))
+    b = sub.add_parser("rebuild", help="project the whole topic into fresh tables and swap "
+                                       "them in, reporting progress")
+    b.set_defaults(func=lambda a: asyncio.run(run_rebuild(a)))
+    c = sub.add_parser("checksum", help="checksum of the read models by natural keys")
+    c.add_argument("--run-prefix", default="", help="only runs whose id starts so")
+    c.set_defaults(func=lambda a: asyncio.run(run_checksum(a)))
+    return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="tuneplane-projector",
-        description="Consume the batches topic and project it into PostgreSQL. Start several "
-                    "to scale out; they share the partitions of the consumer group. Reads "
-                    "TUNEPLANE_DATABASE_URL and TUNEPLANE_KAFKA_BOOTSTRAP.")
-    parser.add_argument("--loglevel", default="info", help="faust worker log level")
-    parser.add_argument("--metrics-port", type=int, default=0,
-                        help="serve Prometheus metrics on this port (default: off)")
-    args = parser.parse_args(argv)
+    args = parser().parse_args(argv)
     try:
-        settings = ProjectorSettings(
-            database_url=require(os.environ, "TUNEPLANE_DATABASE_URL"),
-            kafka_bootstrap=require(os.environ, "TUNEPLANE_KAFKA_BOOTSTRAP"),
-            pool_size=positive_int(os.environ, "TUNEPLANE_PROJECTOR_DB_POOL", 4),
-            s3_endpoint=os.environ.get("TUNEPLANE_S3_ENDPOINT") or None,
-            s3_bucket=os.environ.get("TUNEPLANE_S3_BUCKET") or None,
-            group_batches=positive_int(os.environ, "TUNEPLANE_PROJECTOR_GROUP_BATCHES", 64),
-            dead_letters_per_minute=positive_int(
-                os.environ, "TUNEPLANE_PROJECTOR_DEAD_LETTERS_PER_MINUTE", 100),
-        )
+        result: int = args.func(args)
     except SettingsError as exc:
         print(f"tuneplane-projector: {exc}", file=sys.stderr)
         return 2
-    if args.metrics_port:
-        prometheus_client.start_http_server(args.metrics_port)
-    app = create_app(settings)
-    worker = faust.Worker(app, loglevel=args.loglevel)
-    worker.execute_from_commandline()  # returns only when the worker stops
-    return 0
+    return result
 
 
 if __name__ == "__main__":

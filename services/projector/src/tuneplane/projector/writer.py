@@ -74,9 +74,11 @@ class S3ObjectStore:
 class PostgresWriter:
     """Writes projections; a batch identity already in the ledger has no effect."""
 
-    def __init__(self, pool: asyncpg.Pool, objects: ObjectStore | None = None) -> None:
+    def __init__(self, pool: asyncpg.Pool, objects: ObjectStore | None = None, *,
+                 shares_swap_lock: bool = True) -> None:
         self._pool = pool
         self._objects = objects
+        self._shares_swap_lock = shares_swap_lock  # False only for the rebuild's own writer
 
     async def write(self, projection: Projection) -> bool:
         """Returns True when applied, False when the batch was a duplicate."""
@@ -86,7 +88,8 @@ class PostgresWriter:
         """One transaction for the group; returns, per batch, whether it was applied."""
         await self._store_rich(projections)
         async with self._pool.acquire() as conn, conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock_shared($1)", SWAP_LOCK)
+            if self._shares_swap_lock:
+                await conn.execute("SELECT pg_advisory_xact_lock_shared($1)", SWAP_LOCK)
             return [await self._apply(conn, p) for p in projections]
 
     async def _store_rich(self, projections: Sequence[Projection]) -> None:
