@@ -15,9 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import asyncpg
+from aiokafka import AIOKafkaProducer
 
-from tuneplane.common.identity import MemberKey
+from tuneplane.common import topics
+from tuneplane.common.identity import BatchKey, MemberKey
 from tuneplane.common.tokens import TokenSigner
+from tuneplane.ingest.sink import partition_for
+from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -55,8 +59,9 @@ def run_admin(endpoints: Endpoints, *args: str) -> str:
 class Process:
     """A service process of the project, started as users start it, with its log kept."""
 
-    def __init__(self, args: list[str], log: Path, ready: str, *, port: int = 0) -> None:
-        self.args, self.log, self.ready, self.port = args, log, ready, port
+    def __init__(self, args: list[str], log: Path, ready: str, *, port: int = 0,
+                 env: dict[str, str] | None = None) -> None:
+        self.args, self.log, self.ready, self.port, self.env = args, log, ready, port, env
         self.proc: subprocess.Popen[bytes] | None = None
         self.start()
 
@@ -64,7 +69,8 @@ class Process:
         mark = self.log.stat().st_size if self.log.exists() else 0
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(self.args, stdout=out, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+                                         start_new_session=True,
+                                         env={**os.environ, **(self.env or {})})
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             text = self.log.read_bytes()[mark:].decode(errors="replace")
@@ -100,8 +106,9 @@ def start_ingest(endpoints: Endpoints, tls_dir: Path, port: int, log: Path) -> P
     return process
 
 
-def start_projector(endpoints: Endpoints, log: Path) -> Process:
-    return Process([str(BIN / "tuneplane-projector")], log, ready="Worker ready")
+def start_projector(endpoints: Endpoints, log: Path, env: dict[str, str] | None = None,
+                    ) -> Process:
+    return Process([str(BIN / "tuneplane-projector")], log, ready="Worker ready", env=env)
 
 
 def workload_token(endpoints: Endpoints, member: MemberKey, path: Path, ttl: int = 3600) -> Path:
@@ -158,3 +165,38 @@ async def wait_for_points(conn: asyncpg.Connection, run_id: str, expected: int,
             break
         await asyncio.sleep(0.2)
     return int(count)
+
+
+def member_batch(member: MemberKey, sequence: int, points: int, *, tags: int = 2,
+                 epoch: str = "e") -> pb.Batch:
+    """A batch as a collector seals it: ``points`` spread over ``tags`` columnar chunks."""
+    per_tag = points // tags
+    first = sequence * per_tag
+    return pb.Batch(
+        identity=pb.BatchIdentity(run_id=member.run_id, attempt=member.attempt,
+                                  member=member.member, spool_epoch=epoch, sequence=sequence),
+        sealed_at=1.7e9 + sequence,
+        chunks=[pb.SeriesChunk(source="train", tag=f"tag{t}",
+                               steps=list(range(first, first + per_tag)),
+                               wall_times=[1.7e9 + s for s in range(first, first + per_tag)],
+                               values=[s * 0.25 + t for s in range(first, first + per_tag)])
+                for t in range(tags)])
+
+
+async def produce(bootstrap: str, batches: list[pb.Batch]) -> None:
+    """Put batches on the topic exactly as ingest does (key, partition, acks=all)."""
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all",
+                                enable_idempotence=True, max_request_size=8 << 20,
+                                linger_ms=5)
+    await producer.start()
+    try:
+        partitions = len(await producer.partitions_for(topics.BATCHES))
+        sent = []
+        for batch in batches:
+            key = BatchKey.from_proto(batch.identity)
+            sent.append(await producer.send(topics.BATCHES, batch.SerializeToString(),
+                                            key=key.kafka_key(),
+                                            partition=partition_for(key, partitions)))
+        await asyncio.gather(*sent)
+    finally:
+        await producer.stop()

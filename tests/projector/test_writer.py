@@ -59,3 +59,32 @@ async def test_series_rows_are_shared_across_batches(writer: PostgresWriter,
     assert await db.fetchval("SELECT count(*) FROM series WHERE run_id = $1", run_id) == 1
     assert await db.fetchval("""SELECT count(*) FROM curve_chunks JOIN series USING (series_id)
                                 WHERE run_id = $1""", run_id) == 3
+
+
+async def test_rich_bytes_land_in_s3_under_their_content_key_and_rows_point_there(
+        initialised: Endpoints, db: asyncpg.Connection, run_id: str) -> None:
+    from tuneplane.common.objectstore import s3_client
+    from tuneplane.projector.writer import S3ObjectStore
+    client = s3_client(initialised.s3_endpoint)
+    pool = await asyncpg.create_pool(initialised.database_url, min_size=1, max_size=2)
+    writer = PostgresWriter(pool, S3ObjectStore(client, initialised.s3_bucket))
+    batch = pb.Batch.FromString(record(run_id, 1, [1.0]))
+    payload = b"\x00\x01 histogram bytes " + run_id.encode()
+    batch.rich.add(source="tb", tag="w", step=5, wall_time=2.0, payload=payload,
+                   kind=pb.RichRecord.KIND_HISTOGRAM, plugin_name="histograms", file="f",
+                   offset=99)
+    batch.session_starts.add(source="tb", file="f", offset=0, step=0, wall_time=1.0)
+    data = batch.SerializeToString()
+    try:
+        assert await writer.write(project(data, RecordMeta(0, 1, None))) is True
+        assert await writer.write(project(data, RecordMeta(0, 1, None))) is False
+    finally:
+        await pool.close()
+    (row,) = await db.fetch("SELECT kind, tag, step, object_key, bytes, file_offset "
+                            "FROM rich_records WHERE run_id = $1", run_id)
+    assert (row["kind"], row["tag"], row["step"], row["bytes"], row["file_offset"]) == (
+        "histogram", "w", 5, len(payload), 99)
+    stored = client.get_object(Bucket=initialised.s3_bucket, Key=row["object_key"])
+    assert stored["Body"].read() == payload
+    assert await db.fetchval("SELECT count(*) FROM session_starts WHERE run_id = $1",
+                             run_id) == 1

@@ -50,6 +50,8 @@ class ProjectorSettings:
     s3_bucket: str | None = None
     group_batches: int = 64
     dead_letters_per_minute: int = 100
+    group_id: str = CONSUMER_GROUP
+    offset_reset: str = "earliest"
 
 
 def object_store(settings: ProjectorSettings) -> S3ObjectStore | None:
@@ -72,14 +74,14 @@ def make_writer_factory(settings: ProjectorSettings) -> Any:
 
 def create_app(settings: ProjectorSettings) -> faust.App:
     app = faust.App(
-        CONSUMER_GROUP,
+        settings.group_id,
         broker=[f"kafka://{host}" for host in settings.kafka_bootstrap.split(",")],
         datadir=tempfile.mkdtemp(prefix="tuneplane-projector-"),
         web_enabled=False,
         topic_replication_factor=1,
         topic_allow_declare=False,
         topic_disable_leader=True,
-        consumer_auto_offset_reset="earliest",
+        consumer_auto_offset_reset=settings.offset_reset,
         producer_acks=-1,
         broker_commit_interval=1.0,
         # A killed worker's partitions move to the others after this long.
@@ -103,7 +105,9 @@ def create_app(settings: ProjectorSettings) -> faust.App:
             os._exit(70)  # fail-stop: nothing of this group is committed
         log.error("poison batch at %s/%s to the DLQ: %s", message.partition, message.offset,
                   reason)
-        delivered = await dlq.send(key=message.key, value=message.value, headers={
+        # Same partition number as its source, so the DLQ mirrors the topic's layout.
+        delivered = await dlq.send(key=message.key, value=message.value,
+                                   partition=message.partition, headers={
             "reason": str(reason).encode(), "partition": str(message.partition).encode(),
             "offset": str(message.offset).encode()})
         await delivered

@@ -41,6 +41,8 @@ def settings() -> ProjectorSettings:
         group_batches=positive_int(os.environ, "TUNEPLANE_PROJECTOR_GROUP_BATCHES", 64),
         dead_letters_per_minute=positive_int(
             os.environ, "TUNEPLANE_PROJECTOR_DEAD_LETTERS_PER_MINUTE", 100),
+        group_id=os.environ.get("TUNEPLANE_PROJECTOR_GROUP") or "tuneplane-projector",
+        offset_reset=os.environ.get("TUNEPLANE_PROJECTOR_OFFSET_RESET") or "earliest",
     )
 
 
