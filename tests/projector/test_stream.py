@@ -10,7 +10,7 @@ import uuid
 from pathlib import Path
 
 import asyncpg
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 
 from tests.support import (
     BIN,
@@ -73,7 +73,7 @@ async def test_a_poison_batch_goes_to_the_dlq_with_its_reason_and_the_partition_
         tp = TopicPartition(topics.BATCHES_DLQ, partition)
         consumer.assign([tp])
         await consumer.seek_to_beginning(tp)
-        found = []
+        found: list[ConsumerRecord[bytes, bytes]] = []
         deadline = time.monotonic() + 30
         while not found and time.monotonic() < deadline:
             batch = await consumer.getmany(tp, timeout_ms=1000)
