@@ -12,11 +12,12 @@ from pathlib import Path
 
 import asyncpg
 
-from tuneplane.common import curves, objectstore, tls, topics
+from tuneplane.common import curves, mapping, objectstore, tls, topics
 from tuneplane.common.identity import MemberKey
 from tuneplane.common.migrate import apply_migrations
 from tuneplane.common.settings import SettingsError, TopicSettings, require
 from tuneplane.common.tokens import TokenSigner
+from tuneplane.telemetry.v1.integration import check_document, load_document
 
 
 def cmd_migrate(args: argparse.Namespace) -> None:
@@ -96,7 +97,48 @@ async def print_curves(run_id: str, attempt: int | None, points: bool, expect: i
         await conn.close()
 
 
+async def freeze_mapping(args: argparse.Namespace) -> int:
+    path = Path(args.integration)
+    mappings = check_document(load_document(path), str(path))
+    conn = await asyncpg.connect(require(os.environ, "TUNEPLANE_DATABASE_URL"))
+    try:
+        fresh = await mapping.freeze(conn, args.run, args.attempt, mappings)
+    finally:
+        await conn.close()
+    state = "frozen" if fresh else "already frozen (the same)"
+    print(f"run {args.run} attempt {args.attempt}: {len(mappings)} mappings {state}")
+    return 0
+
+
+async def print_canonical(run_id: str, attempt: int) -> int:
+    conn = await asyncpg.connect(require(os.environ, "TUNEPLANE_DATABASE_URL"))
+    try:
+        resolution = await mapping.canonical(conn, run_id, attempt)
+    finally:
+        await conn.close()
+    for curve in resolution.curves:
+        semantics = ", ".join(f"{k} {v}" for k, v in (("goal", curve.goal), ("unit", curve.unit))
+                              if v) or "no goal or unit declared"
+        kind = "aggregate" if curve.aggregate else "per member"
+        print(f"{curve.name} ({semantics}; {kind})")
+        for ref in curve.series:
+            print(f"    {ref.member:<12} {ref.source}/{ref.tag}")
+    for ref in resolution.unmapped:
+        print(f"unmapped (unknown semantics): {ref.member:<12} {ref.source}/{ref.tag}")
+    for ref in resolution.not_owner:
+        print(f"ignored (aggregate not from its owner): {ref.member:<12} {ref.source}/{ref.tag}")
+    return 0
+
+
+def cmd_freeze(args: argparse.Namespace) -> int:
+    return asyncio.run(freeze_mapping(args))
+
+
 def cmd_curves(args: argparse.Namespace) -> int:
+    if args.canonical:
+        if args.attempt is None:
+            raise ValueError("--canonical needs --attempt")
+        return asyncio.run(print_canonical(args.run, args.attempt))
     return asyncio.run(print_curves(args.run, args.attempt, args.points, args.expect,
                                     args.timeout))
 
@@ -125,10 +167,18 @@ def parser() -> argparse.ArgumentParser:
     w.add_argument("--ttl", type=int, default=3600, help="lifetime in seconds (default 3600)")
     w.add_argument("--out", help="write to this file atomically instead of printing")
     w.set_defaults(func=cmd_token_workload)
+    f = sub.add_parser("freeze-mapping", help="freeze an attempt's metric mapping from its "
+                                              "integration artifact (once; never changed)")
+    f.add_argument("--run", required=True)
+    f.add_argument("--attempt", type=int, required=True)
+    f.add_argument("--integration", required=True, help="the artifact (YAML or JSON)")
+    f.set_defaults(func=cmd_freeze)
     c = sub.add_parser("curves", help="print a run's curves from PostgreSQL")
     c.add_argument("run")
     c.add_argument("--attempt", type=int)
     c.add_argument("--points", action="store_true", help="print every point too")
+    c.add_argument("--canonical", action="store_true",
+                   help="canonical curves through the attempt's frozen mapping")
     c.add_argument("--expect", type=int, default=0,
                    help="wait until the run has at least this many points")
     c.add_argument("--timeout", type=float, default=60.0,
@@ -141,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         result = args.func(args)
-    except (SettingsError, ValueError, OSError) as exc:
+    except (SettingsError, ValueError, OSError) as exc:  # IntegrationError, MappingFrozen too
         print(f"tuneplane-admin {args.command}: {exc}", file=sys.stderr)
         return 2
     return int(result or 0)

@@ -1,0 +1,75 @@
+"""The integration artifact contract: reading and checking it, shared by the collector
+(which reads its sources) and the services (which freeze its metric mapping).
+
+YAML (``.yaml``/``.yml``) or JSON, validated against ``integration-v1.json``
+(fastjsonschema), then the rules a schema cannot say: ids and paths declared once,
+mappings naming declared sources, one mapping per (source, tag).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import fastjsonschema
+import yaml
+
+_validate = fastjsonschema.compile(json.loads(
+    (resources.files("tuneplane.telemetry.v1") / "integration-v1.json").read_text()))
+
+
+class IntegrationError(ValueError):
+    """The artifact is unreadable or breaks its contract; the message names file and place."""
+
+
+@dataclass(frozen=True, slots=True)
+class MetricMapping:
+    """tag (of ``source``, or of any source) → canonical ``name`` and its semantics."""
+
+    tag: str
+    name: str
+    source: str | None = None
+    goal: str | None = None
+    unit: str | None = None
+    aggregate_owner: str | None = None
+
+
+def load_document(path: Path) -> Any:
+    try:
+        text = path.read_text()
+        return yaml.safe_load(text) if path.suffix in (".yaml", ".yml") else json.loads(text)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise IntegrationError(f"{path}: cannot read: {exc}") from None
+    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        raise IntegrationError(f"{path}: not valid {path.suffix.lstrip('.') or 'JSON'}: "
+                               f"{exc}") from None
+
+
+def check_document(document: Any, origin: str) -> list[MetricMapping]:
+    """Validate the whole artifact; returns its metric mapping."""
+    try:
+        _validate(document)
+    except fastjsonschema.JsonSchemaValueException as exc:
+        raise IntegrationError(f"{origin}: {exc.message.replace('data', 'artifact', 1)}") from None
+    declared = [*document["sources"], *document.get("channels", [])]
+    for what in ("id", "path"):
+        values = [str(entry[what]) for entry in declared]
+        repeated = sorted({v for v in values if values.count(v) > 1})
+        if repeated:
+            raise IntegrationError(f"{origin}: {what} {', '.join(repeated)} declared more than "
+                                   "once; each source is read by exactly one reader")
+    known = {entry["id"] for entry in declared}
+    mappings = [MetricMapping(**m) for m in document.get("mappings", [])]
+    seen: set[tuple[str | None, str]] = set()
+    for i, m in enumerate(mappings):
+        if m.source is not None and m.source not in known:
+            raise IntegrationError(f"{origin}: mappings[{i}].source {m.source!r} is not a "
+                                   "declared source")
+        if (m.source, m.tag) in seen:
+            raise IntegrationError(f"{origin}: mappings[{i}] maps tag {m.tag!r} of "
+                                   f"{m.source or 'any source'} a second time")
+        seen.add((m.source, m.tag))
+    return mappings
