@@ -159,3 +159,35 @@ async def test_rebuild_and_replay_from_the_topic_give_identical_read_models(
     again = projector_command("replay", "--from-offset", "0")
     assert again["applied"] == 0  # a second replay has no effect
     assert await checksum(db, run_id) == before
+
+
+async def test_metrics_are_exposed_for_prometheus(initialised: Endpoints, tmp_path: Path,
+                                                  run_id: str, db: asyncpg.Connection) -> None:
+    import urllib.request
+
+    from tests.support import free_port
+    port = free_port()
+    group = f"metrics-{uuid.uuid4().hex[:8]}"
+    worker = Process([str(BIN / "tuneplane-projector"), "worker", "--metrics-port", str(port)],
+                     tmp_path / "projector.log", ready="Worker ready",
+                     env={"TUNEPLANE_PROJECTOR_GROUP": group,
+                          "TUNEPLANE_PROJECTOR_OFFSET_RESET": "latest"})
+    try:
+        await asyncio.sleep(3.0)
+        await produce(initialised.kafka_bootstrap,
+                      [member_batch(MemberKey(run_id, 1, "rank-0"), s, 50) for s in (1, 2)])
+        deadline = time.monotonic() + 60
+        text, seen = "", 0.0
+        while seen < 2:  # applied here, or duplicates of what the main group applied first
+            assert time.monotonic() < deadline, text
+            await asyncio.sleep(0.5)
+            text = await asyncio.to_thread(lambda: urllib.request.urlopen(
+                f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode())
+            seen = sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                       if line.startswith("tuneplane_projector_batches_total{"))
+        assert seen == 2
+        assert "tuneplane_projector_points_total" in text
+        assert "tuneplane_projector_consumer_lag" in text
+        assert "tuneplane_projector_projection_seconds_count" in text
+    finally:
+        worker.stop()
