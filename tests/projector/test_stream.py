@@ -159,6 +159,9 @@ async def test_rebuild_and_replay_from_the_topic_give_identical_read_models(
     again = projector_command("replay", "--from-offset", "0")
     assert again["applied"] == 0  # a second replay has no effect
     assert await checksum(db, run_id) == before
+    assert projector_command("replay", "--from-time", "2100-01-01T00:00:00")["records"] == 0
+    recent = projector_command("replay", "--from-time", "2000-01-01T00:00:00Z")
+    assert recent["records"] == again["records"]  # every record is younger than 2000
 
 
 async def test_metrics_are_exposed_for_prometheus(initialised: Endpoints, tmp_path: Path,
