@@ -12,7 +12,7 @@ from pathlib import Path
 
 import asyncpg
 
-from tuneplane.common import curves, mapping, objectstore, tls, topics
+from tuneplane.common import curves, mapping, objectstore, tls, topics, users
 from tuneplane.common.identity import MemberKey
 from tuneplane.common.migrate import apply_migrations
 from tuneplane.common.settings import SettingsError, TopicSettings, require
@@ -130,6 +130,27 @@ async def print_canonical(run_id: str, attempt: int) -> int:
     return 0
 
 
+async def user_command(args: argparse.Namespace) -> int:
+    signer = TokenSigner(require(os.environ, "TUNEPLANE_WEB_JWT_SECRET"))
+    conn = await asyncpg.connect(require(os.environ, "TUNEPLANE_DATABASE_URL"))
+    try:
+        if args.command == "bootstrap-admin":
+            if not await users.bootstrap_admin(conn, args.user):
+                raise users.UserError("an admin exists already; issue tokens with user-token")
+        elif args.command == "user-add":
+            await users.add_user(conn, args.user, admin=args.admin)
+        elif not await users.exists(conn, args.user):
+            raise users.UserError(f"no user {args.user!r}; add it with user-add")
+    finally:
+        await conn.close()
+    print(users.issue(signer, args.user, now=time.time(), ttl_seconds=args.ttl))
+    return 0
+
+
+def cmd_user(args: argparse.Namespace) -> int:
+    return asyncio.run(user_command(args))
+
+
 def cmd_freeze(args: argparse.Namespace) -> int:
     return asyncio.run(freeze_mapping(args))
 
@@ -173,6 +194,18 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("--attempt", type=int, required=True)
     f.add_argument("--integration", required=True, help="the artifact (YAML or JSON)")
     f.set_defaults(func=cmd_freeze)
+    for name, text in (("bootstrap-admin", "create the first admin of a fresh install and "
+                                            "print a user token for it"),
+                       ("user-add", "add a web user and print a user token"),
+                       ("user-token", "print a new user token for an existing user")):
+        u = sub.add_parser(name, help=text)
+        u.add_argument("--user", default="admin" if name == "bootstrap-admin" else None,
+                       required=name != "bootstrap-admin")
+        if name == "user-add":
+            u.add_argument("--admin", action="store_true")
+        u.add_argument("--ttl", type=int, default=30 * 86400,
+                       help="token lifetime in seconds (default 30 days)")
+        u.set_defaults(func=cmd_user)
     c = sub.add_parser("curves", help="print a run's curves from PostgreSQL")
     c.add_argument("run")
     c.add_argument("--attempt", type=int)

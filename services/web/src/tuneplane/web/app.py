@@ -1,0 +1,217 @@
+"""The web API: bounded, authenticated queries over the read models."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import asyncpg
+from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from tuneplane.common import mapping, objectstore, users
+from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
+from tuneplane.web import models, queries
+from tuneplane.web.downsample import METHOD, Answer
+
+
+@dataclass(frozen=True, slots=True)
+class WebSettings:
+    database_url: str
+    jwt_secret: str
+    s3_endpoint: str | None = None
+    s3_bucket: str | None = None
+    max_points_cap: int = 10_000
+    max_series_cap: int = 100
+    unpack_budget: int = 200_000
+    concurrent_queries: int = 16
+    pool_size: int = 8
+
+
+def number(value: float) -> float | str:
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return value
+
+
+def series_data(ref: dict[str, Any], result: Answer, lo: int, hi: int) -> models.SeriesData:
+    return models.SeriesData(
+        member=ref["member"], source=ref["source"], tag=ref["tag"], step_min=lo, step_max=hi,
+        reduced=result.reduced, method=METHOD if result.reduced else None,
+        points_in_range=result.points_in_range, points_returned=result.points_returned,
+        points=[(s, w, number(v)) for s, w, v in result.points],
+        buckets=[models.Bucket(step_lo=b.step_lo, step_hi=b.step_hi, count=b.count, min=b.min,
+                               max=b.max, last=number(b.last)) for b in result.buckets])
+
+
+def series_refs(items: tuple[mapping.SeriesRef, ...]) -> list[models.SeriesRef]:
+    return [models.SeriesRef(member=r.member, source=r.source, tag=r.tag) for r in items]
+
+
+def create_app(settings: WebSettings) -> FastAPI:
+    signer = TokenSigner(settings.jwt_secret)
+    state: dict[str, Any] = {}
+    slots = asyncio.Semaphore(settings.concurrent_queries)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        state["pool"] = await asyncpg.create_pool(settings.database_url, min_size=1,
+                                                  max_size=settings.pool_size)
+        if settings.s3_endpoint and settings.s3_bucket:
+            state["s3"] = objectstore.s3_client(settings.s3_endpoint)
+        yield
+        await state["pool"].close()
+
+    app = FastAPI(title="Tuneplane telemetry", version="1", lifespan=lifespan,
+                  description="Bounded queries over training telemetry. Every call but "
+                              "/healthz needs a user token: `Authorization: Bearer <token>`.")
+
+    @app.middleware("http")
+    async def bounded(request: Request,
+                      call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        if slots.locked():
+            return JSONResponse({"detail": "too many queries in flight; retry shortly"},
+                                status_code=503, headers={"Retry-After": "1"})
+        async with slots:
+            return await call_next(request)
+
+    bearer = HTTPBearer(auto_error=False)
+
+    async def user(credentials: Annotated[HTTPAuthorizationCredentials | None,
+                                          Depends(bearer)]) -> str:
+        if credentials is None:
+            raise HTTPException(401, "a user token is required",
+                                headers={"WWW-Authenticate": "Bearer"})
+        try:
+            claims = signer.verify(credentials.credentials, TokenKind.USER, now=time.time())
+        except TokenError as exc:
+            raise HTTPException(401, f"user token refused: {exc}",
+                                headers={"WWW-Authenticate": "Bearer"}) from None
+        async with state["pool"].acquire() as conn:
+            if not await users.exists(conn, str(claims["sub"])):
+                raise HTTPException(401, "the token's user no longer exists",
+                                    headers={"WWW-Authenticate": "Bearer"})
+        return str(claims["sub"])
+
+    User = Annotated[str, Depends(user)]
+    MaxPoints = Annotated[int, Query(ge=2, le=settings.max_points_cap,
+                                     description="points or buckets per series at most")]
+    Step = Annotated[int | None, Query(ge=-(2**63), le=2**63 - 1)]
+
+    @app.get("/healthz", include_in_schema=False)
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/api/v1/runs", response_model=list[models.Run])
+    async def runs(_: User, after: str | None = None,
+                   limit: Annotated[int, Query(ge=1, le=500)] = 100) -> list[dict[str, Any]]:
+        async with state["pool"].acquire() as conn:
+            return await queries.records(conn, queries.RUNS, after, limit)
+
+    @app.get("/api/v1/runs/{run_id}/attempts", response_model=list[models.Attempt])
+    async def attempts(_: User, run_id: str) -> list[dict[str, Any]]:
+        async with state["pool"].acquire() as conn:
+            found = await queries.records(conn, queries.ATTEMPTS, run_id)
+        if not found:
+            raise HTTPException(404, f"no run {run_id!r}")
+        return found
+
+    @app.get("/api/v1/runs/{run_id}/attempts/{attempt}/series",
+             response_model=list[models.Series])
+    async def series(_: User, run_id: str, attempt: Annotated[int, Query(ge=1, le=2**31 - 1)],
+                     member: str | None = None, source: str | None = None,
+                     limit: Annotated[int, Query(ge=1, le=1000)] = 500) -> list[dict[str, Any]]:
+        async with state["pool"].acquire() as conn:
+            rows = await queries.records(conn, queries.SERIES, run_id, attempt, member, source,
+                                         limit)
+        return [{k: v for k, v in r.items() if k != "series_id"} for r in rows]
+
+    @app.get("/api/v1/runs/{run_id}/attempts/{attempt}/scalars",
+             response_model=models.SeriesData)
+    async def scalars(_: User, run_id: str, attempt: int, member: str, source: str, tag: str,
+                      step_min: Step = None, step_max: Step = None,
+                      max_points: MaxPoints = 2000) -> models.SeriesData:
+        """Raw scalars of one source's tag for one member: the inspector's view."""
+        async with state["pool"].acquire() as conn:
+            series_id = await conn.fetchval(queries.SERIES_ID, run_id, attempt, member, source,
+                                            tag)
+            if series_id is None:
+                raise HTTPException(404, f"no series {member}/{source}/{tag} in run {run_id!r} "
+                                         f"attempt {attempt}")
+            result, lo, hi = await queries.series_answer(conn, series_id, step_min, step_max,
+                                                         max_points, settings.unpack_budget)
+        return series_data({"member": member, "source": source, "tag": tag}, result, lo, hi)
+
+    @app.get("/api/v1/runs/{run_id}/attempts/{attempt}/canonical",
+             response_model=models.CanonicalIndex)
+    async def canonical_index(_: User, run_id: str, attempt: int) -> models.CanonicalIndex:
+        async with state["pool"].acquire() as conn:
+            frozen = await mapping.frozen_mapping(conn, run_id, attempt)
+            resolution = await mapping.canonical(conn, run_id, attempt)
+        return models.CanonicalIndex(
+            mapping_frozen=frozen is not None,
+            curves=[{"name": c.name, "goal": c.goal, "unit": c.unit, "aggregate": c.aggregate}
+                    for c in resolution.curves],
+            unmapped=series_refs(resolution.unmapped),
+            not_owner=series_refs(resolution.not_owner))
+
+    @app.get("/api/v1/runs/{run_id}/attempts/{attempt}/curves/{name}",
+             response_model=models.CanonicalCurve)
+    async def curve(_: User, run_id: str, attempt: int, name: str, step_min: Step = None,
+                    step_max: Step = None, max_points: MaxPoints = 2000,
+                    max_series: Annotated[int, Query(ge=1, le=settings.max_series_cap)] = 20,
+                    ) -> models.CanonicalCurve:
+        """A canonical curve through the attempt's frozen mapping: one series per member."""
+        async with state["pool"].acquire() as conn:
+            resolution = await mapping.canonical(conn, run_id, attempt)
+            found = [c for c in resolution.curves if c.name == name]
+            if not found:
+                raise HTTPException(404, f"no canonical curve {name!r} in run {run_id!r} attempt "
+                                         f"{attempt} (is its mapping frozen?)")
+            chosen = found[0]
+            data = []
+            for ref in chosen.series[:max_series]:
+                series_id = await conn.fetchval(queries.SERIES_ID, run_id, attempt, ref.member,
+                                                ref.source, ref.tag)
+                result, lo, hi = await queries.series_answer(
+                    conn, series_id, step_min, step_max, max_points, settings.unpack_budget)
+                data.append(series_data({"member": ref.member, "source": ref.source,
+                                         "tag": ref.tag}, result, lo, hi))
+        return models.CanonicalCurve(name=chosen.name, goal=chosen.goal, unit=chosen.unit,
+                                     aggregate=chosen.aggregate, series=data,
+                                     series_total=len(chosen.series))
+
+    @app.get("/api/v1/runs/{run_id}/attempts/{attempt}/rich",
+             response_model=list[models.RichRecord])
+    async def rich(_: User, run_id: str, attempt: int, member: str | None = None,
+                   source: str | None = None, tag: str | None = None, from_step: Step = None,
+                   limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[dict[str, Any]]:
+        async with state["pool"].acquire() as conn:
+            return await queries.records(conn, queries.RICH, run_id, attempt, member, source,
+                                         tag, from_step if from_step is not None else -(2**63),
+                                         limit)
+
+    @app.get("/api/v1/rich/{object_key:path}", response_class=Response,
+             responses={200: {"content": {"application/octet-stream": {}}}})
+    async def download(_: User, object_key: str) -> Response:
+        async with state["pool"].acquire() as conn:
+            known = await conn.fetchval("SELECT 1 FROM rich_records WHERE object_key = $1 "
+                                        "LIMIT 1", object_key)
+        if not known:
+            raise HTTPException(404, f"no rich record stored as {object_key!r}")
+        if "s3" not in state:
+            raise HTTPException(503, "no object store configured (TUNEPLANE_S3_ENDPOINT)")
+        body = await asyncio.to_thread(
+            lambda: state["s3"].get_object(Bucket=settings.s3_bucket, Key=object_key)["Body"]
+            .read())
+        return Response(body, media_type="application/octet-stream")
+
+    return app

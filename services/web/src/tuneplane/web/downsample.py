@@ -1,0 +1,132 @@
+"""Bounded answers for a series over a step range, from chunk summaries where possible.
+
+A query names a step range and ``max_points``. When the range holds no more points
+than that, every point is returned (chunks unpacked). Otherwise the answer is reduced
+to at most ``max_points`` buckets, each with the count, min, max (over finite values)
+and last value of exactly the points it covers, and says so. A chunk wholly inside the
+range is used through its summary and unpacked only when the points to unpack stay
+within ``unpack_budget``, for finer buckets; chunks cut by the range's edges are always
+unpacked, so counts and envelopes are exact, never sampled.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+ChunkRef = tuple[str, int]                      # (batch_id, chunk_index)
+Arrays = tuple[list[int], list[float], list[float]]  # steps, wall times, values
+Point = tuple[int, float, float]                # step, wall time, value
+
+METHOD = "min/max/last per bucket"
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkSummary:
+    ref: ChunkRef
+    n: int
+    step_min: int
+    step_max: int
+    v_min: float | None
+    v_max: float | None
+    v_last: float
+
+
+@dataclass(frozen=True, slots=True)
+class Bucket:
+    step_lo: int
+    step_hi: int
+    count: int
+    min: float | None
+    max: float | None
+    last: float
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    reduced: bool
+    points_in_range: int
+    points: list[Point]
+    buckets: list[Bucket]
+
+    @property
+    def points_returned(self) -> int:
+        return len(self.buckets) if self.reduced else len(self.points)
+
+
+def overlapping(summaries: list[ChunkSummary], lo: int, hi: int) -> list[ChunkSummary]:
+    return [s for s in summaries if s.step_max >= lo and s.step_min <= hi]
+
+
+def chunks_to_unpack(summaries: list[ChunkSummary], lo: int, hi: int, max_points: int,
+                     unpack_budget: int) -> list[ChunkRef]:
+    """The chunks whose points the answer needs; the caller fetches only these."""
+    inside = overlapping(summaries, lo, hi)
+    edges = [s.ref for s in inside if s.step_min < lo or s.step_max > hi]
+    inner = [s for s in inside if lo <= s.step_min and s.step_max <= hi]
+    if sum(s.n for s in inner) <= max(max_points, unpack_budget):
+        return edges + [s.ref for s in inner]
+    return edges
+
+
+@dataclass(slots=True)
+class _Acc:
+    step_lo: int
+    step_hi: int
+    count: int = 0
+    low: float = math.inf
+    high: float = -math.inf
+    last_step: int = -(2**63)
+    last: float = math.nan
+
+    def add(self, count: int, low: float | None, high: float | None, last_step: int,
+            last: float) -> None:
+        self.count += count
+        if low is not None:
+            self.low = min(self.low, low)
+        if high is not None:
+            self.high = max(self.high, high)
+        if last_step >= self.last_step:
+            self.last_step, self.last = last_step, last
+
+    def bucket(self) -> Bucket:
+        finite = self.low <= self.high
+        return Bucket(self.step_lo, self.step_hi, self.count, self.low if finite else None,
+                      self.high if finite else None, self.last)
+
+
+def answer(summaries: list[ChunkSummary], unpacked: Mapping[ChunkRef, Arrays], lo: int,
+           hi: int, max_points: int) -> Answer:
+    """Combine summaries and the unpacked chunks into the bounded answer for [lo, hi]."""
+    points: list[Point] = []
+    units: list[ChunkSummary] = []
+    for summary in overlapping(summaries, lo, hi):
+        arrays = unpacked.get(summary.ref)
+        if arrays is None:
+            units.append(summary)
+            continue
+        points.extend((s, w, v) for s, w, v in zip(*arrays, strict=True) if lo <= s <= hi)
+    in_range = len(points) + sum(u.n for u in units)
+    if in_range <= max_points and not units:
+        points.sort(key=lambda p: p[0])
+        return Answer(False, in_range, points, [])
+    width = max(1, math.ceil((hi - lo + 1) / max_points))
+    accs: dict[int, _Acc] = {}
+
+    def acc_for(step: int) -> _Acc:
+        index = min((step - lo) // width, max_points - 1)
+        found = accs.get(index)
+        if found is None:
+            start = lo + index * width
+            found = accs[index] = _Acc(start, min(hi, start + width - 1))
+        return found
+
+    for step, _, value in points:
+        finite = value if math.isfinite(value) else None
+        acc_for(step).add(1, finite, finite, step, value)
+    for unit in units:  # a summary lands in the bucket of its first step, and widens it
+        acc = acc_for(unit.step_min)
+        acc.step_hi = max(acc.step_hi, unit.step_max)
+        acc.add(unit.n, unit.v_min, unit.v_max, unit.step_max, unit.v_last)
+    return Answer(True, in_range, [], [accs[i].bucket() for i in sorted(accs)])

@@ -1,0 +1,93 @@
+"""Response shapes of the web API (they make the OpenAPI schema)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+
+class Run(BaseModel):
+    run_id: str
+    attempts: int
+    batches: int
+    points: int
+    last_batch_at: datetime
+
+
+class Attempt(BaseModel):
+    attempt: int
+    members: int
+    batches: int
+    points: int
+    last_batch_at: datetime
+
+
+class Series(BaseModel):
+    member: str
+    source: str
+    tag: str
+    points: int
+    step_min: int
+    step_max: int
+
+
+class Bucket(BaseModel):
+    step_lo: int
+    step_hi: int
+    count: int
+    min: float | None = Field(description="smallest finite value; null when none is finite")
+    max: float | None
+    last: float | str = Field(description="value at the bucket's last step; NaN and "
+                                          "infinities as the strings nan, inf, -inf")
+
+
+class SeriesData(BaseModel):
+    member: str
+    source: str
+    tag: str
+    step_min: int
+    step_max: int
+    reduced: bool
+    method: str | None = Field(description="how a reduced answer was made; null when not")
+    points_in_range: int
+    points_returned: int
+    points: list[tuple[int, float, float | str]] = Field(
+        description="[step, wall_time, value] when not reduced")
+    buckets: list[Bucket] = Field(description="when reduced")
+
+
+class CanonicalCurve(BaseModel):
+    name: str
+    goal: str | None
+    unit: str | None
+    aggregate: bool
+    series: list[SeriesData]
+    series_total: int = Field(description="members' series the curve has in all")
+
+
+class SeriesRef(BaseModel):
+    member: str
+    source: str
+    tag: str
+
+
+class CanonicalIndex(BaseModel):
+    mapping_frozen: bool
+    curves: list[dict[str, str | bool | None]]
+    unmapped: list[SeriesRef] = Field(description="series with unknown semantics")
+    not_owner: list[SeriesRef] = Field(description="aggregate copies from non-owner members")
+
+
+class RichRecord(BaseModel):
+    member: str
+    source: str
+    tag: str
+    step: int
+    wall_time: float
+    kind: str
+    plugin_name: str
+    file: str
+    file_offset: int
+    object_key: str
+    bytes: int

@@ -1,0 +1,91 @@
+"""SQL for the web API: listings with bounds, and series reads through the downsampler."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+from asyncpg.pool import PoolConnectionProxy
+
+from tuneplane.web.downsample import Answer, Arrays, ChunkRef, ChunkSummary, answer
+from tuneplane.web.downsample import chunks_to_unpack as plan
+
+Connection = asyncpg.Connection | PoolConnectionProxy
+
+RUNS = """
+SELECT run_id, count(DISTINCT attempt) AS attempts, count(*) AS batches,
+       sum(points)::bigint AS points, max(projected_at) AS last_batch_at
+FROM batch_ledger WHERE ($1::text IS NULL OR run_id > $1)
+GROUP BY run_id ORDER BY run_id LIMIT $2
+"""
+
+ATTEMPTS = """
+SELECT attempt, count(DISTINCT member) AS members, count(*) AS batches,
+       sum(points)::bigint AS points, max(projected_at) AS last_batch_at
+FROM batch_ledger WHERE run_id = $1 GROUP BY attempt ORDER BY attempt
+"""
+
+SERIES = """
+SELECT s.series_id, s.member, s.source, s.tag, sum(c.n)::bigint AS points,
+       min(c.step_min) AS step_min, max(c.step_max) AS step_max
+FROM series s JOIN curve_chunks c USING (series_id)
+WHERE s.run_id = $1 AND s.attempt = $2
+  AND ($3::text IS NULL OR s.member = $3) AND ($4::text IS NULL OR s.source = $4)
+GROUP BY s.series_id ORDER BY s.member, s.source, s.tag LIMIT $5
+"""
+
+SERIES_ID = """
+SELECT series_id FROM series
+WHERE run_id = $1 AND attempt = $2 AND member = $3 AND source = $4 AND tag = $5
+"""
+
+SUMMARIES = """
+SELECT batch_id, chunk_index, n, step_min, step_max, v_min, v_max, v_last
+FROM curve_chunks WHERE series_id = $1 AND step_max >= $2 AND step_min <= $3
+ORDER BY step_min
+"""
+
+ARRAYS = """
+SELECT batch_id, chunk_index, steps, wall_times, "values"
+FROM curve_chunks c JOIN unnest($2::text[], $3::int[]) AS w(batch_id, chunk_index)
+     USING (batch_id, chunk_index)
+WHERE c.series_id = $1
+"""
+
+RICH = """
+SELECT member, source, tag, step, wall_time, kind, plugin_name, file, file_offset, object_key,
+       bytes
+FROM rich_records
+WHERE run_id = $1 AND attempt = $2 AND ($3::text IS NULL OR member = $3)
+  AND ($4::text IS NULL OR source = $4) AND ($5::text IS NULL OR tag = $5)
+  AND step >= $6
+ORDER BY step, member, source, tag, batch_id, record_index LIMIT $7
+"""
+
+BOUNDS = "SELECT min(step_min), max(step_max) FROM curve_chunks WHERE series_id = $1"
+
+
+async def records(conn: Connection, sql: str, *args: Any) -> list[dict[str, Any]]:
+    return [dict(row) for row in await conn.fetch(sql, *args)]
+
+
+async def series_answer(conn: Connection, series_id: int, lo: int | None, hi: int | None,
+                        max_points: int, unpack_budget: int) -> tuple[Answer, int, int]:
+    """The bounded answer for one series; returns it with the step range it covers."""
+    if lo is None or hi is None:
+        first, last = await conn.fetchrow(BOUNDS, series_id) or (None, None)
+        lo = first if lo is None else lo
+        hi = last if hi is None else hi
+    if lo is None or hi is None or lo > hi:
+        return Answer(False, 0, [], []), lo or 0, hi or 0
+    summaries = [ChunkSummary((r["batch_id"], r["chunk_index"]), r["n"], r["step_min"],
+                              r["step_max"], r["v_min"], r["v_max"], r["v_last"])
+                 for r in await conn.fetch(SUMMARIES, series_id, lo, hi)]
+    needed = plan(summaries, lo, hi, max_points, unpack_budget)
+    unpacked: dict[ChunkRef, Arrays] = {}
+    if needed:
+        rows = await conn.fetch(ARRAYS, series_id, [r[0] for r in needed],
+                                [r[1] for r in needed])
+        unpacked = {(r["batch_id"], r["chunk_index"]): (r["steps"], r["wall_times"],
+                                                        r["values"]) for r in rows}
+    return answer(summaries, unpacked, lo, hi, max_points), lo, hi
