@@ -1,6 +1,8 @@
-"""The web API: bounded, authenticated queries over the read models."""
+"""The web API: bounded, authenticated queries over the read models.
 
-from __future__ import annotations
+(No ``from __future__ import annotations`` here: FastAPI reads the route signatures,
+whose annotated types are built inside ``create_app`` from the settings' caps.)
+"""
 
 import asyncio
 import math
@@ -11,7 +13,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 import asyncpg
-from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response
+from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
@@ -105,6 +107,7 @@ def create_app(settings: WebSettings) -> FastAPI:
     MaxPoints = Annotated[int, Query(ge=2, le=settings.max_points_cap,
                                      description="points or buckets per series at most")]
     Step = Annotated[int | None, Query(ge=-(2**63), le=2**63 - 1)]
+    AttemptNo = Annotated[int, Path(ge=1, le=2**31 - 1)]
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:
@@ -126,7 +129,7 @@ def create_app(settings: WebSettings) -> FastAPI:
 
     @app.get("/api/v1/runs/{run_id}/attempts/{attempt}/series",
              response_model=list[models.Series])
-    async def series(_: User, run_id: str, attempt: Annotated[int, Query(ge=1, le=2**31 - 1)],
+    async def series(_: User, run_id: str, attempt: AttemptNo,
                      member: str | None = None, source: str | None = None,
                      limit: Annotated[int, Query(ge=1, le=1000)] = 500) -> list[dict[str, Any]]:
         async with state["pool"].acquire() as conn:
@@ -136,7 +139,7 @@ def create_app(settings: WebSettings) -> FastAPI:
 
     @app.get("/api/v1/runs/{run_id}/attempts/{attempt}/scalars",
              response_model=models.SeriesData)
-    async def scalars(_: User, run_id: str, attempt: int, member: str, source: str, tag: str,
+    async def scalars(_: User, run_id: str, attempt: AttemptNo, member: str, source: str, tag: str,
                       step_min: Step = None, step_max: Step = None,
                       max_points: MaxPoints = 2000) -> models.SeriesData:
         """Raw scalars of one source's tag for one member: the inspector's view."""
@@ -152,7 +155,7 @@ def create_app(settings: WebSettings) -> FastAPI:
 
     @app.get("/api/v1/runs/{run_id}/attempts/{attempt}/canonical",
              response_model=models.CanonicalIndex)
-    async def canonical_index(_: User, run_id: str, attempt: int) -> models.CanonicalIndex:
+    async def canonical_index(_: User, run_id: str, attempt: AttemptNo) -> models.CanonicalIndex:
         async with state["pool"].acquire() as conn:
             frozen = await mapping.frozen_mapping(conn, run_id, attempt)
             resolution = await mapping.canonical(conn, run_id, attempt)
@@ -165,7 +168,7 @@ def create_app(settings: WebSettings) -> FastAPI:
 
     @app.get("/api/v1/runs/{run_id}/attempts/{attempt}/curves/{name}",
              response_model=models.CanonicalCurve)
-    async def curve(_: User, run_id: str, attempt: int, name: str, step_min: Step = None,
+    async def curve(_: User, run_id: str, attempt: AttemptNo, name: str, step_min: Step = None,
                     step_max: Step = None, max_points: MaxPoints = 2000,
                     max_series: Annotated[int, Query(ge=1, le=settings.max_series_cap)] = 20,
                     ) -> models.CanonicalCurve:
@@ -191,7 +194,7 @@ def create_app(settings: WebSettings) -> FastAPI:
 
     @app.get("/api/v1/runs/{run_id}/attempts/{attempt}/rich",
              response_model=list[models.RichRecord])
-    async def rich(_: User, run_id: str, attempt: int, member: str | None = None,
+    async def rich(_: User, run_id: str, attempt: AttemptNo, member: str | None = None,
                    source: str | None = None, tag: str | None = None, from_step: Step = None,
                    limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[dict[str, Any]]:
         async with state["pool"].acquire() as conn:

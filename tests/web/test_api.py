@@ -1,0 +1,162 @@
+"""The HTTP API over read models the real pipeline filled: auth, bounds, reduction."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+
+import asyncpg
+import httpx
+import pytest
+
+from tests.support import Endpoints, Process, member_batch, produce
+from tuneplane.common import users
+from tuneplane.common.identity import MemberKey
+from tuneplane.common.mapping import freeze
+from tuneplane.common.tokens import TokenKind, TokenSigner
+from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1.integration import MetricMapping
+
+
+@pytest.fixture
+async def client(base_url: str, user_token: str) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=base_url, timeout=60,
+                                 headers={"Authorization": f"Bearer {user_token}"}) as c:
+        yield c
+
+
+@pytest.fixture
+async def filled(initialised: Endpoints, projector: Process, db: asyncpg.Connection,
+                 run_id: str) -> str:
+    """A run of 3 members (2 tags, 20 batches of 500 points each), a rich record, a mapping."""
+    batches = [member_batch(MemberKey(run_id, 1, f"rank-{m}"), seq, 500)
+               for seq in range(1, 21) for m in range(3)]
+    batches[0].rich.add(source="tb", tag="img", step=7, wall_time=1.0, payload=b"PNG-bytes",
+                        kind=pb.RichRecord.KIND_IMAGE, plugin_name="images", file="f", offset=3)
+    await produce(initialised.kafka_bootstrap, batches)
+    deadline = time.monotonic() + 120
+    while await db.fetchval("SELECT count(*) FROM batch_ledger WHERE run_id = $1",
+                            run_id) < len(batches):
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.1)
+    await freeze(db, run_id, 1, [MetricMapping(tag="tag0", name="loss", goal="minimize")])
+    return run_id
+
+
+async def test_every_api_call_needs_a_user_token(base_url: str, initialised: Endpoints,
+                                                 db: asyncpg.Connection) -> None:
+    signer = TokenSigner(initialised.jwt_secret)
+    async with httpx.AsyncClient(base_url=base_url) as anonymous:
+        response = await anonymous.get("/api/v1/runs")
+        assert response.status_code == 401
+        assert response.headers["www-authenticate"] == "Bearer"
+        workload = signer.issue_workload(MemberKey("r", 1, "m"), now=time.time(),
+                                         ttl_seconds=60)
+        node = signer.issue(TokenKind.NODE, "n", {}, now=time.time(), ttl_seconds=60)
+        for token in (workload, node, "garbage"):
+            refused = await anonymous.get("/api/v1/runs",
+                                          headers={"Authorization": f"Bearer {token}"})
+            assert refused.status_code == 401, token
+            assert "user token refused" in refused.json()["detail"]
+        await users.add_user(db, "leaver")
+        token = users.issue(signer, "leaver", now=time.time(), ttl_seconds=60)
+        await db.execute("DELETE FROM users WHERE username = 'leaver'")
+        gone = await anonymous.get("/api/v1/runs", headers={"Authorization": f"Bearer {token}"})
+        assert gone.status_code == 401
+        assert (await anonymous.get("/healthz")).status_code == 200
+
+
+async def test_runs_attempts_and_series_are_listed(client: httpx.AsyncClient,
+                                                   filled: str) -> None:
+    attempts = (await client.get(f"/api/v1/runs/{filled}/attempts")).json()
+    assert [(a["attempt"], a["members"], a["batches"], a["points"]) for a in attempts] == [
+        (1, 3, 60, 30_000)]
+    series = (await client.get(f"/api/v1/runs/{filled}/attempts/1/series",
+                               params={"member": "rank-1"})).json()
+    assert [(s["source"], s["tag"], s["points"], s["step_min"], s["step_max"]) for s in series] \
+        == [("train", "tag0", 5000, 250, 5249), ("train", "tag1", 5000, 250, 5249)]
+    runs = (await client.get("/api/v1/runs", params={"after": filled[:-1], "limit": 500})).json()
+    assert filled in [r["run_id"] for r in runs]
+    assert (await client.get("/api/v1/runs/no-such-run/attempts")).status_code == 404
+
+
+async def test_raw_scalars_small_range_are_exact_and_large_ones_reduced_and_say_so(
+        client: httpx.AsyncClient, filled: str) -> None:
+    url = f"/api/v1/runs/{filled}/attempts/1/scalars"
+    key = {"member": "rank-2", "source": "train", "tag": "tag1"}
+    small = (await client.get(url, params={**key, "step_min": 300, "step_max": 309})).json()
+    assert small["reduced"] is False
+    assert small["method"] is None
+    assert [(p[0], p[2]) for p in small["points"]] == [(s, s * 0.25 + 1) for s in range(300, 310)]
+    assert small["points_in_range"] == small["points_returned"] == 10
+    big = (await client.get(url, params={**key, "max_points": 100})).json()
+    assert big["reduced"] is True
+    assert big["method"] == "min/max/last per bucket"
+    assert big["points_in_range"] == 5000
+    assert big["points_returned"] == len(big["buckets"]) <= 100
+    assert sum(b["count"] for b in big["buckets"]) == 5000
+    assert big["buckets"][0]["min"] == 250 * 0.25 + 1
+    assert big["buckets"][-1]["max"] == big["buckets"][-1]["last"] == 5249 * 0.25 + 1
+    too_many = await client.get(url, params={**key, "max_points": 10_001})
+    assert too_many.status_code == 422
+    missing = await client.get(url, params={**key, "tag": "nope"})
+    assert missing.status_code == 404
+
+
+async def test_canonical_curves_come_through_the_frozen_mapping(client: httpx.AsyncClient,
+                                                                filled: str) -> None:
+    index = (await client.get(f"/api/v1/runs/{filled}/attempts/1/canonical")).json()
+    assert index["mapping_frozen"] is True
+    assert [c["name"] for c in index["curves"]] == ["loss"]
+    assert {(u["member"], u["tag"]) for u in index["unmapped"]} == {
+        (f"rank-{m}", "tag1") for m in range(3)}
+    curve = (await client.get(f"/api/v1/runs/{filled}/attempts/1/curves/loss",
+                              params={"max_points": 50, "max_series": 2})).json()
+    assert curve["goal"] == "minimize"
+    assert curve["series_total"] == 3
+    assert [s["member"] for s in curve["series"]] == ["rank-0", "rank-1"]
+    assert all(s["reduced"] and s["points_returned"] <= 50 for s in curve["series"])
+    unknown = await client.get(f"/api/v1/runs/{filled}/attempts/1/curves/accuracy")
+    assert unknown.status_code == 404
+
+
+async def test_rich_records_are_listed_and_downloaded(client: httpx.AsyncClient,
+                                                      filled: str) -> None:
+    (record,) = (await client.get(f"/api/v1/runs/{filled}/attempts/1/rich")).json()
+    assert (record["kind"], record["tag"], record["step"], record["bytes"]) == (
+        "image", "img", 7, len(b"PNG-bytes"))
+    body = await client.get(f"/api/v1/rich/{record['object_key']}")
+    assert body.status_code == 200
+    assert body.content == b"PNG-bytes"
+    assert (await client.get("/api/v1/rich/rich/sha256/00/nothing")).status_code == 404
+
+
+async def test_a_ten_million_point_series_stays_bounded(client: httpx.AsyncClient,
+                                                        db: asyncpg.Connection,
+                                                        run_id: str) -> None:
+    # Ten million points in 1,000 chunks, made in SQL (the pipeline's other tests cover
+    # how chunks get there; this one is about the query's bound).
+    series_id = await db.fetchval(
+        "INSERT INTO series (run_id, attempt, member, source, tag) "
+        "VALUES ($1, 1, 'rank-0', 'train', 'huge') RETURNING series_id", run_id)
+    await db.execute("""
+        INSERT INTO curve_chunks (series_id, batch_id, chunk_index, n, step_min, step_max,
+                                  v_min, v_max, v_first, v_last, steps, wall_times, "values")
+        SELECT $1, 'b' || c, 0, 10000, c * 10000, c * 10000 + 9999, c, c + 0.9999, c,
+               c + 0.9999,
+               array(SELECT generate_series(c * 10000, c * 10000 + 9999)::bigint),
+               array_fill(0.0::float8, ARRAY[10000]),
+               array(SELECT c + i / 10000.0 FROM generate_series(0, 9999) AS i)
+        FROM generate_series(0, 999) AS c""", series_id)
+    url = f"/api/v1/runs/{run_id}/attempts/1/scalars"
+    key = {"member": "rank-0", "source": "train", "tag": "huge", "max_points": 2000}
+    whole = (await client.get(url, params=key)).json()
+    assert whole["points_in_range"] == 10_000_000
+    assert whole["reduced"] is True
+    assert len(whole["buckets"]) <= 2000
+    assert (whole["buckets"][0]["min"], whole["buckets"][-1]["max"]) == (0, 999.9999)
+    zoom = (await client.get(url, params={**key, "step_min": 5_000_123,
+                                          "step_max": 5_001_122})).json()
+    assert zoom["reduced"] is False  # 1,000 points fit: every one of them
+    assert [p[0] for p in zoom["points"]] == list(range(5_000_123, 5_001_123))
