@@ -150,7 +150,8 @@ async def test_a_ten_million_point_series_stays_bounded(client: httpx.AsyncClien
                array(SELECT c + i / 10000.0 FROM generate_series(0, 9999) AS i)
         FROM generate_series(0, 999) AS c""", series_id)
     url = f"/api/v1/runs/{run_id}/attempts/1/scalars"
-    key = {"member": "rank-0", "source": "train", "tag": "huge", "max_points": 2000}
+    key: dict[str, str | int] = {"member": "rank-0", "source": "train", "tag": "huge",
+                                 "max_points": 2000}
     whole = (await client.get(url, params=key)).json()
     assert whole["points_in_range"] == 10_000_000
     assert whole["reduced"] is True
