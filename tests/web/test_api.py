@@ -161,3 +161,12 @@ async def test_a_ten_million_point_series_stays_bounded(client: httpx.AsyncClien
                                           "step_max": 5_001_122})).json()
     assert zoom["reduced"] is False  # 1,000 points fit: every one of them
     assert [p[0] for p in zoom["points"]] == list(range(5_000_123, 5_001_123))
+
+
+async def test_values_postgresql_cannot_take_are_a_clear_client_error(
+        client: httpx.AsyncClient) -> None:
+    response = await client.get("/api/v1/runs", params={"after": "a\x00b"})
+    assert response.status_code == 400
+    assert "NUL characters are not allowed" in response.json()["detail"]
+    path = await client.get("/api/v1/runs/a%00b/attempts")
+    assert path.status_code == 400

@@ -76,9 +76,17 @@ def create_app(settings: WebSettings) -> FastAPI:
                   description="Bounded queries over training telemetry. Every call but "
                               "/healthz needs a user token: `Authorization: Bearer <token>`.")
 
+    @app.exception_handler(asyncpg.DataError)
+    async def bad_value(request: Request, exc: asyncpg.DataError) -> Response:
+        return JSONResponse({"detail": f"a parameter PostgreSQL cannot take: {exc}"},
+                            status_code=400)
+
     @app.middleware("http")
     async def bounded(request: Request,
                       call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        if "\x00" in request.url.path or any("\x00" in v for v in request.query_params.values()):
+            return JSONResponse({"detail": "NUL characters are not allowed in a path or "
+                                           "parameter"}, status_code=400)
         if slots.locked():
             return JSONResponse({"detail": "too many queries in flight; retry shortly"},
                                 status_code=503, headers={"Retry-After": "1"})
