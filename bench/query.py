@@ -2,9 +2,9 @@
 
     uv run python bench/query.py [--requests 50]
 
-Read models are filled in SQL (chunks as the projector writes them, with summaries):
-one 1,000,000-point series (100 chunks) and 100 member series of 10,000 points under
-one canonical name. Timed over HTTP with a user token:
+Read models are filled by the projector's own projection and writer (chunk and segment
+summaries as in production): one 1,000,000-point series (100 chunks) and 100 member
+series of 10,000 points under one canonical name. Timed over HTTP with a user token:
   whole      the 1M-point series reduced to 2,000 points
   100 series the canonical curve's 100 member series at 2,000 points each
   zoomed     a 20,000-step window of the 1M series (2,000 points: buckets or raw)
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import statistics
 import sys
@@ -32,30 +33,39 @@ from tests.support import BIN, Endpoints, Process, free_port, run_admin
 from tuneplane.common import users
 from tuneplane.common.mapping import freeze
 from tuneplane.common.tokens import TokenSigner
+from tuneplane.projector.projection import RecordMeta, project
+from tuneplane.projector.writer import PostgresWriter
+from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.integration import MetricMapping
 
-CHUNKS = """
-INSERT INTO curve_chunks (series_id, batch_id, chunk_index, n, step_min, step_max, v_min,
-                          v_max, v_first, v_last, steps, wall_times, "values")
-SELECT $1, 'b' || c, 0, $2, c * $2, c * $2 + $2 - 1, sin(c * $2 / 1e4), sin(c * $2 / 1e4) + 1,
-       sin(c * $2 / 1e4), sin(c * $2 / 1e4) + 1,
-       array(SELECT generate_series(c * $2, c * $2 + $2 - 1)::bigint),
-       array_fill(0.0::float8, ARRAY[$2::int]),
-       array(SELECT sin(c * $2 / 1e4) + i / $2::float8 FROM generate_series(0, $2 - 1) AS i)
-FROM generate_series(0, $3 - 1) AS c
-"""
+
+async def fill(database_url: str, run_id: str) -> None:
+    """Projects the bench run with the projector's own projection and writer."""
+    pool = await asyncpg.create_pool(database_url, min_size=1, max_size=2)
+    writer = PostgresWriter(pool)
+    try:
+        big = [series_batch(run_id, "rank-0", "big", i, 10_000) for i in range(100)]
+        small = [series_batch(run_id, f"rank-{m}", "loss", i, 1_000)
+                 for m in range(100) for i in range(10)]
+        for start in range(0, len(big) + len(small), 50):
+            group = (big + small)[start:start + 50]
+            await writer.write_group([project(b.SerializeToString(), RecordMeta(0, 0, None))
+                                      for b in group])
+        async with pool.acquire() as conn:
+            await freeze(conn, run_id, 1,
+                         [MetricMapping(tag="loss", name="loss", goal="minimize")])
+    finally:
+        await pool.close()
 
 
-async def fill(db: asyncpg.Connection, run_id: str) -> None:
-    async def series(member: str, tag: str, per_chunk: int, chunks: int) -> None:
-        series_id = await db.fetchval(
-            "INSERT INTO series (run_id, attempt, member, source, tag) "
-            "VALUES ($1, 1, $2, 'train', $3) RETURNING series_id", run_id, member, tag)
-        await db.execute(CHUNKS, series_id, per_chunk, chunks)
-    await series("rank-0", "big", 10_000, 100)
-    for m in range(100):
-        await series(f"rank-{m}", "loss", 1_000, 10)
-    await freeze(db, run_id, 1, [MetricMapping(tag="loss", name="loss", goal="minimize")])
+def series_batch(run_id: str, member: str, tag: str, index: int, n: int) -> pb.Batch:
+    first = index * n
+    steps = list(range(first, first + n))
+    return pb.Batch(
+        identity=pb.BatchIdentity(run_id=run_id, attempt=1, member=member,
+                                  spool_epoch=f"{tag}", sequence=index + 1),
+        chunks=[pb.SeriesChunk(source="train", tag=tag, steps=steps, wall_times=[0.0] * n,
+                               values=[math.sin(s / 1e4) + (s % 100) / 100 for s in steps])])
 
 
 async def timed(client: httpx.AsyncClient, url: str, params: dict[str, str | int],
@@ -83,9 +93,9 @@ async def main() -> None:
     run_admin(endpoints, "init")
     run_id = f"bench-query-{uuid.uuid4().hex[:8]}"
     name = f"bench-{uuid.uuid4().hex[:8]}"
+    await fill(endpoints.database_url, run_id)
     db = await asyncpg.connect(endpoints.database_url)
     try:
-        await fill(db, run_id)
         await users.add_user(db, name)
     finally:
         await db.close()

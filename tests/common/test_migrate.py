@@ -10,10 +10,11 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from tests.support import Endpoints
+from tests.support import ROOT, Endpoints
 from tuneplane.common.migrate import yoyo_url
 
-ALL = ["0001.initial", "0002.readmodel-schema"]
+ALL = sorted(p.name.removesuffix(".sql") for p in (
+    ROOT / "services/common/src/tuneplane/common/migrations").glob("*.sql"))
 
 
 @pytest.fixture

@@ -59,3 +59,23 @@ def test_unequal_columns_are_poison() -> None:
     del batch.chunks[0].wall_times[0]
     with pytest.raises(PoisonBatch, match="unequal length"):
         project(batch.SerializeToString(), RecordMeta(0, 0, None))
+
+
+def test_big_chunks_carry_64_segment_summaries_that_add_up() -> None:
+    values = [float(i % 97) for i in range(1000)]
+    values[500] = math.nan
+    data = pb.Batch(identity=IDENTITY, chunks=[pb.SeriesChunk(
+        source="s", tag="t", steps=list(range(1000)), wall_times=[0.0] * 1000,
+        values=values)]).SerializeToString()
+    (row,) = project(data, RecordMeta(0, 0, None)).chunks
+    segments = row.segments
+    assert segments is not None
+    assert len(segments.counts) == 64
+    assert sum(segments.counts) == 1000
+    assert segments.first_steps[0] == 0
+    assert segments.last_steps[-1] == 999
+    assert min(m for m in segments.mins if m is not None) == row.v_min == 0.0
+    assert max(m for m in segments.maxs if m is not None) == row.v_max == 96.0
+    assert segments.lasts[-1] == values[-1]
+    small = project(payload([1.0, 2.0]), RecordMeta(0, 0, None)).chunks[0]
+    assert small.segments is None

@@ -7,7 +7,14 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tuneplane.web.downsample import Arrays, ChunkRef, ChunkSummary, answer, chunks_to_unpack
+from tuneplane.web.downsample import (
+    Arrays,
+    ChunkRef,
+    ChunkSummary,
+    Unit,
+    answer,
+    chunks_to_unpack,
+)
 
 values = st.one_of(st.floats(-1e6, 1e6), st.sampled_from([math.nan, math.inf, -math.inf]))
 
@@ -23,9 +30,20 @@ def series(draw: st.DrawFn) -> tuple[list[ChunkSummary], dict[ChunkRef, Arrays]]
         finite = [v for v in vals if math.isfinite(v)]
         ref = ("b", index)
         arrays[ref] = (steps, [0.0] * n, vals)
+        pieces = draw(st.sampled_from([0, 1, 4]))  # as the projector writes: 0 = none
+        units = tuple(unit(steps[a:b], vals[a:b]) for a, b in
+                      zip([n * i // pieces for i in range(pieces)],
+                          [n * (i + 1) // pieces for i in range(pieces)], strict=True)
+                      if b > a) if pieces else ()
         summaries.append(ChunkSummary(ref, n, steps[0], steps[-1], min(finite, default=None),
-                                      max(finite, default=None), vals[-1]))
+                                      max(finite, default=None), vals[-1], units))
     return summaries, arrays
+
+
+def unit(steps: list[int], vals: list[float]) -> Unit:
+    finite = [v for v in vals if math.isfinite(v)]
+    return Unit(min(steps), max(steps), len(steps), min(finite, default=None),
+                max(finite, default=None), vals[-1])
 
 
 def brute(arrays: dict[ChunkRef, Arrays], lo: int, hi: int) -> list[tuple[int, float]]:

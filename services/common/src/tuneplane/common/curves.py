@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import asyncpg
+from tuneplane.common.db import Connection
 
 SERIES_OF_RUN = """
 SELECT s.series_id, s.attempt, s.member, s.source, s.tag,
@@ -43,11 +43,11 @@ class Point:
     value: float
 
 
-async def series_of_run(conn: asyncpg.Connection, run_id: str,
+async def series_of_run(conn: Connection, run_id: str,
                         attempt: int | None = None) -> list[SeriesSummary]:
     rows = await conn.fetch(SERIES_OF_RUN, run_id, attempt)
     return [SeriesSummary(**dict(row)) for row in rows]
 
 
-async def points_of_series(conn: asyncpg.Connection, series_id: int) -> list[Point]:
+async def points_of_series(conn: Connection, series_id: int) -> list[Point]:
     return [Point(*row) for row in await conn.fetch(POINTS_OF_SERIES, series_id)]

@@ -12,8 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
-import asyncpg
-
+from tuneplane.common.db import Connection
 from tuneplane.telemetry.v1.integration import MetricMapping
 
 
@@ -70,7 +69,7 @@ def to_json(mappings: list[MetricMapping]) -> str:
                       sort_keys=True)
 
 
-async def freeze(conn: asyncpg.Connection, run_id: str, attempt: int,
+async def freeze(conn: Connection, run_id: str, attempt: int,
                  mappings: list[MetricMapping]) -> bool:
     """Freeze the attempt's mapping; True when frozen now, False when already so (same)."""
     document = to_json(mappings)
@@ -87,14 +86,14 @@ async def freeze(conn: asyncpg.Connection, run_id: str, attempt: int,
     return False
 
 
-async def frozen_mapping(conn: asyncpg.Connection, run_id: str,
+async def frozen_mapping(conn: Connection, run_id: str,
                          attempt: int) -> list[MetricMapping] | None:
     document = await conn.fetchval("SELECT mapping::text FROM attempt_mappings "
                                    "WHERE run_id = $1 AND attempt = $2", run_id, attempt)
     return None if document is None else [MetricMapping(**m) for m in json.loads(document)]
 
 
-async def canonical(conn: asyncpg.Connection, run_id: str, attempt: int) -> Resolution:
+async def canonical(conn: Connection, run_id: str, attempt: int) -> Resolution:
     """The attempt's series resolved through its frozen mapping (all unmapped without one)."""
     rows = await conn.fetch("SELECT member, source, tag FROM series "
                             "WHERE run_id = $1 AND attempt = $2", run_id, attempt)

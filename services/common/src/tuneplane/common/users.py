@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncpg
 
+from tuneplane.common.db import Connection
 from tuneplane.common.tokens import TokenKind, TokenSigner
 
 
@@ -11,7 +12,7 @@ class UserError(ValueError):
     pass
 
 
-async def bootstrap_admin(conn: asyncpg.Connection, username: str = "admin") -> bool:
+async def bootstrap_admin(conn: Connection, username: str = "admin") -> bool:
     """Create the first admin of a fresh install; False when an admin exists already."""
     async with conn.transaction():
         await conn.execute("LOCK TABLE users IN SHARE ROW EXCLUSIVE MODE")
@@ -22,7 +23,7 @@ async def bootstrap_admin(conn: asyncpg.Connection, username: str = "admin") -> 
         return True
 
 
-async def add_user(conn: asyncpg.Connection, username: str, *, admin: bool = False) -> None:
+async def add_user(conn: Connection, username: str, *, admin: bool = False) -> None:
     try:
         await conn.execute("INSERT INTO users (username, is_admin) VALUES ($1, $2)",
                            username, admin)
@@ -32,7 +33,7 @@ async def add_user(conn: asyncpg.Connection, username: str, *, admin: bool = Fal
         raise UserError(f"user name {username!r} must be 1-128 of A-Z a-z 0-9 . _ @ -") from None
 
 
-async def exists(conn: asyncpg.Connection, username: str) -> bool:
+async def exists(conn: Connection, username: str) -> bool:
     return bool(await conn.fetchval("SELECT 1 FROM users WHERE username = $1", username))
 
 

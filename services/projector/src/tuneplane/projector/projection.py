@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -23,6 +24,50 @@ class RecordMeta:
     key: bytes | None
 
 
+#: Chunks with more points than this carry segment summaries.
+SEGMENT_FROM = 256
+SEGMENTS = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Segments:
+    """Equal-count pieces of a chunk (in read order), summarised."""
+
+    first_steps: list[int]
+    last_steps: list[int]
+    counts: list[int]
+    mins: list[float | None]
+    maxs: list[float | None]
+    lasts: list[float]
+
+
+def finite_range(values: list[float]) -> tuple[float | None, float | None]:
+    """Min and max over the finite values (None when there are none), at C speed when
+    every value is finite: a finite sum proves it."""
+    if math.isfinite(sum(values)):
+        return min(values), max(values)
+    finite = [v for v in values if math.isfinite(v)]
+    return (min(finite), max(finite)) if finite else (None, None)
+
+
+def segments(steps: list[int], values: list[float]) -> Segments | None:
+    n = len(steps)
+    if n <= SEGMENT_FROM:
+        return None
+    bounds = [n * i // SEGMENTS for i in range(SEGMENTS + 1)]
+    out = Segments([], [], [], [], [], [])
+    for start, end in itertools.pairwise(bounds):
+        piece, piece_steps = values[start:end], steps[start:end]
+        low, high = finite_range(piece)
+        out.first_steps.append(min(piece_steps))
+        out.last_steps.append(max(piece_steps))
+        out.counts.append(end - start)
+        out.mins.append(low)
+        out.maxs.append(high)
+        out.lasts.append(piece[-1])
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class ChunkRow:
     source: str
@@ -37,6 +82,7 @@ class ChunkRow:
     v_max: float | None
     v_first: float
     v_last: float
+    segments: Segments | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,13 +152,12 @@ def summarise(chunk: pb.SeriesChunk, index: int) -> ChunkRow:
     if not len(steps) == len(wall_times) == len(values):
         raise PoisonBatch(f"chunk {index} ({chunk.source}/{chunk.tag}) has columns of "
                           f"unequal length: {len(steps)}/{len(wall_times)}/{len(values)}")
-    finite = [v for v in values if math.isfinite(v)]
+    low, high = finite_range(values)
     return ChunkRow(
         source=chunk.source, tag=chunk.tag, chunk_index=index,
         steps=steps, wall_times=wall_times, values=values,
-        step_min=min(steps), step_max=max(steps),
-        v_min=min(finite) if finite else None, v_max=max(finite) if finite else None,
-        v_first=values[0], v_last=values[-1],
+        step_min=min(steps), step_max=max(steps), v_min=low, v_max=high,
+        v_first=values[0], v_last=values[-1], segments=segments(steps, values),
     )
 
 

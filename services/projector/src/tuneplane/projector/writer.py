@@ -14,14 +14,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 import asyncpg
-from asyncpg.pool import PoolConnectionProxy
 
-from tuneplane.projector.projection import Projection
+from tuneplane.common.db import Connection
+from tuneplane.projector.projection import ChunkRow, Projection
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-Connection = asyncpg.Connection | PoolConnectionProxy
 
 #: Shared by every projector transaction; a rebuild takes it exclusively to swap tables.
 SWAP_LOCK = 0x7470_7377_6170  # "tpswap"
@@ -49,12 +48,20 @@ WHERE s.run_id = $1 AND s.attempt = $2 AND s.member = $3
 """
 
 CHUNK_COLUMNS = ("series_id", "batch_id", "chunk_index", "n", "step_min", "step_max", "v_min",
-                 "v_max", "v_first", "v_last", "steps", "wall_times", "values")
+                 "v_max", "v_first", "v_last", "steps", "wall_times", "values", "seg_steps",
+                 "seg_last_steps", "seg_counts", "seg_min", "seg_max", "seg_last")
 RICH_COLUMNS = ("run_id", "attempt", "member", "batch_id", "record_index", "source", "tag",
                 "step", "wall_time", "kind", "plugin_name", "plugin_content", "file",
                 "file_offset", "object_key", "bytes")
 START_COLUMNS = ("run_id", "attempt", "member", "batch_id", "marker_index", "source", "file",
                  "file_offset", "step", "wall_time")
+
+
+def segment_columns(chunk: ChunkRow) -> tuple[object, ...]:
+    s = chunk.segments
+    if s is None:
+        return (None,) * 6
+    return (s.first_steps, s.last_steps, s.counts, s.mins, s.maxs, s.lasts)
 
 
 class ObjectStore(Protocol):
@@ -120,7 +127,7 @@ class PostgresWriter:
                 "curve_chunks", columns=CHUNK_COLUMNS,
                 records=[(series_ids[(c.source, c.tag)], key.batch_id, c.chunk_index,
                           len(c.steps), c.step_min, c.step_max, c.v_min, c.v_max, c.v_first,
-                          c.v_last, c.steps, c.wall_times, c.values)
+                          c.v_last, c.steps, c.wall_times, c.values, *segment_columns(c))
                          for c in projection.chunks])
         if projection.rich:
             await conn.copy_records_to_table(

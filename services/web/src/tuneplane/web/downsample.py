@@ -4,9 +4,10 @@ A query names a step range and ``max_points``. When the range holds no more poin
 than that, every point is returned (chunks unpacked). Otherwise the answer is reduced
 to at most ``max_points`` buckets, each with the count, min, max (over finite values)
 and last value of exactly the points it covers, and says so. A chunk wholly inside the
-range is used through its summary and unpacked only when the points to unpack stay
-within ``unpack_budget``, for finer buckets; chunks cut by the range's edges are always
-unpacked, so counts and envelopes are exact, never sampled.
+range is used through its summaries (its up to 64 segments, or the whole chunk), and
+unpacked only when summaries would give too coarse an answer and the points stay within
+``unpack_budget``; chunks cut by the range's edges are always unpacked. Counts and
+envelopes are exact, never sampled.
 """
 
 from __future__ import annotations
@@ -23,6 +24,18 @@ METHOD = "min/max/last per bucket"
 
 
 @dataclass(frozen=True, slots=True)
+class Unit:
+    """Points summarised together: a whole chunk or one of its segments."""
+
+    step_min: int
+    step_max: int
+    n: int
+    v_min: float | None
+    v_max: float | None
+    v_last: float
+
+
+@dataclass(frozen=True, slots=True)
 class ChunkSummary:
     ref: ChunkRef
     n: int
@@ -31,6 +44,11 @@ class ChunkSummary:
     v_min: float | None
     v_max: float | None
     v_last: float
+    segments: tuple[Unit, ...] = ()
+
+    def units(self) -> tuple[Unit, ...]:
+        return self.segments or (Unit(self.step_min, self.step_max, self.n, self.v_min,
+                                      self.v_max, self.v_last),)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +83,9 @@ def chunks_to_unpack(summaries: list[ChunkSummary], lo: int, hi: int, max_points
     inside = overlapping(summaries, lo, hi)
     edges = [s.ref for s in inside if s.step_min < lo or s.step_max > hi]
     inner = [s for s in inside if lo <= s.step_min and s.step_max <= hi]
-    if sum(s.n for s in inner) <= max(max_points, unpack_budget):
+    points = sum(s.n for s in inner)
+    coarse = sum(len(s.units()) for s in inner) < max_points // 4
+    if points <= max_points or (coarse and points <= unpack_budget):
         return edges + [s.ref for s in inner]
     return edges
 
@@ -100,11 +120,11 @@ def answer(summaries: list[ChunkSummary], unpacked: Mapping[ChunkRef, Arrays], l
            hi: int, max_points: int) -> Answer:
     """Combine summaries and the unpacked chunks into the bounded answer for [lo, hi]."""
     points: list[Point] = []
-    units: list[ChunkSummary] = []
+    units: list[Unit] = []
     for summary in overlapping(summaries, lo, hi):
         arrays = unpacked.get(summary.ref)
         if arrays is None:
-            units.append(summary)
+            units.extend(summary.units())
             continue
         points.extend((s, w, v) for s, w, v in zip(*arrays, strict=True) if lo <= s <= hi)
     in_range = len(points) + sum(u.n for u in units)

@@ -5,12 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import asyncpg
-from asyncpg.pool import PoolConnectionProxy
 
-from tuneplane.web.downsample import Answer, Arrays, ChunkRef, ChunkSummary, answer
+from tuneplane.common.db import Connection
+from tuneplane.web.downsample import Answer, Arrays, ChunkRef, ChunkSummary, Unit, answer
 from tuneplane.web.downsample import chunks_to_unpack as plan
-
-Connection = asyncpg.Connection | PoolConnectionProxy
 
 RUNS = """
 SELECT run_id, count(DISTINCT attempt) AS attempts, count(*) AS batches,
@@ -40,7 +38,8 @@ WHERE run_id = $1 AND attempt = $2 AND member = $3 AND source = $4 AND tag = $5
 """
 
 SUMMARIES = """
-SELECT batch_id, chunk_index, n, step_min, step_max, v_min, v_max, v_last
+SELECT batch_id, chunk_index, n, step_min, step_max, v_min, v_max, v_last, seg_steps,
+       seg_last_steps, seg_counts, seg_min, seg_max, seg_last
 FROM curve_chunks WHERE series_id = $1 AND step_max >= $2 AND step_min <= $3
 ORDER BY step_min
 """
@@ -69,6 +68,14 @@ async def records(conn: Connection, sql: str, *args: Any) -> list[dict[str, Any]
     return [dict(row) for row in await conn.fetch(sql, *args)]
 
 
+def segments(row: asyncpg.Record) -> tuple[Unit, ...]:
+    if row["seg_steps"] is None:
+        return ()
+    return tuple(Unit(*fields) for fields in zip(
+        row["seg_steps"], row["seg_last_steps"], row["seg_counts"], row["seg_min"],
+        row["seg_max"], row["seg_last"], strict=True))
+
+
 async def series_answer(conn: Connection, series_id: int, lo: int | None, hi: int | None,
                         max_points: int, unpack_budget: int) -> tuple[Answer, int, int]:
     """The bounded answer for one series; returns it with the step range it covers."""
@@ -79,7 +86,7 @@ async def series_answer(conn: Connection, series_id: int, lo: int | None, hi: in
     if lo is None or hi is None or lo > hi:
         return Answer(False, 0, [], []), lo or 0, hi or 0
     summaries = [ChunkSummary((r["batch_id"], r["chunk_index"]), r["n"], r["step_min"],
-                              r["step_max"], r["v_min"], r["v_max"], r["v_last"])
+                              r["step_max"], r["v_min"], r["v_max"], r["v_last"], segments(r))
                  for r in await conn.fetch(SUMMARIES, series_id, lo, hi)]
     needed = plan(summaries, lo, hi, max_points, unpack_budget)
     unpacked: dict[ChunkRef, Arrays] = {}
