@@ -10,12 +10,15 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any
 
 import asyncpg
-from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request, Response
-from fastapi.responses import JSONResponse
+from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response
+from fastapi import Path as PathParam
+from fastapi.responses import FileResponse, JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.staticfiles import StaticFiles
 
 from tuneplane.common import mapping, objectstore, users
 from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
@@ -34,6 +37,8 @@ class WebSettings:
     unpack_budget: int = 200_000
     concurrent_queries: int = 16
     pool_size: int = 8
+    #: uPlot's dist folder, installed by ``npm ci --prefix services/web/ui``.
+    uplot_dir: Path = Path(__file__).resolve().parents[3] / "ui" / "node_modules" / "uplot" / "dist"
 
 
 def number(value: float) -> float | str:
@@ -115,7 +120,21 @@ def create_app(settings: WebSettings) -> FastAPI:
     MaxPoints = Annotated[int, Query(ge=2, le=settings.max_points_cap,
                                      description="points or buckets per series at most")]
     Step = Annotated[int | None, Query(ge=-(2**63), le=2**63 - 1)]
-    AttemptNo = Annotated[int, Path(ge=1, le=2**31 - 1)]
+    AttemptNo = Annotated[int, PathParam(ge=1, le=2**31 - 1)]
+
+    static = Path(__file__).resolve().parent / "static"
+    app.mount("/static", StaticFiles(directory=static), name="static")
+    if settings.uplot_dir.is_dir():
+        app.mount("/ui/uplot", StaticFiles(directory=settings.uplot_dir), name="uplot")
+
+    @app.get("/runs/{run_id}/charts", include_in_schema=False)
+    async def charts(run_id: str) -> Response:
+        """The Charts tab (the page asks the API, with the user's token, for its data)."""
+        if not settings.uplot_dir.is_dir():
+            return JSONResponse({"detail": f"the charting library is not installed at "
+                                           f"{settings.uplot_dir}: run `npm ci --prefix "
+                                           "services/web/ui`"}, status_code=503)
+        return FileResponse(static / "charts.html", media_type="text/html")
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:

@@ -1,0 +1,83 @@
+"""The Charts tab in headless Chromium (Debian's, driven by Playwright), on a run the real
+pipeline projected: curves drawn, reduced indicator, zoom, inspector switching source."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+import time
+from pathlib import Path
+
+import asyncpg
+import pytest
+from playwright.async_api import async_playwright
+
+from tests.support import ROOT, Endpoints, Process, member_batch, produce
+from tuneplane.common.identity import MemberKey
+from tuneplane.common.mapping import freeze
+from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1.integration import MetricMapping
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = ROOT / ".artifacts"
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+async def test_charts_tab_draws_curves_and_the_inspector_switches_source(
+        initialised: Endpoints, projector: Process, web: Process, user_token: str,
+        db: asyncpg.Connection, run_id: str) -> None:
+    if shutil.which(CHROMIUM) is None:
+        pytest.fail(f"{CHROMIUM} is missing: scripts/test installs Debian's chromium")
+    batches = [member_batch(MemberKey(run_id, 1, f"rank-{m}"), seq, 2000)
+               for seq in range(1, 11) for m in range(2)]
+    extra = pb.Batch()
+    extra.CopyFrom(member_batch(MemberKey(run_id, 1, "rank-0"), 11, 10))
+    for chunk in extra.chunks:
+        chunk.source = "eval"
+    await produce(initialised.kafka_bootstrap, [*batches, extra])
+    deadline = time.monotonic() + 120
+    while await db.fetchval("SELECT count(*) FROM batch_ledger WHERE run_id = $1",
+                            run_id) < len(batches) + 1:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.1)
+    await freeze(db, run_id, 1, [MetricMapping(tag="tag0", name="loss", goal="minimize",
+                                               source="train")])
+    ARTIFACTS.mkdir(exist_ok=True)
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = await browser.new_page(viewport={"width": 1280, "height": 1000})
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        await page.goto(f"http://127.0.0.1:{web.port}/runs/{run_id}/charts#token={user_token}")
+        await page.wait_for_selector("body[data-ready=true]", timeout=30_000)
+        curve = page.locator('[data-curve="loss"]')
+        assert await curve.locator("canvas").count() >= 1
+        text = await curve.inner_text()
+        assert re.search(r"reduced: [\d,]+ of 20,000 points \(min/max/last per bucket\)",
+                         text), text  # 2 members x 10,000 points
+        assert "minimize" in text
+        assert "Unmapped (unknown semantics)" in await page.locator("#unmapped").inner_text()
+        inspector = page.locator("#inspector")
+        first = await inspector.inner_text()
+        assert "rank-0 · eval · tag0" in first
+        assert "exact: 5 points" in first  # the first source, sorted: every point shown
+        await page.select_option("#inspect-source", label="rank-1 / train")
+        await page.wait_for_function(
+            "document.querySelector('#inspector').innerText.includes('rank-1 · train · tag0')")
+        switched = await inspector.inner_text()
+        assert re.search(r"reduced: [\d,]+ of 10,000 points", switched), switched
+        assert await inspector.locator("canvas").count() >= 1
+        box = await page.locator("#inspect-chart .u-over").bounding_box()
+        assert box is not None
+        await page.mouse.move(box["x"] + box["width"] * 0.40, box["y"] + 50)
+        await page.mouse.down()  # drag-select a window: the page fetches finer data for it
+        await page.mouse.move(box["x"] + box["width"] * 0.45, box["y"] + 50, steps=5)
+        await page.mouse.up()
+        await page.wait_for_function(
+            "/exact: \\d+ points/.test(document.querySelector('#inspector').innerText)")
+        await page.screenshot(path=str(ARTIFACTS / "charts.png"), full_page=True)
+        await browser.close()
+    assert errors == []
+    assert Path(ARTIFACTS / "charts.png").stat().st_size > 10_000
