@@ -22,7 +22,7 @@ from fastapi.staticfiles import StaticFiles
 
 from tuneplane.common import mapping, objectstore, users
 from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
-from tuneplane.web import models, queries
+from tuneplane.web import models, queries, reporting
 from tuneplane.web.downsample import METHOD, Answer
 
 
@@ -121,6 +121,8 @@ def create_app(settings: WebSettings) -> FastAPI:
                                      description="points or buckets per series at most")]
     Step = Annotated[int | None, Query(ge=-(2**63), le=2**63 - 1)]
     AttemptNo = Annotated[int, PathParam(ge=1, le=2**31 - 1)]
+
+    app.include_router(reporting.router(signer, lambda: state["pool"]))
 
     static = Path(__file__).resolve().parent / "static"
     app.mount("/static", StaticFiles(directory=static), name="static")
