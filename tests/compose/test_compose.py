@@ -14,6 +14,7 @@ SOURCES = {
     "ingest": ["services/ingest", "services/common"],
     "projector": ["services/projector", "services/common"],
     "init": ["services/common"],
+    "web": ["services/web", "services/common"],
 }
 
 
@@ -40,7 +41,7 @@ def test_every_setting_a_gateway_service_requires_is_set() -> None:
 def test_gateway_profile_and_ports() -> None:
     services = compose()["services"]
     assert {n for n, s in services.items() if "gateway" in s.get("profiles", [])} == \
-        {"init", "ingest", "projector"}
+        {"init", "ingest", "projector", "web"}
     assert services["ingest"]["ports"] == ["8444:8444"]
     assert {"postgres", "kafka", "s3"} <= {n for n, s in services.items()
                                            if "profiles" not in s}
