@@ -156,6 +156,14 @@ def create_app(settings: WebSettings) -> FastAPI:
             raise HTTPException(404, f"no run {run_id!r}")
         return found
 
+    @app.get("/api/v1/runs/{run_id}/attempts/{attempt}/members",
+             response_model=list[models.Member])
+    async def members(_: User, run_id: str, attempt: AttemptNo,
+                      limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+                      ) -> list[dict[str, Any]]:
+        async with state["pool"].acquire() as conn:
+            return await queries.records(conn, queries.MEMBERS, run_id, attempt, limit)
+
     @app.get("/api/v1/runs/{run_id}/attempts/{attempt}/series",
              response_model=list[models.Series])
     async def series(_: User, run_id: str, attempt: AttemptNo,

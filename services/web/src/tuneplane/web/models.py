@@ -23,6 +23,12 @@ class Attempt(BaseModel):
     last_batch_at: datetime
 
 
+class Member(BaseModel):
+    member: str
+    sources: list[str]
+    series: int
+
+
 class Series(BaseModel):
     member: str
     source: str

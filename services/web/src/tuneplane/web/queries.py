@@ -23,6 +23,12 @@ SELECT attempt, count(DISTINCT member) AS members, count(*) AS batches,
 FROM batch_ledger WHERE run_id = $1 GROUP BY attempt ORDER BY attempt
 """
 
+MEMBERS = """
+SELECT member, array_agg(DISTINCT source ORDER BY source) AS sources, count(*) AS series
+FROM series WHERE run_id = $1 AND attempt = $2
+GROUP BY member ORDER BY member LIMIT $3
+"""
+
 SERIES = """
 SELECT s.series_id, s.member, s.source, s.tag, sum(c.n)::bigint AS points,
        min(c.step_min) AS step_min, max(c.step_max) AS step_max
