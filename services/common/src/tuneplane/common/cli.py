@@ -12,7 +12,7 @@ from pathlib import Path
 
 import asyncpg
 
-from tuneplane.common import curves, mapping, objectstore, tls, topics, users
+from tuneplane.common import curves, gateway_identity, mapping, objectstore, tls, topics, users
 from tuneplane.common.identity import MemberKey
 from tuneplane.common.migrate import apply_migrations
 from tuneplane.common.settings import SettingsError, TopicSettings, require
@@ -151,6 +151,27 @@ def cmd_user(args: argparse.Namespace) -> int:
     return asyncio.run(user_command(args))
 
 
+async def gateway_ca_pem() -> str | None:
+    conn = await asyncpg.connect(require(os.environ, "TUNEPLANE_DATABASE_URL"))
+    try:
+        return await gateway_identity.trust_bundle(conn)
+    finally:
+        await conn.close()
+
+
+def cmd_gateway_ca(args: argparse.Namespace) -> int:
+    bundle = asyncio.run(gateway_ca_pem())
+    if bundle is None:
+        print("no gateway identity yet: it is created when ingest or control first starts",
+              file=sys.stderr)
+        return 1
+    if args.out:
+        Path(args.out).write_text(bundle)
+    else:
+        print(bundle, end="")
+    return 0
+
+
 def cmd_freeze(args: argparse.Namespace) -> int:
     return asyncio.run(freeze_mapping(args))
 
@@ -188,6 +209,10 @@ def parser() -> argparse.ArgumentParser:
     w.add_argument("--ttl", type=int, default=3600, help="lifetime in seconds (default 3600)")
     w.add_argument("--out", help="write to this file atomically instead of printing")
     w.set_defaults(func=cmd_token_workload)
+    g = sub.add_parser("gateway-ca", help="print the CA of the shared gateway identity: the "
+                                          "trust bundle collectors are handed")
+    g.add_argument("--out", help="write it to this file")
+    g.set_defaults(func=cmd_gateway_ca)
     f = sub.add_parser("freeze-mapping", help="freeze an attempt's metric mapping from its "
                                               "integration artifact (once; never changed)")
     f.add_argument("--run", required=True)

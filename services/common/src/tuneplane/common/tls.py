@@ -51,20 +51,44 @@ def _name(common_name: str) -> x509.Name:
                       x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
 
 
-def generate(hostnames: list[str], *, now: dt.datetime, days: int = 397) -> TlsIdentity:
-    """A new CA and a server certificate whose SANs cover ``hostnames`` (names or IPs)."""
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = _name("Tuneplane telemetry CA")
-    ca_cert = (
-        x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
-        .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
+PEM = serialization.Encoding.PEM
+
+
+@dataclass(frozen=True, slots=True)
+class Authority:
+    """The private CA: its certificate is the trust bundle, its key signs server certificates."""
+
+    certificate_pem: bytes
+    private_key_pem: bytes
+
+
+def key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+
+
+def new_authority(*, now: dt.datetime, days: int = 3650) -> Authority:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = _name("Tuneplane telemetry CA")
+    cert = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name)
+        .public_key(key.public_key()).serial_number(x509.random_serial_number())
         .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=days * 3))
+        .not_valid_after(now + dt.timedelta(days=days))
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False),
                        critical=True)
-        .sign(ca_key, hashes.SHA256())
+        .sign(key, hashes.SHA256())
     )
+    return Authority(cert.public_bytes(PEM), key_pem(key))
+
+
+def issue_server(authority: Authority, hostnames: list[str], *, now: dt.datetime,
+                 days: int = 397) -> TlsIdentity:
+    """A server certificate whose SANs cover ``hostnames`` (names or IPs), signed by the CA."""
+    ca_cert = x509.load_pem_x509_certificate(authority.certificate_pem)
+    ca_key = serialization.load_pem_private_key(authority.private_key_pem, None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
     key = ec.generate_private_key(ec.SECP256R1())
     alt_names: list[x509.GeneralName] = []
     for host in hostnames:
@@ -73,7 +97,8 @@ def generate(hostnames: list[str], *, now: dt.datetime, days: int = 397) -> TlsI
         except ValueError:
             alt_names.append(x509.DNSName(host))
     cert = (
-        x509.CertificateBuilder().subject_name(_name(hostnames[0])).issuer_name(ca_name)
+        x509.CertificateBuilder().subject_name(_name(hostnames[0]))
+        .issuer_name(ca_cert.subject)
         .public_key(key.public_key()).serial_number(x509.random_serial_number())
         .not_valid_before(now - dt.timedelta(minutes=5))
         .not_valid_after(now + dt.timedelta(days=days))
@@ -81,9 +106,9 @@ def generate(hostnames: list[str], *, now: dt.datetime, days: int = 397) -> TlsI
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
-    pem = serialization.Encoding.PEM
-    return TlsIdentity(
-        ca_cert.public_bytes(pem),
-        cert.public_bytes(pem),
-        key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()),
-    )
+    return TlsIdentity(authority.certificate_pem, cert.public_bytes(PEM), key_pem(key))
+
+
+def generate(hostnames: list[str], *, now: dt.datetime, days: int = 397) -> TlsIdentity:
+    """A new CA and a server certificate for ``hostnames`` (development and tests)."""
+    return issue_server(new_authority(now=now), hostnames, now=now, days=days)

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime as dt
 import logging
 import os
 import signal
 import sys
 from pathlib import Path
 
+import asyncpg
 import grpc
 
+from tuneplane.common import gateway_identity
 from tuneplane.common.settings import SettingsError, require
 from tuneplane.common.tls import TlsIdentity
 from tuneplane.common.tokens import TokenSigner
@@ -29,11 +32,16 @@ def parser() -> argparse.ArgumentParser:
                     "TUNEPLANE_WEB_JWT_SECRET.")
     p.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
     p.add_argument("--port", type=int, default=8444, help="telemetry port (default 8444)")
-    p.add_argument("--tls-dir", type=Path,
-                   help="directory with server.pem and server.key "
-                        "(from `tuneplane-admin tls-init`)")
-    p.add_argument("--certificate", type=Path, help="externally managed server certificate (PEM)")
+    p.add_argument("--certificate", type=Path,
+                   help="externally managed server certificate (PEM); needs "
+                        "TUNEPLANE_TELEMETRY_TRUST_BUNDLE, its public CA chain")
     p.add_argument("--private-key", type=Path, help="its private key (PEM)")
+    p.add_argument("--tls-dir", type=Path,
+                   help="development: server.pem and server.key from `tuneplane-admin "
+                        "tls-init`. Without this or --certificate, the shared gateway identity "
+                        "is loaded from PostgreSQL (created on first start), which needs "
+                        "TUNEPLANE_DATABASE_URL, TUNEPLANE_SECRET_ENC_KEY and "
+                        "TUNEPLANE_GATEWAY_HOSTNAME")
     p.add_argument("--max-concurrent-rpcs", type=int, default=256,
                    help="calls in flight before RESOURCE_EXHAUSTED (default 256)")
     p.add_argument("--kafka-timeout", type=float, default=15.0,
@@ -42,21 +50,41 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def server_credentials(args: argparse.Namespace) -> grpc.ServerCredentials:
+def file_credentials(args: argparse.Namespace) -> grpc.ServerCredentials | None:
+    """An externally managed certificate, or a development directory; None: use the shared
+    identity in PostgreSQL."""
     if args.certificate or args.private_key:
         if not (args.certificate and args.private_key):
             raise SettingsError("--certificate and --private-key go together")
+        bundle = require(os.environ, "TUNEPLANE_TELEMETRY_TRUST_BUNDLE")
+        if not Path(bundle).is_file():
+            raise SettingsError(f"TUNEPLANE_TELEMETRY_TRUST_BUNDLE {bundle} is not a file")
         cert, key = args.certificate.read_bytes(), args.private_key.read_bytes()
     elif args.tls_dir:
         identity = TlsIdentity.read(args.tls_dir)
         cert, key = identity.certificate_pem, identity.private_key_pem
     else:
-        raise SettingsError("TLS is required: give --tls-dir or --certificate/--private-key")
+        return None
     return grpc.ssl_server_credentials([(key, cert)])
 
 
+async def shared_credentials() -> grpc.ServerCredentials:
+    """The gateway identity every replica shares, from PostgreSQL (created on first start)."""
+    conn = await asyncpg.connect(require(os.environ, "TUNEPLANE_DATABASE_URL"))
+    try:
+        loaded = await gateway_identity.load_or_create(
+            conn, [require(os.environ, "TUNEPLANE_GATEWAY_HOSTNAME")],
+            require(os.environ, "TUNEPLANE_SECRET_ENC_KEY"), now=dt.datetime.now(dt.UTC))
+    finally:
+        await conn.close()
+    state = "created" if loaded.created else "renewed" if loaded.renewed else "loaded"
+    log.info("shared gateway TLS identity %s", state)
+    identity = loaded.identity
+    return grpc.ssl_server_credentials([(identity.private_key_pem, identity.certificate_pem)])
+
+
 async def serve(args: argparse.Namespace) -> None:
-    credentials = server_credentials(args)
+    credentials = file_credentials(args) or await shared_credentials()
     signer = TokenSigner(require(os.environ, "TUNEPLANE_WEB_JWT_SECRET"))
     sink = KafkaBatchSink(require(os.environ, "TUNEPLANE_KAFKA_BOOTSTRAP"),
                           timeout_seconds=args.kafka_timeout)
@@ -82,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
         asyncio.run(serve(args))
-    except (SettingsError, SinkUnavailable, OSError, ValueError) as exc:
+    except (SettingsError, SinkUnavailable, OSError, ValueError,
+            gateway_identity.IdentityError) as exc:
         print(f"tuneplane-ingest: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -1,0 +1,115 @@
+"""The shared gateway TLS identity in PostgreSQL: one per install, sealed, renewed in place."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import asyncpg
+import grpc
+import pytest
+from cryptography import x509
+
+from tests.support import BIN, Endpoints, Process, free_port
+from tuneplane.common.gateway_identity import IdentityError, Loaded, load_or_create
+from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc
+
+SECRET = "a-secret-encryption-key-for-tests"
+NOW = dt.datetime(2026, 11, 29, tzinfo=dt.UTC)
+
+
+@pytest.fixture
+async def fresh(initialised: Endpoints) -> AsyncIterator[str]:
+    """A database of its own, migrated: the identity is per install."""
+    name = f"gw_{os.urandom(4).hex()}"
+    admin = await asyncpg.connect(initialised.database_url)
+    await admin.execute(f"CREATE DATABASE {name}")
+    url = initialised.database_url.rsplit("/", 1)[0] + f"/{name}"
+    done = subprocess.run([str(BIN / "tuneplane-admin"), "migrate"], capture_output=True,
+                          text=True, env={**os.environ, "TUNEPLANE_DATABASE_URL": url},
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    yield url
+    await admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+    await admin.close()
+
+
+async def load(url: str, hostnames: list[str], secret: str = SECRET,
+               now: dt.datetime = NOW) -> Loaded:
+    conn = await asyncpg.connect(url)
+    try:
+        return await load_or_create(conn, hostnames, secret, now=now)
+    finally:
+        await conn.close()
+
+
+async def test_replicas_racing_at_first_start_create_one_identity(fresh: str) -> None:
+    results = await asyncio.gather(*(load(fresh, ["gw.example"]) for _ in range(6)))
+    assert sum(r.created for r in results) == 1
+    certs = {r.identity.certificate_pem for r in results}
+    assert len(certs) == 1
+
+
+async def test_a_wrong_key_is_an_error_never_a_new_identity(fresh: str) -> None:
+    first = await load(fresh, ["gw.example"])
+    with pytest.raises(IdentityError, match="does not open the stored gateway TLS identity"):
+        await load(fresh, ["gw.example"], secret="another-key-of-enough-length")
+    again = await load(fresh, ["gw.example"])
+    assert again.identity == first.identity
+
+
+async def test_renewal_before_expiry_keeps_the_ca(fresh: str) -> None:
+    first = await load(fresh, ["gw.example"])
+    later = NOW + dt.timedelta(days=380)  # within 30 days of the 397-day certificate's end
+    renewed = await load(fresh, ["gw.example"], now=later)
+    assert renewed.renewed
+    assert renewed.identity.ca_pem == first.identity.ca_pem
+    cert = x509.load_pem_x509_certificate(renewed.identity.certificate_pem)
+    ca = x509.load_pem_x509_certificate(first.identity.ca_pem)
+    cert.verify_directly_issued_by(ca)
+    assert cert.not_valid_after_utc > later + dt.timedelta(days=300)
+    moved = await load(fresh, ["gw2.example"], now=later)  # a new gateway hostname
+    assert moved.renewed
+    cert = x509.load_pem_x509_certificate(moved.identity.certificate_pem)
+    sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert set(sans.get_values_for_type(x509.DNSName)) == {"gw.example", "gw2.example"}
+
+
+async def test_ingest_serves_the_shared_identity_and_collectors_trust_its_ca(
+        fresh: str, initialised: Endpoints, tmp_path: Path) -> None:
+    env = {"TUNEPLANE_DATABASE_URL": fresh, "TUNEPLANE_SECRET_ENC_KEY": SECRET,
+           "TUNEPLANE_GATEWAY_HOSTNAME": "localhost"}
+    ports = [free_port(), free_port()]
+    replicas = [Process([str(BIN / "tuneplane-ingest"), "--host", "127.0.0.1", "--port",
+                         str(port)], tmp_path / f"ingest-{port}.log", ready="ingest listening",
+                        port=port, env=env) for port in ports]
+    try:
+        ca = subprocess.run([str(BIN / "tuneplane-admin"), "gateway-ca"], capture_output=True,
+                            env={**os.environ, **env}, check=True).stdout
+        for port in ports:  # both replicas: same CA, same certificate, TLS verified
+            async with grpc.aio.secure_channel(
+                    f"localhost:{port}", grpc.ssl_channel_credentials(ca)) as channel:
+                with pytest.raises(grpc.aio.AioRpcError) as caught:
+                    await pb_grpc.TelemetryIngestStub(channel).PushBatch(
+                        pb.PushBatchRequest(batch=b""), timeout=10)
+                assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED  # past TLS
+    finally:
+        for replica in replicas:
+            replica.stop()
+
+
+def test_an_external_certificate_needs_the_trust_bundle(tmp_path: Path) -> None:
+    from tuneplane.common import tls
+    tls.generate(["gw.example"], now=NOW).write(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "TUNEPLANE_TELEMETRY_TRUST_BUNDLE"}
+    done = subprocess.run([str(BIN / "tuneplane-ingest"), "--certificate",
+                           str(tmp_path / "server.pem"), "--private-key",
+                           str(tmp_path / "server.key")], capture_output=True, text=True,
+                          env=env, check=False, timeout=60)
+    assert done.returncode == 2
+    assert "TUNEPLANE_TELEMETRY_TRUST_BUNDLE is not set" in done.stderr
