@@ -12,7 +12,16 @@ from pathlib import Path
 
 import asyncpg
 
-from tuneplane.common import curves, gateway_identity, mapping, objectstore, tls, topics, users
+from tuneplane.common import (
+    curves,
+    gateway_identity,
+    mapping,
+    objectstore,
+    runs,
+    tls,
+    topics,
+    users,
+)
 from tuneplane.common.identity import MemberKey
 from tuneplane.common.migrate import apply_migrations
 from tuneplane.common.settings import SettingsError, TopicSettings, require
@@ -172,6 +181,36 @@ def cmd_gateway_ca(args: argparse.Namespace) -> int:
     return 0
 
 
+async def run_command(args: argparse.Namespace) -> int:
+    conn = await asyncpg.connect(require(os.environ, "TUNEPLANE_DATABASE_URL"))
+    try:
+        if args.command == "run-create":
+            path = Path(args.integration)
+            print(await runs.create_run(conn, load_document(path), created_by="cli",
+                                        now=dt.datetime.now(dt.UTC), run_id=args.run))
+        elif args.command == "attempt-start":
+            print(await runs.start_attempt(conn, args.run))
+        elif args.command == "attempt-end":
+            ended = await runs.end_attempt(conn, args.run, args.attempt, args.state)
+            print(f"run {args.run} attempt {args.attempt}: "
+                  f"{args.state if ended else 'already ' + args.state}")
+        else:
+            found = await runs.describe(conn, args.run)
+            if found is None:
+                raise runs.RunError(f"no run {args.run!r}")
+            print(f"run {found['run_id']} (created by {found['created_by']} "
+                  f"{found['created_at']:%Y-%m-%d %H:%M:%S})")
+            for a in found["attempts"]:
+                print(f"  attempt {a['attempt']}: {a['state']}")
+    finally:
+        await conn.close()
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    return asyncio.run(run_command(args))
+
+
 def cmd_freeze(args: argparse.Namespace) -> int:
     return asyncio.run(freeze_mapping(args))
 
@@ -213,6 +252,22 @@ def parser() -> argparse.ArgumentParser:
                                           "trust bundle collectors are handed")
     g.add_argument("--out", help="write it to this file")
     g.set_defaults(func=cmd_gateway_ca)
+    rc = sub.add_parser("run-create", help="create a run with its integration artifact")
+    rc.add_argument("--integration", required=True, help="the artifact (YAML or JSON)")
+    rc.add_argument("--run", help="run id (default: run-<time>-<random>)")
+    rc.set_defaults(func=cmd_run)
+    st = sub.add_parser("attempt-start", help="start the run's next attempt (freezes its "
+                                              "metric mapping); prints its number")
+    st.add_argument("--run", required=True)
+    st.set_defaults(func=cmd_run)
+    en = sub.add_parser("attempt-end", help="end a running attempt")
+    en.add_argument("--run", required=True)
+    en.add_argument("--attempt", type=int, required=True)
+    en.add_argument("--state", default="finished", choices=runs.END_STATES)
+    en.set_defaults(func=cmd_run)
+    sh = sub.add_parser("run-show", help="a run and its attempts")
+    sh.add_argument("run")
+    sh.set_defaults(func=cmd_run)
     f = sub.add_parser("freeze-mapping", help="freeze an attempt's metric mapping from its "
                                               "integration artifact (once; never changed)")
     f.add_argument("--run", required=True)

@@ -5,6 +5,7 @@ whose annotated types are built inside ``create_app`` from the settings' caps.)
 """
 
 import asyncio
+import datetime as dt
 import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -21,7 +22,9 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 
 from tuneplane.common import mapping, objectstore, users
+from tuneplane.common import runs as run_management
 from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
+from tuneplane.telemetry.v1.integration import IntegrationError
 from tuneplane.web import models, queries, reporting
 from tuneplane.web.downsample import METHOD, Answer
 
@@ -147,6 +150,47 @@ def create_app(settings: WebSettings) -> FastAPI:
                    limit: Annotated[int, Query(ge=1, le=500)] = 100) -> list[dict[str, Any]]:
         async with state["pool"].acquire() as conn:
             return await queries.records(conn, queries.RUNS, after, limit)
+
+    @app.post("/api/v1/runs", status_code=201, response_model=models.RunCreated)
+    async def create_run(who: User, body: models.RunCreate) -> models.RunCreated:
+        """Create a run with its integration artifact (checked against its schema)."""
+        async with state["pool"].acquire() as conn:
+            try:
+                run_id = await run_management.create_run(
+                    conn, body.integration, created_by=who, now=dt.datetime.now(dt.UTC),
+                    run_id=body.run_id)
+            except (run_management.RunError, IntegrationError) as exc:
+                raise HTTPException(409 if "exists" in str(exc) else 422, str(exc)) from None
+        return models.RunCreated(run_id=run_id)
+
+    @app.get("/api/v1/runs/{run_id}", response_model=models.ManagedRun)
+    async def run_detail(_: User, run_id: str) -> dict[str, Any]:
+        async with state["pool"].acquire() as conn:
+            found = await run_management.describe(conn, run_id)
+        if found is None:
+            raise HTTPException(404, f"no run {run_id!r} was created here")
+        return found
+
+    @app.post("/api/v1/runs/{run_id}/attempts", status_code=201,
+              response_model=models.AttemptStarted)
+    async def start_attempt(_: User, run_id: str) -> models.AttemptStarted:
+        """Start the run's next attempt; its metric mapping is frozen from the artifact."""
+        async with state["pool"].acquire() as conn:
+            try:
+                attempt = await run_management.start_attempt(conn, run_id)
+            except run_management.RunError as exc:
+                raise HTTPException(404 if "no run" in str(exc) else 409, str(exc)) from None
+        return models.AttemptStarted(run_id=run_id, attempt=attempt)
+
+    @app.post("/api/v1/runs/{run_id}/attempts/{attempt}/end", response_model=models.Ended)
+    async def end_attempt(_: User, run_id: str, attempt: AttemptNo,
+                          body: models.End) -> models.Ended:
+        async with state["pool"].acquire() as conn:
+            try:
+                ended = await run_management.end_attempt(conn, run_id, attempt, body.state)
+            except run_management.RunError as exc:
+                raise HTTPException(404 if "no attempt" in str(exc) else 409, str(exc)) from None
+        return models.Ended(ended=ended)
 
     @app.get("/api/v1/runs/{run_id}/attempts", response_model=list[models.Attempt])
     async def attempts(_: User, run_id: str) -> list[dict[str, Any]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -97,3 +98,39 @@ class RichRecord(BaseModel):
     file_offset: int
     object_key: str
     bytes: int
+
+
+class RunCreate(BaseModel):
+    run_id: str | None = Field(default=None, description="default: run-<time>-<random>")
+    integration: dict[str, Any] = Field(description="the integration artifact (JSON)")
+
+
+class RunCreated(BaseModel):
+    run_id: str
+
+
+class ManagedAttempt(BaseModel):
+    attempt: int
+    state: str
+    started_at: datetime
+    ended_at: datetime | None
+
+
+class ManagedRun(BaseModel):
+    run_id: str
+    created_by: str
+    created_at: datetime
+    attempts: list[ManagedAttempt]
+
+
+class AttemptStarted(BaseModel):
+    run_id: str
+    attempt: int
+
+
+class End(BaseModel):
+    state: Literal["finished", "failed", "cancelled"] = "finished"
+
+
+class Ended(BaseModel):
+    ended: bool = Field(description="false when the attempt had already ended so")

@@ -1,0 +1,90 @@
+"""Run and attempt management over the web API (and the CLI): create, start, end, retry."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import asyncpg
+import httpx
+import pytest
+
+from tests.support import BIN
+from tuneplane.common.mapping import frozen_mapping
+
+ARTIFACT = {"version": 1,
+            "sources": [{"id": "train", "kind": "jsonl", "path": "/d/m.jsonl", "owner": "rank-0"}],
+            "mappings": [{"tag": "loss", "name": "loss", "goal": "minimize"}]}
+
+
+@pytest.fixture
+async def client(base_url: str, user_token: str) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=base_url, timeout=60,
+                                 headers={"Authorization": f"Bearer {user_token}"}) as c:
+        yield c
+
+
+async def test_a_run_is_created_attempted_ended_and_retried(client: httpx.AsyncClient,
+                                                            db: asyncpg.Connection) -> None:
+    run_id = f"managed-{uuid.uuid4().hex[:8]}"
+    created = await client.post("/api/v1/runs", json={"run_id": run_id,
+                                                      "integration": ARTIFACT})
+    assert created.status_code == 201, created.text
+    assert created.json() == {"run_id": run_id}
+    again = await client.post("/api/v1/runs", json={"run_id": run_id, "integration": ARTIFACT})
+    assert again.status_code == 409
+    first = await client.post(f"/api/v1/runs/{run_id}/attempts")
+    assert first.json() == {"run_id": run_id, "attempt": 1}
+    frozen = await frozen_mapping(db, run_id, 1)
+    assert frozen is not None
+    assert [m.name for m in frozen] == ["loss"]
+    busy = await client.post(f"/api/v1/runs/{run_id}/attempts")
+    assert busy.status_code == 409
+    assert "still running" in busy.json()["detail"]
+    ended = await client.post(f"/api/v1/runs/{run_id}/attempts/1/end", json={"state": "failed"})
+    assert ended.json() == {"ended": True}
+    repeat = await client.post(f"/api/v1/runs/{run_id}/attempts/1/end", json={"state": "failed"})
+    assert repeat.json() == {"ended": False}
+    other = await client.post(f"/api/v1/runs/{run_id}/attempts/1/end", json={})
+    assert other.status_code == 409
+    retry = await client.post(f"/api/v1/runs/{run_id}/attempts")
+    assert retry.json()["attempt"] == 2  # a retry is attempt 2
+    detail = (await client.get(f"/api/v1/runs/{run_id}")).json()
+    assert [(a["attempt"], a["state"]) for a in detail["attempts"]] == [(1, "failed"),
+                                                                        (2, "running")]
+    assert detail["created_by"].startswith("tester-")
+
+
+async def test_bad_runs_are_refused_clearly(client: httpx.AsyncClient) -> None:
+    broken = {**ARTIFACT, "sources": []}
+    bad = await client.post("/api/v1/runs", json={"integration": broken})
+    assert bad.status_code == 422
+    assert "artifact.sources must contain at least 1 items" in bad.json()["detail"]
+    named = await client.post("/api/v1/runs", json={"run_id": "bad id!", "integration": ARTIFACT})
+    assert named.status_code == 422
+    assert (await client.post("/api/v1/runs/none-such/attempts")).status_code == 404
+    assert (await client.get("/api/v1/runs/none-such")).status_code == 404
+
+
+def test_the_cli_manages_runs_too(tmp_path: Path, initialised: object) -> None:
+    import json
+    artifact = tmp_path / "integration.json"
+    artifact.write_text(json.dumps(ARTIFACT))
+    admin = str(BIN / "tuneplane-admin")
+
+    def run(*args: str) -> str:
+        done = subprocess.run([admin, *args], capture_output=True, text=True, check=False,
+                              env=os.environ)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    run_id = run("run-create", "--integration", str(artifact))
+    assert run_id.startswith("run-")
+    assert run("attempt-start", "--run", run_id) == "1"
+    assert run("attempt-end", "--run", run_id, "--attempt", "1") == \
+        f"run {run_id} attempt 1: finished"
+    assert run("attempt-start", "--run", run_id) == "2"
+    assert "attempt 1: finished" in run("run-show", run_id)
