@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import asyncpg
+import orjson
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response
 from fastapi import Path as PathParam
 from fastapi.responses import FileResponse, JSONResponse
@@ -52,14 +53,21 @@ def number(value: float) -> float | str:
     return value
 
 
-def series_data(ref: dict[str, Any], result: Answer, lo: int, hi: int) -> models.SeriesData:
-    return models.SeriesData(
-        member=ref["member"], source=ref["source"], tag=ref["tag"], step_min=lo, step_max=hi,
-        reduced=result.reduced, method=METHOD if result.reduced else None,
-        points_in_range=result.points_in_range, points_returned=result.points_returned,
-        points=[(s, w, number(v)) for s, w, v in result.points],
-        buckets=[models.Bucket(step_lo=b.step_lo, step_hi=b.step_hi, count=b.count, min=b.min,
-                               max=b.max, last=number(b.last)) for b in result.buckets])
+def series_data(ref: dict[str, Any], result: Answer, lo: int, hi: int) -> dict[str, Any]:
+    """A ``models.SeriesData`` as plain data: large answers skip per-bucket model objects."""
+    return {
+        "member": ref["member"], "source": ref["source"], "tag": ref["tag"], "step_min": lo,
+        "step_max": hi, "reduced": result.reduced, "method": METHOD if result.reduced else None,
+        "points_in_range": result.points_in_range, "points_returned": result.points_returned,
+        "points": [(s, w, number(v)) for s, w, v in result.points],
+        "buckets": [{"step_lo": b.step_lo, "step_hi": b.step_hi, "count": b.count,
+                     "min": b.min, "max": b.max, "last": number(b.last)}
+                    for b in result.buckets]}
+
+
+def json_response(data: dict[str, Any]) -> Response:
+    """Serialised by orjson, without re-validation: the shapes are the declared models'."""
+    return Response(orjson.dumps(data), media_type="application/json")
 
 
 def series_refs(items: tuple[mapping.SeriesRef, ...]) -> list[models.SeriesRef]:
@@ -222,7 +230,7 @@ def create_app(settings: WebSettings) -> FastAPI:
              response_model=models.SeriesData)
     async def scalars(_: User, run_id: str, attempt: AttemptNo, member: str, source: str, tag: str,
                       step_min: Step = None, step_max: Step = None,
-                      max_points: MaxPoints = 2000) -> models.SeriesData:
+                      max_points: MaxPoints = 2000) -> Response:
         """Raw scalars of one source's tag for one member: the inspector's view."""
         async with state["pool"].acquire() as conn:
             series_id = await conn.fetchval(queries.SERIES_ID, run_id, attempt, member, source,
@@ -232,7 +240,8 @@ def create_app(settings: WebSettings) -> FastAPI:
                                          f"attempt {attempt}")
             result, lo, hi = await queries.series_answer(conn, series_id, step_min, step_max,
                                                          max_points, settings.unpack_budget)
-        return series_data({"member": member, "source": source, "tag": tag}, result, lo, hi)
+        return json_response(series_data({"member": member, "source": source, "tag": tag},
+                                         result, lo, hi))
 
     @app.get("/api/v1/runs/{run_id}/attempts/{attempt}/canonical",
              response_model=models.CanonicalIndex)
@@ -252,7 +261,7 @@ def create_app(settings: WebSettings) -> FastAPI:
     async def curve(_: User, run_id: str, attempt: AttemptNo, name: str, step_min: Step = None,
                     step_max: Step = None, max_points: MaxPoints = 2000,
                     max_series: Annotated[int, Query(ge=1, le=settings.max_series_cap)] = 20,
-                    ) -> models.CanonicalCurve:
+                    ) -> Response:
         """A canonical curve through the attempt's frozen mapping: one series per member."""
         async with state["pool"].acquire() as conn:
             resolution = await mapping.canonical(conn, run_id, attempt)
@@ -260,18 +269,21 @@ def create_app(settings: WebSettings) -> FastAPI:
             if not found:
                 raise HTTPException(404, f"no canonical curve {name!r} in run {run_id!r} attempt "
                                          f"{attempt} (is its mapping frozen?)")
-            chosen = found[0]
-            data = []
-            for ref in chosen.series[:max_series]:
+        chosen = found[0]
+
+        async def one(ref: mapping.SeriesRef) -> dict[str, Any]:
+            async with state["pool"].acquire() as conn:  # members read side by side
                 series_id = await conn.fetchval(queries.SERIES_ID, run_id, attempt, ref.member,
                                                 ref.source, ref.tag)
                 result, lo, hi = await queries.series_answer(
                     conn, series_id, step_min, step_max, max_points, settings.unpack_budget)
-                data.append(series_data({"member": ref.member, "source": ref.source,
-                                         "tag": ref.tag}, result, lo, hi))
-        return models.CanonicalCurve(name=chosen.name, goal=chosen.goal, unit=chosen.unit,
-                                     aggregate=chosen.aggregate, series=data,
-                                     series_total=len(chosen.series))
+            return series_data({"member": ref.member, "source": ref.source, "tag": ref.tag},
+                               result, lo, hi)
+
+        data = await asyncio.gather(*(one(ref) for ref in chosen.series[:max_series]))
+        return json_response({"name": chosen.name, "goal": chosen.goal, "unit": chosen.unit,
+                              "aggregate": chosen.aggregate, "series": data,
+                              "series_total": len(chosen.series)})
 
     @app.get("/api/v1/runs/{run_id}/attempts/{attempt}/rich",
              response_model=list[models.RichRecord])
