@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from tuneplane.collector import jsonl, tensorboard
 from tuneplane.collector.tbevents import Decoded, TagPlugins, decode
-from tuneplane.telemetry.v1 import telemetry_pb2 as pb
-
-KIND_NAMES = {pb.RichRecord.KIND_IMAGE: "image", pb.RichRecord.KIND_HISTOGRAM: "histogram",
-              pb.RichRecord.KIND_AUDIO: "audio", pb.RichRecord.KIND_TEXT: "text",
-              pb.RichRecord.KIND_TENSOR: "tensor", pb.RichRecord.KIND_JSON: "json"}
-
-
-def number(value: float) -> float | str:
-    """JSON has no NaN or infinities: they are written as "nan", "inf", "-inf"."""
-    if math.isnan(value):
-        return "nan"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    return value
+from tuneplane.telemetry.v1.names import RICH_KIND_NAMES, json_number
 
 
 def tensorboard_records(root: Path, report: Callable[[str], None]) -> Iterator[dict[str, Any]]:
@@ -56,9 +42,9 @@ def _decoded(data: bytes, relative: str, offset: int, plugins: TagPlugins,
         report(problem)
     for tag, step, wall_time, value in out.scalars:
         yield {"kind": "scalar", "file": relative, "offset": offset, "tag": tag,
-               "step": step, "wall_time": wall_time, "value": number(value)}
+               "step": step, "wall_time": wall_time, "value": json_number(value)}
     for r in out.rich:
-        yield {"kind": KIND_NAMES[r.kind], "file": relative, "offset": offset, "tag": r.tag,
+        yield {"kind": RICH_KIND_NAMES[r.kind], "file": relative, "offset": offset, "tag": r.tag,
                "step": r.step, "wall_time": r.wall_time, "plugin": r.plugin_name,
                "bytes": len(r.payload)}
     for m in out.session_starts:
@@ -82,7 +68,7 @@ def jsonl_records(path: Path, report: Callable[[str], None]) -> Iterator[dict[st
                     for tag, value in metrics:
                         yield {"kind": "scalar", "file": path.name, "offset": offset,
                                "line": number_of_line, "tag": tag, "step": step,
-                               "wall_time": wall_time, "value": number(value)}
+                               "wall_time": wall_time, "value": json_number(value)}
             offset += len(raw)
 
 

@@ -11,6 +11,7 @@ from google.protobuf.message import DecodeError
 
 from tuneplane.common.identity import BatchKey
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1.names import RICH_KIND_NAMES
 
 
 class PoisonBatch(Exception):
@@ -124,11 +125,6 @@ class Projection:
     session_starts: list[StartRow] = field(default_factory=list)
 
 
-KIND_NAMES = {pb.RichRecord.KIND_IMAGE: "image", pb.RichRecord.KIND_HISTOGRAM: "histogram",
-              pb.RichRecord.KIND_AUDIO: "audio", pb.RichRecord.KIND_TEXT: "text",
-              pb.RichRecord.KIND_TENSOR: "tensor", pb.RichRecord.KIND_JSON: "json"}
-
-
 def object_key(payload: bytes) -> str:
     """Content-addressed: a replay, or the same bytes logged twice, writes the same object."""
     digest = hashlib.sha256(payload).hexdigest()
@@ -136,7 +132,7 @@ def object_key(payload: bytes) -> str:
 
 
 def rich_row(record: pb.RichRecord, index: int) -> RichRow:
-    kind = KIND_NAMES.get(record.kind)
+    kind = RICH_KIND_NAMES.get(record.kind)
     if kind is None:
         raise PoisonBatch(f"rich record {index} ({record.source}/{record.tag}) has unknown kind "
                           f"{record.kind}")

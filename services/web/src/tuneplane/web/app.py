@@ -6,7 +6,6 @@ whose annotated types are built inside ``create_app`` from the settings' caps.)
 
 import asyncio
 import datetime as dt
-import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -26,6 +25,7 @@ from tuneplane.common import mapping, objectstore, users
 from tuneplane.common import runs as run_management
 from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
 from tuneplane.telemetry.v1.integration import IntegrationError
+from tuneplane.telemetry.v1.names import json_number
 from tuneplane.web import models, queries, reporting
 from tuneplane.web.downsample import METHOD, Answer
 
@@ -45,23 +45,15 @@ class WebSettings:
     uplot_dir: Path = Path(__file__).resolve().parents[3] / "ui" / "node_modules" / "uplot" / "dist"
 
 
-def number(value: float) -> float | str:
-    if math.isnan(value):
-        return "nan"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    return value
-
-
 def series_data(ref: dict[str, Any], result: Answer, lo: int, hi: int) -> dict[str, Any]:
     """A ``models.SeriesData`` as plain data: large answers skip per-bucket model objects."""
     return {
         "member": ref["member"], "source": ref["source"], "tag": ref["tag"], "step_min": lo,
         "step_max": hi, "reduced": result.reduced, "method": METHOD if result.reduced else None,
         "points_in_range": result.points_in_range, "points_returned": result.points_returned,
-        "points": [(s, w, number(v)) for s, w, v in result.points],
+        "points": [(s, w, json_number(v)) for s, w, v in result.points],
         "buckets": [{"step_lo": b.step_lo, "step_hi": b.step_hi, "count": b.count,
-                     "min": b.min, "max": b.max, "last": number(b.last)}
+                     "min": b.min, "max": b.max, "last": json_number(b.last)}
                     for b in result.buckets]}
 
 
