@@ -15,7 +15,6 @@ import asyncio
 import os
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
@@ -23,7 +22,14 @@ import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.support import Endpoints, member_batch, produce, run_admin, start_projector
+from tests.support import (
+    Endpoints,
+    first_and_last,
+    member_batch,
+    produce,
+    run_admin,
+    start_projector,
+)
 from tuneplane.common.identity import MemberKey
 
 
@@ -42,19 +48,11 @@ async def measure(endpoints: Endpoints, processes: int, batches: int, points: in
         db = await asyncpg.connect(endpoints.database_url)
         try:
             await produce(endpoints.kafka_bootstrap, stream)
-            first = 0.0
-            deadline = time.perf_counter() + 900
-            while time.perf_counter() < deadline:
-                done = await db.fetchval("SELECT count(*) FROM batch_ledger WHERE run_id = $1",
-                                         run_id)
-                now = time.perf_counter()
-                if done and not first:
-                    first = now
-                if done >= batches:
-                    break
-                await asyncio.sleep(0.02)
-            else:
-                raise TimeoutError(f"{done} of {batches} batches after 15 minutes")
+
+            async def projected() -> int:
+                return int(await db.fetchval(
+                    "SELECT count(*) FROM batch_ledger WHERE run_id = $1", run_id))
+            first, now = await first_and_last(projected, batches, f"batches of run {run_id}")
         finally:
             await db.close()
         seconds = now - first

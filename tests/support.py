@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -200,3 +200,19 @@ async def produce(bootstrap: str, batches: list[pb.Batch]) -> None:
         await asyncio.gather(*sent)
     finally:
         await producer.stop()
+
+
+async def first_and_last(count: Callable[[], Awaitable[int]], expected: int, what: str,
+                         seconds: float = 900.0) -> tuple[float, float]:
+    """Polls ``count`` until it reaches ``expected``; returns when (perf_counter) the first
+    and the last were seen. For benchmarks: the span between them is the throughput's."""
+    first, deadline, seen = 0.0, time.perf_counter() + seconds, 0
+    while time.perf_counter() < deadline:
+        seen = await count()
+        now = time.perf_counter()
+        if seen and not first:
+            first = now
+        if seen >= expected:
+            return first, now
+        await asyncio.sleep(0.02)
+    raise TimeoutError(f"{seen:,} of {expected:,} {what} after {seconds:.0f} s")
