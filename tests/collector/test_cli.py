@@ -92,3 +92,12 @@ def test_spool_status_of_a_missing_spool_is_an_error(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["spool", "status", str(tmp_path)]) == 1
     assert "no spool at" in capsys.readouterr().err
+
+
+def test_spool_status_of_a_spool_being_created_is_not_called_damaged(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "spool.sqlite3").write_bytes(b"")  # created, no schema yet
+    assert main(["spool", "status", str(tmp_path)]) == 1
+    error = capsys.readouterr().err
+    assert "has no tables yet" in error
+    assert "damaged" not in error

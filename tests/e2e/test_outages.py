@@ -25,12 +25,19 @@ from tests.support import (
     workload_token,
     write_jsonl,
 )
-from tuneplane.collector.spool import status
+from tuneplane.collector.spool import SpoolError, SpoolNotReady, status
 from tuneplane.common.identity import MemberKey
 
 
 def spool_status(spool: Path) -> dict[str, object]:
-    return status(spool) if (spool / "spool.sqlite3").exists() else {}
+    try:
+        return status(spool)
+    except SpoolNotReady:  # the collector is still creating it
+        return {}
+    except SpoolError:
+        if (spool / "spool.sqlite3").exists():
+            raise
+        return {}
 
 
 async def test_spool_full_pauses_reading_then_everything_arrives_when_ingest_comes_back(

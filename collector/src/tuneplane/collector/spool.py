@@ -39,6 +39,10 @@ class SpoolError(RuntimeError):
     """The spool cannot be used as configured; the message says why."""
 
 
+class SpoolNotReady(SpoolError):
+    """The spool file exists but holds no tables yet: a collector is creating it."""
+
+
 @dataclass(frozen=True, slots=True)
 class Owner:
     run_id: str
@@ -187,6 +191,9 @@ def status(directory: Path) -> dict[str, object]:
         raise SpoolError(f"no spool at {directory} ({Spool.FILE} not found)")
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
+        if not db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'meta'").fetchone()[0]:
+            raise SpoolNotReady(f"spool {path} has no tables yet (a collector is creating it, "
+                                "or it is empty); nothing is spooled in it")
         meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
         pending = db.execute("SELECT count(*), coalesce(sum(points), 0), "
                              "coalesce(sum(length(payload)), 0) FROM batches "
