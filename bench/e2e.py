@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime as dt
 import os
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -30,10 +28,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.support import (
     Endpoints,
     Process,
+    bench_workspace,
     collector_args,
     first_and_last,
     free_port,
-    run_admin,
     start_ingest,
     start_projector,
     workload_token,
@@ -42,7 +40,6 @@ from tests.support import (
 from tuneplane.collector.reader import SourceReader, SourceSpec
 from tuneplane.collector.sender import Sender, Target
 from tuneplane.collector.spool import Owner, Spool
-from tuneplane.common import tls
 from tuneplane.common.identity import MemberKey
 from tuneplane.telemetry.v1.limits import MAX_BATCH_BYTES
 
@@ -69,10 +66,7 @@ async def main() -> None:
     parser.add_argument("--batch-points", type=int, default=10_000)
     args = parser.parse_args()
     endpoints = Endpoints.from_environ(os.environ)
-    run_admin(endpoints, "init")
-    work = Path(tempfile.mkdtemp(prefix="tuneplane-bench-"))
-    tls_dir = work / "tls"
-    tls.generate(["localhost", "127.0.0.1"], now=dt.datetime.now(dt.UTC)).write(tls_dir)
+    work, tls_dir = bench_workspace(endpoints)
     steps = args.points // args.tags
     points = steps * args.tags
     tags = [f"metric/{i}" for i in range(args.tags)]

@@ -80,6 +80,14 @@ def projector(initialised: Endpoints, tmp_path_factory: pytest.TempPathFactory,
     process.stop()
 
 
+@pytest.fixture(scope="session")
+def collector_artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The collector artifact built from this checkout for this host."""
+    from tests.support import ROOT
+    from tuneplane.collector.artifact import build
+    return build(ROOT, tmp_path_factory.mktemp("artifacts"))
+
+
 @pytest.fixture
 def run_id() -> str:
     return f"test-{uuid.uuid4().hex[:12]}"

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -17,7 +19,7 @@ from pathlib import Path
 import asyncpg
 from aiokafka import AIOKafkaProducer
 
-from tuneplane.common import topics
+from tuneplane.common import tls, topics
 from tuneplane.common.identity import BatchKey, MemberKey
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.ingest.sink import partition_for
@@ -47,6 +49,15 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def bench_workspace(endpoints: Endpoints, prefix: str = "tuneplane-bench-") -> tuple[Path, Path]:
+    """For benchmarks: storage initialised, a fresh work directory and a TLS directory in it
+    for localhost."""
+    run_admin(endpoints, "init")
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    tls.generate(["localhost", "127.0.0.1"], now=dt.datetime.now(dt.UTC)).write(work / "tls")
+    return work, work / "tls"
 
 
 def run_admin(endpoints: Endpoints, *args: str) -> str:
@@ -104,6 +115,22 @@ def start_ingest(endpoints: Endpoints, tls_dir: Path, port: int, log: Path) -> P
                        "--tls-dir", str(tls_dir), "--kafka-timeout", "5"], log,
                       ready="ingest listening", port=port)
     return process
+
+
+def launch_env(ingest_port: int, spool_root: Path, artifact: Path) -> dict[str, str]:
+    return {"TUNEPLANE_TELEMETRY_TARGET": f"localhost:{ingest_port}",
+            "TUNEPLANE_TELEMETRY_SPOOL_ROOT": str(spool_root),
+            "TUNEPLANE_TELEMETRY_COLLECTOR_ARTIFACT": str(artifact),
+            "TUNEPLANE_TELEMETRY_DRAIN_SECONDS": "20"}
+
+
+def start_control(tls_dir: Path, port: int, log: Path, env: dict[str, str],
+                  *extra: str) -> Process:
+    """Node control with the development TLS identity; ``env`` holds the launch settings
+    (TUNEPLANE_TELEMETRY_TARGET, _SPOOL_ROOT, _COLLECTOR_ARTIFACT, ...)."""
+    return Process([str(BIN / "tuneplane-control"), "serve", "--host", "127.0.0.1", "--port",
+                    str(port), "--tls-dir", str(tls_dir), *extra], log,
+                   ready="control listening", port=port, env=env)
 
 
 def start_projector(endpoints: Endpoints, log: Path, env: dict[str, str] | None = None,

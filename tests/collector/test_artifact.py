@@ -17,8 +17,8 @@ from tuneplane.collector.artifact import MANIFEST, ArtifactError, Target, build,
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build(ROOT, tmp_path_factory.mktemp("artifacts"))
+def built(collector_artifact: Path) -> Path:
+    return collector_artifact
 
 
 @pytest.fixture

@@ -14,8 +14,10 @@ import grpc
 import pytest
 from cryptography import x509
 
-from tests.support import BIN, Endpoints, Process, free_port
+from tests.support import BIN, Endpoints, Process, free_port, launch_env
 from tuneplane.common.gateway_identity import IdentityError, Loaded, load_or_create
+from tuneplane.node.v1 import node_pb2 as node_pb
+from tuneplane.node.v1 import node_pb2_grpc as node_grpc
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc
 
@@ -80,14 +82,22 @@ async def test_renewal_before_expiry_keeps_the_ca(fresh: str) -> None:
     assert set(sans.get_values_for_type(x509.DNSName)) == {"gw.example", "gw2.example"}
 
 
-async def test_ingest_serves_the_shared_identity_and_collectors_trust_its_ca(
+def control_args(port: int) -> list[str]:
+    return [str(BIN / "tuneplane-control"), "serve", "--host", "127.0.0.1", "--port", str(port)]
+
+
+async def test_ingest_and_control_serve_the_shared_identity_and_collectors_trust_its_ca(
         fresh: str, initialised: Endpoints, tmp_path: Path) -> None:
     env = {"TUNEPLANE_DATABASE_URL": fresh, "TUNEPLANE_SECRET_ENC_KEY": SECRET,
-           "TUNEPLANE_GATEWAY_HOSTNAME": "localhost"}
+           "TUNEPLANE_GATEWAY_HOSTNAME": "localhost",
+           **launch_env(8444, tmp_path / "spool", tmp_path / ("0" * 64))}
     ports = [free_port(), free_port()]
     replicas = [Process([str(BIN / "tuneplane-ingest"), "--host", "127.0.0.1", "--port",
                          str(port)], tmp_path / f"ingest-{port}.log", ready="ingest listening",
                         port=port, env=env) for port in ports]
+    control_port = free_port()
+    control = Process(control_args(control_port), tmp_path / "control.log",
+                      ready="control listening", port=control_port, env=env)
     try:
         ca = subprocess.run([str(BIN / "tuneplane-admin"), "gateway-ca"], capture_output=True,
                             env={**os.environ, **env}, check=True).stdout
@@ -98,9 +108,22 @@ async def test_ingest_serves_the_shared_identity_and_collectors_trust_its_ca(
                     await pb_grpc.TelemetryIngestStub(channel).PushBatch(
                         pb.PushBatchRequest(batch=b""), timeout=10)
                 assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED  # past TLS
+        async with grpc.aio.secure_channel(
+                f"localhost:{control.port}", grpc.ssl_channel_credentials(ca)) as channel:
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await node_grpc.NodeControlStub(channel).Heartbeat(node_pb.HeartbeatRequest(),
+                                                                   timeout=10)
+            assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED  # past TLS
     finally:
-        for replica in replicas:
+        for replica in [*replicas, control]:
             replica.stop()
+    wrong = {**env, "TUNEPLANE_SECRET_ENC_KEY": "another-key-of-enough-length"}
+    for args in (control_args(free_port()), [str(BIN / "tuneplane-ingest"), "--port",
+                                            str(free_port())]):
+        done = subprocess.run(args, capture_output=True, text=True, env={**os.environ, **wrong},
+                              check=False, timeout=60)
+        assert done.returncode == 2, done.stderr
+        assert "does not open the stored gateway TLS identity" in done.stderr
 
 
 def test_an_external_certificate_needs_the_trust_bundle(tmp_path: Path) -> None:

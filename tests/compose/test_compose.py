@@ -12,6 +12,7 @@ from tests.support import ROOT
 COMPOSE = ROOT / "compose" / "compose.yaml"
 SOURCES = {
     "ingest": ["services/ingest", "services/common"],
+    "control": ["services/control", "services/common"],
     "projector": ["services/projector", "services/common"],
     "init": ["services/common"],
     "web": ["services/web", "services/common"],
@@ -41,8 +42,9 @@ def test_every_setting_a_gateway_service_requires_is_set() -> None:
 def test_gateway_profile_and_ports() -> None:
     services = compose()["services"]
     assert {n for n, s in services.items() if "gateway" in s.get("profiles", [])} == \
-        {"init", "ingest", "projector", "web"}
+        {"init", "ingest", "control", "projector", "web"}
     assert services["ingest"]["ports"] == ["8444:8444"]
+    assert services["control"]["ports"] == ["8443:8443"]
     assert {"postgres", "kafka", "s3"} <= {n for n, s in services.items()
                                            if "profiles" not in s}
 

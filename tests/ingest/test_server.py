@@ -122,10 +122,14 @@ async def test_expired_token_is_unauthenticated(stub: pb_grpc.TelemetryIngestAsy
                        "token expired")
 
 
-async def test_node_token_is_not_accepted_on_the_telemetry_listener(
-        stub: pb_grpc.TelemetryIngestAsyncStub, signer: TokenSigner, run_id: str) -> None:
-    node = signer.issue(TokenKind.NODE, "node-1", {}, now=time.time(), ttl_seconds=60)
-    await expect_error(stub, batch(MemberKey(run_id, 1, "m")), node,
+@pytest.mark.parametrize("kind", [TokenKind.NODE, TokenKind.USER])
+async def test_node_and_user_tokens_are_not_accepted_on_the_telemetry_listener(
+        stub: pb_grpc.TelemetryIngestAsyncStub, signer: TokenSigner, run_id: str,
+        kind: TokenKind) -> None:
+    # Even carrying a workload binding, a token of another kind is refused.
+    other = signer.issue(kind, "node-1", {"run": run_id, "attempt": 1, "member": "m"},
+                         now=time.time(), ttl_seconds=60)
+    await expect_error(stub, batch(MemberKey(run_id, 1, "m")), other,
                        grpc.StatusCode.UNAUTHENTICATED, "workload token refused")
 
 

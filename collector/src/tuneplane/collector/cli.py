@@ -49,8 +49,9 @@ def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "run", help="collect and send until stopped (SIGTERM drains, then exits)",
         description="Read the sources, spool sealed batches in a private host-local SQLite "
                     "spool and send them to ingest over TLS. Nothing leaves the spool before "
-                    "ingest confirms Kafka holds it. SIGTERM stops reading and keeps sending "
-                    "for TUNEPLANE_TELEMETRY_DRAIN_SECONDS (30), leaving the rest spooled.")
+                    "ingest confirms Kafka holds it. SIGTERM reads the sources to their current "
+                    "end and keeps sending for TUNEPLANE_TELEMETRY_DRAIN_SECONDS (30), leaving "
+                    "the rest spooled.")
     p.add_argument("--run", required=True, help="run id")
     p.add_argument("--attempt", type=int, required=True, help="attempt number (1, 2, ...)")
     p.add_argument("--member", required=True, help="member identity, e.g. rank-0")

@@ -56,6 +56,12 @@ class Collector:
                 self.sources_idle.clear()
                 if self.reader.spool_full():
                     self.stopping.wait(self.config.poll_seconds)
+        # Stopping (the attempt ended): take what the sources hold now, as far as the spool
+        # and the drain time allow, so the last steps written are not left unread.
+        deadline = time.monotonic() + self.config.drain_seconds
+        while time.monotonic() < deadline and not self.reader.spool_full():
+            if self.reader.run_once():
+                break
 
     def send_loop(self, until: threading.Event) -> None:
         while not until.is_set():
@@ -69,7 +75,8 @@ class Collector:
         return self.sources_idle.is_set() and self._status.pending_count() == 0
 
     def run(self, *, exit_when_idle: bool = False) -> int:
-        """Runs until ``stop()`` (or idle, if asked), then drains.
+        """Runs until ``stop()`` (or idle, if asked), reads the sources to their current end,
+        then drains.
 
         Returns the batches not delivered: still pending after the drain, or quarantined.
         """
@@ -84,8 +91,8 @@ class Collector:
                 self.stopping.set()
                 break
             self.stopping.wait(0.1)
-        reader.join()
         deadline = time.monotonic() + self.config.drain_seconds
+        reader.join()
         while self._status.pending_count() and time.monotonic() < deadline:
             time.sleep(0.05)
         send_stop.set()

@@ -103,7 +103,10 @@ def make_private(directory: Path) -> None:
         missing.append(path)
         path = path.parent
     for path in reversed(missing):
-        path.mkdir(mode=0o700)
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            continue  # made by a collector starting beside this one; checked below if ours
         os.chmod(path, 0o700)  # mkdir's mode is masked by the umask
     info = directory.stat()
     if not stat.S_ISDIR(info.st_mode):

@@ -10,6 +10,7 @@ import grpc
 from google.protobuf.message import DecodeError
 
 from tuneplane.common.identity import BatchKey
+from tuneplane.common.listener import bearer_token
 from tuneplane.common.tokens import TokenError, TokenSigner
 from tuneplane.ingest.recent import RecentBatches, Seen
 from tuneplane.ingest.sink import BatchSink, SinkUnavailable
@@ -23,14 +24,6 @@ log = logging.getLogger("tuneplane.ingest")
 #: gRPC refuses (RESOURCE_EXHAUSTED) a message over this; between MAX_BATCH_BYTES and it,
 #: the service answers INVALID_ARGUMENT with the sizes.
 MAX_RECEIVE_BYTES = 2 * MAX_BATCH_BYTES
-
-
-def bearer_token(context: grpc.aio.ServicerContext[pb.PushBatchRequest, pb.PushBatchReply],
-                 ) -> str | None:
-    for key, value in context.invocation_metadata() or ():
-        if key == "authorization" and isinstance(value, str) and value.startswith("Bearer "):
-            return value[len("Bearer "):]
-    return None
 
 
 class TelemetryIngest(pb_grpc.TelemetryIngestServicer):

@@ -1,0 +1,87 @@
+"""``tuneplane-node``: the node agent of an execution host.
+
+    tuneplane-node enroll --control HOST:8443 --ca-file CA --token-file F --state-dir DIR
+    tuneplane-node run --state-dir DIR
+
+``enroll`` trades a one-time enrollment token for this node's credential (kept in
+DIR/node.json, 0600). ``run`` beats to Node control and runs each launch it is given:
+it verifies the collector artifact, checks the spool grant, writes the collector's
+configuration and token file, starts the training command with a collector beside it,
+rewrites the token file on renewal, reports the launch's state, and lets the collector
+drain at the end. SIGTERM stops the agent: training commands get SIGTERM, collectors drain.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import socket
+import sys
+from pathlib import Path
+
+import grpc
+
+from tuneplane.collector.node import agent, client
+from tuneplane.collector.spoolroot import SpoolPlaceError, make_private
+
+
+def cmd_enroll(args: argparse.Namespace) -> int:
+    try:
+        make_private(args.state_dir)
+        token = args.token_file.read_text().strip()
+        state = client.enroll(args.control, args.ca_file, token, socket.gethostname(),
+                              args.server_name or "")
+    except (OSError, SpoolPlaceError) as exc:
+        print(f"tuneplane-node enroll: {exc}", file=sys.stderr)
+        return 2
+    except grpc.RpcError as exc:
+        print(f"tuneplane-node enroll: refused by {args.control}: {exc.details()}",
+              file=sys.stderr)
+        return 1
+    state.save(args.state_dir)
+    print(f"enrolled as {state.node_id}; credential in {args.state_dir / client.STATE_FILE}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=args.loglevel.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    node = agent.load(args.state_dir)
+    signal.signal(signal.SIGTERM, lambda *_: node.stopping.set())
+    signal.signal(signal.SIGINT, lambda *_: node.stopping.set())
+    node.run(exit_after=args.exit_after)
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tuneplane-node", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    e = sub.add_parser("enroll", help="enroll this node with a one-time enrollment token")
+    e.add_argument("--control", required=True, help="Node control address host:8443")
+    e.add_argument("--ca-file", type=Path, required=True,
+                   help="CA that signs the gateway certificate (`tuneplane-admin gateway-ca`)")
+    e.add_argument("--token-file", type=Path, required=True,
+                   help="file holding the one-time enrollment token")
+    e.add_argument("--server-name", help="TLS name to verify when it differs from --control")
+    e.add_argument("--state-dir", type=Path, required=True,
+                   help="private directory for the node credential and launches")
+    e.set_defaults(func=cmd_enroll)
+    r = sub.add_parser("run", help="beat to Node control and run the launches it assigns")
+    r.add_argument("--state-dir", type=Path, required=True, help="as given to enroll")
+    r.add_argument("--exit-after", type=int, metavar="N",
+                   help="exit once N launches have been taken and all have ended")
+    r.add_argument("--loglevel", default="INFO")
+    r.set_defaults(func=cmd_run)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    result: int = args.func(args)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,194 @@
+"""One launch on this node: check what it needs, then run the training command with a
+collector beside it, keep the collector's token fresh, and let the collector drain.
+
+Before anything starts, the launch is refused (with the reason reported to control) when
+the collector artifact does not verify against its manifest and digest, or the spool
+grant (private, host-local, under the configured root, no fallback) cannot be had.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tuneplane.collector import artifact, spool, spoolroot
+from tuneplane.collector.node.client import ControlClient, write_private
+from tuneplane.node.v1 import node_pb2 as pb
+
+log = logging.getLogger("tuneplane.node")
+State = pb.LaunchReport.State
+
+
+class Refused(Exception):
+    """The launch must not start; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    directory: Path     # private: configuration, token, logs
+    workdir: Path
+    spool: Path
+    collector: list[str]
+
+
+def prepare(launch: pb.Launch, launch_dir: Path) -> Prepared:
+    """Verify, grant and write; raises Refused. Touches nothing outside the launch's places."""
+    config = launch.collector
+    where = Path(config.artifact_path)
+    if where.name != config.artifact_digest:
+        raise Refused(f"collector artifact {where} is not the one launched "
+                      f"({config.artifact_digest})")
+    try:
+        artifact.verify(where)
+    except artifact.ArtifactError as exc:
+        raise Refused(f"collector artifact refused: {exc}") from None
+    spool_dir = Path(config.spool_root) / launch.run_id / str(launch.attempt) / launch.member
+    try:
+        spoolroot.prepare(spool_dir)
+    except (spoolroot.SpoolPlaceError, OSError) as exc:
+        raise Refused(f"spool grant refused: {exc}") from None
+    spoolroot.make_private(launch_dir)
+    workdir = Path(launch.working_directory) if launch.working_directory else launch_dir / "work"
+    workdir.mkdir(parents=True, exist_ok=True)
+    write_private(launch_dir / "trust-bundle.pem", config.trust_bundle_pem)
+    write_private(launch_dir / "token", launch.token.token)
+    write_private(launch_dir / "integration.json", config.integration_json)
+    collector = [str(where / "bin" / "tuneplane-collector"), "run", "--run", launch.run_id,
+                 "--attempt", str(launch.attempt), "--member", launch.member,
+                 "--integration", str(launch_dir / "integration.json"),
+                 "--spool", str(spool_dir), "--target", config.telemetry_target,
+                 "--ca-file", str(launch_dir / "trust-bundle.pem"),
+                 "--token-file", str(launch_dir / "token")]
+    if config.server_name:
+        collector += ["--server-name", config.server_name]
+    write_private(launch_dir / "launch.json", json.dumps(
+        {"launch": launch.launch_id, "run": launch.run_id, "attempt": launch.attempt,
+         "member": launch.member, "command": list(launch.command), "collector": collector},
+        indent=2))
+    return Prepared(launch_dir, workdir, spool_dir, collector)
+
+
+class LaunchRunner:
+    """Runs one launch to its end on a thread of the agent; reports every state change."""
+
+    def __init__(self, launch: pb.Launch, client: ControlClient, launch_dir: Path,
+                 stopping: threading.Event) -> None:
+        self.launch = launch
+        self._client = client
+        self._dir = launch_dir
+        self._stopping = stopping
+        self._token = launch.token
+        self._token_received = time.time()
+        self.renewals = 0
+
+    def _report(self, state: State.ValueType, *, exit_code: int = 0, detail: str = "",
+                undelivered: int = 0) -> None:
+        attempt = self._client.report(pb.LaunchReport(
+            launch_id=self.launch.launch_id, state=state, exit_code=exit_code, detail=detail,
+            undelivered_batches=undelivered))
+        log.info("launch %d: %s%s (attempt now %s)", self.launch.launch_id,
+                 State.Name(state), f" ({detail})" if detail else "", attempt)
+
+    def _env(self, extra: dict[str, str]) -> dict[str, str]:
+        config = self.launch.collector
+        return {**os.environ, "TUNEPLANE_TELEMETRY_SPOOL_BYTES": str(config.spool_bytes),
+                "TUNEPLANE_TELEMETRY_DRAIN_SECONDS": str(config.drain_seconds), **extra}
+
+    def _start_collector(self, prepared: Prepared) -> subprocess.Popen[bytes]:
+        with (prepared.directory / "collector.log").open("ab") as out:
+            return subprocess.Popen(prepared.collector, cwd=prepared.workdir, stdout=out,
+                                    stderr=subprocess.STDOUT, env=self._env({}))
+
+    def _renew_if_due(self) -> None:
+        lifetime = self._token.expires_at - self._token_received
+        if time.time() < self._token_received + lifetime / 2:
+            return
+        try:
+            fresh = self._client.renew(self.launch.launch_id)
+        except Exception as exc:  # control unreachable: the current token still serves
+            log.warning("launch %d: workload token renewal failed, retrying: %s",
+                        self.launch.launch_id, exc)
+            self._token_received = time.time() - lifetime / 2 + 2.0
+            return
+        write_private(self._dir / "token", fresh.token)
+        self._token, self._token_received = fresh, time.time()
+        self.renewals += 1
+        log.info("launch %d: workload token renewed (until %d)", self.launch.launch_id,
+                 fresh.expires_at)
+
+    def run(self) -> None:
+        try:
+            prepared = prepare(self.launch, self._dir)
+        except Refused as exc:
+            self._report(State.STATE_REFUSED, detail=str(exc))
+            return
+        collector = self._start_collector(prepared)
+        env = {**dict(self.launch.environment), "TUNEPLANE_RUN_ID": self.launch.run_id,
+               "TUNEPLANE_ATTEMPT": str(self.launch.attempt),
+               "TUNEPLANE_MEMBER": self.launch.member}
+        try:
+            with (prepared.directory / "training.log").open("ab") as out:
+                training = subprocess.Popen(list(self.launch.command), cwd=prepared.workdir,
+                                            stdout=out, stderr=subprocess.STDOUT,
+                                            env=self._env(env))
+        except OSError as exc:
+            training_error = f"training command could not start: {exc}"
+            self._finish(collector, prepared, State.STATE_FAILED, 127, training_error)
+            return
+        self._report(State.STATE_RUNNING)
+        terminated = False
+        while training.poll() is None:
+            self._renew_if_due()
+            if collector.poll() is not None:
+                log.warning("launch %d: collector exited (%s) while training runs; restarting "
+                            "it (the spool resumes where it was)", self.launch.launch_id,
+                            collector.returncode)
+                collector = self._start_collector(prepared)
+            if self._stopping.is_set() and not terminated:
+                training.send_signal(signal.SIGTERM)
+                terminated = True
+            time.sleep(0.25)
+        code = training.returncode
+        state = State.STATE_FINISHED if code == 0 else State.STATE_FAILED
+        self._finish(collector, prepared, state, code,
+                     "" if code == 0 else f"training command exited with {code}")
+
+    def _finish(self, collector: subprocess.Popen[bytes], prepared: Prepared,
+                state: State.ValueType, code: int, detail: str) -> None:
+        """Let the collector read to the end and drain, then report how it all ended."""
+        collector.send_signal(signal.SIGTERM)
+        drain = self.launch.collector.drain_seconds
+        deadline = time.time() + drain + 60
+        while collector.poll() is None and time.time() < deadline:
+            self._renew_if_due()
+            time.sleep(0.25)
+        if collector.poll() is None:
+            collector.kill()
+            collector.wait()
+        undelivered = undelivered_batches(prepared.spool)
+        if undelivered:
+            detail = (detail + "; " if detail else "") + (
+                f"{undelivered} batches left in the spool {prepared.spool}")
+        self._report(state, exit_code=code, detail=detail, undelivered=undelivered)
+
+
+def undelivered_batches(spool_dir: Path) -> int:
+    try:
+        held = spool.status(spool_dir)
+    except spool.SpoolNotReady:
+        return 0  # the collector never spooled anything
+    except spool.SpoolError as exc:
+        log.error("cannot tell what the spool holds: %s", exc)
+        return 0
+    pending = held["pending"]
+    quarantined = held["quarantined"]
+    assert isinstance(pending, dict)
+    assert isinstance(quarantined, list)
+    return int(pending["batches"]) + len(quarantined)

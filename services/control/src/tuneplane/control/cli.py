@@ -1,0 +1,166 @@
+"""``tuneplane-control``: the Node control service (8443) and its administration.
+
+    tuneplane-control serve                          serve Node control over TLS
+    tuneplane-control enrollment-token --node NAME   a one-time token to enroll a node
+    tuneplane-control launch --run R --node N --member M -- CMD...
+    tuneplane-control launches [--run R]             launches and their states
+    tuneplane-control nodes | node-revoke NAME
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import logging
+import os
+import re
+import sys
+from pathlib import Path
+
+import asyncpg
+
+from tuneplane.common import gateway_identity, listener, runs
+from tuneplane.common.settings import SettingsError, positive_int, require
+from tuneplane.common.tokens import TokenSigner
+from tuneplane.control import launches, nodes
+from tuneplane.control.server import NodeControl, Policy, create_server
+from tuneplane.node.v1 import node_pb2 as pb
+
+log = logging.getLogger("tuneplane.control")
+DIGEST = re.compile(r"^[0-9a-f]{64}$")
+
+
+async def collector_config(args: argparse.Namespace) -> pb.CollectorConfig:
+    """What every launch's collector is told, from the deployment's settings."""
+    artifact = Path(require(os.environ, "TUNEPLANE_TELEMETRY_COLLECTOR_ARTIFACT"))
+    if not DIGEST.match(artifact.name):
+        raise SettingsError(f"TUNEPLANE_TELEMETRY_COLLECTOR_ARTIFACT {artifact} must name a "
+                            "content-addressed artifact directory (<sha256 of its manifest>, "
+                            "as `tuneplane-collector artifact build` prints it)")
+    return pb.CollectorConfig(
+        telemetry_target=require(os.environ, "TUNEPLANE_TELEMETRY_TARGET"),
+        trust_bundle_pem=await listener.telemetry_trust_bundle(args),
+        server_name=args.telemetry_server_name or "",
+        spool_root=require(os.environ, "TUNEPLANE_TELEMETRY_SPOOL_ROOT"),
+        spool_bytes=positive_int(os.environ, "TUNEPLANE_TELEMETRY_SPOOL_BYTES",
+                                 256 * 1024 * 1024),
+        drain_seconds=positive_int(os.environ, "TUNEPLANE_TELEMETRY_DRAIN_SECONDS", 30),
+        artifact_path=str(artifact), artifact_digest=artifact.name)
+
+
+async def serve(args: argparse.Namespace) -> None:
+    credentials = await listener.credentials(args)
+    policy = Policy(await collector_config(args), workload_ttl=args.workload_token_ttl,
+                    heartbeat_seconds=args.heartbeat_seconds)
+    signer = TokenSigner(require(os.environ, "TUNEPLANE_WEB_JWT_SECRET"))
+    pool = await asyncpg.create_pool(require(os.environ, "TUNEPLANE_DATABASE_URL"),
+                                     min_size=1, max_size=args.db_pool_size)
+    server = create_server(NodeControl(signer, pool, policy),
+                           max_concurrent_rpcs=args.max_concurrent_rpcs)
+    server.add_secure_port(f"{args.host}:{args.port}", credentials)
+    await server.start()
+    log.info("control listening on %s:%d (TLS), %d calls at once, %d database connections",
+             args.host, args.port, args.max_concurrent_rpcs, args.db_pool_size)
+    await listener.serve_until_signalled(server, "control")
+    await pool.close()
+
+
+async def admin(args: argparse.Namespace) -> int:
+    conn = await asyncpg.connect(require(os.environ, "TUNEPLANE_DATABASE_URL"))
+    now = dt.datetime.now(dt.UTC)
+    try:
+        if args.command == "enrollment-token":
+            print(await nodes.new_enrollment_token(
+                conn, args.node, created_by="cli", now=now,
+                ttl=dt.timedelta(seconds=args.ttl)))
+        elif args.command == "launch":
+            command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+            environment = dict(item.split("=", 1) for item in args.env)
+            attempt, ids = await launches.create(conn, args.run, args.node, args.member,
+                                                 command, environment)
+            print(json.dumps({"run": args.run, "attempt": attempt, "launches": ids}))
+        elif args.command == "launches":
+            for row in await launches.listing(conn, args.run):
+                print(json.dumps(row, default=str))
+        elif args.command == "nodes":
+            for row in await nodes.listing(conn):
+                print(json.dumps(row, default=str))
+        elif not await nodes.revoke(conn, args.node, now=now):
+            raise nodes.EnrollmentError(f"no enrolled node {args.node!r} to revoke")
+    finally:
+        await conn.close()
+    return 0
+
+
+def env_item(text: str) -> str:
+    if "=" not in text or text.startswith("="):
+        raise argparse.ArgumentTypeError(f"want NAME=VALUE, got {text!r}")
+    return text
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tuneplane-control", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser(
+        "serve", help="serve Node control on 8443 over TLS",
+        description="Node control: enrollment, launches, attempt reports and workload token "
+                    "renewal, for node tokens only. Its own process, call limit and database "
+                    "pool, so it never starves telemetry (or the reverse). Reads "
+                    "TUNEPLANE_DATABASE_URL, TUNEPLANE_WEB_JWT_SECRET, TUNEPLANE_TELEMETRY_"
+                    "TARGET, TUNEPLANE_TELEMETRY_SPOOL_ROOT, TUNEPLANE_TELEMETRY_COLLECTOR_"
+                    "ARTIFACT (+ _SPOOL_BYTES, _DRAIN_SECONDS) and the TLS settings below.")
+    s.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
+    s.add_argument("--port", type=int, default=8443, help="Node control port (default 8443)")
+    listener.add_arguments(s)
+    s.add_argument("--telemetry-server-name",
+                   help="TLS name collectors verify when it differs from the target's host")
+    s.add_argument("--max-concurrent-rpcs", type=int, default=64,
+                   help="calls in flight before RESOURCE_EXHAUSTED (default 64)")
+    s.add_argument("--db-pool-size", type=int, default=8,
+                   help="database connections of this process (default 8)")
+    s.add_argument("--workload-token-ttl", type=int, default=900,
+                   help="seconds a workload token lives; agents renew at half (default 900)")
+    s.add_argument("--heartbeat-seconds", type=int, default=5,
+                   help="how often agents are told to beat (default 5)")
+    s.add_argument("--loglevel", default="INFO")
+    e = sub.add_parser("enrollment-token", help="print a one-time token that enrolls a node")
+    e.add_argument("--node", required=True, help="the node's name")
+    e.add_argument("--ttl", type=int, default=3600, help="seconds it stays usable (3600)")
+    la = sub.add_parser("launch", help="start the run's next attempt on a node; prints the "
+                                       "attempt and launch ids as JSON")
+    la.add_argument("--run", required=True)
+    la.add_argument("--node", required=True, help="enrolled node name")
+    la.add_argument("--member", action="append", required=True,
+                    help="member to launch (repeatable; each must own a source)")
+    la.add_argument("--env", action="append", type=env_item, default=[], metavar="NAME=VALUE",
+                    help="added to the training command's environment (repeatable)")
+    la.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND...",
+                    help="the training command, after --")
+    ls = sub.add_parser("launches", help="launches and their states, one JSON line each")
+    ls.add_argument("--run")
+    sub.add_parser("nodes", help="enrolled nodes, one JSON line each")
+    r = sub.add_parser("node-revoke", help="refuse a node's credential from now on")
+    r.add_argument("node")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        if args.command == "serve":
+            logging.basicConfig(level=args.loglevel.upper(),
+                                format="%(asctime)s %(levelname)s %(name)s %(message)s")
+            asyncio.run(serve(args))
+            return 0
+        return asyncio.run(admin(args))
+    except (SettingsError, OSError, ValueError, gateway_identity.IdentityError,
+            runs.RunError) as exc:
+        print(f"tuneplane-control {args.command}: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""The NodeControl gRPC service: node credentials only, its own RPC cap and database pool."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, NoReturn, TypeAlias
+
+import asyncpg
+import grpc
+
+from tuneplane.common.db import Connection
+from tuneplane.common.identity import MemberKey
+from tuneplane.common.listener import bearer_token
+from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
+from tuneplane.control import launches, nodes
+from tuneplane.node.v1 import node_pb2 as pb
+from tuneplane.node.v1 import node_pb2_grpc as pb_grpc
+
+log = logging.getLogger("tuneplane.control")
+
+Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
+REPORTED = {pb.LaunchReport.STATE_RUNNING: "running", pb.LaunchReport.STATE_FINISHED: "finished",
+            pb.LaunchReport.STATE_FAILED: "failed", pb.LaunchReport.STATE_REFUSED: "refused"}
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """What control hands out: collector configuration and token lifetimes."""
+
+    collector: pb.CollectorConfig
+    workload_ttl: int = 900
+    node_ttl: int = 30 * 86400
+    heartbeat_seconds: int = 5
+    db_wait_seconds: float = 5.0
+
+
+class NodeControl(pb_grpc.NodeControlServicer):
+    def __init__(self, signer: TokenSigner, pool: asyncpg.Pool, policy: Policy,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._signer = signer
+        self._pool = pool
+        self._policy = policy
+        self._clock = clock
+
+    def _now(self) -> dt.datetime:
+        return dt.datetime.fromtimestamp(int(self._clock()), dt.UTC)
+
+    @asynccontextmanager
+    async def _db(self, context: Context) -> AsyncIterator[Connection]:
+        try:
+            conn = await self._pool.acquire(timeout=self._policy.db_wait_seconds)
+        except TimeoutError:
+            await context.abort(grpc.StatusCode.UNAVAILABLE,
+                                "control database pool busy; retry with backoff")
+        try:
+            yield conn
+        finally:
+            await self._pool.release(conn)
+
+    async def _node(self, context: Context) -> tuple[str, int]:
+        """The calling node's id and its token's expiry, or the call is refused."""
+        token = bearer_token(context)
+        if token is None:
+            await abort_unauthenticated(context, "missing node token: send 'authorization: "
+                                                 "Bearer <node token>'")
+        try:
+            claims = self._signer.verify(token, TokenKind.NODE, now=self._clock())
+        except TokenError as exc:
+            await abort_unauthenticated(context, f"node token refused: {exc}")
+        node_id = str(claims["sub"])
+        async with self._db(context) as conn:
+            problem = await nodes.check_credential(conn, node_id, int(claims["iat"]),
+                                                   now=self._now())
+        if problem is not None:
+            await abort_unauthenticated(context, problem)
+        return node_id, int(claims["exp"])
+
+    def _node_token(self, node_id: str) -> tuple[str, int]:
+        now = self._clock()
+        token = self._signer.issue(TokenKind.NODE, node_id, {}, now=now,
+                                   ttl_seconds=self._policy.node_ttl)
+        return token, int(now) + self._policy.node_ttl
+
+    def _workload_token(self, member: MemberKey) -> pb.WorkloadToken:
+        now = self._clock()
+        ttl = self._policy.workload_ttl
+        return pb.WorkloadToken(token=self._signer.issue_workload(member, now=now,
+                                                                  ttl_seconds=ttl),
+                                expires_at=int(now) + ttl)
+
+    async def Enroll(self, request: pb.EnrollRequest, context: Context) -> pb.EnrollReply:
+        async with self._db(context) as conn:
+            try:
+                enrolled = await nodes.enroll(conn, request.enrollment_token, request.hostname,
+                                              now=self._now())
+            except nodes.EnrollmentError as exc:
+                await abort_unauthenticated(context, str(exc))
+        token, expires = self._node_token(enrolled.node_id)
+        log.info("node %s enrolled as %s (%s)", enrolled.name, enrolled.node_id,
+                 request.hostname)
+        return pb.EnrollReply(node_id=enrolled.node_id, node_token=token,
+                              node_token_expires_at=expires)
+
+    async def Heartbeat(self, request: pb.HeartbeatRequest,
+                        context: Context) -> pb.HeartbeatReply:
+        node_id, expires = await self._node(context)
+        async with self._db(context) as conn:
+            assigned = await launches.deliver(conn, node_id, now=self._now())
+        reply = pb.HeartbeatReply(next_heartbeat_seconds=self._policy.heartbeat_seconds)
+        if expires - self._clock() < self._policy.node_ttl / 4:
+            reply.renewed_node_token = self._node_token(node_id)[0]
+        for a in assigned:
+            collector = pb.CollectorConfig()
+            collector.CopyFrom(self._policy.collector)
+            collector.integration_json = a.artifact
+            reply.launches.append(pb.Launch(
+                launch_id=a.launch_id, run_id=a.member.run_id, attempt=a.member.attempt,
+                member=a.member.member, command=a.command, environment=a.environment,
+                collector=collector, token=self._workload_token(a.member)))
+        return reply
+
+    async def ReportLaunch(self, request: pb.LaunchReport,
+                           context: Context) -> pb.LaunchReportReply:
+        node_id, _ = await self._node(context)
+        state = REPORTED.get(request.state)
+        if state is None:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                f"launch {request.launch_id}: no state reported")
+        async with self._db(context) as conn:
+            try:
+                attempt_state = await launches.report(
+                    conn, node_id, request.launch_id, state, exit_code=request.exit_code,
+                    detail=request.detail, undelivered=request.undelivered_batches,
+                    now=self._now())
+            except launches.LaunchError as exc:
+                await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+        log.info("launch %d on %s: %s %s", request.launch_id, node_id, state, request.detail)
+        return pb.LaunchReportReply(attempt_state=attempt_state)
+
+    async def RenewWorkloadToken(self, request: pb.RenewRequest,
+                                 context: Context) -> pb.WorkloadToken:
+        node_id, _ = await self._node(context)
+        async with self._db(context) as conn:
+            try:
+                member = await launches.member_of(conn, node_id, request.launch_id)
+            except launches.LaunchError as exc:
+                await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+        return self._workload_token(member)
+
+
+async def abort_unauthenticated(context: Context, message: str) -> NoReturn:
+    await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+    raise AssertionError("unreachable")  # abort raises
+
+
+def create_server(service: NodeControl, *, max_concurrent_rpcs: int) -> grpc.aio.Server:
+    server = grpc.aio.server(maximum_concurrent_rpcs=max_concurrent_rpcs,
+                             options=[("grpc.max_receive_message_length", 1024 * 1024)])
+    pb_grpc.add_NodeControlServicer_to_server(service, server)
+    return server
+

@@ -1,0 +1,72 @@
+"""Node control saturated leaves telemetry pushes working, and the reverse: separate
+processes, call limits and database pools. Figures are printed (bench/isolation.py prints
+the fuller set); what is asserted is that every timed call succeeds while the flooded
+listener turns excess calls away with RESOURCE_EXHAUSTED."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from tests.isolation import listeners, measure
+from tests.support import (
+    BIN,
+    Endpoints,
+    Process,
+    free_port,
+    launch_env,
+    start_control,
+)
+from tuneplane.common.identity import MemberKey
+from tuneplane.common.tokens import TokenSigner
+
+
+@pytest.fixture
+def small_control(initialised: Endpoints, ingest: Process, tls_dir: Path,
+                  tmp_path: Path) -> Iterator[Process]:
+    process = start_control(tls_dir, free_port(), tmp_path / "control.log",
+                            launch_env(ingest.port, tmp_path / "spool", tmp_path / ("0" * 64)),
+                            "--max-concurrent-rpcs", "16", "--db-pool-size", "4")
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def small_ingest(initialised: Endpoints, tls_dir: Path, tmp_path: Path) -> Iterator[Process]:
+    port = free_port()
+    process = Process([str(BIN / "tuneplane-ingest"), "--host", "127.0.0.1", "--port",
+                       str(port), "--tls-dir", str(tls_dir), "--max-concurrent-rpcs", "16"],
+                      tmp_path / "ingest.log", ready="ingest listening", port=port)
+    yield process
+    process.stop()
+
+
+async def test_saturated_node_control_leaves_telemetry_pushes_working(
+        small_control: Process, ingest: Process, tls_dir: Path, db: asyncpg.Connection,
+        signer: TokenSigner, run_id: str) -> None:
+    member = MemberKey(run_id, 1, "rank-0")
+    control, telemetry = await listeners(small_control.port, ingest.port, tls_dir, db, signer,
+                                         member)
+    result = await measure(telemetry, "push", control, "heartbeat", calls=60,
+                           concurrency=150, member=member)
+    print("\n" + result.report("telemetry push", "Node control"))
+    assert result.flood_codes.get("RESOURCE_EXHAUSTED", 0) > 0  # control was saturated
+    assert result.flood_codes.get("OK", 0) > 0
+    assert len(result.flooded) == 60  # and every push in the meantime was made durable
+
+
+async def test_saturated_telemetry_leaves_node_control_working(
+        small_ingest: Process, small_control: Process, tls_dir: Path, db: asyncpg.Connection,
+        signer: TokenSigner, run_id: str) -> None:
+    member = MemberKey(run_id, 1, "rank-0")
+    control, telemetry = await listeners(small_control.port, small_ingest.port, tls_dir, db,
+                                         signer, member)
+    result = await measure(control, "heartbeat", telemetry, "push", calls=60,
+                           concurrency=150, member=member)
+    print("\n" + result.report("Node control heartbeat", "telemetry"))
+    assert result.flood_codes.get("RESOURCE_EXHAUSTED", 0) > 0  # ingest was saturated
+    assert result.flood_codes.get("OK", 0) > 0
+    assert len(result.flooded) == 60  # and every heartbeat in the meantime was answered

@@ -1,0 +1,142 @@
+"""A full launch on localhost: enroll a node, create a run, the node agent starts the
+training job with a collector beside it, tokens renew mid-run, curves arrive exactly."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from tests.support import (
+    BIN,
+    ROOT,
+    Endpoints,
+    Process,
+    curve_points,
+    free_port,
+    launch_env,
+    run_admin,
+    start_control,
+    wait_for_points,
+)
+
+STEPS = 3000
+TRAINING = [sys.executable, str(ROOT / "examples" / "train_tensorboard.py"), "--steps",
+            str(STEPS), "--seconds", "8"]
+INTEGRATION = {"version": 1, "sources": [
+    {"id": "tb", "kind": "tensorboard", "path": "tb", "owner": "rank-0"},
+    {"id": "train", "kind": "jsonl", "path": "metrics.jsonl", "owner": "rank-0"},
+    {"id": "eval", "kind": "jsonl", "path": "eval.jsonl", "owner": "rank-1"}]}
+
+
+def control_cli(*args: str) -> str:
+    done = subprocess.run([str(BIN / "tuneplane-control"), *args], capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+class Node:
+    """An enrolled node: its state directory and the agent's command."""
+
+    def __init__(self, control: Process, tls_dir: Path, place: Path) -> None:
+        self.name = f"host-{uuid.uuid4().hex[:8]}"
+        self.state = place / "node"
+        token = place / "enrollment-token"
+        token.write_text(control_cli("enrollment-token", "--node", self.name))
+        done = subprocess.run(
+            [str(BIN / "tuneplane-node"), "enroll", "--control", f"localhost:{control.port}",
+             "--ca-file", str(tls_dir / "ca.pem"), "--token-file", str(token),
+             "--state-dir", str(self.state)], capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr
+
+    def run_launches(self, count: int, log: Path) -> None:
+        with log.open("wb") as out:
+            done = subprocess.run([str(BIN / "tuneplane-node"), "run", "--state-dir",
+                                   str(self.state), "--exit-after", str(count)],
+                                  stdout=out, stderr=subprocess.STDOUT, timeout=240, check=False)
+        assert done.returncode == 0, log.read_text()
+
+
+def launch(endpoints: Endpoints, run_id: str, node: Node, place: Path,
+           *members: str) -> dict[str, object]:
+    integration = place / "integration.json"
+    integration.write_text(json.dumps(INTEGRATION))
+    run_admin(endpoints, "run-create", "--integration", str(integration),
+              "--run", run_id)
+    member_args = [arg for m in members for arg in ("--member", m)]
+    started: dict[str, object] = json.loads(control_cli(
+        "launch", "--run", run_id, "--node", node.name, *member_args, "--", *TRAINING))
+    return started
+
+
+def launch_states(run_id: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in control_cli("launches", "--run", run_id).splitlines()]
+
+
+@pytest.fixture
+def control(initialised: Endpoints, ingest: Process, tls_dir: Path, collector_artifact: Path,
+            tmp_path: Path) -> Iterator[Process]:
+    process = start_control(tls_dir, free_port(), tmp_path / "control.log",
+                            launch_env(ingest.port, tmp_path / "spool", collector_artifact),
+                            "--workload-token-ttl", "4", "--heartbeat-seconds", "1")
+    yield process
+    process.stop()
+
+
+async def test_a_launch_runs_training_beside_a_collector_and_curves_arrive_exactly(
+        initialised: Endpoints, control: Process, projector: Process, tls_dir: Path,
+        tmp_path: Path, run_id: str, db: asyncpg.Connection) -> None:
+    node = Node(control, tls_dir, tmp_path)
+    started = launch(initialised, run_id, node, tmp_path, "rank-0", "rank-1")
+    assert started["attempt"] == 1
+    agent_log = tmp_path / "agent.log"
+    node.run_launches(2, agent_log)
+    states = launch_states(run_id)
+    assert [(s["member"], s["state"], s["exit_code"], s["undelivered"]) for s in states] == [
+        ("rank-0", "finished", 0, 0), ("rank-1", "finished", 0, 0)], states
+    assert await db.fetchval("SELECT state FROM attempts WHERE run_id = $1", run_id) == \
+        "finished"
+    log = agent_log.read_text()
+    assert log.count("workload token renewed") >= 2, log  # 8 s of training, 4 s tokens
+    assert await wait_for_points(db, run_id, 3 * STEPS) == 3 * STEPS
+    truth = {("rank-0", "tb", "loss", s, s / 4) for s in range(STEPS)} | {
+        ("rank-0", "train", "acc", s, s / 8) for s in range(STEPS)} | {
+        ("rank-1", "eval", "score", s, s / 2) for s in range(STEPS)}
+    points = await curve_points(db, run_id)
+    assert len(points) == len(truth)  # nothing duplicated
+    assert set(points) == truth       # nothing lost or altered
+    for launch_dir in (node.state / "launches").iterdir():
+        assert (launch_dir.stat().st_mode & 0o077) == 0
+        assert (launch_dir / "token").stat().st_mode & 0o077 == 0
+
+
+async def test_a_tampered_collector_artifact_refuses_the_launch(
+        initialised: Endpoints, ingest: Process, tls_dir: Path, collector_artifact: Path,
+        tmp_path: Path, run_id: str, db: asyncpg.Connection) -> None:
+    tampered = tmp_path / "artifacts" / collector_artifact.name
+    shutil.copytree(collector_artifact, tampered, symlinks=True)
+    launcher = tampered / "bin" / "launch.py"
+    launcher.write_text(launcher.read_text() + "\nimport os  # an extra line\n")
+    control = start_control(tls_dir, free_port(), tmp_path / "control.log",
+                            launch_env(ingest.port, tmp_path / "spool", tampered))
+    try:
+        node = Node(control, tls_dir, tmp_path)
+        launch(initialised, run_id, node, tmp_path, "rank-0")
+        node.run_launches(1, tmp_path / "agent.log")
+    finally:
+        control.stop()
+    (state,) = launch_states(run_id)
+    assert state["state"] == "refused"
+    assert "bin/launch.py does not match its sha256 (tampered)" in str(state["detail"])
+    assert await db.fetchval("SELECT state FROM attempts WHERE run_id = $1", run_id) == "failed"
+    (launch_dir,) = (node.state / "launches").iterdir()
+    assert not (launch_dir / "training.log").exists()  # the training command never started
+    assert not (tmp_path / "spool").exists()            # nor was anything spooled
