@@ -9,11 +9,14 @@ cached under ``~/.cache/tuneplane`` (``TUNEPLANE_CACHE_DIR``) so reruns are quic
     scripts/services status   one line per component
     scripts/services env      print the settings as ``export`` lines
     scripts/services restart COMPONENT   stop and start one of postgres, kafka, s3
+    scripts/services kill COMPONENT      SIGKILL it, no clean shutdown (fault tests); ``up``
+                                         starts it again and it recovers from its files
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import hashlib
 import os
@@ -96,16 +99,21 @@ def spawn(name: str, args: list[str], env: dict[str, str] | None = None) -> None
     (DATA / f"{name}.pid").write_text(str(proc.pid))
 
 
+def alive(pid: int) -> bool:
+    """Running (a zombie left for a non-reaping init counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
 def pid_of(name: str) -> int | None:
     path = DATA / f"{name}.pid"
     if not path.exists():
         return None
     pid = int(path.read_text())
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    return pid
+    return pid if alive(pid) else None
 
 
 def stop_pid(name: str) -> None:
@@ -188,6 +196,35 @@ def pg_start() -> None:
         run("postgres", [*psql, "CREATE DATABASE tuneplane"])
     wait_until("postgres", lambda: subprocess.run([*psql, "SELECT 1"], capture_output=True,
                                                   check=False).returncode == 0, 30, logfile)
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            fields = Path(stat).read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(Path(stat).parent.name))
+    return found
+
+
+def pg_kill() -> None:
+    """SIGKILL the postmaster and every server process at once, like a power cut would."""
+    pidfile = (DATA / "pg").resolve() / "data" / "postmaster.pid"
+    if not pidfile.exists():
+        return
+    postmaster = int(pidfile.read_text().split()[0])
+    for pid in [postmaster, *children_of(postmaster)]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    wait_until("postgres", lambda: not port_open(PG_PORT) and not alive(postmaster), 30,
+               (DATA / "pg").resolve() / "postgres.log")
+    # Dead, perhaps a zombie not yet reaped: its locks would look held to the next start.
+    pidfile.unlink(missing_ok=True)
+    for lock in ((DATA / "pg").resolve() / "sock").glob(".s.PGSQL.*"):
+        lock.unlink(missing_ok=True)
 
 
 def pg_stop() -> None:
@@ -349,6 +386,20 @@ def print_env() -> None:
         print(f"export {key}={value}")
 
 
+def kill(names: list[str]) -> None:
+    for name in names:
+        if name == "postgres":
+            pg_kill()
+        else:
+            pid = pid_of(name)
+            if pid is not None:
+                os.killpg(pid, signal.SIGKILL)
+                wait_until(name, lambda pid=pid: not alive(pid), 30,  # type: ignore[misc]
+                           DATA / f"{name}.log")
+            (DATA / f"{name}.pid").unlink(missing_ok=True)
+        log(f"{name}: killed")
+
+
 def up(names: list[str]) -> None:
     DATA.mkdir(parents=True, exist_ok=True)
     for name in names:
@@ -378,7 +429,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(prog="scripts/services", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in ("up", "down", "status", "restart"):
+    for command in ("up", "down", "status", "restart", "kill"):
         p = sub.add_parser(command)
         p.add_argument("components", nargs="*", metavar="COMPONENT",
                        help=f"one or more of {', '.join(COMPONENTS)} (default: all)")
@@ -396,6 +447,8 @@ def main() -> int:
             up(names)
         elif args.command == "down":
             down(names, args.wipe)
+        elif args.command == "kill":
+            kill(names)
         elif args.command == "restart":
             down(names, wipe=False)
             up(names)

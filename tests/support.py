@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -18,6 +19,8 @@ from pathlib import Path
 
 import asyncpg
 from aiokafka import AIOKafkaProducer
+from cryptography import x509
+from cryptography.hazmat.primitives.serialization import Encoding
 
 from tuneplane.common import tls, topics
 from tuneplane.common.identity import BatchKey, MemberKey
@@ -58,6 +61,17 @@ def bench_workspace(endpoints: Endpoints, prefix: str = "tuneplane-bench-") -> t
     work = Path(tempfile.mkdtemp(prefix=prefix))
     tls.generate(["localhost", "127.0.0.1"], now=dt.datetime.now(dt.UTC)).write(work / "tls")
     return work, work / "tls"
+
+
+def served_certificate(port: int, ca_pem: bytes) -> bytes:
+    """The certificate a new TLS connection to the port is given (PEM), verified by the CA."""
+    context = ssl.create_default_context(cadata=ca_pem.decode())
+    context.set_alpn_protocols(["h2"])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock, \
+            context.wrap_socket(sock, server_hostname="localhost") as tls:
+        der = tls.getpeercert(binary_form=True)
+    assert der is not None
+    return x509.load_der_x509_certificate(der).public_bytes(Encoding.PEM)
 
 
 def run_admin(endpoints: Endpoints, *args: str) -> str:

@@ -7,6 +7,7 @@ import datetime as dt
 import os
 import subprocess
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import asyncpg
@@ -14,7 +15,7 @@ import grpc
 import pytest
 from cryptography import x509
 
-from tests.support import BIN, Endpoints, Process, free_port, launch_env
+from tests.support import BIN, Endpoints, Process, free_port, launch_env, served_certificate
 from tuneplane.common.gateway_identity import IdentityError, Loaded, load_or_create
 from tuneplane.node.v1 import node_pb2 as node_pb
 from tuneplane.node.v1 import node_pb2_grpc as node_grpc
@@ -91,17 +92,22 @@ async def test_ingest_and_control_serve_the_shared_identity_and_collectors_trust
     env = {"TUNEPLANE_DATABASE_URL": fresh, "TUNEPLANE_SECRET_ENC_KEY": SECRET,
            "TUNEPLANE_GATEWAY_HOSTNAME": "localhost",
            **launch_env(8444, tmp_path / "spool", tmp_path / ("0" * 64))}
-    ports = [free_port(), free_port()]
-    replicas = [Process([str(BIN / "tuneplane-ingest"), "--host", "127.0.0.1", "--port",
-                         str(port)], tmp_path / f"ingest-{port}.log", ready="ingest listening",
-                        port=port, env=env) for port in ports]
-    control_port = free_port()
-    control = Process(control_args(control_port), tmp_path / "control.log",
-                      ready="control listening", port=control_port, env=env)
+    ports = [free_port(), free_port(), free_port()]
+    commands = [[str(BIN / "tuneplane-ingest"), "--host", "127.0.0.1", "--port", str(port)]
+                for port in ports[:2]] + [control_args(ports[2])]
+    # All three start at once against the empty database: one identity is created.
+    with ThreadPoolExecutor(len(commands)) as pool:
+        starting = [pool.submit(Process, args, tmp_path / f"{port}.log",
+                                ready="listening", port=port, env=env)
+                    for args, port in zip(commands, ports, strict=True)]
+        replicas = [future.result() for future in starting]
+    control = replicas[2]
     try:
         ca = subprocess.run([str(BIN / "tuneplane-admin"), "gateway-ca"], capture_output=True,
                             env={**os.environ, **env}, check=True).stdout
-        for port in ports:  # both replicas: same CA, same certificate, TLS verified
+        served = {await asyncio.to_thread(served_certificate, port, ca) for port in ports}
+        assert len(served) == 1  # the identical certificate on every listener
+        for port in ports[:2]:  # gRPC over TLS verified with the CA collectors are given
             async with grpc.aio.secure_channel(
                     f"localhost:{port}", grpc.ssl_channel_credentials(ca)) as channel:
                 with pytest.raises(grpc.aio.AioRpcError) as caught:
@@ -115,7 +121,7 @@ async def test_ingest_and_control_serve_the_shared_identity_and_collectors_trust
                                                                    timeout=10)
             assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED  # past TLS
     finally:
-        for replica in [*replicas, control]:
+        for replica in replicas:
             replica.stop()
     wrong = {**env, "TUNEPLANE_SECRET_ENC_KEY": "another-key-of-enough-length"}
     for args in (control_args(free_port()), [str(BIN / "tuneplane-ingest"), "--port",
@@ -124,6 +130,36 @@ async def test_ingest_and_control_serve_the_shared_identity_and_collectors_trust
                               check=False, timeout=60)
         assert done.returncode == 2, done.stderr
         assert "does not open the stored gateway TLS identity" in done.stderr
+
+
+async def test_a_running_listener_serves_the_renewed_certificate_without_a_restart(
+        fresh: str, initialised: Endpoints, tmp_path: Path) -> None:
+    env = {"TUNEPLANE_DATABASE_URL": fresh, "TUNEPLANE_SECRET_ENC_KEY": SECRET,
+           "TUNEPLANE_GATEWAY_HOSTNAME": "localhost"}
+    port = free_port()
+    ingest = Process([str(BIN / "tuneplane-ingest"), "--host", "127.0.0.1", "--port", str(port),
+                      "--identity-check-seconds", "0.5"], tmp_path / "ingest.log",
+                     ready="ingest listening", port=port, env=env)
+    try:
+        first = await load(fresh, ["localhost"], now=dt.datetime.now(dt.UTC))
+        ca = first.identity.ca_pem
+        assert await asyncio.to_thread(served_certificate, port, ca) == \
+            first.identity.certificate_pem
+        # Another replica renews the stored identity (here: for an added hostname).
+        renewed = await load(fresh, ["localhost", "gw2.example"], now=dt.datetime.now(dt.UTC))
+        assert renewed.renewed
+        assert renewed.identity.ca_pem == ca
+        served = b""
+        for _ in range(100):
+            served = await asyncio.to_thread(served_certificate, port, ca)
+            if served == renewed.identity.certificate_pem:
+                break
+            await asyncio.sleep(0.1)
+        assert served == renewed.identity.certificate_pem, ingest.tail()
+        assert ingest.proc is not None
+        assert ingest.proc.poll() is None  # the same process, never restarted
+    finally:
+        ingest.stop()
 
 
 def test_an_external_certificate_needs_the_trust_bundle(tmp_path: Path) -> None:

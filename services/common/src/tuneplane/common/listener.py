@@ -21,6 +21,7 @@ import asyncpg
 import grpc
 
 from tuneplane.common import gateway_identity
+from tuneplane.common.renewal import LiveIdentity
 from tuneplane.common.settings import SettingsError, require
 from tuneplane.common.tls import TlsIdentity
 
@@ -38,6 +39,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "is loaded from PostgreSQL (created on first start), which needs "
                         "TUNEPLANE_DATABASE_URL, TUNEPLANE_SECRET_ENC_KEY and "
                         "TUNEPLANE_GATEWAY_HOSTNAME")
+    p.add_argument("--identity-check-seconds", type=float, default=3600.0,
+                   help="how often the shared identity is re-read from PostgreSQL and renewed "
+                        "when due (30 days before expiry); new connections get the renewed "
+                        "certificate without a restart (default 3600)")
 
 
 def bearer_token(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
@@ -85,12 +90,21 @@ async def shared_identity() -> TlsIdentity:
     return loaded.identity
 
 
+#: Renewal tasks of the served identities (kept referenced while they run).
+_renewals: set[asyncio.Task[None]] = set()
+
+
 async def credentials(args: argparse.Namespace) -> grpc.ServerCredentials:
+    """File credentials as given, or the shared identity, re-read every
+    ``--identity-check-seconds`` and served renewed to new connections without a restart."""
     found = file_credentials(args)
     if found is not None:
         return found
-    identity = await shared_identity()
-    return grpc.ssl_server_credentials([(identity.private_key_pem, identity.certificate_pem)])
+    live = LiveIdentity(await shared_identity())
+    task = asyncio.create_task(live.keep_renewed(shared_identity, args.identity_check_seconds))
+    _renewals.add(task)
+    task.add_done_callback(_renewals.discard)
+    return live.credentials()
 
 
 async def telemetry_trust_bundle(args: argparse.Namespace) -> str:
