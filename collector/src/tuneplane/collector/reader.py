@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tuneplane.collector import jsonl, tensorboard
+from tuneplane.collector import failpoints, jsonl, tensorboard
 from tuneplane.collector.channels import ChannelReader, ChannelSpec
 from tuneplane.collector.draft import Position
 from tuneplane.collector.spool import SavedPosition, Spool
@@ -110,10 +110,12 @@ class SourceReader:
         self.counters.refused += sum(step.rejected.values())
         if step.position != resume:
             draft = step.draft
+            failpoints.reach("read")
             self._spool.seal(draft, relative, SavedPosition(key, step.position.offset,
                                                             step.position.line,
                                                             step.position.state),
                              sealed_at=self._clock(), rejected=dict(step.rejected))
+            failpoints.reach("seal")
             self.counters.points += draft.points
             self.counters.rich += len(draft.rich)
         return step.at_end

@@ -16,6 +16,7 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
+from tuneplane.collector import failpoints
 from tuneplane.collector.spool import SealedBatch, Spool
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc
@@ -82,6 +83,7 @@ class Sender:
 
     def _settle(self, batch: SealedBatch, reply_of: Callable[[], pb.PushBatchReply]) -> None:
         """ACK → delete; permanent refusal → quarantine; else TransientSendError."""
+        failpoints.reach("send")
         try:
             reply = reply_of()
         except grpc.RpcError as exc:
@@ -97,7 +99,9 @@ class Sender:
             self._spool.quarantine(batch.sequence, reply.reason)
             log.error("batch %d rejected and quarantined: %s", batch.sequence, reply.reason)
             return
+        failpoints.reach("ack")
         self._spool.acknowledge(batch.sequence)
+        failpoints.reach("delete")
         self.sent_batches += 1
         self.sent_points += batch.points
 
