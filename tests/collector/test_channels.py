@@ -84,3 +84,26 @@ def test_rejections_are_counted_in_the_spool_and_shown_by_status(tmp_path: Path)
     assert kept == fit
     assert rejected == {"over max_bytes_per_minute": 10 - fit, "off schema": 1}
     assert reader.counters.refused == 11 - fit
+
+
+def test_a_line_longer_than_a_read_waits_for_its_end_then_is_skipped_by_line(
+        tmp_path: Path) -> None:
+    from tuneplane.collector.jsonl import READ_BYTES
+    path = tmp_path / "samples.jsonl"
+    first = line(1, {"text": "before"})
+    path.write_text(first + '{"step": 2, "record": "' + "x" * READ_BYTES)
+    reader = ChannelReader(spec(path), Clock())
+    got = reader.read(Position(), max_bytes=1 << 20)
+    assert [r.step for r in got.draft.rich] == [1]
+    got = reader.read(got.position, max_bytes=1 << 20)
+    assert got.at_end  # its end is not written yet: wait, nothing reported
+    assert got.position.offset == len(first)
+    assert not got.problems
+    with path.open("a") as out:
+        out.write('"}\n' + line(3, {"text": "after"}))
+    got = reader.read(got.position, max_bytes=1 << 20)
+    assert len(got.problems) == 1
+    assert f"{path}:2: line of " in got.problems[0]
+    assert "skipped" in got.problems[0]
+    got = reader.read(got.position, max_bytes=1 << 20)
+    assert [r.step for r in got.draft.rich] == [3]

@@ -98,3 +98,23 @@ def test_a_line_over_the_batch_bound_is_reported_not_looped_on(tmp_path: Path) -
     assert result.draft.points == 0
     assert "over the bounds of one batch" in result.problems[0]
     assert result.position.line == 2
+
+
+def test_a_line_longer_than_a_read_is_skipped_once_its_end_is_written(tmp_path: Path) -> None:
+    from tuneplane.collector.draft import Position
+    from tuneplane.collector.jsonl import READ_BYTES, read
+    path = tmp_path / "m.jsonl"
+    path.write_bytes(b'{"step": 1, "wall_time": 1, "metrics": {"a": 1}}\n{"pad": "'
+                     + b"x" * READ_BYTES)
+    got = read(path, "s", Position(), 1000, 1 << 20)
+    assert got.draft.points == 1
+    waiting = read(path, "s", got.position, 1000, 1 << 20)
+    assert waiting.at_end
+    assert waiting.position == got.position
+    with path.open("ab") as out:
+        out.write(b'"}\n{"step": 3, "wall_time": 1, "metrics": {"a": 3}}\n')
+    skipped = read(path, "s", got.position, 1000, 1 << 20)
+    assert skipped.problems == [f"{path}:2: line of {READ_BYTES + 11} bytes, over the "
+                                f"{READ_BYTES} byte bound; skipped"]
+    after = read(path, "s", skipped.position, 1000, 1 << 20)
+    assert after.draft.points == 1

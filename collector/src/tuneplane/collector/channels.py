@@ -21,7 +21,7 @@ import fastjsonschema
 import orjson
 
 from tuneplane.collector.draft import BatchDraft, Position, ReadStep
-from tuneplane.collector.jsonl import READ_BYTES
+from tuneplane.collector.jsonl import READ_BYTES, skip_overlong
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 
 
@@ -117,5 +117,8 @@ class ChannelReader:
             begin = end + 1
         else:
             out.at_end = len(data) < READ_BYTES
+            if begin == 0 and not out.at_end:  # one line longer than a whole read
+                offset, line, out.at_end = skip_overlong(self.spec.path, offset, line,
+                                                         out.problems)
         out.position = Position(offset, line)
         return out

@@ -23,7 +23,7 @@ from tuneplane.collector.collector import Collector, CollectorConfig
 from tuneplane.collector.reader import SourceKind, SourceSpec
 from tuneplane.collector.sender import Target
 from tuneplane.collector.spool import Owner, SpoolError
-from tuneplane.telemetry.v1.limits import MAX_BATCH_BYTES, MAX_BATCH_POINTS
+from tuneplane.telemetry.v1.limits import MAX_BATCH_BYTES, MAX_BATCH_POINTS, MAX_NAME_BYTES
 
 
 def source_spec(kind: SourceKind) -> Callable[[str], SourceSpec]:
@@ -31,6 +31,9 @@ def source_spec(kind: SourceKind) -> Callable[[str], SourceSpec]:
         source_id, sep, path = text.partition("=")
         if not sep or not source_id or not path:
             raise argparse.ArgumentTypeError(f"want ID=PATH, got {text!r}")
+        if len(source_id.encode()) > MAX_NAME_BYTES:
+            raise argparse.ArgumentTypeError(f"source id {source_id[:40]!r}... is over "
+                                             f"{MAX_NAME_BYTES} bytes")
         return SourceSpec(source_id, Path(path), kind)
     return parse
 

@@ -65,6 +65,24 @@ def parse_line(raw: bytes) -> tuple[int, float, list[tuple[str, float]]]:
     return step, float(wall_time), [(k, parse_value(k, v)) for k, v in metrics.items()]
 
 
+def skip_overlong(path: Path, offset: int, line: int,
+                  problems: list[str]) -> tuple[int, int, bool]:
+    """A line longer than READ_BYTES starts at ``offset``: skip it, said with file and line,
+    once its end is written. Returns the new (offset, line, waiting for its end)."""
+    with path.open("rb") as handle:
+        handle.seek(offset + READ_BYTES)
+        where = offset + READ_BYTES
+        while chunk := handle.read(1 << 20):
+            found = chunk.find(b"\n")
+            if found >= 0:
+                end = where + found
+                problems.append(f"{path}:{line}: line of {end - offset} bytes, over the "
+                                f"{READ_BYTES} byte bound; skipped")
+                return end + 1, line + 1, False
+            where += len(chunk)
+    return offset, line, True
+
+
 def read(path: Path, source: str, position: Position, max_points: int,
          max_bytes: int) -> ReadStep:
     """Read complete lines from ``position`` until a batch bound or the end of the file."""
@@ -77,6 +95,8 @@ def read(path: Path, source: str, position: Position, max_points: int,
         end = data.find(b"\n", start)
         if end < 0:
             result.at_end = len(data) < READ_BYTES
+            if start == 0 and not result.at_end:  # one line longer than a whole read
+                offset, line, result.at_end = skip_overlong(path, offset, line, result.problems)
             break
         raw = data[start:end]
         try:

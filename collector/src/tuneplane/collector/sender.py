@@ -23,9 +23,13 @@ from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc
 
 log = logging.getLogger("tuneplane.collector")
 
-#: Answers after which the same batch may succeed later: back off and resend it.
+#: Answers after which the same batch may succeed later: back off and resend it. The token
+#: ones (UNAUTHENTICATED, PERMISSION_DENIED for a token bound to another member) pass when
+#: the platform rewrites the token file, so the batch waits for that instead of being set
+#: aside.
 TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
              grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAUTHENTICATED,
+             grpc.StatusCode.PERMISSION_DENIED,
              grpc.StatusCode.ABORTED, grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN,
              grpc.StatusCode.CANCELLED}
 

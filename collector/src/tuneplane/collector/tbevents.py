@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from google.protobuf.message import DecodeError
 
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1.limits import MAX_NAME_BYTES
 from tuneplane.tensorboard.v1 import event_pb2 as tb
 
 Kind = pb.RichRecord.Kind
@@ -115,6 +116,10 @@ def decode(data: bytes, *, source: str, file: str, offset: int, plugins: TagPlug
 def _value(value: tb.Summary.Value, event: tb.Event, source: str, file: str, offset: int,
            plugins: TagPlugins, out: Decoded) -> None:
     tag = value.tag or value.node_name
+    if not tag or len(tag.encode()) > MAX_NAME_BYTES:
+        out.problems.append(f"{file}@{offset}: tag {tag[:40]!r} must be 1 to {MAX_NAME_BYTES} "
+                            "bytes; value skipped")
+        return
     if value.HasField("metadata") and tag not in plugins:
         meta = value.metadata
         plugins[tag] = (meta.plugin_data.plugin_name, meta.plugin_data.content, meta.data_class)
