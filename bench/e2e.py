@@ -32,6 +32,7 @@ from tests.support import (
     collector_args,
     first_and_last,
     free_port,
+    group_at_end,
     start_ingest,
     start_projector,
     workload_token,
@@ -58,6 +59,24 @@ async def wait_points(db: asyncpg.Connection, run_id: str, expected: int) -> tup
     return await first_and_last(count, expected, f"points of run {run_id}")
 
 
+async def end_to_end(endpoints: Endpoints, ingest_port: int, tls_dir: Path, work: Path,
+                     db: asyncpg.Connection, source: Path, points: int,
+                     batch_points: int) -> float:
+    """Seconds from starting a collector on ``source`` until all its points are in
+    PostgreSQL (a projector must be running)."""
+    run_id = f"bench-{uuid.uuid4().hex[:8]}"
+    member = MemberKey(run_id, 1, "rank-0")
+    token = workload_token(endpoints, member, work / f"token-{run_id}")
+    started = time.perf_counter()
+    collector = subprocess.Popen(
+        [*collector_args(ingest_port, tls_dir, token, member, work / f"spool-{run_id}",
+                         {"train": source}, "--max-batch-points", str(batch_points)),
+         "--exit-when-idle", "--loglevel", "WARNING"])
+    _, last = await wait_points(db, run_id, points)
+    collector.wait(timeout=60)
+    return last - started
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -76,6 +95,8 @@ async def main() -> None:
           f"{source.stat().st_size / 1e6:.1f} MB of JSONL, batches of {args.batch_points:,}")
 
     ingest = start_ingest(endpoints, tls_dir, free_port(), work / "ingest.log")
+    # A projector group of its own from the topic's end: no backlog of earlier runs.
+    group = await group_at_end(endpoints.kafka_bootstrap, f"bench-e2e-{uuid.uuid4().hex[:8]}")
     db = await asyncpg.connect(endpoints.database_url)
     projector: Process | None = None
     try:
@@ -96,22 +117,14 @@ async def main() -> None:
         await asyncio.to_thread(sender.run_once)
         print(f"send        {rate(sender.sent_points, time.perf_counter() - started)}")
         sender.close()
-        projector = start_projector(endpoints, work / "projector.log")
+        projector = start_projector(endpoints, work / "projector.log", env=group)
         first, last = await wait_points(db, run_id, points)
         print(f"project     {rate(points, last - first)}")
 
         # The whole path at once, the projector already running.
-        run_id = f"bench-{uuid.uuid4().hex[:8]}"
-        member = MemberKey(run_id, 1, "rank-0")
-        token = workload_token(endpoints, member, work / "token-e2e")
-        started = time.perf_counter()
-        collector = subprocess.Popen(
-            [*collector_args(ingest.port, tls_dir, token, member, work / "spool-e2e",
-                             {"train": source}, "--max-batch-points", str(args.batch_points)),
-             "--exit-when-idle", "--loglevel", "WARNING"])
-        _, last = await wait_points(db, run_id, points)
-        print(f"end-to-end  {rate(points, last - started)}")
-        collector.wait(timeout=60)
+        seconds = await end_to_end(endpoints, ingest.port, tls_dir, work, db, source, points,
+                                   args.batch_points)
+        print(f"end-to-end  {rate(points, seconds)}")
     finally:
         if projector is not None:  # a projector left behind would skew the next run
             projector.stop()
