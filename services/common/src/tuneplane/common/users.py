@@ -40,3 +40,7 @@ async def exists(conn: Connection, username: str) -> bool:
 def issue(signer: TokenSigner, username: str, *, now: float, ttl_seconds: int) -> str:
     return signer.issue(TokenKind.USER, username, {"user": username}, now=now,
                         ttl_seconds=ttl_seconds)
+
+
+async def is_admin(conn: Connection, username: str) -> bool:
+    return bool(await conn.fetchval("SELECT is_admin FROM users WHERE username = $1", username))

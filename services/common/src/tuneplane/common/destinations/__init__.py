@@ -1,0 +1,1 @@
+"""TelemetryDestination: where the fleet's telemetry is exported, declared once."""

@@ -1,0 +1,128 @@
+"""``tuneplane``: the user's command line for the control plane, over the web API.
+
+    tuneplane destinations apply -f FILE [-f FILE ...]   create or change (YAML or JSON)
+    tuneplane destinations get NAME | list | delete NAME
+    tuneplane destinations render [-f FILE ...]          the composed collector config
+
+Talks to ``--url`` (TUNEPLANE_URL, default http://127.0.0.1:8080) with the user token in
+``--token`` (TUNEPLANE_TOKEN; `tuneplane-admin user-token` prints one). ``render -f``
+composes the given files offline, without a server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from tuneplane.common.destinations.compose import dumps, render
+from tuneplane.common.destinations.resource import DestinationError, parse
+
+
+class ToolError(Exception):
+    """What went wrong, said for the user."""
+
+
+def documents(path: Path) -> list[Any]:
+    try:
+        text = sys.stdin.read() if str(path) == "-" else path.read_text()
+        found = [d for d in yaml.safe_load_all(text) if d is not None]
+    except (OSError, yaml.YAMLError) as exc:
+        raise ToolError(f"{path}: {exc}") from None
+    if not found:
+        raise ToolError(f"{path}: no document in it")
+    return found
+
+
+def call(args: argparse.Namespace, method: str, path: str, body: Any = None) -> Any:
+    if not args.token:
+        raise ToolError("give --token or set TUNEPLANE_TOKEN (a user token)")
+    try:
+        response = httpx.request(method, f"{args.url.rstrip('/')}/api/v1{path}", json=body,
+                                 headers={"Authorization": f"Bearer {args.token}"}, timeout=30)
+    except httpx.HTTPError as exc:
+        raise ToolError(f"{args.url}: {exc}") from None
+    if response.status_code >= 400:
+        try:
+            detail = response.json().get("detail", response.text)
+        except ValueError:
+            detail = response.text
+        raise ToolError(f"{response.status_code}: {detail}")
+    return response.json()
+
+
+def destinations(args: argparse.Namespace) -> None:
+    if args.action == "apply":
+        for path in args.file:
+            for document in documents(path):
+                name = document.get("metadata", {}).get("name") if isinstance(
+                    document, dict) and isinstance(document.get("metadata"), dict) else None
+                if not name:
+                    raise ToolError(f"{path}: metadata.name is missing")
+                done = call(args, "PUT", f"/destinations/{name}", document)
+                print(f"destination/{done['name']} {done['result']} "
+                      f"(generation {done['generation']})")
+    elif args.action == "get":
+        print(yaml.safe_dump(call(args, "GET", f"/destinations/{args.name}"), sort_keys=False),
+              end="")
+    elif args.action == "list":
+        for document in call(args, "GET", "/destinations"):
+            sinks = ", ".join(f"{s['exporter']}/{s['name']}" for s in document["spec"]["sinks"])
+            print(f"{document['metadata']['name']}\tgeneration "
+                  f"{document['metadata'].get('generation')}\t{sinks}")
+    elif args.action == "delete":
+        call(args, "DELETE", f"/destinations/{args.name}")
+        print(f"destination/{args.name} deleted")
+    else:
+        if args.file:
+            parsed = [parse(d, str(p)) for p in args.file for d in documents(p)]
+            config = render(parsed)
+        else:
+            config = call(args, "GET", "/telemetry-collector/config")["config"]
+        if config is None:
+            print("no destination: nothing is composed and export is off", file=sys.stderr)
+            return
+        print(dumps(config), end="")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tuneplane", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--url", default=os.environ.get("TUNEPLANE_URL", "http://127.0.0.1:8080"),
+                   help="the web service (default TUNEPLANE_URL or http://127.0.0.1:8080)")
+    p.add_argument("--token", default=os.environ.get("TUNEPLANE_TOKEN"),
+                   help="user token (default TUNEPLANE_TOKEN)")
+    sub = p.add_subparsers(dest="resource", required=True)
+    d = sub.add_parser("destinations", help="TelemetryDestinations: where telemetry goes")
+    actions = d.add_subparsers(dest="action", required=True)
+    apply = actions.add_parser("apply", help="create or change destinations from files")
+    apply.add_argument("-f", "--file", type=Path, action="append", required=True,
+                       help="YAML or JSON, several documents separated by ---; - for stdin")
+    for name, text in (("get", "one destination as stored"), ("delete", "remove one")):
+        one = actions.add_parser(name, help=text)
+        one.add_argument("name")
+    actions.add_parser("list", help="every destination, its generation and sinks")
+    r = actions.add_parser("render", help="print the composed OpenTelemetry Collector config")
+    r.add_argument("-f", "--file", type=Path, action="append", default=[],
+                   help="compose these files offline instead of the server's destinations")
+    d.set_defaults(func=destinations)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        args.func(args)
+    except (ToolError, DestinationError) as exc:
+        print(f"tuneplane {args.resource} {args.action}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
