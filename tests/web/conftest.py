@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import asyncpg
+import httpx
 import pytest
 
 from tests.support import BIN, Endpoints, Process, free_port
@@ -26,19 +27,36 @@ def web(initialised: Endpoints, tmp_path_factory: pytest.TempPathFactory) -> Ite
     process.stop()
 
 
-@pytest.fixture(scope="session")
-def user_token(initialised: Endpoints) -> str:
-    name = f"tester-{uuid.uuid4().hex[:8]}"
+def new_user_token(endpoints: Endpoints, prefix: str, *, admin: bool = False) -> str:
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
 
     async def add() -> None:
-        conn = await asyncpg.connect(initialised.database_url)
+        conn = await asyncpg.connect(endpoints.database_url)
         try:
-            await users.add_user(conn, name)
+            await users.add_user(conn, name, admin=admin)
         finally:
             await conn.close()
     asyncio.run(add())
-    return users.issue(TokenSigner(initialised.jwt_secret), name, now=time.time(),
+    return users.issue(TokenSigner(endpoints.jwt_secret), name, now=time.time(),
                        ttl_seconds=3600)
+
+
+@pytest.fixture(scope="session")
+def user_token(initialised: Endpoints) -> str:
+    return new_user_token(initialised, "tester")
+
+
+@pytest.fixture(scope="session")
+def admin_token(initialised: Endpoints) -> str:
+    return new_user_token(initialised, "admin", admin=True)
+
+
+@pytest.fixture
+async def client(base_url: str, user_token: str) -> AsyncIterator[httpx.AsyncClient]:
+    """The API as a (non-admin) user."""
+    async with httpx.AsyncClient(base_url=base_url, timeout=60,
+                                 headers={"Authorization": f"Bearer {user_token}"}) as c:
+        yield c
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 
 import asyncpg
 import httpx
@@ -17,13 +16,6 @@ from tuneplane.common.mapping import freeze
 from tuneplane.common.tokens import TokenKind, TokenSigner
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.integration import MetricMapping
-
-
-@pytest.fixture
-async def client(base_url: str, user_token: str) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=base_url, timeout=60,
-                                 headers={"Authorization": f"Bearer {user_token}"}) as c:
-        yield c
 
 
 @pytest.fixture

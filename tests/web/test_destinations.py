@@ -3,39 +3,19 @@ generations, get, list, delete, render; admins change them, clear errors name th
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import os
 import subprocess
-import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import httpx
 import pytest
 import yaml
 
-from tests.support import BIN, Endpoints
-from tuneplane.common import users
-from tuneplane.common.tokens import TokenSigner
-
-
-@pytest.fixture(scope="session")
-def admin_token(initialised: Endpoints) -> str:
-    name = f"admin-{uuid.uuid4().hex[:8]}"
-
-    async def add() -> None:
-        conn = await asyncpg.connect(initialised.database_url)
-        try:
-            await users.add_user(conn, name, admin=True)
-        finally:
-            await conn.close()
-    asyncio.run(add())
-    return users.issue(TokenSigner(initialised.jwt_secret), name, now=time.time(),
-                       ttl_seconds=3600)
+from tests.support import BIN
 
 
 def resource(name: str, sink: str) -> dict[str, Any]:

@@ -5,12 +5,10 @@ from __future__ import annotations
 import os
 import subprocess
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import asyncpg
 import httpx
-import pytest
 
 from tests.support import BIN
 from tuneplane.common.mapping import frozen_mapping
@@ -18,13 +16,6 @@ from tuneplane.common.mapping import frozen_mapping
 ARTIFACT = {"version": 1,
             "sources": [{"id": "train", "kind": "jsonl", "path": "/d/m.jsonl", "owner": "rank-0"}],
             "mappings": [{"tag": "loss", "name": "loss", "goal": "minimize"}]}
-
-
-@pytest.fixture
-async def client(base_url: str, user_token: str) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=base_url, timeout=60,
-                                 headers={"Authorization": f"Bearer {user_token}"}) as c:
-        yield c
 
 
 async def test_a_run_is_created_attempted_ended_and_retried(client: httpx.AsyncClient,
