@@ -12,7 +12,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from tests.support import Endpoints, Process, free_port, start_ingest, start_projector
+from tests.support import BIN, Endpoints, Process, free_port, start_ingest, start_projector
 from tuneplane.common.settings import TopicSettings
 from tuneplane.common.tls import TlsIdentity
 
@@ -86,6 +86,23 @@ def collector_artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.support import ROOT
     from tuneplane.collector.artifact import build
     return build(ROOT, tmp_path_factory.mktemp("artifacts"))
+
+
+@pytest.fixture
+async def fresh(initialised: Endpoints) -> AsyncIterator[str]:
+    """A database of its own, migrated: for what is per install (the gateway identity,
+    the fleet's destinations)."""
+    name = f"gw_{os.urandom(4).hex()}"
+    admin = await asyncpg.connect(initialised.database_url)
+    await admin.execute(f"CREATE DATABASE {name}")
+    url = initialised.database_url.rsplit("/", 1)[0] + f"/{name}"
+    done = subprocess.run([str(BIN / "tuneplane-admin"), "migrate"], capture_output=True,
+                          text=True, env={**os.environ, "TUNEPLANE_DATABASE_URL": url},
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    yield url
+    await admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+    await admin.close()
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import asyncpg
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaProducer
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 
@@ -244,25 +244,9 @@ async def produce(bootstrap: str, batches: list[pb.Batch]) -> None:
 
 
 async def group_at_end(bootstrap: str, group: str) -> dict[str, str]:
-    """A consumer group committed at the batches topic's current end, so projectors started
-    in it take only what is produced from now on (no backlog of earlier runs). Returns the
-    settings that put a projector in it."""
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
-    await producer.start()
-    try:
-        partitions = [TopicPartition(topics.BATCHES, p)
-                      for p in sorted(await producer.partitions_for(topics.BATCHES))]
-    finally:
-        await producer.stop()
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
-                                enable_auto_commit=False)
-    await consumer.start()
-    try:
-        consumer.assign(partitions)
-        ends = await consumer.end_offsets(partitions)
-        await consumer.commit(dict(ends))
-    finally:
-        await consumer.stop()
+    """A projector group committed at the topic's end (no backlog of earlier runs); returns
+    the settings that put a projector in it."""
+    await topics.commit_group_at_end(bootstrap, group)
     return {"TUNEPLANE_PROJECTOR_GROUP": group}
 
 

@@ -6,7 +6,6 @@ import asyncio
 import datetime as dt
 import os
 import subprocess
-from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -24,22 +23,6 @@ from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc
 
 SECRET = "a-secret-encryption-key-for-tests"
 NOW = dt.datetime(2026, 11, 29, tzinfo=dt.UTC)
-
-
-@pytest.fixture
-async def fresh(initialised: Endpoints) -> AsyncIterator[str]:
-    """A database of its own, migrated: the identity is per install."""
-    name = f"gw_{os.urandom(4).hex()}"
-    admin = await asyncpg.connect(initialised.database_url)
-    await admin.execute(f"CREATE DATABASE {name}")
-    url = initialised.database_url.rsplit("/", 1)[0] + f"/{name}"
-    done = subprocess.run([str(BIN / "tuneplane-admin"), "migrate"], capture_output=True,
-                          text=True, env={**os.environ, "TUNEPLANE_DATABASE_URL": url},
-                          check=False)
-    assert done.returncode == 0, done.stderr
-    yield url
-    await admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
-    await admin.close()
 
 
 async def load(url: str, hostnames: list[str], secret: str = SECRET,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
@@ -56,3 +57,23 @@ async def ensure_topics(bootstrap: str, settings: TopicSettings) -> list[str]:
     finally:
         await admin.close()
     return created
+
+
+async def commit_group_at_end(bootstrap: str, group: str, topic: str = BATCHES) -> None:
+    """Commit ``group``'s offsets at the topic's current end: consumers joining it take only
+    what is produced from now on (an exporter turning on, a benchmark's own projectors)."""
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    await producer.start()
+    try:
+        partitions = [TopicPartition(topic, p)
+                      for p in sorted(await producer.partitions_for(topic))]
+    finally:
+        await producer.stop()
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
+                                enable_auto_commit=False)
+    await consumer.start()
+    try:
+        consumer.assign(partitions)
+        await consumer.commit(dict(await consumer.end_offsets(partitions)))
+    finally:
+        await consumer.stop()

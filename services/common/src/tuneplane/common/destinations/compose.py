@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from tuneplane.common.destinations.resource import Destination, DestinationError
+from tuneplane.common.destinations.resource import SECRETS_ROOT, Destination, DestinationError
 
 #: Where the exporter service sends OTLP to the composed collector.
 RECEIVER_ENDPOINT = "127.0.0.1:4317"
@@ -43,8 +43,10 @@ def check_together(destinations: Sequence[Destination]) -> None:
                                    f"{sorted(clash)[0]!r} is composed for a sink")
 
 
-def render(destinations: Sequence[Destination], *,
-           receiver_endpoint: str = RECEIVER_ENDPOINT) -> dict[str, Any] | None:
+def render(destinations: Sequence[Destination], *, receiver_endpoint: str = RECEIVER_ENDPOINT,
+           secrets_root: str = SECRETS_ROOT) -> dict[str, Any] | None:
+    """The collector configuration; None (nothing at all) without destinations. A sink's
+    secret keys are files under ``<secrets_root>/<sink>/``."""
     if not destinations:
         return None
     check_together(destinations)
@@ -59,7 +61,7 @@ def render(destinations: Sequence[Destination], *,
             if sink.bearer_key is not None:
                 exporter["auth"] = {"authenticator": sink.authenticator_id}
                 extensions[sink.authenticator_id] = {
-                    "filename": f"{sink.secret_dir}/{sink.bearer_key}"}
+                    "filename": f"{secrets_root}/{sink.name}/{sink.bearer_key}"}
             exporter.update(sink.config)
             exporters[sink.exporter_id] = exporter
         extensions.update(destination.extensions)

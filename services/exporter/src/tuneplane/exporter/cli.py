@@ -1,0 +1,77 @@
+"""``tuneplane-exporter``: curves to the fleet's TelemetryDestinations.
+
+Watches the destinations in PostgreSQL, writes the composed OpenTelemetry Collector
+configuration (and runs the collector on it with ``--otelcol``), and while at least one
+destination exists consumes the batches topic in its own consumer group, sending curves
+as OTLP metrics to the collector. With none, no export work is done at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+from tuneplane.common.destinations.resource import SECRETS_ROOT
+from tuneplane.common.settings import SettingsError, require
+from tuneplane.exporter.service import GROUP, Exporter, ExporterSettings
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tuneplane-exporter", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config-path", type=Path,
+                   default=Path(os.environ.get("TUNEPLANE_EXPORTER_CONFIG",
+                                               "/var/lib/tuneplane/otelcol.yaml")),
+                   help="where the composed collector configuration is written (default "
+                        "TUNEPLANE_EXPORTER_CONFIG or /var/lib/tuneplane/otelcol.yaml)")
+    p.add_argument("--otelcol", type=Path, default=os.environ.get("TUNEPLANE_OTELCOL"),
+                   help="an OpenTelemetry Collector binary to run on the composed "
+                        "configuration (default TUNEPLANE_OTELCOL; without it the deployment "
+                        "runs the collector)")
+    p.add_argument("--otlp-endpoint", default="127.0.0.1:4317",
+                   help="the composed collector's OTLP gRPC receiver (default 127.0.0.1:4317)")
+    p.add_argument("--secrets-root", default=os.environ.get("TUNEPLANE_TELEMETRY_SECRETS_ROOT",
+                                                            SECRETS_ROOT),
+                   help=f"where each sink's secret keys are mounted, one directory per sink "
+                        f"(default {SECRETS_ROOT})")
+    p.add_argument("--group", default=GROUP, help=f"consumer group (default {GROUP})")
+    p.add_argument("--poll-seconds", type=float, default=2.0,
+                   help="how often destinations are checked (default 2)")
+    p.add_argument("--loglevel", default="INFO")
+    return p
+
+
+async def serve(settings: ExporterSettings) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    logging.getLogger("tuneplane.exporter").info("exporter watching destinations")
+    await Exporter(settings).run(stop)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logging.basicConfig(level=args.loglevel.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    try:
+        settings = ExporterSettings(
+            database_url=require(os.environ, "TUNEPLANE_DATABASE_URL"),
+            kafka_bootstrap=require(os.environ, "TUNEPLANE_KAFKA_BOOTSTRAP"),
+            config_path=args.config_path, otelcol=args.otelcol,
+            otlp_endpoint=args.otlp_endpoint, secrets_root=args.secrets_root,
+            poll_seconds=args.poll_seconds, group=args.group)
+        asyncio.run(serve(settings))
+    except (SettingsError, OSError) as exc:
+        print(f"tuneplane-exporter: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""The composed OpenTelemetry Collector: its configuration file, and its process when the
+exporter runs it (``--otelcol``). A changed configuration restarts it (a renamed sink
+means a new exporter, authenticator and credential directory); no configuration stops it
+and removes the file."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+
+log = logging.getLogger("tuneplane.exporter")
+
+
+class ComposedCollector:
+    def __init__(self, config_path: Path, binary: Path | None, log_path: Path) -> None:
+        self.config_path = config_path
+        self._binary = binary
+        self._log_path = log_path
+        self._text: str | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    @property
+    def text(self) -> str | None:
+        return self._text
+
+    def apply(self, text: str | None) -> None:
+        """Make the collector run on ``text`` (None: nothing); restart only on a change, or
+        when the process died."""
+        if text == self._text:
+            if text is not None and self._process is not None and \
+                    self._process.poll() is not None:
+                log.warning("composed collector exited %s; starting it again",
+                            self._process.returncode)
+                self._start()
+            return
+        self.stop()
+        self._text = text
+        if text is None:
+            self.config_path.unlink(missing_ok=True)
+            log.info("no destination: composed collector stopped, configuration removed")
+            return
+        self._write(text)
+        self._start()
+
+    def _write(self, text: str) -> None:
+        self.config_path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.config_path.parent, prefix=".otelcol-")
+        with os.fdopen(fd, "w") as out:
+            out.write(text)
+        os.replace(tmp, self.config_path)
+
+    def _start(self) -> None:
+        if self._binary is None:
+            log.info("composed configuration written to %s (the collector is run by the "
+                     "deployment)", self.config_path)
+            return
+        with self._log_path.open("ab") as out:
+            self._process = subprocess.Popen(
+                [str(self._binary), f"--config={self.config_path}"], stdout=out,
+                stderr=subprocess.STDOUT, start_new_session=True)
+        self.starts += 1
+        log.info("composed collector started (pid %d) on %s", self._process.pid,
+                 self.config_path)
+
+    def stop(self) -> None:
+        if self._process is None or self._process.poll() is not None:
+            self._process = None
+            return
+        os.killpg(self._process.pid, signal.SIGTERM)
+        try:
+            self._process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(self._process.pid, signal.SIGKILL)
+            self._process.wait()
+        self._process = None

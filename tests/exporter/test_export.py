@@ -1,0 +1,176 @@
+"""Export end to end, with a real OpenTelemetry Collector built by the official builder
+(`scripts/otelcol build`) from the composed configuration: curves from the pipeline reach
+a `file` exporter and an `otlp_http` sink; the sink's bearer token file is rotated mid-run
+and the next requests carry the new token without a restart; with no destination the
+exporter does no export work and holds no backlog."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import asyncpg
+import pytest
+
+from tests.support import BIN, Endpoints, Process, free_port, member_batch, produce
+from tuneplane.common.destinations import store
+from tuneplane.common.identity import MemberKey
+
+
+class Capture(BaseHTTPRequestHandler):
+    """An OTLP/HTTP endpoint that records who called with which token."""
+
+    tokens: ClassVar[list[str]] = []
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        Capture.tokens.append(self.headers.get("Authorization", ""))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def capture() -> Iterator[int]:
+    Capture.tokens = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Capture)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def otelcol() -> Path:
+    binary = os.environ.get("TUNEPLANE_OTELCOL", "")
+    if not binary or not Path(binary).exists():
+        pytest.fail("TUNEPLANE_OTELCOL is not set: build the collector with "
+                    "`export TUNEPLANE_OTELCOL=$(scripts/otelcol build)`", pytrace=False)
+    return Path(binary)
+
+
+def exported(path: Path) -> dict[tuple[str, str, str, int], float]:
+    """(run, member, tag, wall time in ns) → value, from the file exporter's JSON lines."""
+    found: dict[tuple[str, str, str, int], float] = {}
+    if not path.exists():
+        return found
+    for line in path.read_text().splitlines():
+        for rm in json.loads(line)["resourceMetrics"]:
+            for sm in rm["scopeMetrics"]:
+                for metric in sm["metrics"]:
+                    for point in metric["gauge"]["dataPoints"]:
+                        attrs = {a["key"]: next(iter(a["value"].values()))
+                                 for a in point["attributes"]}
+                        assert metric["name"] == attrs["tag"]
+                        assert {"run", "attempt", "member", "source", "tag"} <= set(attrs)
+                        found[(attrs["run"], attrs["member"], attrs["tag"],
+                               int(point["timeUnixNano"]))] = point["asDouble"]
+    return found
+
+
+def destination(sink_dir: Path, file_path: Path, port: int) -> dict[str, Any]:
+    return {"apiVersion": "tuneplane.dev/v1", "kind": "TelemetryDestination",
+            "metadata": {"name": "observability"},
+            "spec": {"sinks": [
+                {"name": "capture", "exporter": "otlp_http",
+                 "endpoint": f"http://127.0.0.1:{port}", "secretRef": {"name": "capture"},
+                 "auth": {"bearerToken": {"key": "token"}},
+                 "config": {"compression": "none", "retry_on_failure": {"enabled": True}}},
+                {"name": "lake", "exporter": "file",
+                 "config": {"path": str(file_path), "flush_interval": "100ms"}}]}}
+
+
+def truth(member: MemberKey, sequences: range) -> dict[tuple[str, str, str, int], float]:
+    out = {}
+    for seq in sequences:
+        for chunk in member_batch(member, seq, 100).chunks:
+            for wall, value in zip(chunk.wall_times, chunk.values, strict=True):
+                out[(member.run_id, member.member, chunk.tag, int(wall * 1e9))] = value
+    return out
+
+
+async def wait_for(check: Any, what: str, seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, what
+        await asyncio.sleep(0.2)
+
+
+def rotate(token_file: Path, token: str) -> None:
+    fresh = token_file.with_name(".token.new")
+    fresh.write_text(token)
+    fresh.rename(token_file)  # what a secret mount's update looks like
+
+
+async def test_destinations_turn_export_on_and_off_and_a_rotated_token_is_used(
+        initialised: Endpoints, fresh: str, capture: int, tmp_path: Path) -> None:
+    secrets = tmp_path / "secrets"
+    (secrets / "capture").mkdir(parents=True)
+    token_file = secrets / "capture" / "token"
+    token_file.write_text("token-1")
+    lake, config = tmp_path / "lake.jsonl", tmp_path / "otelcol.json"
+    exporter = Process(
+        [str(BIN / "tuneplane-exporter"), "--config-path", str(config), "--otelcol",
+         str(otelcol()), "--otlp-endpoint", f"127.0.0.1:{free_port()}", "--secrets-root",
+         str(secrets), "--group", f"exporter-{uuid.uuid4().hex[:8]}", "--poll-seconds", "0.5"],
+        tmp_path / "exporter.log", ready="exporter watching destinations",
+        env={"TUNEPLANE_DATABASE_URL": fresh})
+    db = await asyncpg.connect(fresh)
+    try:
+        # No destination: nothing composed, nothing consumed, no collector.
+        before = MemberKey(f"off-{uuid.uuid4().hex[:8]}", 1, "rank-0")
+        await produce(initialised.kafka_bootstrap, [member_batch(before, s, 100)
+                                                    for s in range(1, 11)])
+        await asyncio.sleep(3.0)
+        assert not config.exists()
+        assert "export on" not in exporter.tail()
+        assert "composed collector started" not in exporter.tail()
+
+        applied = await store.apply(db, destination(secrets / "capture", lake, capture))
+        assert applied.result == "created"
+        await wait_for(lambda: "export on" in exporter.tail(), "export never turned on")
+        composed = json.loads(config.read_text())
+        assert composed["extensions"]["bearertokenauth/capture"] == {"filename":
+                                                                     str(token_file)}
+        member = MemberKey(f"on-{uuid.uuid4().hex[:8]}", 1, "rank-0")
+        await asyncio.sleep(2.0)  # the collector's receiver is listening
+        await produce(initialised.kafka_bootstrap, [member_batch(member, s, 100)
+                                                    for s in range(1, 11)])
+        first = truth(member, range(1, 11))
+        await wait_for(lambda: first.items() <= exported(lake).items(),
+                       f"file exporter holds {len(exported(lake))} of {len(first)} points")
+        await wait_for(lambda: "Bearer token-1" in Capture.tokens, "no request with token-1")
+
+        rotate(token_file, "token-2")
+        await asyncio.sleep(1.5)  # the extension notices the file changed
+        await produce(initialised.kafka_bootstrap, [member_batch(member, s, 100)
+                                                    for s in range(11, 21)])
+        second = truth(member, range(11, 21))
+        await wait_for(lambda: second.items() <= exported(lake).items(),
+                       "the second half never reached the file exporter")
+        await wait_for(lambda: Capture.tokens[-1] == "Bearer token-2",
+                       f"requests after the rotation carry {Capture.tokens[-3:]}")
+        assert exporter.tail().count("composed collector started") == 1  # no restart
+
+        stored = exported(lake)
+        assert {k: v for k, v in stored.items() if k[0] == member.run_id} == first | second
+        assert not [k for k in stored if k[0] == before.run_id]  # no backlog from before
+
+        assert await store.delete(db, "observability")
+        await wait_for(lambda: "export off" in exporter.tail(), "export never turned off")
+        assert not config.exists()
+    finally:
+        await db.close()
+        exporter.stop()

@@ -1,0 +1,49 @@
+"""Curves as OTLP metrics: a gauge per tag, a point per point, the identity as attributes."""
+
+from __future__ import annotations
+
+import math
+
+from tests.support import member_batch
+from tuneplane.common.identity import MemberKey
+from tuneplane.exporter.otlp import metric_name, points, to_request
+from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+
+
+def test_each_chunk_becomes_a_gauge_with_the_identity_on_every_point() -> None:
+    batch = member_batch(MemberKey("run-1", 2, "rank-3"), 1, 10, tags=2)
+    request = to_request(batch)
+    assert points(request) == 10
+    (scope,) = request.resource_metrics[0].scope_metrics
+    assert [m.name for m in scope.metrics] == ["tag0", "tag1"]
+    point = scope.metrics[1].gauge.data_points[0]
+    attributes = {a.key: a.value for a in point.attributes}
+    assert attributes["run"].string_value == "run-1"
+    assert attributes["attempt"].int_value == 2
+    assert attributes["member"].string_value == "rank-3"
+    assert attributes["source"].string_value == "train"
+    assert attributes["tag"].string_value == "tag1"
+    chunk = batch.chunks[1]
+    assert point.time_unix_nano == int(chunk.wall_times[0] * 1e9)
+    assert point.as_double == chunk.values[0]
+
+
+def test_non_finite_values_and_odd_tags_survive() -> None:
+    batch = pb.Batch(identity=pb.BatchIdentity(run_id="r", attempt=1, member="m"), chunks=[
+        pb.SeriesChunk(source="s", tag="9 loss (train)", steps=[1, 2], wall_times=[1.0, 2.0],
+                       values=[math.nan, -math.inf])])
+    (metric,) = to_request(batch).resource_metrics[0].scope_metrics[0].metrics
+    assert metric.name == "tag_9_loss__train_"
+    assert metric_name("train/loss.avg") == "train/loss.avg"
+    assert len(metric_name("x" * 400)) == 255
+    values = [p.as_double for p in metric.gauge.data_points]
+    assert math.isnan(values[0])
+    assert values[1] == -math.inf
+    tag = {a.key: a.value.string_value for a in metric.gauge.data_points[0].attributes}["tag"]
+    assert tag == "9 loss (train)"
+
+
+def test_a_batch_without_curves_exports_no_metric() -> None:
+    batch = pb.Batch(identity=pb.BatchIdentity(run_id="r", attempt=1, member="m"))
+    batch.rich.add(source="s", tag="img", kind=pb.RichRecord.KIND_IMAGE, payload=b"x")
+    assert points(to_request(batch)) == 0
