@@ -16,6 +16,7 @@ SOURCES = {
     "projector": ["services/projector", "services/common"],
     "init": ["services/common"],
     "web": ["services/web", "services/common"],
+    "exporter": ["services/exporter", "services/common"],
 }
 
 
@@ -42,7 +43,7 @@ def test_every_setting_a_gateway_service_requires_is_set() -> None:
 def test_gateway_profile_and_ports() -> None:
     services = compose()["services"]
     assert {n for n, s in services.items() if "gateway" in s.get("profiles", [])} == \
-        {"init", "ingest", "control", "projector", "web"}
+        {"init", "ingest", "control", "projector", "web", "exporter"}
     assert services["ingest"]["ports"] == ["8444:8444"]
     assert services["control"]["ports"] == ["8443:8443"]
     assert {"postgres", "kafka", "s3"} <= {n for n, s in services.items()
@@ -65,3 +66,43 @@ def test_dockerfile_has_a_target_per_gateway_image() -> None:
             context = (COMPOSE.parent / service["build"]["context"]).resolve()
             assert context == ROOT
             assert (context / service["build"]["dockerfile"]).exists()
+
+
+def test_long_running_services_are_health_checked_and_wait_on_conditions() -> None:
+    services = compose()["services"]
+    for name, service in services.items():
+        if name != "init":
+            assert "healthcheck" in service or name == "projector" or name == "exporter", name
+        for dependency, condition in service.get("depends_on", {}).items():
+            assert condition["condition"] in ("service_healthy",
+                                              "service_completed_successfully"), (name,
+                                                                                  dependency)
+    for name in ("postgres", "kafka", "s3"):  # durable data lives in named volumes
+        (volume,) = services[name]["volumes"]
+        assert volume.split(":")[0] in compose()["volumes"]
+
+
+def stages() -> dict[str, list[str]]:
+    """Each Dockerfile stage's lines, by stage name."""
+    found: dict[str, list[str]] = {}
+    current: list[str] = []
+    for line in (ROOT / "compose" / "Dockerfile").read_text().splitlines():
+        match = re.match(r"^FROM (\S+) AS (\S+)$", line)
+        if match:
+            current = found.setdefault(match.group(2), [match.group(1)])
+        elif current:
+            current.append(line)
+    return found
+
+
+def test_images_are_small_runtime_stages_running_as_a_non_root_user() -> None:
+    found = stages()
+    for service in compose()["services"].values():
+        if "build" not in service:
+            continue
+        lines = found[service["build"]["target"]]
+        assert lines[0] == "runtime", f"{service['build']['target']} is not built on runtime"
+        assert "USER 10001" in lines
+        assert not any(line.startswith(("COPY protos", "COPY services", "RUN uv"))
+                       for line in lines)  # sources and uv stay in the build stages
+    assert found["runtime"][0] == "python:3.11-slim"
