@@ -1,0 +1,63 @@
+{{- define "tuneplane.fullname" -}}
+{{- printf "%s-tuneplane" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "tuneplane.secretName" -}}
+{{- default (printf "%s-secrets" (include "tuneplane.fullname" .)) .Values.secrets.existingSecret -}}
+{{- end -}}
+
+{{- define "tuneplane.labels" -}}
+app.kubernetes.io/name: tuneplane
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- end -}}
+
+{{- define "tuneplane.image" -}}
+{{ .root.Values.image.repository }}-{{ .target }}:{{ .root.Values.image.tag }}
+{{- end -}}
+
+{{/* Settings every service reads; the two shared secrets come from one Secret. */}}
+{{- define "tuneplane.env" -}}
+- name: TUNEPLANE_DATABASE_URL
+{{- if .Values.database.existingSecret }}
+  valueFrom: {secretKeyRef: {name: {{ .Values.database.existingSecret }}, key: url}}
+{{- else }}
+  value: {{ .Values.database.url | quote }}
+{{- end }}
+- name: TUNEPLANE_KAFKA_BOOTSTRAP
+  value: {{ .Values.kafka.bootstrap | quote }}
+- name: TUNEPLANE_TOPIC_REPLICATION
+  value: {{ .Values.kafka.topicReplication | quote }}
+- name: TUNEPLANE_TOPIC_MIN_INSYNC
+  value: {{ .Values.kafka.topicMinInsync | quote }}
+- name: TUNEPLANE_TOPIC_PARTITIONS
+  value: {{ .Values.kafka.topicPartitions | quote }}
+- name: TUNEPLANE_S3_ENDPOINT
+  value: {{ .Values.s3.endpoint | quote }}
+- name: TUNEPLANE_S3_BUCKET
+  value: {{ .Values.s3.bucket | quote }}
+- name: TUNEPLANE_GATEWAY_HOSTNAME
+  value: {{ .Values.gateway.hostname | quote }}
+- name: TUNEPLANE_SECRET_ENC_KEY
+  valueFrom: {secretKeyRef: {name: {{ include "tuneplane.secretName" . }}, key: TUNEPLANE_SECRET_ENC_KEY}}
+- name: TUNEPLANE_WEB_JWT_SECRET
+  valueFrom: {secretKeyRef: {name: {{ include "tuneplane.secretName" . }}, key: TUNEPLANE_WEB_JWT_SECRET}}
+{{- if .Values.gateway.tlsSecret }}
+- name: TUNEPLANE_TELEMETRY_TRUST_BUNDLE
+  value: /etc/tuneplane/tls/ca.crt
+{{- end }}
+{{- end -}}
+
+{{- define "tuneplane.envFrom" -}}
+{{- if .Values.s3.credentialsSecret }}
+envFrom:
+  - secretRef: {name: {{ .Values.s3.credentialsSecret }}}
+{{- end }}
+{{- end -}}
+
+{{- define "tuneplane.pod" -}}
+securityContext:
+  runAsNonRoot: true
+  runAsUser: 10001
+  fsGroup: 10001
+{{- end -}}
