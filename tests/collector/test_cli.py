@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,14 @@ def test_spool_status_of_a_spool_being_created_is_not_called_damaged(
     error = capsys.readouterr().err
     assert "has no tables yet" in error
     assert "damaged" not in error
+
+
+def test_read_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:
+    from tests.support import BIN, write_jsonl
+    write_jsonl(tmp_path / "m.jsonl", range(50_000), ["loss"])
+    done = subprocess.run(f"set -o pipefail; {BIN / 'tuneplane-collector'} read "
+                          f"{tmp_path / 'm.jsonl'} | head -n 2", shell=True,
+                          executable="/bin/bash", capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.splitlines()) == 2
+    assert done.stderr == ""

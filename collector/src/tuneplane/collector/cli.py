@@ -153,14 +153,19 @@ def cmd_read(args: argparse.Namespace) -> int:
 
     out = sys.stdout.buffer
     status = 0
-    for path in args.paths:
-        try:
-            for record in records.records(path, report):
-                out.write(orjson.dumps(record) + b"\n")
-        except (OSError, ValueError) as exc:
-            print(f"tuneplane-collector read: {exc}", file=sys.stderr)
-            status = 1
-    out.flush()
+    try:
+        for path in args.paths:
+            try:
+                for record in records.records(path, report):
+                    out.write(orjson.dumps(record) + b"\n")
+            except BrokenPipeError:
+                raise
+            except (OSError, ValueError) as exc:
+                print(f"tuneplane-collector read: {exc}", file=sys.stderr)
+                status = 1
+        out.flush()
+    except BrokenPipeError:  # the reader had enough (`| head`): a normal end
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return status
 
 
