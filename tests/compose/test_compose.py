@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.support import ROOT
@@ -106,3 +110,40 @@ def test_images_are_small_runtime_stages_running_as_a_non_root_user() -> None:
         assert not any(line.startswith(("COPY protos", "COPY services", "RUN uv"))
                        for line in lines)  # sources and uv stay in the build stages
     assert found["runtime"][0] == "python:3.11-slim"
+
+
+def docker_compose(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    binary = os.environ.get("TUNEPLANE_DOCKER_COMPOSE", "")
+    if not binary:
+        pytest.fail("TUNEPLANE_DOCKER_COMPOSE is not set: "
+                    "`export TUNEPLANE_DOCKER_COMPOSE=$(scripts/docker-compose)`",
+                    pytrace=False)
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("TUNEPLANE_", "AWS_"))}
+    return subprocess.run([binary, "-f", str(COMPOSE), *args], capture_output=True,
+                          text=True, check=False, timeout=120, env={**clean, **env})
+
+
+REQUIRED_ENV = {"TUNEPLANE_WEB_JWT_SECRET": "a-jwt-secret-of-enough-length",
+                "TUNEPLANE_SECRET_ENC_KEY": "an-encryption-key-of-enough-length",
+                "TUNEPLANE_TELEMETRY_COLLECTOR_ARTIFACT": "/opt/tuneplane/artifacts/" + "0" * 64}
+
+
+def test_docker_compose_config_accepts_the_gateway_profile() -> None:
+    done = docker_compose("--profile", "gateway", "config", "--format", "json",
+                          env=REQUIRED_ENV)
+    assert done.returncode == 0, done.stderr
+    resolved = json.loads(done.stdout)
+    assert set(resolved["services"]) == {"postgres", "kafka", "s3", "init", "ingest",
+                                         "control", "projector", "web", "exporter"}
+    ingest = resolved["services"]["ingest"]
+    assert ingest["environment"]["TUNEPLANE_WEB_JWT_SECRET"] == REQUIRED_ENV[
+        "TUNEPLANE_WEB_JWT_SECRET"]
+    assert [(p["target"], p["published"]) for p in ingest["ports"]] == [(8444, "8444")]
+
+
+@pytest.mark.parametrize("missing", sorted(REQUIRED_ENV))
+def test_docker_compose_refuses_to_start_without_a_required_setting(missing: str) -> None:
+    env = {k: v for k, v in REQUIRED_ENV.items() if k != missing}
+    done = docker_compose("--profile", "gateway", "config", env=env)
+    assert done.returncode != 0
+    assert missing in done.stderr
