@@ -34,6 +34,7 @@ def test_the_same_sources_build_the_same_digest(built: Path, tmp_path: Path) -> 
     manifest = verify(built)
     assert manifest["target"] == dataclasses.asdict(Target.of_this_host())
     assert "bin/tuneplane-collector" in manifest["files"]
+    assert manifest["programs"] == ["bin/tuneplane-collector", "bin/tuneplane-node"]
     assert not [f for f in manifest["files"] if "__pycache__" in f or f.endswith(".pyc")]
 
 
@@ -50,6 +51,11 @@ def test_it_runs_isolated_from_the_training_environment(built: Path, tmp_path: P
              "PYTHONUSERBASE": str(poison)})
     assert done.returncode == 0, done.stderr
     assert [json.loads(line)["step"] for line in done.stdout.splitlines()] == [0, 1, 2]
+    agent = subprocess.run([str(built / "bin" / "tuneplane-node"), "--help"],
+                           capture_output=True, text=True, check=False, cwd=poison,
+                           env={**os.environ, "PYTHONPATH": str(poison)})
+    assert agent.returncode == 0, agent.stderr  # the node agent ships in the artifact too
+    assert "enroll" in agent.stdout
     verify(built)  # running it wrote nothing into it
 
 
@@ -67,8 +73,8 @@ def test_an_added_file_is_refused(copy: Path) -> None:
 
 
 def test_a_missing_file_is_refused(copy: Path) -> None:
-    (copy / "bin" / "launch.py").unlink()
-    with pytest.raises(ArtifactError, match=r"bin/launch\.py is missing"):
+    (copy / "bin" / "cli.py").unlink()
+    with pytest.raises(ArtifactError, match=r"bin/cli\.py is missing"):
         verify(copy)
 
 

@@ -68,7 +68,7 @@ def test_a_tampered_artifact_is_refused_before_anything_is_made(
         collector_artifact: Path, tmp_path: Path, change: str, words: str) -> None:
     copy = tmp_path / "artifacts" / collector_artifact.name
     shutil.copytree(collector_artifact, copy, symlinks=True)
-    launcher = copy / "bin" / "launch.py"
+    launcher = copy / "bin" / "cli.py"
     if change == "edit":
         launcher.write_text(launcher.read_text().replace("main()", "main() or 0"))
     elif change == "add":

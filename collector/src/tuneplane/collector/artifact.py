@@ -25,16 +25,18 @@ from typing import Any
 MANIFEST = "manifest.json"
 FORMAT = 1
 LAUNCHER = """#!/bin/sh
-# Runs the Tuneplane collector isolated from the training environment's packages.
+# Runs {program} isolated from the training environment's packages.
 here=$(cd "$(dirname "$0")/.." && pwd)
-exec "${TUNEPLANE_COLLECTOR_PYTHON:-python{version}}" -I -S -B "$here/bin/launch.py" "$@"
+exec "${TUNEPLANE_COLLECTOR_PYTHON:-python{version}}" -I -S -B "$here/bin/{module}.py" "$@"
 """
 LAUNCH_PY = """import os, sys
 sys.path[:0] = [os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                              "site-packages")]
-from tuneplane.collector.cli import main
+from tuneplane.collector.{module} import main
 sys.exit(main())
 """
+#: The artifact's programs: the collector, and the node agent that launches it.
+PROGRAMS = {"tuneplane-collector": "cli", "tuneplane-node": "node.cli"}
 
 
 class ArtifactError(RuntimeError):
@@ -121,13 +123,17 @@ def build(workspace: Path, out: Path) -> Path:
         shutil.rmtree(site / "bin", ignore_errors=True)  # console scripts of the venv kind
         (staging / "bin").mkdir()
         version = f"{sys.version_info.major}.{sys.version_info.minor}"
-        (staging / "bin" / "tuneplane-collector").write_text(
-            LAUNCHER.replace("{version}", version))
-        (staging / "bin" / "tuneplane-collector").chmod(0o755)
-        (staging / "bin" / "launch.py").write_text(LAUNCH_PY)
+        for program, module in PROGRAMS.items():
+            entry = module.replace(".", "_")
+            launcher = staging / "bin" / program
+            launcher.write_text(LAUNCHER.replace("{version}", version).replace(
+                "{program}", program).replace("{module}", entry))
+            launcher.chmod(0o755)
+            (staging / "bin" / f"{entry}.py").write_text(LAUNCH_PY.replace("{module}", module))
         target = Target.of_this_host()
         manifest = {"format": FORMAT, "name": "tuneplane-collector",
                     "entry_point": "bin/tuneplane-collector",
+                    "programs": [f"bin/{p}" for p in PROGRAMS],
                     "target": {"os": target.os, "arch": target.arch, "libc": target.libc,
                                "python_abi": target.python_abi},
                     "files": tree(staging)}
