@@ -24,10 +24,10 @@ from pathlib import Path
 import grpc
 
 from tests.support import ROOT, member_batch
+from tuneplane.common import nodes
 from tuneplane.common.db import Connection
 from tuneplane.common.identity import MemberKey
 from tuneplane.common.tokens import TokenSigner
-from tuneplane.control import nodes
 from tuneplane.node.v1 import node_pb2 as node_pb
 from tuneplane.node.v1 import node_pb2_grpc as node_grpc
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb

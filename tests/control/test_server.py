@@ -19,9 +19,9 @@ from tests.control.conftest import (
     enrollment_token,
     new_run,
 )
+from tuneplane.common import launches, nodes
 from tuneplane.common.identity import MemberKey
 from tuneplane.common.tokens import TokenKind, TokenSigner
-from tuneplane.control import launches, nodes
 from tuneplane.node.v1 import node_pb2 as pb
 from tuneplane.node.v1 import node_pb2_grpc as pb_grpc
 

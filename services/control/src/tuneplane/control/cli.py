@@ -21,10 +21,9 @@ from pathlib import Path
 
 import asyncpg
 
-from tuneplane.common import gateway_identity, listener, runs
+from tuneplane.common import gateway_identity, launches, listener, nodes, runs
 from tuneplane.common.settings import SettingsError, positive_int, require
 from tuneplane.common.tokens import TokenSigner
-from tuneplane.control import launches, nodes
 from tuneplane.control.server import NodeControl, Policy, create_server
 from tuneplane.node.v1 import node_pb2 as pb
 

@@ -13,11 +13,11 @@ from typing import Any, NoReturn, TypeAlias
 import asyncpg
 import grpc
 
+from tuneplane.common import launches, nodes
 from tuneplane.common.db import Connection
 from tuneplane.common.identity import MemberKey
 from tuneplane.common.listener import bearer_token
 from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
-from tuneplane.control import launches, nodes
 from tuneplane.node.v1 import node_pb2 as pb
 from tuneplane.node.v1 import node_pb2_grpc as pb_grpc
 

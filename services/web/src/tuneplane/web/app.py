@@ -26,7 +26,7 @@ from tuneplane.common import runs as run_management
 from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
 from tuneplane.telemetry.v1.integration import IntegrationError
 from tuneplane.telemetry.v1.names import json_number
-from tuneplane.web import destinations, models, queries, reporting
+from tuneplane.web import destinations, launches, models, queries, reporting
 from tuneplane.web.downsample import METHOD, Answer
 
 
@@ -127,6 +127,7 @@ def create_app(settings: WebSettings) -> FastAPI:
 
     app.include_router(reporting.router(signer, lambda: state["pool"]))
     app.include_router(destinations.router(user, lambda: state["pool"]))
+    app.include_router(launches.router(user, lambda: state["pool"]))
 
     static = Path(__file__).resolve().parent / "static"
     app.mount("/static", StaticFiles(directory=static), name="static")

@@ -12,24 +12,17 @@ from typing import Annotated, Any
 import asyncpg
 from fastapi import APIRouter, Body, Depends, HTTPException
 
-from tuneplane.common import users
 from tuneplane.common.destinations import store
 from tuneplane.common.destinations.compose import render
 from tuneplane.common.destinations.resource import DestinationError
+from tuneplane.web.access import admin_only
 
 
 def router(user: Callable[..., Awaitable[str]], pool: Callable[[], asyncpg.Pool]) -> APIRouter:
     api = APIRouter(prefix="/api/v1", tags=["destinations"])
     User = Annotated[str, Depends(user)]
 
-    async def admin(who: User) -> str:
-        async with pool().acquire() as conn:
-            if not await users.is_admin(conn, who):
-                raise HTTPException(403, f"user {who!r} is not an admin; destinations are "
-                                         "changed by admins")
-        return who
-
-    Admin = Annotated[str, Depends(admin)]
+    Admin = Annotated[str, Depends(admin_only(user, pool, "changes to destinations"))]
 
     @api.get("/destinations")
     async def listing(_: User) -> list[dict[str, Any]]:

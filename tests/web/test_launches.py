@@ -1,0 +1,74 @@
+"""Nodes and launches over the web API: admins hand out enrollment tokens and launch;
+users list; mistakes are refused with what and where."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import AsyncIterator
+
+import asyncpg
+import httpx
+import pytest
+
+from tuneplane.common import nodes
+
+ARTIFACT = {"version": 1, "sources": [
+    {"id": "train", "kind": "jsonl", "path": "m.jsonl", "owner": "rank-0"},
+    {"id": "eval", "kind": "jsonl", "path": "e.jsonl", "owner": "rank-1"}]}
+
+
+@pytest.fixture
+async def admin(base_url: str, admin_token: str) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=base_url, timeout=60,
+                                 headers={"Authorization": f"Bearer {admin_token}"}) as c:
+        yield c
+
+
+async def test_an_admin_enrolls_a_node_and_launches_a_run_on_it(
+        admin: httpx.AsyncClient, client: httpx.AsyncClient, db: asyncpg.Connection) -> None:
+    node = f"host-{uuid.uuid4().hex[:8]}"
+    issued = await admin.post(f"/api/v1/nodes/{node}/enrollment-token", json={})
+    assert issued.status_code == 201, issued.text
+    token = issued.json()["enrollment_token"]
+    assert token.startswith("tpe_")
+    enrolled = await nodes.enroll(db, token, "gpu-17", now=dt.datetime.now(dt.UTC))
+    assert node in [n["name"] for n in (await client.get("/api/v1/nodes")).json()]
+    run_id = f"launched-{uuid.uuid4().hex[:8]}"
+    assert (await client.post("/api/v1/runs", json={"run_id": run_id,
+                                                    "integration": ARTIFACT})).status_code == 201
+    launched = await admin.post(f"/api/v1/runs/{run_id}/launches", json={
+        "node": node, "members": ["rank-0", "rank-1"], "command": ["python", "train.py"],
+        "environment": {"LR": "0.1"}})
+    assert launched.status_code == 201, launched.text
+    body = launched.json()
+    assert body["attempt"] == 1
+    assert len(body["launches"]) == 2
+    listed = (await client.get(f"/api/v1/runs/{run_id}/launches")).json()
+    assert [(x["member"], x["node"], x["state"]) for x in listed] == [
+        ("rank-0", node, "pending"), ("rank-1", node, "pending")]
+    again = await admin.post(f"/api/v1/runs/{run_id}/launches", json={
+        "node": node, "members": ["rank-0"], "command": ["python", "train.py"]})
+    assert again.status_code == 409  # attempt 1 is still running
+    assert "attempt 1 is still running" in again.json()["detail"]
+    assert enrolled.name == node
+
+
+async def test_launch_mistakes_and_non_admins_are_refused(
+        admin: httpx.AsyncClient, client: httpx.AsyncClient) -> None:
+    run_id = f"refused-{uuid.uuid4().hex[:8]}"
+    await client.post("/api/v1/runs", json={"run_id": run_id, "integration": ARTIFACT})
+    body = {"node": "nowhere", "members": ["rank-0"], "command": ["true"]}
+    denied = await client.post(f"/api/v1/runs/{run_id}/launches", json=body)
+    assert denied.status_code == 403
+    assert "not an admin" in denied.json()["detail"]
+    assert (await client.post("/api/v1/nodes/x/enrollment-token", json={})).status_code == 403
+    unknown = await admin.post(f"/api/v1/runs/{run_id}/launches", json=body)
+    assert unknown.status_code == 422
+    assert "no enrolled node 'nowhere'" in unknown.json()["detail"]
+    empty = await admin.post(f"/api/v1/runs/{run_id}/launches", json={**body, "command": []})
+    assert empty.status_code == 422
+    assert "command" in str(empty.json()["detail"])
+    bad_name = await admin.post("/api/v1/nodes/Bad%20Name/enrollment-token", json={})
+    assert bad_name.status_code == 422
+    assert "node name 'Bad Name'" in bad_name.json()["detail"]
