@@ -24,6 +24,9 @@ from tuneplane.node.v1 import node_pb2_grpc as pb_grpc
 log = logging.getLogger("tuneplane.control")
 
 Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
+#: PostgreSQL restarting or unreachable: the call may succeed later.
+DATABASE_DOWN = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
+                 asyncpg.CannotConnectNowError, asyncpg.AdminShutdownError)
 REPORTED = {pb.LaunchReport.STATE_RUNNING: "running", pb.LaunchReport.STATE_FINISHED: "finished",
             pb.LaunchReport.STATE_FAILED: "failed", pb.LaunchReport.STATE_REFUSED: "refused"}
 
@@ -52,13 +55,23 @@ class NodeControl(pb_grpc.NodeControlServicer):
 
     @asynccontextmanager
     async def _db(self, context: Context) -> AsyncIterator[Connection]:
+        """A pooled connection; a busy pool or an unreachable database is UNAVAILABLE (the
+        agent backs off and retries), never an internal error."""
         try:
             conn = await self._pool.acquire(timeout=self._policy.db_wait_seconds)
         except TimeoutError:
             await context.abort(grpc.StatusCode.UNAVAILABLE,
                                 "control database pool busy; retry with backoff")
+        except DATABASE_DOWN as exc:
+            log.warning("control database unreachable: %s", exc)
+            await context.abort(grpc.StatusCode.UNAVAILABLE,
+                                "control database unavailable; retry with backoff")
         try:
             yield conn
+        except DATABASE_DOWN as exc:
+            log.warning("control database connection lost: %s", exc)
+            await context.abort(grpc.StatusCode.UNAVAILABLE,
+                                "control database unavailable; retry with backoff")
         finally:
             await self._pool.release(conn)
 
