@@ -166,7 +166,16 @@ def pg_root() -> Path:
     if not reachable:
         tag = hashlib.sha256(str(DATA).encode()).hexdigest()[:12]
         outside = Path(f"/var/tmp/tuneplane-pg-{tag}")
-        outside.mkdir(mode=0o755, exist_ok=True)
+        if outside.exists():
+            # Left by an earlier checkout at this path whose .services is gone: its data
+            # (sealed with that checkout's secrets) is not this one's.
+            pidfile = outside / "data" / "postmaster.pid"
+            if pidfile.exists() and alive(int(pidfile.read_text().split()[0])):
+                raise ServiceError(f"postgres: a server from an earlier checkout still runs on "
+                                   f"{outside}; stop it (pg_ctl -D {outside}/data stop)")
+            log(f"postgres: removing {outside}, left by an earlier checkout at this path")
+            shutil.rmtree(outside)
+        outside.mkdir(mode=0o755)
         root.symlink_to(outside)
     return root
 
