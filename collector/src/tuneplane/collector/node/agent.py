@@ -9,6 +9,7 @@ from pathlib import Path
 
 import grpc
 
+from tuneplane.collector.node import reports
 from tuneplane.collector.node.client import ControlClient, NodeState
 from tuneplane.collector.node.launch import LaunchRunner
 from tuneplane.node.v1 import node_pb2 as pb
@@ -31,12 +32,14 @@ class Agent:
             return  # delivered again before our RUNNING report landed
         directory = self._launch_dir(launch.launch_id)
         if directory.exists():
+            if (directory / reports.PENDING).exists():
+                return  # it ended; its final report is on its way (resend_pending)
             # Taken by an earlier life of this agent that died before reporting it started:
             # its processes may still run, so it is never started twice.
-            self._client.report(pb.LaunchReport(
+            reports.send(self._client, directory, pb.LaunchReport(
                 launch_id=launch.launch_id, state=pb.LaunchReport.STATE_FAILED, exit_code=-1,
                 detail="the node agent restarted before the launch was reported running; "
-                       f"not started twice (see {directory})"))
+                       f"not started twice (see {directory})"), give_up_after=30.0)
             return
         directory.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         directory.mkdir(mode=0o700)
@@ -65,6 +68,7 @@ class Agent:
             log.info("node token renewed")
         for launch in reply.launches:
             self._take(launch)
+        reports.resend_pending(self._client, self._state_dir / "launches", set(self.running()))
         return float(reply.next_heartbeat_seconds or 5)
 
     def run(self, *, exit_after: int | None = None) -> None:

@@ -29,11 +29,11 @@ TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
              grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN}
 
 
-def write_private(path: Path, data: str) -> None:
+def write_private(path: Path, data: str | bytes) -> None:
     """Replace ``path`` atomically with a 0600 file (readers see old or new, never half)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
-        with os.fdopen(fd, "w") as out:
+        with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w") as out:
             out.write(data)
             out.flush()
             os.fsync(out.fileno())

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tuneplane.collector import artifact, spool, spoolroot
+from tuneplane.collector.node import reports
 from tuneplane.collector.node.client import ControlClient, write_private
 from tuneplane.node.v1 import node_pb2 as pb
 
@@ -90,11 +91,9 @@ class LaunchRunner:
 
     def _report(self, state: State.ValueType, *, exit_code: int = 0, detail: str = "",
                 undelivered: int = 0) -> None:
-        attempt = self._client.report(pb.LaunchReport(
+        reports.send(self._client, self._dir, pb.LaunchReport(
             launch_id=self.launch.launch_id, state=state, exit_code=exit_code, detail=detail,
-            undelivered_batches=undelivered))
-        log.info("launch %d: %s%s (attempt now %s)", self.launch.launch_id,
-                 State.Name(state), f" ({detail})" if detail else "", attempt)
+            undelivered_batches=undelivered), give_up_after=60.0)
 
     def _env(self, extra: dict[str, str]) -> dict[str, str]:
         config = self.launch.collector
