@@ -19,6 +19,7 @@ from tests.control.conftest import (
     enrollment_token,
     new_run,
 )
+from tests.support import Endpoints
 from tuneplane.common import launches, nodes
 from tuneplane.common.identity import MemberKey
 from tuneplane.common.tokens import TokenKind, TokenSigner
@@ -178,3 +179,27 @@ async def test_launches_are_checked_when_created(db: asyncpg.Connection, stub: S
     with pytest.raises(launches.LaunchError, match="needs a command"):
         await launches.create(db, run_id, name, ["rank-0"], [], {})
     assert await db.fetchval("SELECT count(*) FROM attempts WHERE run_id = $1", run_id) == 0
+
+
+async def test_the_last_of_launches_ending_at_once_ends_the_attempt(
+        stub: Stub, db: asyncpg.Connection, initialised: Endpoints, run_id: str) -> None:
+    """Reports of one attempt's launches committed together: exactly one sees them all
+    ended and ends the attempt (tried on several attempts, each from two connections)."""
+    import asyncio
+    name = node_name()
+    node = await enroll(stub, db, name)
+    await new_run(db, run_id)
+    others = [await asyncpg.connect(initialised.database_url) for _ in range(2)]
+    try:
+        for attempt in range(1, 6):
+            _, ids = await launches.create(db, run_id, name, ["rank-0", "rank-1"], ["true"], {})
+            states = await asyncio.gather(*(launches.report(
+                conn, node.node_id, launch_id, "finished", exit_code=0, detail="",
+                undelivered=0, now=dt.datetime.now(dt.UTC))
+                for conn, launch_id in zip(others, ids, strict=True)))
+            assert sorted(states) == ["finished", "running"], (attempt, states)
+            assert await db.fetchval("SELECT state FROM attempts WHERE run_id = $1 AND "
+                                     "attempt = $2", run_id, attempt) == "finished"
+    finally:
+        for conn in others:
+            await conn.close()

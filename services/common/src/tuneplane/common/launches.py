@@ -98,6 +98,11 @@ async def report(conn: Connection, node_id: str, launch_id: int, state: str, *,
     if state not in STATES:
         raise LaunchError(f"a launch reports one of {', '.join(STATES)}, not {state!r}")
     async with conn.transaction():
+        owner = await conn.fetchrow("SELECT run_id, attempt FROM launches WHERE launch_id = $1",
+                                    launch_id)
+        if owner is not None:  # the attempt first: its launches' reports take turns
+            await conn.execute("SELECT 1 FROM attempts WHERE run_id = $1 AND attempt = $2 "
+                               "FOR UPDATE", owner["run_id"], owner["attempt"])
         row = await conn.fetchrow("SELECT run_id, attempt, node_id, state FROM launches "
                                   "WHERE launch_id = $1 FOR UPDATE", launch_id)
         if row is None or row["node_id"] != node_id:
