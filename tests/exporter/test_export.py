@@ -2,7 +2,7 @@
 (`scripts/otelcol build`) from the composed configuration: curves from the pipeline reach
 a `file` exporter and an `otlp_http` sink; the sink's bearer token file is rotated mid-run
 and the next requests carry the new token without a restart; with no destination the
-exporter does no export work and holds no backlog."""
+exporter does no export work and holds no backlog; a killed exporter skips nothing."""
 
 from __future__ import annotations
 
@@ -164,8 +164,22 @@ async def test_destinations_turn_export_on_and_off_and_a_rotated_token_is_used(
                        f"requests after the rotation carry {Capture.tokens[-3:]}")
         assert exporter.tail().count("composed collector started") == 1  # no restart
 
-        stored = exported(lake)
-        assert {k: v for k, v in stored.items() if k[0] == member.run_id} == first | second
+        # The exporter killed; batches produced while it is down are exported after its
+        # restart (same export epoch: it resumes from its committed offsets).
+        written = exported(lake)  # the file exporter starts its file afresh when restarted
+        exporter.kill()
+        await produce(initialised.kafka_bootstrap, [member_batch(member, s, 100)
+                                                    for s in range(21, 31)])
+        await asyncio.to_thread(exporter.start)
+        await wait_for(lambda: "from the group's committed offsets" in exporter.tail(),
+                       "the restarted exporter did not resume")
+        third = truth(member, range(21, 31))
+        await wait_for(lambda: third.items() <= exported(lake).items(),
+                       "batches produced while the exporter was down were never exported")
+
+        stored = written | exported(lake)
+        assert {k: v for k, v in stored.items() if k[0] == member.run_id} == \
+            first | second | third
         assert not [k for k in stored if k[0] == before.run_id]  # no backlog from before
 
         assert await store.delete(db, "observability")

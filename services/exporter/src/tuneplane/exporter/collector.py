@@ -5,6 +5,7 @@ and removes the file."""
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import signal
@@ -13,6 +14,14 @@ import tempfile
 from pathlib import Path
 
 log = logging.getLogger("tuneplane.exporter")
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """In the child: SIGTERM when the exporter dies, however it dies (Linux prctl), so a
+    killed exporter never leaves a collector holding the receiver's port."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class ComposedCollector:
@@ -62,7 +71,7 @@ class ComposedCollector:
         with self._log_path.open("ab") as out:
             self._process = subprocess.Popen(
                 [str(self._binary), f"--config={self.config_path}"], stdout=out,
-                stderr=subprocess.STDOUT, start_new_session=True)
+                stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
         self.starts += 1
         log.info("composed collector started (pid %d) on %s", self._process.pid,
                  self.config_path)
@@ -71,10 +80,10 @@ class ComposedCollector:
         if self._process is None or self._process.poll() is not None:
             self._process = None
             return
-        os.killpg(self._process.pid, signal.SIGTERM)
+        self._process.terminate()
         try:
             self._process.wait(timeout=15)
         except subprocess.TimeoutExpired:
-            os.killpg(self._process.pid, signal.SIGKILL)
+            self._process.kill()
             self._process.wait()
         self._process = None

@@ -3,9 +3,11 @@ one, consumes the batches topic in its own group and sends curves as OTLP metric
 composed collector.
 
 With no destination nothing is composed, no consumer runs and nothing is buffered.
-Creating the first one turns export on for the whole fleet from that moment: the group
-starts at the topic's end, not at a backlog built while export was off. Offsets are
-committed only after the collector accepted the batch's metrics (at least once).
+Creating the first one turns export on for the whole fleet from that moment (a new
+export epoch): the group starts at the topic's end, not at a backlog built while export
+was off. An exporter restarted within an epoch resumes from the group's committed
+offsets, so nothing produced while it was down is skipped. Offsets are committed only
+after the collector accepted the batch's metrics (at least once).
 """
 
 from __future__ import annotations
@@ -72,16 +74,24 @@ class Exporter:
         else:
             self.collector.apply(self.collector.text)  # restarts a collector that died
 
-    async def _switch(self) -> None:
+    async def _switch(self, conn: asyncpg.Connection) -> None:
         on = self.collector.text is not None
         if on and self._consumer is None:
-            await topics.commit_group_at_end(self.settings.kafka_bootstrap, self.settings.group)
+            epoch = await store.export_epoch(conn)
+            if await store.group_epoch(conn, self.settings.group) != epoch:
+                # Export turned on (again) since this group last consumed: start now.
+                await topics.commit_group_at_end(self.settings.kafka_bootstrap,
+                                                 self.settings.group)
+                await store.set_group_epoch(conn, self.settings.group, epoch)
+                where = "from its end"
+            else:  # a restart within the same epoch: nothing produced meanwhile is skipped
+                where = "from the group's committed offsets"
             self._consumer = AIOKafkaConsumer(
                 topics.BATCHES, bootstrap_servers=self.settings.kafka_bootstrap,
                 group_id=self.settings.group, enable_auto_commit=False,
                 auto_offset_reset="latest", max_partition_fetch_bytes=16 << 20)
             await self._consumer.start()
-            log.info("export on: consuming %s from its end in group %s", topics.BATCHES,
+            log.info("export on: consuming %s %s in group %s", topics.BATCHES, where,
                      self.settings.group)
         elif not on and self._consumer is not None:
             await self._consumer.stop()
@@ -122,7 +132,7 @@ class Exporter:
         try:
             while not stop.is_set():
                 await self._recompose(conn)
-                await self._switch()
+                await self._switch(conn)
                 if self._consumer is not None:
                     await self._pump(stub, stop)
                 else:

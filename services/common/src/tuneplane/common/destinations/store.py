@@ -44,6 +44,8 @@ async def apply(conn: Connection, document: Any, origin: str = "destination") ->
         if row is not None and comparable(json.loads(row["document"])) == comparable(document):
             return Applied(destination.name, int(row["generation"]), "unchanged")
         generation = 1 if row is None else int(row["generation"]) + 1
+        if row is None and not others:  # export turns on for the fleet: a new epoch
+            await conn.execute("UPDATE destinations_state SET export_epoch = export_epoch + 1")
         stored = json.dumps(as_stored(document, generation))
         await conn.execute(
             "INSERT INTO destinations (name, document, generation) VALUES ($1, $2::json, $3) "
@@ -81,3 +83,21 @@ async def delete(conn: Connection, name: str) -> bool:
 async def fleet_generation(conn: Connection) -> int:
     """Changes whenever any destination is applied or deleted (what exporters watch)."""
     return int(await conn.fetchval("SELECT generation FROM destinations_state WHERE id = 1"))
+
+
+async def export_epoch(conn: Connection) -> int:
+    """Counts the times export turned on (the first destination created)."""
+    return int(await conn.fetchval("SELECT export_epoch FROM destinations_state WHERE id = 1"))
+
+
+async def group_epoch(conn: Connection, group: str) -> int | None:
+    """The export epoch an exporter group started consuming at, if it has."""
+    found = await conn.fetchval("SELECT export_epoch FROM exporter_groups WHERE group_id = $1",
+                                group)
+    return None if found is None else int(found)
+
+
+async def set_group_epoch(conn: Connection, group: str, epoch: int) -> None:
+    await conn.execute("INSERT INTO exporter_groups (group_id, export_epoch) VALUES ($1, $2) "
+                       "ON CONFLICT (group_id) DO UPDATE SET export_epoch = excluded.export_epoch",
+                       group, epoch)
