@@ -24,13 +24,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.isolation import listeners, measure
 from tests.support import (
-    BIN,
     Endpoints,
-    Process,
     bench_workspace,
     free_port,
     launch_env,
     start_control,
+    start_ingest,
 )
 from tuneplane.common.identity import MemberKey
 from tuneplane.common.tokens import TokenSigner
@@ -46,9 +45,8 @@ async def main() -> None:
     endpoints = Endpoints.from_environ(os.environ)
     work, tls_dir = bench_workspace(endpoints)
     port = free_port()
-    ingest = Process([str(BIN / "tuneplane-ingest"), "--host", "127.0.0.1", "--port", str(port),
-                      "--tls-dir", str(tls_dir), "--max-concurrent-rpcs", "16"],
-                     work / "ingest.log", ready="ingest listening", port=port)
+    ingest = start_ingest(endpoints, tls_dir, port, work / "ingest.log",
+                          "--max-concurrent-rpcs", "16")
     control = start_control(tls_dir, free_port(), work / "control.log",
                             launch_env(port, work / "spool", work / ("0" * 64)),
                             "--max-concurrent-rpcs", "16", "--db-pool-size", "4")

@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests import load
-from tests.support import BIN, Endpoints, Process, bench_workspace, free_port
+from tests.support import Endpoints, bench_workspace, free_port, start_ingest
 
 
 def main() -> None:
@@ -36,10 +36,8 @@ def main() -> None:
     endpoints = Endpoints.from_environ(os.environ)
     work, tls_dir = bench_workspace(endpoints)
     port = free_port()
-    ingest = Process([str(BIN / "tuneplane-ingest"), "--host", "127.0.0.1", "--port", str(port),
-                      "--tls-dir", str(tls_dir), "--max-concurrent-rpcs",
-                      str(args.max_concurrent_rpcs)], work / "ingest.log",
-                     ready="ingest listening", port=port)
+    ingest = start_ingest(endpoints, tls_dir, port, work / "ingest.log",
+                          "--max-concurrent-rpcs", str(args.max_concurrent_rpcs))
     try:
         plan = load.Plan(f"localhost:{port}", tls_dir / "ca.pem", endpoints.jwt_secret,
                          f"load-{uuid.uuid4().hex[:8]}", args.collectors, args.processes,

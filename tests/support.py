@@ -124,11 +124,13 @@ class Process:
                 self.kill()
 
 
-def start_ingest(endpoints: Endpoints, tls_dir: Path, port: int, log: Path) -> Process:
-    process = Process([str(BIN / "tuneplane-ingest"), "--host", "127.0.0.1", "--port", str(port),
-                       "--tls-dir", str(tls_dir), "--kafka-timeout", "5"], log,
-                      ready="ingest listening", port=port)
-    return process
+def start_ingest(endpoints: Endpoints, tls_dir: Path, port: int, log: Path,
+                 *extra: str) -> Process:
+    """Ingest with the development TLS identity; ``extra`` arguments as given (for example
+    ``--max-concurrent-rpcs 16``)."""
+    return Process([str(BIN / "tuneplane-ingest"), "--host", "127.0.0.1", "--port", str(port),
+                    "--tls-dir", str(tls_dir), "--kafka-timeout", "5", *extra], log,
+                   ready="ingest listening", port=port)
 
 
 def launch_env(ingest_port: int, spool_root: Path, artifact: Path) -> dict[str, str]:

@@ -13,12 +13,12 @@ import pytest
 
 from tests.isolation import listeners, measure
 from tests.support import (
-    BIN,
     Endpoints,
     Process,
     free_port,
     launch_env,
     start_control,
+    start_ingest,
 )
 from tuneplane.common.identity import MemberKey
 from tuneplane.common.tokens import TokenSigner
@@ -36,10 +36,8 @@ def small_control(initialised: Endpoints, ingest: Process, tls_dir: Path,
 
 @pytest.fixture
 def small_ingest(initialised: Endpoints, tls_dir: Path, tmp_path: Path) -> Iterator[Process]:
-    port = free_port()
-    process = Process([str(BIN / "tuneplane-ingest"), "--host", "127.0.0.1", "--port",
-                       str(port), "--tls-dir", str(tls_dir), "--max-concurrent-rpcs", "16"],
-                      tmp_path / "ingest.log", ready="ingest listening", port=port)
+    process = start_ingest(initialised, tls_dir, free_port(), tmp_path / "ingest.log",
+                           "--max-concurrent-rpcs", "16")
     yield process
     process.stop()
 

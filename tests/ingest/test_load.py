@@ -11,15 +11,13 @@ from pathlib import Path
 import pytest
 
 from tests import load
-from tests.support import BIN, Endpoints, Process, free_port
+from tests.support import Endpoints, Process, free_port, start_ingest
 
 
 @pytest.fixture
 def capped_ingest(initialised: Endpoints, tls_dir: Path, tmp_path: Path) -> Iterator[Process]:
-    port = free_port()
-    process = Process([str(BIN / "tuneplane-ingest"), "--host", "127.0.0.1", "--port",
-                       str(port), "--tls-dir", str(tls_dir), "--max-concurrent-rpcs", "32"],
-                      tmp_path / "ingest.log", ready="ingest listening", port=port)
+    process = start_ingest(initialised, tls_dir, free_port(), tmp_path / "ingest.log",
+                           "--max-concurrent-rpcs", "32")
     yield process
     process.stop()
 

@@ -60,6 +60,14 @@ async def client(base_url: str, user_token: str) -> AsyncIterator[httpx.AsyncCli
 
 
 @pytest.fixture
+async def admin(base_url: str, admin_token: str) -> AsyncIterator[httpx.AsyncClient]:
+    """The API as an admin."""
+    async with httpx.AsyncClient(base_url=base_url, timeout=60,
+                                 headers={"Authorization": f"Bearer {admin_token}"}) as c:
+        yield c
+
+
+@pytest.fixture
 def base_url(web: Process) -> str:
     return f"http://127.0.0.1:{web.port}"
 

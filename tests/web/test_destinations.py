@@ -7,7 +7,6 @@ import copy
 import os
 import subprocess
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +26,6 @@ def resource(name: str, sink: str) -> dict[str, Any]:
                                 "auth": {"bearerToken": {"key": "token"}},
                                 "config": {"zeta": 1, "alpha": {"z": [3, 1], "a": "${env:X}"}}}],
                      "extensions": {f"health_check/{sink}": {"endpoint": "0.0.0.0:13133"}}}}
-
-
-@pytest.fixture
-async def admin(base_url: str, admin_token: str) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=base_url, timeout=60,
-                                 headers={"Authorization": f"Bearer {admin_token}"}) as c:
-        yield c
 
 
 @pytest.fixture

@@ -5,24 +5,15 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import AsyncIterator
 
 import asyncpg
 import httpx
-import pytest
 
 from tuneplane.common import nodes
 
 ARTIFACT = {"version": 1, "sources": [
     {"id": "train", "kind": "jsonl", "path": "m.jsonl", "owner": "rank-0"},
     {"id": "eval", "kind": "jsonl", "path": "e.jsonl", "owner": "rank-1"}]}
-
-
-@pytest.fixture
-async def admin(base_url: str, admin_token: str) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=base_url, timeout=60,
-                                 headers={"Authorization": f"Bearer {admin_token}"}) as c:
-        yield c
 
 
 async def test_an_admin_enrolls_a_node_and_launches_a_run_on_it(
