@@ -5,23 +5,23 @@ and removes the file."""
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
-import signal
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
 log = logging.getLogger("tuneplane.exporter")
-PR_SET_PDEATHSIG = 1
 
 
-def die_with_parent() -> None:
-    """In the child: SIGTERM when the exporter dies, however it dies (Linux prctl), so a
-    killed exporter never leaves a collector holding the receiver's port."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+def with_parent(command: list[str]) -> list[str]:
+    """The command, made to get SIGTERM when the exporter dies however it dies (util-linux
+    setpriv --pdeathsig), so a killed exporter never leaves a collector holding the
+    receiver's port. Not a preexec_fn: Python code between fork and exec is unsafe beside
+    gRPC's threads."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", "--", *command] if setpriv else command
 
 
 class ComposedCollector:
@@ -70,8 +70,8 @@ class ComposedCollector:
             return
         with self._log_path.open("ab") as out:
             self._process = subprocess.Popen(
-                [str(self._binary), f"--config={self.config_path}"], stdout=out,
-                stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
+                with_parent([str(self._binary), f"--config={self.config_path}"]), stdout=out,
+                stderr=subprocess.STDOUT)
         self.starts += 1
         log.info("composed collector started (pid %d) on %s", self._process.pid,
                  self.config_path)
