@@ -34,7 +34,7 @@ def changed(path: list[str | int], value: Any) -> dict[str, Any]:
 def test_a_valid_destination_parses() -> None:
     destination = parse(VALID)
     (sink,) = destination.sinks
-    assert (sink.exporter_id, sink.authenticator_id, sink.secret_dir) == (
+    assert (sink.exporter_id, sink.authenticator_id, sink.secret_dir()) == (
         "otlphttp/gw", "bearertokenauth/gw", "/etc/tuneplane/telemetry/gw")
     assert sink.config == {"compression": "gzip"}
 

@@ -101,7 +101,8 @@ class Exporter:
     async def _send(self, stub: otlp_grpc.MetricsServiceStub, payload: bytes,
                     stop: asyncio.Event) -> None:
         request = to_request(pb.Batch.FromString(payload))
-        if not request.resource_metrics[0].scope_metrics[0].metrics:
+        count = points(request)
+        if not count:
             return  # rich records and markers only: nothing to export as metrics
         async for attempt in AsyncRetrying(retry=retry_if_exception(retryable),
                                            wait=wait_exponential_jitter(initial=0.2, max=5),
@@ -110,7 +111,7 @@ class Exporter:
                 if stop.is_set():
                     raise asyncio.CancelledError
                 await stub.Export(request, timeout=30)
-        self.exported_points += points(request)
+        self.exported_points += count
 
     async def _pump(self, stub: otlp_grpc.MetricsServiceStub, stop: asyncio.Event) -> None:
         assert self._consumer is not None

@@ -61,7 +61,7 @@ def render(destinations: Sequence[Destination], *, receiver_endpoint: str = RECE
             if sink.bearer_key is not None:
                 exporter["auth"] = {"authenticator": sink.authenticator_id}
                 extensions[sink.authenticator_id] = {
-                    "filename": f"{secrets_root}/{sink.name}/{sink.bearer_key}"}
+                    "filename": f"{sink.secret_dir(secrets_root)}/{sink.bearer_key}"}
             exporter.update(sink.config)
             exporters[sink.exporter_id] = exporter
         extensions.update(destination.extensions)

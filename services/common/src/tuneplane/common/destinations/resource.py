@@ -50,9 +50,9 @@ class Sink:
     def authenticator_id(self) -> str:
         return f"bearertokenauth/{self.name}"
 
-    @property
-    def secret_dir(self) -> str:
-        return f"{SECRETS_ROOT}/{self.name}"
+    def secret_dir(self, root: str = SECRETS_ROOT) -> str:
+        """Where the sink's secret keys are mounted, one directory per sink name."""
+        return f"{root}/{self.name}"
 
 
 @dataclass(frozen=True, slots=True)
