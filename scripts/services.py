@@ -3,6 +3,9 @@
 Standard library only, so it runs before the project's environment exists.
 Data lives under ``.services/`` in the checkout (ignored by git); downloads are
 cached under ``~/.cache/tuneplane`` (``TUNEPLANE_CACHE_DIR``) so reruns are quick.
+Ports are picked free at the first ``up`` and kept in ``.services/ports.json``; the
+settings are printed and written to ``.services/env``, so two checkouts on one machine
+run side by side.
 
     scripts/services up       start what is not running, health-check, print settings
     scripts/services down     stop everything (data is kept; ``down --wipe`` deletes it)
@@ -19,7 +22,9 @@ import argparse
 import contextlib
 import glob
 import hashlib
+import json
 import os
+import random
 import secrets
 import shutil
 import signal
@@ -38,10 +43,11 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("TUNEPLANE_SERVICES_DIR", ROOT / ".services"))
 CACHE = Path(os.environ.get("TUNEPLANE_CACHE_DIR", Path.home() / ".cache" / "tuneplane"))
 
-PG_PORT = 55432
-KAFKA_PORT = 59092
-KAFKA_CONTROLLER_PORT = 59093
-S3_PORT = 18333
+#: Every port the local services listen on, chosen free at the first ``up`` and kept in
+#: ``.services/ports.json`` while the data lives, so two checkouts never collide.
+PORT_NAMES = ("postgres", "kafka", "kafka_controller", "s3", "s3_grpc", "weed_master",
+              "weed_master_grpc", "weed_volume", "weed_volume_grpc", "weed_filer",
+              "weed_filer_grpc")
 KAFKA_VERSION = "4.1.1"
 SEAWEEDFS_VERSION = "4.48"
 DEV_ACCESS_KEY = "tuneplane-dev"
@@ -55,9 +61,51 @@ class ServiceError(RuntimeError):
 @dataclass(frozen=True, slots=True)
 class Component:
     name: str
-    port: int
     start: Callable[[], None]
     stop: Callable[[], None]
+
+    @property
+    def port(self) -> int:
+        return ports()[self.name]
+
+
+def listening_range() -> range:
+    """Ports to choose from: below the kernel's ephemeral range, so no outgoing connection
+    of a client takes a service's port between two starts."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    return range(10_000, max(low, 20_000))
+
+
+def port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def ports() -> dict[str, int]:
+    """The services' ports: read from ``.services/ports.json``, chosen there when absent."""
+    path = DATA / "ports.json"
+    if path.exists():
+        saved: dict[str, int] = json.loads(path.read_text())
+        if set(saved) == set(PORT_NAMES):
+            return saved
+    chosen: dict[str, int] = {}
+    candidates = list(listening_range())
+    random.SystemRandom().shuffle(candidates)
+    for port in candidates:
+        if len(chosen) == len(PORT_NAMES):
+            break
+        if port not in chosen.values() and port_free(port):
+            chosen[PORT_NAMES[len(chosen)]] = port
+    DATA.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(chosen, indent=1) + "\n")
+    return chosen
 
 
 def log(message: str) -> None:
@@ -195,10 +243,11 @@ def pg_start() -> None:
     if not (data / "PG_VERSION").exists():
         run("postgres", as_postgres([str(bindir / "initdb"), "-D", str(data), "-A", "trust",
                                      "-U", "postgres", "--no-sync"]))
-    options = f"-k {sock} -h 127.0.0.1 -p {PG_PORT} -c fsync=on -c max_connections=200"
+    port = ports()["postgres"]
+    options = f"-k {sock} -h 127.0.0.1 -p {port} -c fsync=on -c max_connections=200"
     run("postgres", as_postgres([str(bindir / "pg_ctl"), "-D", str(data), "-o", options,
                                  "-l", str(logfile), "-w", "-t", "60", "start"]))
-    psql = [str(bindir / "psql"), "-h", "127.0.0.1", "-p", str(PG_PORT), "-U", "postgres", "-tAc"]
+    psql = [str(bindir / "psql"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "-tAc"]
     exists = subprocess.run([*psql, "SELECT 1 FROM pg_database WHERE datname='tuneplane'"],
                             capture_output=True, text=True, check=False)
     if exists.stdout.strip() != "1":
@@ -228,7 +277,7 @@ def pg_kill() -> None:
     for pid in [postmaster, *children_of(postmaster)]:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-    wait_until("postgres", lambda: not port_open(PG_PORT) and not alive(postmaster), 30,
+    wait_until("postgres", lambda: not port_open(ports()["postgres"]) and not alive(postmaster), 30,
                (DATA / "pg").resolve() / "postgres.log")
     # Dead, perhaps a zombie not yet reaped: its locks would look held to the next start.
     pidfile.unlink(missing_ok=True)
@@ -263,16 +312,17 @@ def kafka_libs() -> Path:
 
 def kafka_start() -> None:
     libs, data = kafka_libs(), DATA / "kafka"
+    port, controller = ports()["kafka"], ports()["kafka_controller"]
     data.mkdir(parents=True, exist_ok=True)
     props = data / "server.properties"
     props.write_text("\n".join([
         "process.roles=broker,controller",
         "node.id=1",
-        f"listeners=PLAINTEXT://127.0.0.1:{KAFKA_PORT},CONTROLLER://127.0.0.1:{KAFKA_CONTROLLER_PORT}",
-        f"advertised.listeners=PLAINTEXT://127.0.0.1:{KAFKA_PORT}",
+        f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}",
+        f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}",
         "controller.listener.names=CONTROLLER",
         "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-        f"controller.quorum.voters=1@127.0.0.1:{KAFKA_CONTROLLER_PORT}",
+        f"controller.quorum.voters=1@127.0.0.1:{controller}",
         f"log.dirs={data / 'logs'}",
         "num.partitions=1",
         "offsets.topic.replication.factor=1",
@@ -295,7 +345,7 @@ def kafka_start() -> None:
                       "-c", str(props)])
     spawn("kafka", [*java, "kafka.Kafka", str(props)])
     logfile = DATA / "kafka.log"
-    started = lambda: pid_of("kafka") is not None and port_open(KAFKA_PORT) and (  # noqa: E731
+    started = lambda: pid_of("kafka") is not None and port_open(port) and (  # noqa: E731
         "Kafka Server started" in logfile.read_text(errors="replace"))
     wait_until("kafka", started, 90, logfile)
 
@@ -326,18 +376,19 @@ def weed_binary() -> Path:
 
 
 def s3_start() -> None:
-    weed, data = weed_binary(), DATA / "s3"
+    weed, data, p = weed_binary(), DATA / "s3", ports()
     data.mkdir(parents=True, exist_ok=True)
     spawn("s3", [str(weed), "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-                 f"-s3.port={S3_PORT}", "-master.port=19333", "-master.port.grpc=29333",
-                 "-volume.port=18080", "-volume.port.grpc=28080", "-filer.port=18888",
-                 "-filer.port.grpc=28888", "-s3.port.grpc=28333", "-webdav=false",
-                 "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0"],
+                 f"-s3.port={p['s3']}", f"-s3.port.grpc={p['s3_grpc']}",
+                 f"-master.port={p['weed_master']}", f"-master.port.grpc={p['weed_master_grpc']}",
+                 f"-volume.port={p['weed_volume']}", f"-volume.port.grpc={p['weed_volume_grpc']}",
+                 f"-filer.port={p['weed_filer']}", f"-filer.port.grpc={p['weed_filer_grpc']}",
+                 "-webdav=false", "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0"],
           env={"AWS_ACCESS_KEY_ID": DEV_ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": DEV_SECRET_KEY})
 
     def answers() -> bool:
         try:
-            urllib.request.urlopen(f"http://127.0.0.1:{S3_PORT}/", timeout=1)
+            urllib.request.urlopen(f"http://127.0.0.1:{p['s3']}/", timeout=1)
         except urllib.error.HTTPError:
             return True  # an S3 error document (403 without credentials) means it is serving
         except OSError:
@@ -355,16 +406,16 @@ def s3_stop() -> None:
 
 COMPONENTS = {
     c.name: c for c in (
-        Component("postgres", PG_PORT, pg_start, pg_stop),
-        Component("kafka", KAFKA_PORT, kafka_start, kafka_stop),
-        Component("s3", S3_PORT, s3_start, s3_stop),
+        Component("postgres", pg_start, pg_stop),
+        Component("kafka", kafka_start, kafka_stop),
+        Component("s3", s3_start, s3_stop),
     )
 }
 
 
 def running(component: Component) -> bool:
     if component.name == "postgres":
-        return (DATA / "pg" / "data" / "postmaster.pid").exists() and port_open(PG_PORT)
+        return (DATA / "pg" / "data" / "postmaster.pid").exists() and port_open(component.port)
     return pid_of(component.name) is not None and port_open(component.port)
 
 
@@ -376,10 +427,11 @@ def settings() -> dict[str, str]:
                                f"TUNEPLANE_SECRET_ENC_KEY={secrets.token_urlsafe(32)}\n")
         secret_file.chmod(0o600)
     values = dict(line.split("=", 1) for line in secret_file.read_text().split())
+    p = ports()
     return {
-        "TUNEPLANE_DATABASE_URL": f"postgresql://postgres@127.0.0.1:{PG_PORT}/tuneplane",
-        "TUNEPLANE_KAFKA_BOOTSTRAP": f"127.0.0.1:{KAFKA_PORT}",
-        "TUNEPLANE_S3_ENDPOINT": f"http://127.0.0.1:{S3_PORT}",
+        "TUNEPLANE_DATABASE_URL": f"postgresql://postgres@127.0.0.1:{p['postgres']}/tuneplane",
+        "TUNEPLANE_KAFKA_BOOTSTRAP": f"127.0.0.1:{p['kafka']}",
+        "TUNEPLANE_S3_ENDPOINT": f"http://127.0.0.1:{p['s3']}",
         "TUNEPLANE_S3_BUCKET": "tuneplane",
         "AWS_ACCESS_KEY_ID": DEV_ACCESS_KEY,
         "AWS_SECRET_ACCESS_KEY": DEV_SECRET_KEY,
@@ -391,8 +443,10 @@ def settings() -> dict[str, str]:
 
 
 def print_env() -> None:
-    for key, value in settings().items():
-        print(f"export {key}={value}")
+    """The settings as ``export`` lines, on stdout and in ``.services/env`` (to source)."""
+    lines = "".join(f"export {key}={value}\n" for key, value in settings().items())
+    (DATA / "env").write_text(lines)
+    print(lines, end="")
 
 
 def kill(names: list[str]) -> None:
