@@ -40,8 +40,8 @@ from tests.support import (
 )
 from tuneplane.collector.reader import SourceReader, SourceSpec
 from tuneplane.collector.sender import Sender, Target
-from tuneplane.collector.spool import Owner, Spool
-from tuneplane.common.identity import MemberKey
+from tuneplane.collector.spool import Spool
+from tuneplane.telemetry.v1.identity import MemberKey
 from tuneplane.telemetry.v1.limits import MAX_BATCH_BYTES
 
 COUNT = """SELECT coalesce(sum(c.n), 0) FROM series s JOIN curve_chunks c USING (series_id)
@@ -103,7 +103,7 @@ async def main() -> None:
         # Stages one at a time: no projector runs while the spool is read and sent.
         run_id = f"bench-{uuid.uuid4().hex[:8]}"
         member = MemberKey(run_id, 1, "rank-0")
-        spool = Spool(work / "spool-stages", Owner(run_id, 1, "rank-0"))
+        spool = Spool(work / "spool-stages", MemberKey(run_id, 1, "rank-0"))
         reader = SourceReader(spool, [SourceSpec("train", source)],
                               max_points=args.batch_points, max_bytes=MAX_BATCH_BYTES * 3 // 4,
                               spool_bytes=1 << 40, clock=time.time)

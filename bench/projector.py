@@ -30,7 +30,7 @@ from tests.support import (
     run_admin,
     start_projector,
 )
-from tuneplane.common.identity import MemberKey
+from tuneplane.telemetry.v1.identity import MemberKey
 
 
 async def measure(endpoints: Endpoints, processes: int, batches: int, points: int,

@@ -30,9 +30,9 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.support import BIN, Endpoints, Process, free_port, run_admin
-from tuneplane.common import users
-from tuneplane.common.mapping import freeze
 from tuneplane.common.tokens import TokenSigner
+from tuneplane.controlplane import users
+from tuneplane.controlplane.mapping import freeze
 from tuneplane.projector.projection import RecordMeta, project
 from tuneplane.projector.writer import PostgresWriter
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb

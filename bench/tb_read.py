@@ -38,8 +38,8 @@ from tests.support import (
 from tuneplane.collector import tensorboard
 from tuneplane.collector.draft import Position
 from tuneplane.collector.tfrecord import frame
-from tuneplane.common import tls
-from tuneplane.common.identity import MemberKey
+from tuneplane.common.gateway import tls
+from tuneplane.telemetry.v1.identity import MemberKey
 
 TICKS = os.sysconf("SC_CLK_TCK")
 

@@ -13,8 +13,8 @@ import asyncpg
 import pytest
 
 from tests.support import BIN, Endpoints, Process, free_port, start_ingest, start_projector
-from tuneplane.common.settings import TopicSettings
-from tuneplane.common.tls import TlsIdentity
+from tuneplane.common.gateway.tls import TlsIdentity
+from tuneplane.common.kafka.topics import TopicSettings
 
 REQUIRED = ("TUNEPLANE_DATABASE_URL", "TUNEPLANE_KAFKA_BOOTSTRAP", "TUNEPLANE_S3_ENDPOINT",
             "TUNEPLANE_S3_BUCKET", "TUNEPLANE_WEB_JWT_SECRET")
@@ -56,7 +56,7 @@ async def db(initialised: Endpoints) -> AsyncIterator[asyncpg.Connection]:
 def tls_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import datetime as dt
 
-    from tuneplane.common import tls
+    from tuneplane.common.gateway import tls
     directory = tmp_path_factory.mktemp("tls")
     tls.generate(["localhost", "127.0.0.1"], now=dt.datetime.now(dt.UTC)).write(directory)
     TlsIdentity.read(directory)

@@ -24,14 +24,14 @@ from pathlib import Path
 import grpc
 
 from tests.support import ROOT, member_batch
-from tuneplane.common import nodes
 from tuneplane.common.db import Connection
-from tuneplane.common.identity import MemberKey
 from tuneplane.common.tokens import TokenSigner
+from tuneplane.controlplane import nodes
 from tuneplane.node.v1 import node_pb2 as node_pb
 from tuneplane.node.v1 import node_pb2_grpc as node_grpc
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc
+from tuneplane.telemetry.v1.identity import MemberKey
 
 Call = Callable[[int], Awaitable[object]]
 

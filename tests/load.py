@@ -18,10 +18,10 @@ from pathlib import Path
 import grpc
 
 from tests.support import member_batch
-from tuneplane.common.identity import MemberKey
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc
+from tuneplane.telemetry.v1.identity import MemberKey
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,11 +22,12 @@ from aiokafka import AIOKafkaProducer
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 
-from tuneplane.common import tls, topics
-from tuneplane.common.identity import BatchKey, MemberKey
+from tuneplane.common.gateway import tls
+from tuneplane.common.kafka import topics
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.ingest.sink import partition_for
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1.identity import BatchKey, MemberKey
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

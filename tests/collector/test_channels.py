@@ -8,8 +8,9 @@ from pathlib import Path
 from tuneplane.collector.channels import Budget, ChannelReader, ChannelSpec
 from tuneplane.collector.draft import Position
 from tuneplane.collector.reader import SourceKind, SourceReader, SourceSpec
-from tuneplane.collector.spool import Owner, Spool, status
+from tuneplane.collector.spool import Spool, status
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1.identity import MemberKey
 
 SCHEMA = {"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}}
 
@@ -71,7 +72,7 @@ def test_rejections_are_counted_in_the_spool_and_shown_by_status(tmp_path: Path)
     records = "".join(line(i, {"text": "y" * 50}) for i in range(10))
     path.write_text(records + line(10, {"text": 1}))
     clock = Clock()
-    spool = Spool(tmp_path / "spool", Owner("r", 1, "m"))
+    spool = Spool(tmp_path / "spool", MemberKey("r", 1, "m"))
     reader = SourceReader(spool, [SourceSpec("samples", path, SourceKind.CHANNEL,
                                              spec(path, per_minute=400))],
                           max_points=100, max_bytes=1 << 20, spool_bytes=1 << 30, clock=clock)

@@ -13,10 +13,11 @@ import pytest
 from tests.support import free_port
 from tuneplane.collector.draft import BatchDraft
 from tuneplane.collector.sender import Sender, Target, TransientSendError
-from tuneplane.collector.spool import Owner, SavedPosition, Spool
-from tuneplane.common import tls
+from tuneplane.collector.spool import SavedPosition, Spool
+from tuneplane.common.gateway import tls
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc
+from tuneplane.telemetry.v1.identity import MemberKey
 
 Script = list[tuple[grpc.StatusCode | None, int]]  # (error, or None for a reply outcome)
 
@@ -61,7 +62,7 @@ def serve(tls_dir: Path) -> Iterator[tuple[Scripted, int]]:
 
 
 def sender_with(tmp_path: Path, tls_dir: Path, port: int, batches: int) -> tuple[Sender, Spool]:
-    spool = Spool(tmp_path / "spool", Owner("r", 1, "m"))
+    spool = Spool(tmp_path / "spool", MemberKey("r", 1, "m"))
     for i in range(batches):
         draft = BatchDraft("s")
         draft.add(i, 0.0, [("loss", 1.0)])

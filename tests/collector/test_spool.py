@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from tuneplane.collector.draft import BatchDraft
-from tuneplane.collector.spool import Owner, SavedPosition, Spool, SpoolError
+from tuneplane.collector.spool import SavedPosition, Spool, SpoolError
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1.identity import MemberKey
 
-OWNER = Owner("run-1", 1, "rank-0")
+OWNER = MemberKey("run-1", 1, "rank-0")
 
 
 def draft(n: int = 3) -> BatchDraft:
@@ -63,7 +64,7 @@ def test_a_new_spool_starts_a_new_epoch(tmp_path: Path) -> None:
 def test_a_spool_of_another_member_is_refused(tmp_path: Path) -> None:
     Spool(tmp_path / "spool", OWNER).close()
     with pytest.raises(SpoolError, match="belongs to run-1/1/rank-0, not run-1/1/rank-1"):
-        Spool(tmp_path / "spool", Owner("run-1", 1, "rank-1"))
+        Spool(tmp_path / "spool", MemberKey("run-1", 1, "rank-1"))
 
 
 def test_quarantined_batches_are_kept_with_their_reason_but_not_resent(tmp_path: Path) -> None:

@@ -7,10 +7,11 @@ from pathlib import Path
 
 from tests.support import write_jsonl
 from tuneplane.collector.reader import SourceReader, SourceSpec
-from tuneplane.collector.spool import Owner, Spool
+from tuneplane.collector.spool import Spool
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1.identity import MemberKey
 
-OWNER = Owner("run", 1, "rank-0")
+OWNER = MemberKey("run", 1, "rank-0")
 
 
 def test_reading_pauses_at_the_cap_and_resumes_after_acks(tmp_path: Path) -> None:

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from tuneplane.collector.spool import Owner, Spool, SpoolError, status
+from tuneplane.collector.spool import Spool, SpoolError, status
 from tuneplane.collector.spoolroot import SpoolPlaceError, check_filesystem, network_filesystem
+from tuneplane.telemetry.v1.identity import MemberKey
 
-OWNER = Owner("run", 1, "rank-0")
+OWNER = MemberKey("run", 1, "rank-0")
 
 
 def mountinfo(mount_point: str, fs_type: str, source: str) -> str:

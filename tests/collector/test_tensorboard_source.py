@@ -10,11 +10,12 @@ from tensorboard.plugins.scalar import metadata as scalar_metadata
 from tensorboard.util import tensor_util
 
 from tuneplane.collector.reader import SourceKind, SourceReader, SourceSpec
-from tuneplane.collector.spool import Owner, Spool
+from tuneplane.collector.spool import Spool
 from tuneplane.collector.tfrecord import HEADER, frame
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1.identity import MemberKey
 
-OWNER = Owner("run", 1, "rank-0")
+OWNER = MemberKey("run", 1, "rank-0")
 
 
 def scalar_event(step: int, value: float, *, first: bool, tag: str = "loss") -> bytes:

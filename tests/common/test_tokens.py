@@ -5,8 +5,8 @@ from __future__ import annotations
 import jwt
 import pytest
 
-from tuneplane.common.identity import MemberKey
 from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner, derive_key
+from tuneplane.telemetry.v1.identity import MemberKey
 
 SECRET = "a-secret-of-enough-length"
 MEMBER = MemberKey("run-1", 2, "rank-3")

@@ -12,8 +12,8 @@ import grpc
 import pytest
 
 from tests.support import Endpoints, Process, free_port, launch_env, start_control
-from tuneplane.common import nodes, runs
 from tuneplane.common.tokens import TokenSigner
+from tuneplane.controlplane import nodes, runs
 from tuneplane.node.v1 import node_pb2 as pb
 from tuneplane.node.v1 import node_pb2_grpc as pb_grpc
 

@@ -20,8 +20,8 @@ from tests.support import (
     start_control,
     start_ingest,
 )
-from tuneplane.common.identity import MemberKey
 from tuneplane.common.tokens import TokenSigner
+from tuneplane.telemetry.v1.identity import MemberKey
 
 
 @pytest.fixture

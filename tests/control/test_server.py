@@ -20,11 +20,11 @@ from tests.control.conftest import (
     new_run,
 )
 from tests.support import Endpoints
-from tuneplane.common import launches, nodes
-from tuneplane.common.identity import MemberKey
 from tuneplane.common.tokens import TokenKind, TokenSigner
+from tuneplane.controlplane import errors, launches, nodes
 from tuneplane.node.v1 import node_pb2 as pb
 from tuneplane.node.v1 import node_pb2_grpc as pb_grpc
+from tuneplane.telemetry.v1.identity import MemberKey
 
 Stub: TypeAlias = "pb_grpc.NodeControlAsyncStub"
 
@@ -172,11 +172,11 @@ async def test_launches_are_checked_when_created(db: asyncpg.Connection, stub: S
     name = node_name()
     await enroll(stub, db, name)
     await new_run(db, run_id)
-    with pytest.raises(launches.LaunchError, match="rank-7 own no source"):
+    with pytest.raises(errors.LaunchError, match="rank-7 own no source"):
         await launches.create(db, run_id, name, ["rank-0", "rank-7"], ["true"], {})
-    with pytest.raises(launches.LaunchError, match="no enrolled node 'nowhere'"):
+    with pytest.raises(errors.LaunchError, match="no enrolled node 'nowhere'"):
         await launches.create(db, run_id, "nowhere", ["rank-0"], ["true"], {})
-    with pytest.raises(launches.LaunchError, match="needs a command"):
+    with pytest.raises(errors.LaunchError, match="needs a command"):
         await launches.create(db, run_id, name, ["rank-0"], [], {})
     assert await db.fetchval("SELECT count(*) FROM attempts WHERE run_id = $1", run_id) == 0
 

@@ -25,7 +25,7 @@ from tests.support import (
     workload_token,
 )
 from tuneplane.collector.tfrecord import frame
-from tuneplane.common.identity import MemberKey
+from tuneplane.telemetry.v1.identity import MemberKey
 
 STEPS = 30_000
 PIECE = 500

@@ -26,7 +26,7 @@ from tests.support import (
     write_jsonl,
 )
 from tuneplane.collector.spool import SpoolError, SpoolNotReady, status
-from tuneplane.common.identity import MemberKey
+from tuneplane.telemetry.v1.identity import MemberKey
 
 
 def spool_status(spool: Path) -> dict[str, object]:

@@ -25,8 +25,7 @@ from tests.support import (
 from tuneplane.collector.collector import Collector, CollectorConfig
 from tuneplane.collector.reader import SourceSpec
 from tuneplane.collector.sender import Target
-from tuneplane.collector.spool import Owner
-from tuneplane.common.identity import MemberKey
+from tuneplane.telemetry.v1.identity import MemberKey
 from tuneplane.telemetry.v1.limits import MAX_BATCH_BYTES
 
 
@@ -112,7 +111,7 @@ async def test_lost_ack_resends_the_same_batch_and_postgres_holds_each_point_onc
     truth = write_jsonl(tmp_path / "m.jsonl", range(3000), ["loss", "acc"])
     drop = DropFirstReplies(drops=3)
     collector = Collector(CollectorConfig(
-        owner=Owner(run_id, 1, "rank-0"), spool_dir=tmp_path / "spool",
+        owner=MemberKey(run_id, 1, "rank-0"), spool_dir=tmp_path / "spool",
         target=Target(f"localhost:{ingest.port}", tls_dir / "ca.pem",
                       workload_token(initialised, member, tmp_path / "token")),
         sources=[SourceSpec("train", tmp_path / "m.jsonl")], max_batch_points=1000,

@@ -19,7 +19,7 @@ from tests.support import (
     workload_token,
     write_jsonl,
 )
-from tuneplane.common.identity import MemberKey
+from tuneplane.telemetry.v1.identity import MemberKey
 
 COUNT = "SELECT coalesce(sum(c.n), 0) FROM series s JOIN curve_chunks c USING (series_id) " \
         "WHERE s.run_id = $1"

@@ -21,8 +21,8 @@ import asyncpg
 import pytest
 
 from tests.support import BIN, Endpoints, Process, free_port, member_batch, produce
-from tuneplane.common.destinations import store
-from tuneplane.common.identity import MemberKey
+from tuneplane.controlplane.destinations import store
+from tuneplane.telemetry.v1.identity import MemberKey
 
 
 class Capture(BaseHTTPRequestHandler):

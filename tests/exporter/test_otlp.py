@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 
 from tests.support import member_batch
-from tuneplane.common.identity import MemberKey
 from tuneplane.exporter.otlp import metric_name, points, to_request
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1.identity import MemberKey
 
 
 def test_each_chunk_becomes_a_gauge_with_the_identity_on_every_point() -> None:

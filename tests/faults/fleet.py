@@ -24,7 +24,7 @@ from tests.support import (
     collector_args,
     workload_token,
 )
-from tuneplane.common.identity import MemberKey
+from tuneplane.telemetry.v1.identity import MemberKey
 
 log = logging.getLogger("tests.faults")
 #: The member whose spool is small, so an ingest outage fills it and its reading pauses.

@@ -29,10 +29,10 @@ from tests.support import (
     workload_token,
 )
 from tuneplane.collector.tfrecord import frame
-from tuneplane.common.identity import MemberKey
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc
+from tuneplane.telemetry.v1.identity import MemberKey
 
 Stored = dict[tuple[str, int], float]
 

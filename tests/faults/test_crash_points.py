@@ -24,7 +24,7 @@ from tests.support import (
     workload_token,
 )
 from tuneplane.collector.failpoints import POINTS
-from tuneplane.common.identity import MemberKey
+from tuneplane.telemetry.v1.identity import MemberKey
 
 STEPS = 5_000
 

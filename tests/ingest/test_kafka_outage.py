@@ -11,10 +11,10 @@ import pytest
 
 from tests.ingest.test_server import batch, push
 from tests.support import ROOT, Process
-from tuneplane.common.identity import MemberKey
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc
+from tuneplane.telemetry.v1.identity import MemberKey
 
 
 def services(*args: str) -> None:

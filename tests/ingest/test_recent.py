@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from tuneplane.common.identity import BatchKey, MemberKey
 from tuneplane.ingest.recent import RecentBatches, Seen
 from tuneplane.ingest.sink import partition_for
+from tuneplane.telemetry.v1.identity import BatchKey, MemberKey
 
 
 def key(sequence: int, member: str = "m") -> BatchKey:

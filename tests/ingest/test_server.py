@@ -9,12 +9,12 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from tests.support import Endpoints
-from tuneplane.common import topics
-from tuneplane.common.identity import BatchKey, MemberKey
+from tuneplane.common.kafka import topics
 from tuneplane.common.tokens import TokenKind, TokenSigner
 from tuneplane.ingest.sink import partition_for
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc
+from tuneplane.telemetry.v1.identity import BatchKey, MemberKey
 from tuneplane.telemetry.v1.limits import MAX_BATCH_BYTES, MAX_BATCH_POINTS
 
 

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from tuneplane.common.identity import BatchKey, MemberKey
 from tuneplane.projector.projection import PoisonBatch, RecordMeta, project
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1.identity import BatchKey, MemberKey
 
 IDENTITY = pb.BatchIdentity(run_id="r", attempt=1, member="m", spool_epoch="e", sequence=7)
 KEY = BatchKey(MemberKey("r", 1, "m"), "e", 7)

@@ -20,9 +20,9 @@ from tests.support import (
     produce,
     start_projector,
 )
-from tuneplane.common import topics
-from tuneplane.common.identity import BatchKey, MemberKey
+from tuneplane.common.kafka import topics
 from tuneplane.ingest.sink import partition_for
+from tuneplane.telemetry.v1.identity import BatchKey, MemberKey
 
 
 async def ledger(db: asyncpg.Connection, run_id: str) -> tuple[int, int]:

@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from tests.support import BIN, Endpoints, Process, free_port
-from tuneplane.common import users
 from tuneplane.common.tokens import TokenSigner
+from tuneplane.controlplane import users
 
 
 @pytest.fixture(scope="session")

@@ -10,11 +10,11 @@ import httpx
 import pytest
 
 from tests.support import Endpoints, Process, member_batch, produce
-from tuneplane.common import users
-from tuneplane.common.identity import MemberKey
-from tuneplane.common.mapping import freeze
 from tuneplane.common.tokens import TokenKind, TokenSigner
+from tuneplane.controlplane import users
+from tuneplane.controlplane.mapping import freeze
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1.identity import MemberKey
 from tuneplane.telemetry.v1.integration import MetricMapping
 
 

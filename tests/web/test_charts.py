@@ -14,9 +14,9 @@ import pytest
 from playwright.async_api import async_playwright
 
 from tests.support import ROOT, Endpoints, Process, member_batch, produce
-from tuneplane.common.identity import MemberKey
-from tuneplane.common.mapping import freeze
+from tuneplane.controlplane.mapping import freeze
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1.identity import MemberKey
 from tuneplane.telemetry.v1.integration import MetricMapping
 
 CHROMIUM = "/usr/bin/chromium"

@@ -9,7 +9,7 @@ import uuid
 import asyncpg
 import httpx
 
-from tuneplane.common import nodes
+from tuneplane.controlplane import nodes
 
 ARTIFACT = {"version": 1, "sources": [
     {"id": "train", "kind": "jsonl", "path": "m.jsonl", "owner": "rank-0"},

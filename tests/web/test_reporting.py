@@ -12,8 +12,8 @@ import asyncpg
 import httpx
 
 from tests.support import BIN, Endpoints, Process
-from tuneplane.common.identity import MemberKey
 from tuneplane.common.tokens import TokenSigner
+from tuneplane.telemetry.v1.identity import MemberKey
 
 
 async def test_lifecycle_logs_and_reports_are_stored_once_for_the_tokens_member(

@@ -11,7 +11,7 @@ import asyncpg
 import httpx
 
 from tests.support import BIN
-from tuneplane.common.mapping import frozen_mapping
+from tuneplane.controlplane.mapping import frozen_mapping
 
 ARTIFACT = {"version": 1,
             "sources": [{"id": "train", "kind": "jsonl", "path": "/d/m.jsonl", "owner": "rank-0"}],

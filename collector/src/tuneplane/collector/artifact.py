@@ -105,7 +105,7 @@ def build(workspace: Path, out: Path) -> Path:
         run(["uv", "export", "--frozen", "--no-dev", "--no-emit-workspace", "--package",
              "tuneplane-collector", "--format", "requirements-txt", "-o", str(requirements)],
             workspace)
-        for package in ("tuneplane-protos", "tuneplane-collector"):
+        for package in ("tuneplane-contract", "tuneplane-collector"):
             run(["uv", "build", "--wheel", "--package", package, "-o", str(wheels)], workspace)
         site = staging / "site-packages"
         python = ["--python", sys.executable]

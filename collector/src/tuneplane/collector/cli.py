@@ -22,7 +22,9 @@ from tuneplane.collector import artifact, integration, records, spool
 from tuneplane.collector.collector import Collector, CollectorConfig
 from tuneplane.collector.reader import SourceKind, SourceSpec
 from tuneplane.collector.sender import Target
-from tuneplane.collector.spool import Owner, SpoolError
+from tuneplane.collector.spool import SpoolError
+from tuneplane.contract.settings import SettingsError, positive_int
+from tuneplane.telemetry.v1.identity import MemberKey
 from tuneplane.telemetry.v1.limits import MAX_BATCH_BYTES, MAX_BATCH_POINTS, MAX_NAME_BYTES
 
 
@@ -36,15 +38,6 @@ def source_spec(kind: SourceKind) -> Callable[[str], SourceSpec]:
                                              f"{MAX_NAME_BYTES} bytes")
         return SourceSpec(source_id, Path(path), kind)
     return parse
-
-
-def env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "")
-    try:
-        return int(raw) if raw.strip() else default
-    except ValueError:
-        raise SystemExit(
-            f"tuneplane-collector: {name} must be a whole number, got {raw!r}") from None
 
 
 def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -119,15 +112,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"tuneplane-collector run: --max-batch-points must be 1..{MAX_BATCH_POINTS}",
               file=sys.stderr)
         return 2
+    try:
+        spool_bytes = positive_int(os.environ, "TUNEPLANE_TELEMETRY_SPOOL_BYTES", 256 * 1024 * 1024)
+        drain_seconds = positive_int(os.environ, "TUNEPLANE_TELEMETRY_DRAIN_SECONDS", 30)
+    except SettingsError as exc:
+        print(f"tuneplane-collector run: {exc}", file=sys.stderr)
+        return 2
     config = CollectorConfig(
-        owner=Owner(args.run, args.attempt, args.member),
+        owner=MemberKey(args.run, args.attempt, args.member),
         spool_dir=args.spool,
         target=Target(args.target, args.ca_file, args.token_file, args.server_name),
         sources=sources,
         max_batch_points=args.max_batch_points,
         max_batch_bytes=MAX_BATCH_BYTES * 3 // 4,
-        spool_bytes=env_int("TUNEPLANE_TELEMETRY_SPOOL_BYTES", 256 * 1024 * 1024),
-        drain_seconds=env_int("TUNEPLANE_TELEMETRY_DRAIN_SECONDS", 30),
+        spool_bytes=spool_bytes,
+        drain_seconds=drain_seconds,
         in_flight=max(1, args.max_in_flight),
     )
     try:

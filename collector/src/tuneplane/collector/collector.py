@@ -13,14 +13,15 @@ import grpc
 
 from tuneplane.collector.reader import SourceReader, SourceSpec
 from tuneplane.collector.sender import Sender, Target, TransientSendError
-from tuneplane.collector.spool import Owner, Spool
+from tuneplane.collector.spool import Spool
+from tuneplane.telemetry.v1.identity import MemberKey
 
 log = logging.getLogger("tuneplane.collector")
 
 
 @dataclass(frozen=True, slots=True)
 class CollectorConfig:
-    owner: Owner
+    owner: MemberKey
     spool_dir: Path
     target: Target
     sources: list[SourceSpec]

@@ -18,6 +18,7 @@ from tenacity import (
 
 from tuneplane.collector import failpoints
 from tuneplane.collector.spool import SealedBatch, Spool
+from tuneplane.contract.errors import BROKEN_CALL_CODES, RETRYABLE_CODES, TOKEN_CODES
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc
 
@@ -27,11 +28,7 @@ log = logging.getLogger("tuneplane.collector")
 #: ones (UNAUTHENTICATED, PERMISSION_DENIED for a token bound to another member) pass when
 #: the platform rewrites the token file, so the batch waits for that instead of being set
 #: aside.
-TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
-             grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAUTHENTICATED,
-             grpc.StatusCode.PERMISSION_DENIED,
-             grpc.StatusCode.ABORTED, grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN,
-             grpc.StatusCode.CANCELLED}
+TRANSIENT = RETRYABLE_CODES | BROKEN_CALL_CODES | TOKEN_CODES | {grpc.StatusCode.CANCELLED}
 
 
 class TransientSendError(Exception):

@@ -19,6 +19,7 @@ from pathlib import Path
 from tuneplane.collector import spoolroot
 from tuneplane.collector.draft import BatchDraft
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1.identity import MemberKey
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -44,13 +45,6 @@ class SpoolNotReady(SpoolError):
 
 
 @dataclass(frozen=True, slots=True)
-class Owner:
-    run_id: str
-    attempt: int
-    member: str
-
-
-@dataclass(frozen=True, slots=True)
 class SavedPosition:
     """Where reading a file resumes, and what the reader must remember about it (JSON)."""
 
@@ -70,7 +64,7 @@ class SealedBatch:
 class Spool:
     FILE = "spool.sqlite3"
 
-    def __init__(self, directory: Path, owner: Owner, *, mountinfo: str | None = None) -> None:
+    def __init__(self, directory: Path, owner: MemberKey, *, mountinfo: str | None = None) -> None:
         try:
             spoolroot.prepare(directory, mountinfo)
         except spoolroot.SpoolPlaceError as exc:
@@ -89,19 +83,19 @@ class Spool:
             raise SpoolError(
                 f"spool database {self.path} is damaged ({exc}). It is kept as it is: move the "
                 "spool directory aside to start a new spool epoch, or recover it") from None
-        expected = f"{owner.run_id}/{owner.attempt}/{owner.member}"
+        expected = str(owner)
         if meta["owner"] != expected:
             raise SpoolError(f"spool {self.path} belongs to {meta['owner']}, not {expected}; "
                              "give each member its own spool directory")
         self.epoch = meta["epoch"]
 
-    def _load_meta(self, owner: Owner) -> dict[str, str]:
+    def _load_meta(self, owner: MemberKey) -> dict[str, str]:
         with self.transaction() as db:
             meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
             if not meta:
                 # A new spool is a new epoch: its batch ids never collide with a lost spool's.
                 meta = {"epoch": secrets.token_hex(8), "next_sequence": "1",
-                        "owner": f"{owner.run_id}/{owner.attempt}/{owner.member}"}
+                        "owner": str(owner)}
                 db.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
         return meta
 

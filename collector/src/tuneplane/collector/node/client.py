@@ -18,15 +18,14 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
+from tuneplane.contract.errors import BROKEN_CALL_CODES, RETRYABLE_CODES
 from tuneplane.node.v1 import node_pb2 as pb
 from tuneplane.node.v1 import node_pb2_grpc as pb_grpc
 
 log = logging.getLogger("tuneplane.node")
 STATE_FILE = "node.json"
 #: Answers after which the same call may succeed later.
-TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
-             grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.ABORTED,
-             grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN}
+TRANSIENT = RETRYABLE_CODES | BROKEN_CALL_CODES
 
 
 def write_private(path: Path, data: str | bytes) -> None:

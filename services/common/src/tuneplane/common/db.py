@@ -1,4 +1,5 @@
-"""What database code is handed: a connection, or one borrowed from a pool."""
+"""What database code is handed (a connection, or one borrowed from a pool), and which of
+its errors pass."""
 
 from __future__ import annotations
 
@@ -6,3 +7,7 @@ import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
 Connection = asyncpg.Connection | PoolConnectionProxy
+
+#: PostgreSQL restarting or unreachable: the same work may succeed later.
+TRANSIENT_ERRORS = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
+                    asyncpg.CannotConnectNowError, asyncpg.AdminShutdownError)

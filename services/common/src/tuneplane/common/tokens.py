@@ -15,7 +15,7 @@ import jwt
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from tuneplane.common.identity import MemberKey
+from tuneplane.telemetry.v1.identity import MemberKey
 
 ALGORITHM = "HS256"
 

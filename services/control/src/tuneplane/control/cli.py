@@ -21,10 +21,12 @@ from pathlib import Path
 
 import asyncpg
 
-from tuneplane.common import gateway_identity, launches, listener, nodes, runs
-from tuneplane.common.settings import SettingsError, positive_int, require
+from tuneplane.common.gateway import listener, shared_identity
 from tuneplane.common.tokens import TokenSigner
+from tuneplane.contract.settings import SettingsError, positive_int, require
 from tuneplane.control.server import NodeControl, Policy, create_server
+from tuneplane.controlplane import errors, launches, nodes
+from tuneplane.controlplane.errors import NodeNotFound
 from tuneplane.node.v1 import node_pb2 as pb
 
 log = logging.getLogger("tuneplane.control")
@@ -87,7 +89,7 @@ async def admin(args: argparse.Namespace) -> int:
             for row in await nodes.listing(conn):
                 print(json.dumps(row, default=str))
         elif not await nodes.revoke(conn, args.node, now=now):
-            raise nodes.EnrollmentError(f"no enrolled node {args.node!r} to revoke")
+            raise NodeNotFound(f"no enrolled node {args.node!r} to revoke")
     finally:
         await conn.close()
     return 0
@@ -155,8 +157,8 @@ def main(argv: list[str] | None = None) -> int:
             asyncio.run(serve(args))
             return 0
         return asyncio.run(admin(args))
-    except (SettingsError, OSError, ValueError, gateway_identity.IdentityError,
-            runs.RunError) as exc:
+    except (SettingsError, OSError, ValueError, shared_identity.IdentityError,
+            errors.RunError) as exc:
         print(f"tuneplane-control {args.command}: {exc}", file=sys.stderr)
         return 2
 

@@ -13,20 +13,17 @@ from typing import Any, NoReturn, TypeAlias
 import asyncpg
 import grpc
 
-from tuneplane.common import launches, nodes
-from tuneplane.common.db import Connection
-from tuneplane.common.identity import MemberKey
-from tuneplane.common.listener import bearer_token
+from tuneplane.common.db import TRANSIENT_ERRORS, Connection
+from tuneplane.common.gateway.listener import bearer_token
 from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
+from tuneplane.controlplane import errors, launches, nodes
 from tuneplane.node.v1 import node_pb2 as pb
 from tuneplane.node.v1 import node_pb2_grpc as pb_grpc
+from tuneplane.telemetry.v1.identity import MemberKey
 
 log = logging.getLogger("tuneplane.control")
 
 Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
-#: PostgreSQL restarting or unreachable: the call may succeed later.
-DATABASE_DOWN = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
-                 asyncpg.CannotConnectNowError, asyncpg.AdminShutdownError)
 REPORTED = {pb.LaunchReport.STATE_RUNNING: "running", pb.LaunchReport.STATE_FINISHED: "finished",
             pb.LaunchReport.STATE_FAILED: "failed", pb.LaunchReport.STATE_REFUSED: "refused"}
 
@@ -62,13 +59,13 @@ class NodeControl(pb_grpc.NodeControlServicer):
         except TimeoutError:
             await context.abort(grpc.StatusCode.UNAVAILABLE,
                                 "control database pool busy; retry with backoff")
-        except DATABASE_DOWN as exc:
+        except TRANSIENT_ERRORS as exc:
             log.warning("control database unreachable: %s", exc)
             await context.abort(grpc.StatusCode.UNAVAILABLE,
                                 "control database unavailable; retry with backoff")
         try:
             yield conn
-        except DATABASE_DOWN as exc:
+        except TRANSIENT_ERRORS as exc:
             log.warning("control database connection lost: %s", exc)
             await context.abort(grpc.StatusCode.UNAVAILABLE,
                                 "control database unavailable; retry with backoff")
@@ -111,7 +108,7 @@ class NodeControl(pb_grpc.NodeControlServicer):
             try:
                 enrolled = await nodes.enroll(conn, request.enrollment_token, request.hostname,
                                               now=self._now())
-            except nodes.EnrollmentError as exc:
+            except errors.EnrollmentError as exc:
                 await abort_unauthenticated(context, str(exc))
         token, expires = self._node_token(enrolled.node_id)
         log.info("node %s enrolled as %s (%s)", enrolled.name, enrolled.node_id,
@@ -150,7 +147,7 @@ class NodeControl(pb_grpc.NodeControlServicer):
                     conn, node_id, request.launch_id, state, exit_code=request.exit_code,
                     detail=request.detail, undelivered=request.undelivered_batches,
                     now=self._now())
-            except launches.LaunchError as exc:
+            except errors.LaunchError as exc:
                 await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
         log.info("launch %d on %s: %s %s", request.launch_id, node_id, state, request.detail)
         return pb.LaunchReportReply(attempt_state=attempt_state)
@@ -161,7 +158,7 @@ class NodeControl(pb_grpc.NodeControlServicer):
         async with self._db(context) as conn:
             try:
                 member = await launches.member_of(conn, node_id, request.launch_id)
-            except launches.LaunchError as exc:
+            except errors.LaunchError as exc:
                 await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
         return self._workload_token(member)
 

@@ -16,8 +16,8 @@ import signal
 import sys
 from pathlib import Path
 
-from tuneplane.common.destinations.resource import SECRETS_ROOT
-from tuneplane.common.settings import SettingsError, require
+from tuneplane.contract.settings import SettingsError, require
+from tuneplane.controlplane.destinations.resource import SECRETS_ROOT
 from tuneplane.exporter.service import GROUP, Exporter, ExporterSettings
 
 

@@ -24,18 +24,17 @@ from aiokafka import AIOKafkaConsumer
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2_grpc as otlp_grpc
 from tenacity import AsyncRetrying, retry_if_exception, wait_exponential_jitter
 
-from tuneplane.common import topics
-from tuneplane.common.destinations import store
-from tuneplane.common.destinations.compose import dumps, render
-from tuneplane.common.destinations.resource import SECRETS_ROOT
+from tuneplane.common.kafka import topics
+from tuneplane.contract.errors import retryable
+from tuneplane.controlplane.destinations import store
+from tuneplane.controlplane.destinations.compose import dumps, render
+from tuneplane.controlplane.destinations.resource import SECRETS_ROOT
 from tuneplane.exporter.collector import ComposedCollector
 from tuneplane.exporter.otlp import points, to_request
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 
 log = logging.getLogger("tuneplane.exporter")
 GROUP = "tuneplane-exporter"
-RETRY = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
-         grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.ABORTED}
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +47,6 @@ class ExporterSettings:
     secrets_root: str = SECRETS_ROOT
     poll_seconds: float = 2.0
     group: str = GROUP
-
-
-def retryable(exc: BaseException) -> bool:
-    return isinstance(exc, grpc.aio.AioRpcError) and exc.code() in RETRY
 
 
 class Exporter:

@@ -8,9 +8,9 @@ import logging
 import os
 import sys
 
-from tuneplane.common import gateway_identity, listener
-from tuneplane.common.settings import SettingsError, require
+from tuneplane.common.gateway import listener, shared_identity
 from tuneplane.common.tokens import TokenSigner
+from tuneplane.contract.settings import SettingsError, require
 from tuneplane.ingest.server import TelemetryIngest, create_server
 from tuneplane.ingest.sink import KafkaBatchSink, SinkUnavailable
 
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         asyncio.run(serve(args))
     except (SettingsError, SinkUnavailable, OSError, ValueError,
-            gateway_identity.IdentityError) as exc:
+            shared_identity.IdentityError) as exc:
         print(f"tuneplane-ingest: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -6,7 +6,7 @@ import hashlib
 from collections import OrderedDict
 from enum import Enum
 
-from tuneplane.common.identity import BatchKey
+from tuneplane.telemetry.v1.identity import BatchKey
 
 
 class Seen(Enum):

@@ -9,8 +9,8 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 from aiokafka.partitioner import murmur2
 
-from tuneplane.common import topics
-from tuneplane.common.identity import BatchKey
+from tuneplane.common.kafka import topics
+from tuneplane.telemetry.v1.identity import BatchKey
 from tuneplane.telemetry.v1.limits import TOPIC_MAX_MESSAGE_BYTES
 
 

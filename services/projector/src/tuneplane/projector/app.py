@@ -25,7 +25,9 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from tuneplane.common import objectstore, topics
+from tuneplane.common import objectstore
+from tuneplane.common.db import TRANSIENT_ERRORS
+from tuneplane.common.kafka import topics
 from tuneplane.projector import metrics
 from tuneplane.projector.deadletters import DeadLetterGuard, DeadLetterLimit
 from tuneplane.projector.projection import PoisonBatch, Projection, RecordMeta, project
@@ -35,8 +37,7 @@ log = logging.getLogger("tuneplane.projector")
 
 CONSUMER_GROUP = "tuneplane-projector"
 #: Failures that pass: PostgreSQL or S3 restarting. The group is retried, never skipped.
-TRANSIENT = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
-             asyncpg.CannotConnectNowError, asyncpg.AdminShutdownError, BotoCoreError,
+TRANSIENT = (*TRANSIENT_ERRORS, BotoCoreError,
              # statements prepared against tables a rebuild swapped out: re-prepared on retry
              asyncpg.InvalidCachedStatementError, asyncpg.UndefinedTableError)
 

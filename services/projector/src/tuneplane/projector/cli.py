@@ -23,7 +23,7 @@ import asyncpg
 import faust
 import prometheus_client
 
-from tuneplane.common.settings import SettingsError, positive_int, require
+from tuneplane.contract.settings import SettingsError, positive_int, require
 from tuneplane.projector.app import ProjectorSettings, create_app, object_store
 from tuneplane.projector.checksum import checksum
 from tuneplane.projector.rebuild import rebuild

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 from google.protobuf.message import DecodeError
 
-from tuneplane.common.identity import BatchKey
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1.identity import BatchKey
 from tuneplane.telemetry.v1.names import RICH_KIND_NAMES
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from tuneplane.common import topics
+from tuneplane.common.kafka import topics
 from tuneplane.projector.projection import PoisonBatch, RecordMeta, project
 from tuneplane.projector.writer import PostgresWriter
 

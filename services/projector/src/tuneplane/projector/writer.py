@@ -17,6 +17,7 @@ import asyncpg
 
 from tuneplane.common.db import Connection
 from tuneplane.projector.projection import ChunkRow, Projection
+from tuneplane.telemetry.v1.identity import SeriesKey
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -122,12 +123,14 @@ class PostgresWriter:
             rows = await conn.fetch(
                 UPSERT_SERIES, member.run_id, member.attempt, member.member,
                 [c.source for c in projection.chunks], [c.tag for c in projection.chunks])
-            series_ids = {(r["source"], r["tag"]): r["series_id"] for r in rows}
+            series_ids = {SeriesKey(member, r["source"], r["tag"]): r["series_id"]
+                          for r in rows}
             await conn.copy_records_to_table(
                 "curve_chunks", columns=CHUNK_COLUMNS,
-                records=[(series_ids[(c.source, c.tag)], key.batch_id, c.chunk_index,
-                          len(c.steps), c.step_min, c.step_max, c.v_min, c.v_max, c.v_first,
-                          c.v_last, c.steps, c.wall_times, c.values, *segment_columns(c))
+                records=[(series_ids[SeriesKey(member, c.source, c.tag)], key.batch_id,
+                          c.chunk_index, len(c.steps), c.step_min, c.step_max, c.v_min,
+                          c.v_max, c.v_first, c.v_last, c.steps, c.wall_times, c.values,
+                          *segment_columns(c))
                          for c in projection.chunks])
         if projection.rich:
             await conn.copy_records_to_table(

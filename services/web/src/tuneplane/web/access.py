@@ -6,7 +6,7 @@ from typing import Annotated
 import asyncpg
 from fastapi import Depends, HTTPException
 
-from tuneplane.common import users
+from tuneplane.controlplane import users
 
 
 def admin_only(user: Callable[..., Awaitable[str]], pool: Callable[[], asyncpg.Pool],

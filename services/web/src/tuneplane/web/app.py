@@ -21,9 +21,10 @@ from fastapi.responses import FileResponse, JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 
-from tuneplane.common import mapping, objectstore, users
-from tuneplane.common import runs as run_management
+from tuneplane.common import objectstore
 from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
+from tuneplane.controlplane import errors, mapping, users
+from tuneplane.controlplane import runs as run_management
 from tuneplane.telemetry.v1.integration import IntegrationError
 from tuneplane.telemetry.v1.names import json_number
 from tuneplane.web import destinations, launches, models, queries, reporting
@@ -161,7 +162,7 @@ def create_app(settings: WebSettings) -> FastAPI:
                 run_id = await run_management.create_run(
                     conn, body.integration, created_by=who, now=dt.datetime.now(dt.UTC),
                     run_id=body.run_id)
-            except (run_management.RunError, IntegrationError) as exc:
+            except (errors.RunError, IntegrationError) as exc:
                 raise HTTPException(409 if "exists" in str(exc) else 422, str(exc)) from None
         return models.RunCreated(run_id=run_id)
 
@@ -180,7 +181,7 @@ def create_app(settings: WebSettings) -> FastAPI:
         async with state["pool"].acquire() as conn:
             try:
                 attempt = await run_management.start_attempt(conn, run_id)
-            except run_management.RunError as exc:
+            except errors.RunError as exc:
                 raise HTTPException(404 if "no run" in str(exc) else 409, str(exc)) from None
         return models.AttemptStarted(run_id=run_id, attempt=attempt)
 
@@ -190,7 +191,7 @@ def create_app(settings: WebSettings) -> FastAPI:
         async with state["pool"].acquire() as conn:
             try:
                 ended = await run_management.end_attempt(conn, run_id, attempt, body.state)
-            except run_management.RunError as exc:
+            except errors.RunError as exc:
                 raise HTTPException(404 if "no attempt" in str(exc) else 409, str(exc)) from None
         return models.Ended(ended=ended)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import uvicorn
 
-from tuneplane.common.settings import SettingsError, positive_int, require
+from tuneplane.contract.settings import SettingsError, positive_int, require
 from tuneplane.web.app import WebSettings, create_app
 
 

@@ -12,9 +12,9 @@ from typing import Annotated, Any
 import asyncpg
 from fastapi import APIRouter, Body, Depends, HTTPException
 
-from tuneplane.common.destinations import store
-from tuneplane.common.destinations.compose import render
-from tuneplane.common.destinations.resource import DestinationError
+from tuneplane.controlplane.destinations import store
+from tuneplane.controlplane.destinations.compose import render
+from tuneplane.controlplane.destinations.resource import DestinationError
 from tuneplane.web.access import admin_only
 
 

@@ -15,7 +15,7 @@ import asyncpg
 from fastapi import APIRouter, Depends, HTTPException
 from pydantic import BaseModel, Field
 
-from tuneplane.common import launches, nodes, runs
+from tuneplane.controlplane import errors, launches, nodes
 from tuneplane.web.access import admin_only
 
 Word = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[^\x00]+$")]
@@ -49,7 +49,7 @@ def router(user: Callable[..., Awaitable[str]], pool: Callable[[], asyncpg.Pool]
                 token = await nodes.new_enrollment_token(
                     conn, name, created_by=who, now=now,
                     ttl=dt.timedelta(seconds=body.ttl_seconds))
-            except nodes.EnrollmentError as exc:
+            except errors.EnrollmentError as exc:
                 raise HTTPException(422, str(exc)) from None
         return {"node": name, "enrollment_token": token,
                 "expires_at": (now + dt.timedelta(seconds=body.ttl_seconds)).isoformat()}
@@ -65,9 +65,9 @@ def router(user: Callable[..., Awaitable[str]], pool: Callable[[], asyncpg.Pool]
             try:
                 attempt, ids = await launches.create(conn, run_id, body.node, body.members,
                                                      body.command, body.environment)
-            except launches.LaunchError as exc:
+            except errors.LaunchError as exc:
                 raise HTTPException(422, str(exc)) from None
-            except runs.RunError as exc:
+            except errors.RunError as exc:
                 raise HTTPException(409, str(exc)) from None
         return {"run_id": run_id, "attempt": attempt, "launches": ids}
 

@@ -14,8 +14,8 @@ from fastapi import APIRouter, Depends, HTTPException
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
 
-from tuneplane.common.identity import MemberKey
 from tuneplane.common.tokens import TokenError, TokenSigner
+from tuneplane.telemetry.v1.identity import MemberKey
 
 Name = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[^\x00]+$")]
 Id = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:-]+$")]

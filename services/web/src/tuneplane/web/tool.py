@@ -20,8 +20,8 @@ from typing import Any
 import httpx
 import yaml
 
-from tuneplane.common.destinations.compose import dumps, render
-from tuneplane.common.destinations.resource import DestinationError, parse
+from tuneplane.controlplane.destinations.compose import dumps, render
+from tuneplane.controlplane.destinations.resource import DestinationError, parse
 
 
 class ToolError(Exception):

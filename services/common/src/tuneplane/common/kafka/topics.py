@@ -1,0 +1,99 @@
+"""The project's Kafka topics, created with explicit settings (never broker defaults)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import TopicAlreadyExistsError
+
+from tuneplane.contract.settings import environment, positive_int
+from tuneplane.telemetry.v1.limits import TOPIC_MAX_MESSAGE_BYTES
+
+#: The system of record: every durable batch, keyed by its batch identity.
+BATCHES = "tuneplane.telemetry.batches.v1"
+#: Batches the projector could not decode or project, with the reason in a header.
+BATCHES_DLQ = "tuneplane.telemetry.batches.v1.dlq"
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSettings:
+    """How the project creates its topics: 3/2 replication in production, 1/1 on one broker."""
+
+    partitions: int
+    replication: int
+    min_insync: int
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> TopicSettings:
+        env = environment(environ)
+        replication = positive_int(env, "TUNEPLANE_TOPIC_REPLICATION", 1)
+        return cls(
+            partitions=positive_int(env, "TUNEPLANE_TOPIC_PARTITIONS", 12),
+            replication=replication,
+            min_insync=positive_int(env, "TUNEPLANE_TOPIC_MIN_INSYNC", min(2, replication)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSpec:
+    name: str
+    partitions: int
+    config: dict[str, str]
+
+
+def topic_specs(settings: TopicSettings) -> list[TopicSpec]:
+    common = {
+        "min.insync.replicas": str(settings.min_insync),
+        "unclean.leader.election.enable": "false",
+        "max.message.bytes": str(TOPIC_MAX_MESSAGE_BYTES),
+        "cleanup.policy": "delete",
+    }
+    return [
+        # retention -1: the batches topic is replayed to rebuild read models.
+        TopicSpec(BATCHES, settings.partitions, {**common, "retention.ms": "-1"}),
+        TopicSpec(BATCHES_DLQ, settings.partitions, {**common, "retention.ms": "-1"}),
+    ]
+
+
+async def ensure_topics(bootstrap: str, settings: TopicSettings) -> list[str]:
+    """Create missing topics; returns the names created. Existing topics are left as they are."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30_000)
+    await admin.start()
+    created: list[str] = []
+    try:
+        existing = set(await admin.list_topics())
+        for spec in topic_specs(settings):
+            if spec.name in existing:
+                continue
+            try:
+                await admin.create_topics([NewTopic(
+                    spec.name, spec.partitions, settings.replication, topic_configs=spec.config)])
+                created.append(spec.name)
+            except TopicAlreadyExistsError:
+                pass  # another replica created it first
+    finally:
+        await admin.close()
+    return created
+
+
+async def commit_group_at_end(bootstrap: str, group: str, topic: str = BATCHES) -> None:
+    """Commit ``group``'s offsets at the topic's current end: consumers joining it take only
+    what is produced from now on (an exporter turning on, a benchmark's own projectors)."""
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    await producer.start()
+    try:
+        partitions = [TopicPartition(topic, p)
+                      for p in sorted(await producer.partitions_for(topic))]
+    finally:
+        await producer.stop()
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
+                                enable_auto_commit=False)
+    await consumer.start()
+    try:
+        consumer.assign(partitions)
+        await consumer.commit(dict(await consumer.end_offsets(partitions)))
+    finally:
+        await consumer.stop()

@@ -1,0 +1,131 @@
+"""Launches: one member of one attempt, assigned to an enrolled node.
+
+Creating launches starts the run's next attempt (freezing its mapping) in the same
+transaction. A node receives its launches on heartbeats until it reports them running
+(at least once; the agent ignores a launch it already handles), reports how each ends,
+and the attempt ends when its last launch does: finished when all finished, else failed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from tuneplane.common.db import Connection
+from tuneplane.controlplane import runs
+from tuneplane.controlplane.errors import InvalidLaunch, LaunchEnded, LaunchNotAssigned
+from tuneplane.telemetry.v1.identity import MemberKey
+
+ENDED = ("finished", "failed", "refused")
+STATES = ("running", *ENDED)
+
+
+def owners(artifact: dict[str, Any]) -> set[str]:
+    declared = [*artifact.get("sources", []), *artifact.get("channels", [])]
+    return {str(entry["owner"]) for entry in declared}
+
+
+async def create(conn: Connection, run_id: str, node_name: str, members: list[str],
+                 command: list[str], environment: dict[str, str]) -> tuple[int, list[int]]:
+    """Start the run's next attempt with one launch per member on the node."""
+    if not command:
+        raise InvalidLaunch("a launch needs a command to run")
+    if not members or len(set(members)) != len(members):
+        raise InvalidLaunch("name each member once")
+    async with conn.transaction():
+        node = await conn.fetchrow("SELECT node_id, revoked_at FROM nodes WHERE name = $1",
+                                   node_name)
+        if node is None or node["revoked_at"] is not None:
+            raise InvalidLaunch(f"no enrolled node {node_name!r}")
+        document = await conn.fetchval("SELECT artifact::text FROM runs WHERE run_id = $1",
+                                       run_id)
+        if document is None:
+            raise InvalidLaunch(f"no run {run_id!r}")
+        unowned = sorted(set(members) - owners(json.loads(document)))
+        if unowned:
+            raise InvalidLaunch(f"member(s) {', '.join(unowned)} own no source or channel in run "
+                              f"{run_id}'s integration artifact")
+        attempt = await runs.start_attempt(conn, run_id)
+        ids = [int(await conn.fetchval(
+            "INSERT INTO launches (run_id, attempt, member, node_id, command, environment) "
+            "VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb) RETURNING launch_id", run_id,
+            attempt, member, node["node_id"], json.dumps(command), json.dumps(environment)))
+            for member in members]
+    return attempt, ids
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    launch_id: int
+    member: MemberKey
+    command: list[str]
+    environment: dict[str, str]
+    artifact: str  # the run's integration artifact, JSON
+
+
+async def deliver(conn: Connection, node_id: str, *, now: dt.datetime) -> list[Assignment]:
+    """Launches of the node not yet reported running (marked delivered)."""
+    rows = await conn.fetch(
+        "UPDATE launches l SET state = 'delivered', delivered_at = coalesce(delivered_at, $2) "
+        "FROM runs r WHERE l.node_id = $1 AND l.state IN ('pending', 'delivered') "
+        "AND r.run_id = l.run_id RETURNING l.launch_id, l.run_id, l.attempt, l.member, "
+        "l.command::text, l.environment::text, r.artifact::text", node_id, now)
+    return [Assignment(r["launch_id"], MemberKey(r["run_id"], r["attempt"], r["member"]),
+                       json.loads(r["command"]), json.loads(r["environment"]), r["artifact"])
+            for r in sorted(rows, key=lambda r: int(r["launch_id"]))]
+
+
+async def member_of(conn: Connection, node_id: str, launch_id: int) -> MemberKey:
+    """The member a live launch of this node runs as (what a workload token binds)."""
+    row = await conn.fetchrow("SELECT run_id, attempt, member, node_id, state FROM launches "
+                              "WHERE launch_id = $1", launch_id)
+    if row is None or row["node_id"] != node_id:
+        raise LaunchNotAssigned(f"launch {launch_id} is not assigned to this node")
+    if row["state"] in ENDED:
+        raise LaunchEnded(f"launch {launch_id} has ended ({row['state']}); no new tokens")
+    return MemberKey(row["run_id"], row["attempt"], row["member"])
+
+
+async def report(conn: Connection, node_id: str, launch_id: int, state: str, *,
+                 exit_code: int | None, detail: str, undelivered: int,
+                 now: dt.datetime) -> str:
+    """Record the launch's new state; returns its attempt's state afterwards."""
+    if state not in STATES:
+        raise InvalidLaunch(f"a launch reports one of {', '.join(STATES)}, not {state!r}")
+    async with conn.transaction():
+        owner = await conn.fetchrow("SELECT run_id, attempt FROM launches WHERE launch_id = $1",
+                                    launch_id)
+        if owner is not None:  # the attempt first: its launches' reports take turns
+            await conn.execute("SELECT 1 FROM attempts WHERE run_id = $1 AND attempt = $2 "
+                               "FOR UPDATE", owner["run_id"], owner["attempt"])
+        row = await conn.fetchrow("SELECT run_id, attempt, node_id, state FROM launches "
+                                  "WHERE launch_id = $1 FOR UPDATE", launch_id)
+        if row is None or row["node_id"] != node_id:
+            raise LaunchNotAssigned(f"launch {launch_id} is not assigned to this node")
+        if row["state"] in ENDED and row["state"] != state:
+            raise LaunchEnded(f"launch {launch_id} already ended as {row['state']}")
+        if row["state"] not in ENDED:
+            await conn.execute(
+                "UPDATE launches SET state = $2, exit_code = $3, detail = $4, undelivered = $5,"
+                " ended_at = CASE WHEN $2 = ANY($6::text[]) THEN $7::timestamptz END "
+                "WHERE launch_id = $1",
+                launch_id, state, exit_code, detail[:4000], undelivered, list(ENDED), now)
+        run_id, attempt = row["run_id"], row["attempt"]
+        states = [r["state"] for r in await conn.fetch(
+            "SELECT state FROM launches WHERE run_id = $1 AND attempt = $2", run_id, attempt)]
+        attempt_state: str = await conn.fetchval(
+            "SELECT state FROM attempts WHERE run_id = $1 AND attempt = $2", run_id, attempt)
+        if attempt_state == "running" and all(s in ENDED for s in states):
+            attempt_state = "finished" if all(s == "finished" for s in states) else "failed"
+            await runs.end_attempt(conn, run_id, attempt, attempt_state)
+    return attempt_state
+
+
+async def listing(conn: Connection, run_id: str | None = None) -> list[dict[str, Any]]:
+    rows = await conn.fetch(
+        "SELECT l.launch_id, l.run_id, l.attempt, l.member, n.name AS node, l.state, "
+        "l.exit_code, l.detail, l.undelivered FROM launches l JOIN nodes n USING (node_id) "
+        "WHERE $1::text IS NULL OR l.run_id = $1 ORDER BY l.launch_id", run_id)
+    return [dict(r) for r in rows]

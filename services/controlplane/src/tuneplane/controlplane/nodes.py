@@ -1,0 +1,88 @@
+"""Nodes and their enrollment: a one-time enrollment token becomes a node credential.
+
+Enrollment tokens are random, shown once and kept only as their sha256; using one
+consumes it in the same statement that checks it, so two agents racing with one token
+get one node. Enrolling a name again replaces the node's credential: node tokens issued
+before the latest enrollment are refused.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass
+
+from tuneplane.common.db import Connection
+from tuneplane.controlplane.errors import EnrollmentRefused
+
+PREFIX = "tpe_"
+NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
+
+
+async def new_enrollment_token(conn: Connection, node_name: str, *, created_by: str,
+                               now: dt.datetime, ttl: dt.timedelta) -> str:
+    if not NODE_NAME.match(node_name):
+        raise EnrollmentRefused(f"node name {node_name!r} must be 1-128 of A-Z a-z 0-9 . _ - "
+                              "(starting with a letter or digit)")
+    token = PREFIX + secrets.token_urlsafe(32)
+    await conn.execute("INSERT INTO enrollment_tokens (token_sha256, node_name, created_by, "
+                       "expires_at) VALUES ($1, $2, $3, $4)", digest(token), node_name,
+                       created_by, now + ttl)
+    return token
+
+
+@dataclass(frozen=True, slots=True)
+class Enrolled:
+    node_id: str
+    name: str
+
+
+async def enroll(conn: Connection, token: str, hostname: str, *, now: dt.datetime) -> Enrolled:
+    """Consume the token and create (or re-enroll) its node as of ``now``."""
+    async with conn.transaction():
+        name = await conn.fetchval(
+            "UPDATE enrollment_tokens SET used_at = $2 WHERE token_sha256 = $1 AND "
+            "used_at IS NULL AND expires_at > $2 RETURNING node_name", digest(token), now)
+        if name is None:
+            raise EnrollmentRefused("enrollment token is unknown, already used or expired; ask "
+                                  "for a new one (`tuneplane-control enrollment-token`)")
+        node_id = await conn.fetchval(
+            "INSERT INTO nodes (node_id, name, hostname, enrolled_at) VALUES ($1, $2, $3, $4) "
+            "ON CONFLICT (name) DO UPDATE SET hostname = excluded.hostname, "
+            "enrolled_at = excluded.enrolled_at, revoked_at = NULL RETURNING node_id",
+            f"node-{secrets.token_hex(8)}", name, hostname[:255], now)
+        await conn.execute("UPDATE enrollment_tokens SET node_id = $2 WHERE token_sha256 = $1",
+                           digest(token), node_id)
+    return Enrolled(str(node_id), str(name))
+
+
+async def check_credential(conn: Connection, node_id: str, issued_at: int,
+                           *, now: dt.datetime) -> str | None:
+    """None when the node may act (and note it was seen), else why not."""
+    row = await conn.fetchrow("UPDATE nodes SET last_seen = $2 WHERE node_id = $1 "
+                              "RETURNING enrolled_at, revoked_at", node_id, now)
+    if row is None:
+        return f"node {node_id} is not enrolled"
+    if row["revoked_at"] is not None:
+        return f"node {node_id} was revoked"
+    if issued_at < int(row["enrolled_at"].timestamp()):
+        return f"node token of {node_id} was replaced by a later enrollment"
+    return None
+
+
+async def revoke(conn: Connection, name: str, *, now: dt.datetime) -> bool:
+    done = await conn.fetchval("UPDATE nodes SET revoked_at = $2 WHERE name = $1 AND "
+                               "revoked_at IS NULL RETURNING 1", name, now)
+    return bool(done)
+
+
+async def listing(conn: Connection) -> list[dict[str, object]]:
+    rows = await conn.fetch("SELECT node_id, name, hostname, enrolled_at, last_seen, revoked_at "
+                            "FROM nodes ORDER BY name")
+    return [dict(r) for r in rows]

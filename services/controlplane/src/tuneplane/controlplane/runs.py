@@ -1,0 +1,96 @@
+"""Runs and attempts: a run is created with its integration artifact; each start of it is
+a new attempt (1, 2, … after retries) whose metric mapping is frozen from the artifact."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import secrets
+from typing import Any
+
+import asyncpg
+
+from tuneplane.common.db import Connection
+from tuneplane.controlplane import mapping
+from tuneplane.controlplane.errors import (
+    AttemptAlreadyEnded,
+    AttemptNotFound,
+    AttemptStillRunning,
+    InvalidRun,
+    RunExists,
+    RunNotFound,
+)
+from tuneplane.telemetry.v1.integration import check_document
+
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+END_STATES = ("finished", "failed", "cancelled")
+
+
+def new_run_id(now: dt.datetime) -> str:
+    return f"run-{now:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+
+
+async def create_run(conn: Connection, artifact: Any, *, created_by: str, now: dt.datetime,
+                     run_id: str | None = None) -> str:
+    check_document(artifact, "integration artifact")
+    run_id = run_id or new_run_id(now)
+    if not RUN_ID.match(run_id):
+        raise InvalidRun(f"run id {run_id!r} must be 1-128 of A-Z a-z 0-9 . _ - "
+                       "(starting with a letter or digit)")
+    try:
+        await conn.execute("INSERT INTO runs (run_id, artifact, created_by) "
+                           "VALUES ($1, $2::jsonb, $3)", run_id, json.dumps(artifact),
+                           created_by)
+    except asyncpg.UniqueViolationError:
+        raise RunExists(f"run {run_id!r} exists") from None
+    return run_id
+
+
+async def start_attempt(conn: Connection, run_id: str) -> int:
+    """The next attempt of the run, with the artifact's mapping frozen for it."""
+    async with conn.transaction():
+        document = await conn.fetchval("SELECT artifact::text FROM runs WHERE run_id = $1 "
+                                       "FOR UPDATE", run_id)
+        if document is None:
+            raise RunNotFound(f"no run {run_id!r}")
+        running = await conn.fetchval("SELECT attempt FROM attempts WHERE run_id = $1 AND "
+                                      "state = 'running'", run_id)
+        if running is not None:
+            raise AttemptStillRunning(f"run {run_id!r} attempt {running} is still running; "
+                                      "end it first")
+        attempt = int(await conn.fetchval("SELECT coalesce(max(attempt), 0) + 1 FROM attempts "
+                                          "WHERE run_id = $1", run_id))
+        await conn.execute("INSERT INTO attempts (run_id, attempt, state) "
+                           "VALUES ($1, $2, 'running')", run_id, attempt)
+        mappings = check_document(json.loads(document), f"run {run_id} artifact")
+        await mapping.freeze(conn, run_id, attempt, mappings)
+    return attempt
+
+
+async def end_attempt(conn: Connection, run_id: str, attempt: int, state: str) -> bool:
+    """End a running attempt; True when ended now, False when it already ended so."""
+    if state not in END_STATES:
+        raise InvalidRun(f"an attempt ends as one of {', '.join(END_STATES)}, not {state!r}")
+    current = await conn.fetchval("SELECT state FROM attempts WHERE run_id = $1 AND "
+                                  "attempt = $2", run_id, attempt)
+    if current is None:
+        raise AttemptNotFound(f"no attempt {attempt} of run {run_id!r}")
+    ended = await conn.fetchval("UPDATE attempts SET state = $3, ended_at = now() WHERE "
+                                "run_id = $1 AND attempt = $2 AND state = 'running' "
+                                "RETURNING 1", run_id, attempt, state)
+    if ended:
+        return True
+    if current == state:
+        return False
+    raise AttemptAlreadyEnded(f"run {run_id!r} attempt {attempt} already ended as {current}")
+
+
+async def describe(conn: Connection, run_id: str) -> dict[str, Any] | None:
+    run = await conn.fetchrow("SELECT run_id, created_by, created_at FROM runs "
+                              "WHERE run_id = $1", run_id)
+    if run is None:
+        return None
+    attempts = await conn.fetch("SELECT attempt, state, started_at, ended_at FROM attempts "
+                                "WHERE run_id = $1 ORDER BY attempt", run_id)
+    return {**dict(run), "attempts": [dict(a) for a in attempts]}
