@@ -16,11 +16,11 @@ from tests.support import ROOT
 COMPOSE = ROOT / "compose" / "compose.yaml"
 SOURCES = {
     "ingest": ["services/ingest", "services/common"],
-    "control": ["services/control", "services/common"],
+    "control": ["services/control", "services/common", "services/controlplane"],
     "projector": ["services/projector", "services/common"],
-    "init": ["services/common"],
-    "web": ["services/web", "services/common"],
-    "exporter": ["services/exporter", "services/common"],
+    "init": ["services/admin", "services/common", "services/controlplane"],
+    "web": ["services/web", "services/common", "services/controlplane"],
+    "exporter": ["services/exporter", "services/common", "services/controlplane"],
 }
 
 

@@ -1,8 +1,9 @@
 """Export end to end, with a real OpenTelemetry Collector built by the official builder
 (`scripts/otelcol build`) from the composed configuration: curves from the pipeline reach
 a `file` exporter and an `otlp_http` sink; the sink's bearer token file is rotated mid-run
-and the next requests carry the new token without a restart; with no destination the
-exporter does no export work and holds no backlog; a killed exporter skips nothing."""
+and the next requests carry the new token without a restart; a poison record on the way is
+stepped over; with no destination the exporter does no export work and holds no backlog; a
+killed exporter skips nothing."""
 
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ from typing import Any, ClassVar
 
 import asyncpg
 import pytest
+from aiokafka import AIOKafkaProducer
 
 from tests.support import BIN, Endpoints, Process, free_port, member_batch, produce
+from tuneplane.common.kafka import topics
 from tuneplane.controlplane.destinations import store
 from tuneplane.telemetry.v1.identity import MemberKey
 
@@ -108,6 +111,15 @@ async def wait_for(check: Any, what: str, seconds: float = 60.0) -> None:
         await asyncio.sleep(0.2)
 
 
+async def produce_raw(bootstrap: str, value: bytes) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    await producer.start()
+    try:
+        await producer.send_and_wait(topics.BATCHES, value, key=b"crafted/poison")
+    finally:
+        await producer.stop()
+
+
 def rotate(token_file: Path, token: str) -> None:
     fresh = token_file.with_name(".token.new")
     fresh.write_text(token)
@@ -155,6 +167,8 @@ async def test_destinations_turn_export_on_and_off_and_a_rotated_token_is_used(
 
         rotate(token_file, "token-2")
         await asyncio.sleep(1.5)  # the extension notices the file changed
+        # A poison record ahead of the next batches: stepped over, export goes on.
+        await produce_raw(initialised.kafka_bootstrap, b"\x08\xff\xff not a batch")
         await produce(initialised.kafka_bootstrap, [member_batch(member, s, 100)
                                                     for s in range(11, 21)])
         second = truth(member, range(11, 21))
@@ -162,6 +176,7 @@ async def test_destinations_turn_export_on_and_off_and_a_rotated_token_is_used(
                        "the second half never reached the file exporter")
         await wait_for(lambda: Capture.tokens[-1] == "Bearer token-2",
                        f"requests after the rotation carry {Capture.tokens[-3:]}")
+        assert "exporter: stepping over poison record" in exporter.tail()
         assert exporter.tail().count("composed collector started") == 1  # no restart
 
         # The exporter killed; batches produced while it is down are exported after its

@@ -16,6 +16,7 @@ import signal
 import sys
 from pathlib import Path
 
+from tuneplane.common.kafka.poison import DeadLetterLimit
 from tuneplane.contract.settings import SettingsError, require
 from tuneplane.controlplane.destinations.resource import SECRETS_ROOT
 from tuneplane.exporter.service import GROUP, Exporter, ExporterSettings
@@ -67,6 +68,10 @@ def main(argv: list[str] | None = None) -> int:
             otlp_endpoint=args.otlp_endpoint, secrets_root=args.secrets_root,
             poll_seconds=args.poll_seconds, group=args.group)
         asyncio.run(serve(settings))
+    except DeadLetterLimit as exc:
+        logging.getLogger("tuneplane.exporter").critical(
+            "%s; stopping with nothing of this group committed", exc)
+        return 70
     except (SettingsError, OSError) as exc:
         print(f"tuneplane-exporter: {exc}", file=sys.stderr)
         return 2

@@ -15,16 +15,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import asyncpg
 import grpc
-from aiokafka import AIOKafkaConsumer
+from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2_grpc as otlp_grpc
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+)
 from tenacity import AsyncRetrying, retry_if_exception, wait_exponential_jitter
 
 from tuneplane.common.kafka import topics
+from tuneplane.common.kafka.adapter import KafkaGroupConsumer
+from tuneplane.common.kafka.message import InvalidMessage, Message
+from tuneplane.common.kafka.pipeline import Pipeline
+from tuneplane.common.kafka.poison import PoisonPolicy, StepOver
 from tuneplane.contract.errors import retryable
 from tuneplane.controlplane.destinations import store
 from tuneplane.controlplane.destinations.compose import dumps, render
@@ -47,6 +55,7 @@ class ExporterSettings:
     secrets_root: str = SECRETS_ROOT
     poll_seconds: float = 2.0
     group: str = GROUP
+    dead_letters_per_minute: int = 100
 
 
 class Exporter:
@@ -55,8 +64,12 @@ class Exporter:
         self.collector = ComposedCollector(settings.config_path, settings.otelcol,
                                            settings.config_path.with_suffix(".log"))
         self.exported_points = 0
-        self._consumer: AIOKafkaConsumer | None = None
+        self._consumer: KafkaGroupConsumer | None = None
+        self._pipeline: Pipeline[ExportMetricsServiceRequest] | None = None
+        self._poison = PoisonPolicy(StepOver("exporter"), settings.dead_letters_per_minute)
         self._generation: int | None = None
+        self._stop = asyncio.Event()
+        self._stub: otlp_grpc.MetricsServiceStub | None = None
 
     async def _recompose(self, conn: asyncpg.Connection) -> None:
         generation = await store.fleet_generation(conn)
@@ -71,7 +84,7 @@ class Exporter:
 
     async def _switch(self, conn: asyncpg.Connection) -> None:
         on = self.collector.text is not None
-        if on and self._consumer is None:
+        if on and self._pipeline is None:
             epoch = await store.export_epoch(conn)
             if await store.group_epoch(conn, self.settings.group) != epoch:
                 # Export turned on (again) since this group last consumed: start now.
@@ -81,56 +94,56 @@ class Exporter:
                 where = "from its end"
             else:  # a restart within the same epoch: nothing produced meanwhile is skipped
                 where = "from the group's committed offsets"
-            self._consumer = AIOKafkaConsumer(
-                topics.BATCHES, bootstrap_servers=self.settings.kafka_bootstrap,
-                group_id=self.settings.group, enable_auto_commit=False,
-                auto_offset_reset="latest", max_partition_fetch_bytes=16 << 20)
-            await self._consumer.start()
+            consumer = KafkaGroupConsumer(self.settings.kafka_bootstrap, self.settings.group,
+                                          offset_reset="latest")
+            await consumer.start()
+            self._consumer = consumer
+            self._pipeline = Pipeline(consumer, decode, self._export, self._poison,
+                                      max_records=256, within=0.5)
             log.info("export on: consuming %s %s in group %s", topics.BATCHES, where,
                      self.settings.group)
         elif not on and self._consumer is not None:
             await self._consumer.stop()
-            self._consumer = None
+            self._consumer = self._pipeline = None
             log.info("export off: no destination; consumer stopped, nothing buffered")
 
-    async def _send(self, stub: otlp_grpc.MetricsServiceStub, payload: bytes,
-                    stop: asyncio.Event) -> None:
-        request = to_request(pb.Batch.FromString(payload))
-        count = points(request)
-        if not count:
-            return  # rich records and markers only: nothing to export as metrics
-        async for attempt in AsyncRetrying(retry=retry_if_exception(retryable),
-                                           wait=wait_exponential_jitter(initial=0.2, max=5),
-                                           reraise=True):
-            with attempt:
-                if stop.is_set():
-                    raise asyncio.CancelledError
-                await stub.Export(request, timeout=30)
-        self.exported_points += count
+    async def _export(self, requests: Sequence[ExportMetricsServiceRequest]) -> list[bool]:
+        """The write step: each batch's metrics to the collector, retried while it says
+        it is busy or restarting; offsets are committed only after this returns."""
+        assert self._stub is not None, "run() sets the collector's stub before consuming"
+        for request in requests:
+            count = points(request)
+            if not count:
+                continue  # rich records and markers only: nothing to export as metrics
+            async for attempt in AsyncRetrying(retry=retry_if_exception(retryable),
+                                               wait=wait_exponential_jitter(initial=0.2, max=5),
+                                               reraise=True):
+                with attempt:
+                    if self._stop.is_set():
+                        raise asyncio.CancelledError
+                    await self._stub.Export(request, timeout=30)
+            self.exported_points += count
+        return [True] * len(requests)
 
-    async def _pump(self, stub: otlp_grpc.MetricsServiceStub, stop: asyncio.Event) -> None:
-        assert self._consumer is not None
+    async def _pump(self) -> None:
+        assert self._pipeline is not None
         loop = asyncio.get_running_loop()
         until = loop.time() + self.settings.poll_seconds
-        while loop.time() < until and not stop.is_set():
-            fetched = await self._consumer.getmany(timeout_ms=500, max_records=256)
-            for records in fetched.values():
-                for record in records:
-                    assert record.value is not None
-                    await self._send(stub, record.value, stop)
-            if fetched:
-                await self._consumer.commit()
+        while loop.time() < until and not self._stop.is_set():
+            await self._pipeline.run_once()
 
     async def run(self, stop: asyncio.Event) -> None:
+        """Export until ``stop`` is set; raises DeadLetterLimit on a flood of poison."""
+        self._stop = stop
         conn = await asyncpg.connect(self.settings.database_url)
         channel = grpc.aio.insecure_channel(self.settings.otlp_endpoint)
-        stub = otlp_grpc.MetricsServiceStub(channel)  # type: ignore[no-untyped-call]
+        self._stub = otlp_grpc.MetricsServiceStub(channel)  # type: ignore[no-untyped-call]
         try:
             while not stop.is_set():
                 await self._recompose(conn)
                 await self._switch(conn)
-                if self._consumer is not None:
-                    await self._pump(stub, stop)
+                if self._pipeline is not None:
+                    await self._pump()
                 else:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(stop.wait(), self.settings.poll_seconds)
@@ -140,3 +153,11 @@ class Exporter:
             self.collector.stop()
             await channel.close()
             await conn.close()
+
+
+def decode(message: Message) -> ExportMetricsServiceRequest:
+    """The pure step: a batch record → its metrics request, or InvalidMessage."""
+    try:
+        return to_request(pb.Batch.FromString(message.value))
+    except DecodeError as exc:
+        raise InvalidMessage(f"undecodable batch: {exc}") from None

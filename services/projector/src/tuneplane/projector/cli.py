@@ -23,11 +23,12 @@ import asyncpg
 import faust
 import prometheus_client
 
+from tuneplane.common.kafka.adapter import StartAt
 from tuneplane.contract.settings import SettingsError, positive_int, require
 from tuneplane.projector.app import ProjectorSettings, create_app, object_store
 from tuneplane.projector.checksum import checksum
 from tuneplane.projector.rebuild import rebuild
-from tuneplane.projector.replay import StartAt, replay
+from tuneplane.projector.replay import replay
 from tuneplane.projector.writer import PostgresWriter
 
 

@@ -9,12 +9,13 @@ from dataclasses import dataclass, field
 
 from google.protobuf.message import DecodeError
 
+from tuneplane.common.kafka.message import InvalidMessage
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.identity import BatchKey
 from tuneplane.telemetry.v1.names import RICH_KIND_NAMES
 
 
-class PoisonBatch(Exception):
+class PoisonBatch(InvalidMessage):
     """The record can never be projected (undecodable or inconsistent); goes to the DLQ."""
 
 

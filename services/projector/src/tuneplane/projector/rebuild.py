@@ -14,7 +14,8 @@ import logging
 
 import asyncpg
 
-from tuneplane.projector.replay import Progress, ReplayReport, StartAt, replay
+from tuneplane.common.kafka.adapter import StartAt
+from tuneplane.projector.replay import Progress, ReplayReport, replay
 from tuneplane.projector.writer import SWAP_LOCK, ObjectStore, PostgresWriter
 
 log = logging.getLogger("tuneplane.projector.rebuild")

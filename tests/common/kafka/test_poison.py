@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tuneplane.projector.deadletters import DeadLetterGuard, DeadLetterLimit
+from tuneplane.common.kafka.poison import DeadLetterGuard, DeadLetterLimit
 
 
 def test_up_to_the_limit_per_window_passes_then_it_stops() -> None:

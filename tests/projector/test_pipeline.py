@@ -1,0 +1,82 @@
+"""The projector's pipeline driven by the in-memory broker (no Kafka) into the real
+PostgreSQL: poison aside, duplicates without effect, the commit after the transaction."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+
+import asyncpg
+import pytest
+
+from tests.support import Endpoints, member_batch
+from tuneplane.common.kafka.memory import MemoryBroker, MemoryDeadLetters
+from tuneplane.common.kafka.poison import PoisonPolicy
+from tuneplane.projector.pipeline import projector_pipeline
+from tuneplane.projector.projection import Projection
+from tuneplane.projector.writer import PostgresWriter
+from tuneplane.telemetry.v1.identity import MemberKey
+
+pytestmark = pytest.mark.services
+
+
+class CrashAfterWrite(Exception):
+    """The worker dies between its transaction and its commit."""
+
+
+@pytest.fixture
+async def writer(initialised: Endpoints) -> AsyncIterator[PostgresWriter]:
+    pool = await asyncpg.create_pool(initialised.database_url, min_size=1, max_size=2)
+    yield PostgresWriter(pool)
+    await pool.close()
+
+
+async def ledger(db: asyncpg.Connection, run_id: str) -> list[tuple[str, int]]:
+    rows = await db.fetch("SELECT batch_id, kafka_offset FROM batch_ledger WHERE run_id = $1 "
+                          "ORDER BY batch_id", run_id)
+    return [(r["batch_id"], r["kafka_offset"]) for r in rows]
+
+
+async def test_poison_is_set_aside_and_the_rest_is_projected(
+        writer: PostgresWriter, db: asyncpg.Connection, run_id: str) -> None:
+    broker, dead = MemoryBroker(), MemoryDeadLetters()
+    member = MemberKey(run_id, 1, "rank-0")
+    broker.produce(member_batch(member, 0, 10).SerializeToString())
+    junk = broker.produce(b"\xff\xfe not a batch")
+    broker.produce(member_batch(member, 1, 10).SerializeToString())
+    pipeline = projector_pipeline(broker.consumer("p"), writer.write_group,
+                                  PoisonPolicy(dead, 10), max_records=64)
+    group = await pipeline.run_once()
+    assert (group.applied, group.poison) == (2, 1)
+    assert [(m, reason.startswith("undecodable")) for m, reason in dead.kept] == [(junk, True)]
+    assert await ledger(db, run_id) == [("e-0", 0), ("e-1", 2)]
+    assert broker.committed["p"] == {0: 3}
+
+
+async def test_a_group_written_but_not_committed_comes_again_without_effect(
+        writer: PostgresWriter, db: asyncpg.Connection, run_id: str) -> None:
+    broker, dead = MemoryBroker(), MemoryDeadLetters()
+    member = MemberKey(run_id, 1, "rank-0")
+    for sequence in range(3):
+        broker.produce(member_batch(member, sequence, 8).SerializeToString())
+    committed_during_write: list[dict[int, int]] = []
+
+    async def crashing(projections: Sequence[Projection]) -> list[bool]:
+        committed_during_write.append(dict(broker.committed.get("p", {})))
+        await writer.write_group(projections)
+        raise CrashAfterWrite
+
+    first = projector_pipeline(broker.consumer("p"), crashing, PoisonPolicy(dead, 10), 64)
+    with pytest.raises(CrashAfterWrite):
+        await first.run_once()
+    assert committed_during_write == [{}]
+    assert "p" not in broker.committed  # the transaction is in, the offsets are not
+
+    again = projector_pipeline(broker.consumer("p"), writer.write_group,
+                               PoisonPolicy(dead, 10), 64)
+    group = await again.run_once()
+    assert (group.applied, group.duplicates) == (0, 3)
+    assert broker.committed["p"] == {0: 3}
+    assert await ledger(db, run_id) == [("e-0", 0), ("e-1", 1), ("e-2", 2)]
+    points = await db.fetchval("SELECT sum(c.n) FROM series s JOIN curve_chunks c "
+                               "USING (series_id) WHERE s.run_id = $1", run_id)
+    assert points == 24  # each batch's points once
