@@ -1,24 +1,52 @@
-"""A real tuneplane-web process over the real PostgreSQL, and a user token for it."""
+"""The web application over the real PostgreSQL and S3: in this process (``web_app``, and
+clients of it through ``httpx.ASGITransport``) for API tests, or as a real tuneplane-web
+process (``web``, ``base_url``) for end-to-end tests; user and admin tokens for both."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import asyncpg
 import httpx
 import pytest
+from fastapi import FastAPI
 
 from tests.support import BIN, Endpoints, Process, free_port
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.controlplane import users
+from tuneplane.web.app import WebSettings, create_app
+
+Connect = Callable[..., httpx.AsyncClient]
+
+
+@pytest.fixture(scope="session")
+async def web_app(initialised: Endpoints) -> AsyncIterator[FastAPI]:
+    """The app with its lifespan entered (ASGITransport does not run it), as tuneplane-web
+    would build it from the environment."""
+    app = create_app(WebSettings(database_url=initialised.database_url,
+                                 jwt_secret=initialised.jwt_secret,
+                                 s3_endpoint=initialised.s3_endpoint,
+                                 s3_bucket=initialised.s3_bucket))
+    async with app.router.lifespan_context(app):
+        yield app
+
+
+@pytest.fixture
+def api(web_app: FastAPI) -> Connect:
+    """Clients of the in-process app: ``api(token, path="/api/v1")``; no token, anonymous."""
+    def connect(token: str | None = None, path: str = "") -> httpx.AsyncClient:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.AsyncClient(transport=httpx.ASGITransport(app=web_app),
+                                 base_url=f"http://tuneplane-web{path}", headers=headers)
+    return connect
 
 
 @pytest.fixture(scope="session")
 def web(initialised: Endpoints, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Process]:
+    """tuneplane-web as deployed (uvicorn), for end-to-end tests."""
     port = free_port()
     process = Process([str(BIN / "tuneplane-web"), "--host", "127.0.0.1", "--port", str(port)],
                       tmp_path_factory.mktemp("web") / "web.log", ready="Uvicorn running on",
@@ -52,26 +80,20 @@ def admin_token(initialised: Endpoints) -> str:
 
 
 @pytest.fixture
-async def client(base_url: str, user_token: str) -> AsyncIterator[httpx.AsyncClient]:
-    """The API as a (non-admin) user."""
-    async with httpx.AsyncClient(base_url=base_url, timeout=60,
-                                 headers={"Authorization": f"Bearer {user_token}"}) as c:
+async def client(api: Connect, user_token: str) -> AsyncIterator[httpx.AsyncClient]:
+    """The in-process API as a (non-admin) user."""
+    async with api(user_token) as c:
         yield c
 
 
 @pytest.fixture
-async def admin(base_url: str, admin_token: str) -> AsyncIterator[httpx.AsyncClient]:
-    """The API as an admin."""
-    async with httpx.AsyncClient(base_url=base_url, timeout=60,
-                                 headers={"Authorization": f"Bearer {admin_token}"}) as c:
+async def admin(api: Connect, admin_token: str) -> AsyncIterator[httpx.AsyncClient]:
+    """The in-process API as an admin."""
+    async with api(admin_token) as c:
         yield c
 
 
 @pytest.fixture
 def base_url(web: Process) -> str:
+    """The tuneplane-web process's address."""
     return f"http://127.0.0.1:{web.port}"
-
-
-@pytest.fixture
-def artifacts(tmp_path: Path) -> Path:
-    return tmp_path

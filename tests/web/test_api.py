@@ -1,4 +1,5 @@
-"""The HTTP API over read models the real pipeline filled: auth, bounds, reduction."""
+"""The HTTP API over read models the real pipeline filled: auth, bounds, reduction (in
+this process), and one smoke test of tuneplane-web served by uvicorn."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import httpx
 import pytest
 
 from tests.support import Endpoints, Process, member_batch, produce
+from tests.web.conftest import Connect
 from tuneplane.common.tokens import TokenKind, TokenSigner
 from tuneplane.controlplane import users
 from tuneplane.controlplane.mapping import freeze
@@ -36,10 +38,10 @@ async def filled(initialised: Endpoints, projector: Process, db: asyncpg.Connect
     return run_id
 
 
-async def test_every_api_call_needs_a_user_token(base_url: str, initialised: Endpoints,
+async def test_every_api_call_needs_a_user_token(api: Connect, initialised: Endpoints,
                                                  db: asyncpg.Connection) -> None:
     signer = TokenSigner(initialised.jwt_secret)
-    async with httpx.AsyncClient(base_url=base_url) as anonymous:
+    async with api() as anonymous:
         response = await anonymous.get("/api/v1/runs")
         assert response.status_code == 401
         assert response.headers["www-authenticate"] == "Bearer"
@@ -165,3 +167,20 @@ async def test_values_postgresql_cannot_take_are_a_clear_client_error(
     assert "NUL characters are not allowed" in response.json()["detail"]
     path = await client.get("/api/v1/runs/a%00b/attempts")
     assert path.status_code == 400
+
+
+async def test_the_served_api_answers_over_http(base_url: str, user_token: str) -> None:
+    """End to end: tuneplane-web as deployed answers health, schema, refusals and queries."""
+    async with httpx.AsyncClient(base_url=base_url, timeout=60) as http:
+        assert (await http.get("/healthz")).json() == {"status": "ok"}
+        assert "/api/v1/runs" in (await http.get("/openapi.json")).json()["paths"]
+        anonymous = await http.get("/api/v1/runs")
+        assert anonymous.status_code == 401
+        assert anonymous.json() == {"detail": "a user token is required"}
+        auth = {"Authorization": f"Bearer {user_token}"}
+        assert (await http.get("/api/v1/runs", headers=auth)).status_code == 200
+        missing = await http.get("/api/v1/runs/none-such", headers=auth)
+        assert missing.status_code == 404
+        assert missing.json() == {"detail": "no run 'none-such' was created here"}
+        nul = await http.get("/api/v1/runs", params={"after": "a\x00b"}, headers=auth)
+        assert nul.status_code == 400

@@ -1,5 +1,6 @@
-"""TelemetryDestinations over the web API and the `tuneplane` command line: apply with
-generations, get, list, delete, render; admins change them, clear errors name the field."""
+"""TelemetryDestinations over the web API (in this process) and the `tuneplane` command line
+(against tuneplane-web served by uvicorn): apply with generations, get, list, delete,
+render; admins change them, clear errors name the field."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 import yaml
 
 from tests.support import BIN
+from tests.web.conftest import Connect
 
 
 def resource(name: str, sink: str) -> dict[str, Any]:
@@ -86,15 +88,13 @@ async def test_a_sink_name_taken_by_another_destination_is_refused(
         await admin.delete(f"/api/v1/destinations/{name}")
 
 
-async def test_only_admins_change_destinations(base_url: str, user_token: str,
+async def test_only_admins_change_destinations(client: httpx.AsyncClient, api: Connect,
                                                name: str) -> None:
-    async with httpx.AsyncClient(base_url=base_url, timeout=60,
-                                 headers={"Authorization": f"Bearer {user_token}"}) as c:
-        denied = await c.put(f"/api/v1/destinations/{name}", json=resource(name, "x"))
-        assert denied.status_code == 403
-        assert "not an admin" in denied.json()["detail"]
-        assert (await c.get("/api/v1/destinations")).status_code == 200
-    async with httpx.AsyncClient(base_url=base_url, timeout=60) as anonymous:
+    denied = await client.put(f"/api/v1/destinations/{name}", json=resource(name, "x"))
+    assert denied.status_code == 403
+    assert "not an admin" in denied.json()["detail"]
+    assert (await client.get("/api/v1/destinations")).status_code == 200
+    async with api() as anonymous:
         assert (await anonymous.get("/api/v1/destinations")).status_code == 401
 
 

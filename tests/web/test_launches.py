@@ -1,5 +1,5 @@
-"""Nodes and launches over the web API: admins hand out enrollment tokens and launch;
-users list; mistakes are refused with what and where."""
+"""Nodes and launches over the web API (in this process): admins hand out enrollment tokens
+and launch; users list; mistakes are refused with what and where."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ import uuid
 
 import asyncpg
 import httpx
+from fastapi import FastAPI
 
 from tuneplane.controlplane import nodes
+from tuneplane.web import dependencies
 
 ARTIFACT = {"version": 1, "sources": [
     {"id": "train", "kind": "jsonl", "path": "m.jsonl", "owner": "rank-0"},
@@ -63,3 +65,21 @@ async def test_launch_mistakes_and_non_admins_are_refused(
     bad_name = await admin.post("/api/v1/nodes/Bad%20Name/enrollment-token", json={})
     assert bad_name.status_code == 422
     assert "node name 'Bad Name'" in bad_name.json()["detail"]
+
+
+async def test_the_clock_is_injected(web_app: FastAPI, admin: httpx.AsyncClient) -> None:
+    """Token checks and expiry times read one clock, which tests may set."""
+    soon = dt.datetime.now(dt.UTC).replace(microsecond=0) + dt.timedelta(minutes=1)
+    later = soon + dt.timedelta(days=1)  # past the admin's user token (one hour)
+    url = f"/api/v1/nodes/host-{uuid.uuid4().hex[:8]}/enrollment-token"
+    try:
+        web_app.dependency_overrides[dependencies.now] = lambda: soon
+        issued = await admin.post(url, json={"ttl_seconds": 600})
+        web_app.dependency_overrides[dependencies.now] = lambda: later
+        expired = await admin.post(url, json={})
+    finally:
+        del web_app.dependency_overrides[dependencies.now]
+    assert issued.status_code == 201, issued.text
+    assert issued.json()["expires_at"] == (soon + dt.timedelta(seconds=600)).isoformat()
+    assert expired.status_code == 401
+    assert expired.json()["detail"] == "user token refused: token expired"

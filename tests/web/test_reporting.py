@@ -9,23 +9,22 @@ import time
 from pathlib import Path
 
 import asyncpg
-import httpx
 
-from tests.support import BIN, Endpoints, Process
+from tests.support import BIN, Endpoints
+from tests.web.conftest import Connect
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.telemetry.v1.identity import MemberKey
 
 
 async def test_lifecycle_logs_and_reports_are_stored_once_for_the_tokens_member(
-        web: Process, initialised: Endpoints, user_token: str, db: asyncpg.Connection,
+        api: Connect, initialised: Endpoints, user_token: str, db: asyncpg.Connection,
         run_id: str) -> None:
     signer = TokenSigner(initialised.jwt_secret)
     token = signer.issue_workload(MemberKey(run_id, 1, "rank-0"), now=time.time(),
                                   ttl_seconds=60)
-    ingest_url = f"http://127.0.0.1:{web.port}/report/v1"  # what TUNEPLANE_INGEST_URL holds
+    ingest_path = "/report/v1"  # TUNEPLANE_INGEST_URL holds the web service's URL and this
     me = {"run_id": run_id, "attempt": 1, "member": "rank-0"}
-    async with httpx.AsyncClient(base_url=ingest_url,
-                                 headers={"Authorization": f"Bearer {token}"}) as sdk:
+    async with api(token, path=ingest_path) as sdk:
         started = {**me, "id": "ev-1", "event": "started", "at": 1.0}
         assert (await sdk.post("/lifecycle", json=started)).json() == {"stored": True}
         assert (await sdk.post("/lifecycle", json=started)).json() == {"stored": False}
@@ -40,7 +39,7 @@ async def test_lifecycle_logs_and_reports_are_stored_once_for_the_tokens_member(
         assert "not the token's member" in other.json()["detail"]
         bad = await sdk.post("/lifecycle", json={**started, "event": "exploded"})
         assert bad.status_code == 422
-    async with httpx.AsyncClient(base_url=ingest_url) as anonymous:
+    async with api(path=ingest_path) as anonymous:
         assert (await anonymous.post("/lifecycle", json=started)).status_code == 401
         user = await anonymous.post("/lifecycle", json=started,
                                     headers={"Authorization": f"Bearer {user_token}"})

@@ -1,12 +1,15 @@
-"""SQL for the web API: listings with bounds, and series reads through the downsampler."""
+"""SQL for the web API: listings with bounds, series reads through the downsampler, rich
+records' existence, and what the reporting path stores (each post once, by its id)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import asyncpg
 
 from tuneplane.common.db import Connection
+from tuneplane.telemetry.v1.identity import MemberKey
 from tuneplane.web.downsample import Answer, Arrays, ChunkRef, ChunkSummary, Unit, answer
 from tuneplane.web.downsample import chunks_to_unpack as plan
 
@@ -67,11 +70,65 @@ WHERE run_id = $1 AND attempt = $2 AND ($3::text IS NULL OR member = $3)
 ORDER BY step, member, source, tag, batch_id, record_index LIMIT $7
 """
 
+RICH_STORED = "SELECT 1 FROM rich_records WHERE object_key = $1 LIMIT 1"
+
 BOUNDS = "SELECT min(step_min), max(step_max) FROM curve_chunks WHERE series_id = $1"
+
+EVENT = """
+INSERT INTO attempt_events (run_id, attempt, member, id, event, at, detail)
+VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb) ON CONFLICT DO NOTHING RETURNING 1
+"""
+
+LOGS = """
+INSERT INTO attempt_logs (run_id, attempt, member, id, line_no, at, level, message)
+SELECT $1, $2, $3, $4, n - 1, at, level, message
+FROM unnest($5::float8[], $6::text[], $7::text[]) WITH ORDINALITY AS l(at, level, message, n)
+ON CONFLICT DO NOTHING RETURNING 1
+"""
+
+REPORT = """
+INSERT INTO attempt_reports (run_id, attempt, member, id, name, body)
+VALUES ($1, $2, $3, $4, $5, $6::jsonb) ON CONFLICT DO NOTHING RETURNING 1
+"""
 
 
 async def records(conn: Connection, sql: str, *args: Any) -> list[dict[str, Any]]:
     return [dict(row) for row in await conn.fetch(sql, *args)]
+
+
+async def series_id(conn: Connection, run_id: str, attempt: int, member: str, source: str,
+                    tag: str) -> int | None:
+    found: int | None = await conn.fetchval(SERIES_ID, run_id, attempt, member, source, tag)
+    return found
+
+
+async def rich_record_stored(conn: Connection, object_key: str) -> bool:
+    return bool(await conn.fetchval(RICH_STORED, object_key))
+
+
+async def add_event(conn: Connection, member: MemberKey, event_id: str, event: str, at: float,
+                    detail: dict[str, Any]) -> bool:
+    """Store a lifecycle event; False when its id was stored before."""
+    done = await conn.fetchval(EVENT, member.run_id, member.attempt, member.member, event_id,
+                               event, at, json.dumps(detail))
+    return done is not None
+
+
+async def add_logs(conn: Connection, member: MemberKey, post_id: str,
+                   lines: list[tuple[float, str, str]]) -> bool:
+    """Store a post's (at, level, message) lines; False when its id was stored before."""
+    inserted = await conn.fetch(LOGS, member.run_id, member.attempt, member.member, post_id,
+                                [at for at, _, _ in lines], [level for _, level, _ in lines],
+                                [message for _, _, message in lines])
+    return bool(inserted)
+
+
+async def add_report(conn: Connection, member: MemberKey, report_id: str, name: str,
+                     body: str) -> bool:
+    """Store a report (``body`` as JSON text); False when its id was stored before."""
+    done = await conn.fetchval(REPORT, member.run_id, member.attempt, member.member, report_id,
+                               name, body)
+    return done is not None
 
 
 def segments(row: asyncpg.Record) -> tuple[Unit, ...]:
@@ -82,9 +139,11 @@ def segments(row: asyncpg.Record) -> tuple[Unit, ...]:
         row["seg_max"], row["seg_last"], strict=True))
 
 
-async def series_answer(conn: Connection, series_id: int, lo: int | None, hi: int | None,
-                        max_points: int, unpack_budget: int) -> tuple[Answer, int, int]:
-    """The bounded answer for one series; returns it with the step range it covers."""
+async def series_answer(conn: Connection, series_id: int | None, lo: int | None,
+                        hi: int | None, max_points: int,
+                        unpack_budget: int) -> tuple[Answer, int, int]:
+    """The bounded answer for one series (empty when it is None, not stored); returns it
+    with the step range it covers."""
     if lo is None or hi is None:
         first, last = await conn.fetchrow(BOUNDS, series_id) or (None, None)
         lo = first if lo is None else lo

@@ -1,0 +1,63 @@
+"""TelemetryDestinations over HTTP: apply (PUT), get, list, delete, and the composed
+OpenTelemetry Collector configuration. Reading needs a user token; changing needs an
+admin's. A destination refused (``DestinationError``, an ``Invalid``) is answered 422 by
+``tuneplane.web.exceptions``.
+"""
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Depends, HTTPException
+
+from tuneplane.controlplane.destinations import store
+from tuneplane.controlplane.destinations.compose import render
+from tuneplane.web.access import User, admin_only
+from tuneplane.web.dependencies import Pool
+
+router = APIRouter(prefix="/api/v1", tags=["destinations"])
+
+Admin = Annotated[str, Depends(admin_only("changes to destinations"))]
+
+
+@router.get("/destinations")
+async def listing(_: User, pool: Pool) -> list[dict[str, Any]]:
+    async with pool.acquire() as conn:
+        return await store.listing(conn)
+
+
+@router.get("/destinations/{name}")
+async def get(_: User, pool: Pool, name: str) -> dict[str, Any]:
+    async with pool.acquire() as conn:
+        found = await store.get(conn, name)
+    if found is None:
+        raise HTTPException(404, f"no destination {name!r}")
+    return found
+
+
+@router.put("/destinations/{name}")
+async def apply(_: Admin, pool: Pool, name: str,
+                document: Annotated[dict[str, Any], Body()]) -> dict[str, Any]:
+    given = document.get("metadata", {}).get("name") if isinstance(
+        document.get("metadata"), dict) else None
+    if given is not None and given != name:
+        raise HTTPException(400, f"metadata.name {given!r} differs from the path's {name!r}")
+    async with pool.acquire() as conn:
+        applied = await store.apply(conn, document, f"destination {name}")
+    return {"name": applied.name, "generation": applied.generation, "result": applied.result}
+
+
+@router.delete("/destinations/{name}")
+async def delete(_: Admin, pool: Pool, name: str) -> dict[str, Any]:
+    async with pool.acquire() as conn:
+        if not await store.delete(conn, name):
+            raise HTTPException(404, f"no destination {name!r}")
+    return {"name": name, "result": "deleted"}
+
+
+@router.get("/telemetry-collector/config")
+async def composed(_: User, pool: Pool) -> dict[str, Any]:
+    """The OpenTelemetry Collector configuration composed from every destination;
+    ``config`` is null when there is none (export is off)."""
+    async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read"):
+        generation = await store.fleet_generation(conn)
+        destinations = await store.load_all(conn)
+    return {"generation": generation, "config": render(destinations)}

@@ -1,0 +1,67 @@
+"""Nodes and launches over HTTP, for platforms that drive Tuneplane from their own
+scheduler: enrollment tokens for new nodes, and launches (the run's next attempt, one
+launch per member on an enrolled node). Reading needs a user token; enrolling and
+launching, which run commands on execution hosts, need an admin's.
+
+Refusals (``EnrollmentError``, ``LaunchError``, ``RunError``) propagate as typed errors;
+``tuneplane.web.exceptions`` answers them by kind.
+"""
+
+import datetime as dt
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends
+from pydantic import BaseModel, Field
+
+from tuneplane.controlplane import launches, nodes
+from tuneplane.web.access import User, admin_only
+from tuneplane.web.dependencies import Now, Pool
+
+Word = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[^\x00]+$")]
+
+
+class LaunchCreate(BaseModel):
+    node: Word = Field(description="an enrolled node's name")
+    members: Annotated[list[Word], Field(min_length=1, max_length=1024)]
+    command: Annotated[list[Annotated[str, Field(max_length=65_536)]],
+                       Field(min_length=1, max_length=4096)]
+    environment: dict[str, Annotated[str, Field(max_length=65_536)]] = Field(
+        default_factory=dict)
+
+
+class EnrollmentTokenCreate(BaseModel):
+    ttl_seconds: Annotated[int, Field(ge=60, le=7 * 86400)] = 3600
+
+
+router = APIRouter(prefix="/api/v1", tags=["nodes and launches"])
+
+Admin = Annotated[str, Depends(admin_only("enrolling nodes and launching"))]
+
+
+@router.post("/nodes/{name}/enrollment-token", status_code=201)
+async def enrollment_token(who: Admin, pool: Pool, now: Now, name: str,
+                           body: EnrollmentTokenCreate) -> dict[str, Any]:
+    ttl = dt.timedelta(seconds=body.ttl_seconds)
+    async with pool.acquire() as conn:
+        token = await nodes.new_enrollment_token(conn, name, created_by=who, now=now, ttl=ttl)
+    return {"node": name, "enrollment_token": token, "expires_at": (now + ttl).isoformat()}
+
+
+@router.get("/nodes")
+async def node_list(_: User, pool: Pool) -> list[dict[str, Any]]:
+    async with pool.acquire() as conn:
+        return await nodes.listing(conn)
+
+
+@router.post("/runs/{run_id}/launches", status_code=201)
+async def launch(_: Admin, pool: Pool, run_id: str, body: LaunchCreate) -> dict[str, Any]:
+    async with pool.acquire() as conn:
+        attempt, ids = await launches.create(conn, run_id, body.node, body.members,
+                                             body.command, body.environment)
+    return {"run_id": run_id, "attempt": attempt, "launches": ids}
+
+
+@router.get("/runs/{run_id}/launches")
+async def launch_list(_: User, pool: Pool, run_id: str) -> list[dict[str, Any]]:
+    async with pool.acquire() as conn:
+        return await launches.listing(conn, run_id)

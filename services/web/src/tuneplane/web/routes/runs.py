@@ -1,0 +1,76 @@
+"""Runs and their attempts over HTTP: list runs, create one, describe it; start and end its
+attempts, list them and the members an attempt's telemetry came from.
+
+Control-plane refusals propagate as typed errors; ``tuneplane.web.exceptions`` answers them.
+"""
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query
+
+from tuneplane.controlplane import runs as run_management
+from tuneplane.web import models, queries
+from tuneplane.web.access import User
+from tuneplane.web.dependencies import Now, Pool
+from tuneplane.web.routes.params import AttemptNo
+
+router = APIRouter(prefix="/api/v1")
+
+
+@router.get("/runs", response_model=list[models.Run])
+async def runs(_: User, pool: Pool, after: str | None = None,
+               limit: Annotated[int, Query(ge=1, le=500)] = 100) -> list[dict[str, Any]]:
+    async with pool.acquire() as conn:
+        return await queries.records(conn, queries.RUNS, after, limit)
+
+
+@router.post("/runs", status_code=201, response_model=models.RunCreated)
+async def create_run(who: User, pool: Pool, now: Now,
+                     body: models.RunCreate) -> models.RunCreated:
+    """Create a run with its integration artifact (checked against its schema)."""
+    async with pool.acquire() as conn:
+        run_id = await run_management.create_run(conn, body.integration, created_by=who,
+                                                  now=now, run_id=body.run_id)
+    return models.RunCreated(run_id=run_id)
+
+
+@router.get("/runs/{run_id}", response_model=models.ManagedRun)
+async def run_detail(_: User, pool: Pool, run_id: str) -> dict[str, Any]:
+    async with pool.acquire() as conn:
+        found = await run_management.describe(conn, run_id)
+    if found is None:
+        raise HTTPException(404, f"no run {run_id!r} was created here")
+    return found
+
+
+@router.post("/runs/{run_id}/attempts", status_code=201, response_model=models.AttemptStarted)
+async def start_attempt(_: User, pool: Pool, run_id: str) -> models.AttemptStarted:
+    """Start the run's next attempt; its metric mapping is frozen from the artifact."""
+    async with pool.acquire() as conn:
+        attempt = await run_management.start_attempt(conn, run_id)
+    return models.AttemptStarted(run_id=run_id, attempt=attempt)
+
+
+@router.post("/runs/{run_id}/attempts/{attempt}/end", response_model=models.Ended)
+async def end_attempt(_: User, pool: Pool, run_id: str, attempt: AttemptNo,
+                      body: models.End) -> models.Ended:
+    async with pool.acquire() as conn:
+        ended = await run_management.end_attempt(conn, run_id, attempt, body.state)
+    return models.Ended(ended=ended)
+
+
+@router.get("/runs/{run_id}/attempts", response_model=list[models.Attempt])
+async def attempts(_: User, pool: Pool, run_id: str) -> list[dict[str, Any]]:
+    async with pool.acquire() as conn:
+        found = await queries.records(conn, queries.ATTEMPTS, run_id)
+    if not found:
+        raise HTTPException(404, f"no run {run_id!r}")
+    return found
+
+
+@router.get("/runs/{run_id}/attempts/{attempt}/members", response_model=list[models.Member])
+async def members(_: User, pool: Pool, run_id: str, attempt: AttemptNo,
+                  limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+                  ) -> list[dict[str, Any]]:
+    async with pool.acquire() as conn:
+        return await queries.records(conn, queries.MEMBERS, run_id, attempt, limit)

@@ -1,0 +1,117 @@
+"""An attempt's series and curves over HTTP: the series list, one series' raw scalars (the
+inspector's view), the canonical index and a canonical curve through the frozen mapping.
+
+Answers are bounded: ``max_points`` and ``max_series`` are capped by the settings, which is
+why ``router`` is built from them (the caps are in the OpenAPI schema too).
+"""
+
+import asyncio
+from typing import Annotated, Any
+
+import orjson
+from fastapi import APIRouter, HTTPException, Query, Response
+
+from tuneplane.controlplane import mapping
+from tuneplane.telemetry.v1.names import json_number
+from tuneplane.web import models, queries
+from tuneplane.web.access import User
+from tuneplane.web.dependencies import Pool, State
+from tuneplane.web.downsample import METHOD, Answer
+from tuneplane.web.routes.params import AttemptNo, Step
+
+
+def series_data(ref: dict[str, Any], result: Answer, lo: int, hi: int) -> dict[str, Any]:
+    """A ``models.SeriesData`` as plain data: large answers skip per-bucket model objects."""
+    return {
+        "member": ref["member"], "source": ref["source"], "tag": ref["tag"], "step_min": lo,
+        "step_max": hi, "reduced": result.reduced, "method": METHOD if result.reduced else None,
+        "points_in_range": result.points_in_range, "points_returned": result.points_returned,
+        "points": [(s, w, json_number(v)) for s, w, v in result.points],
+        "buckets": [{"step_lo": b.step_lo, "step_hi": b.step_hi, "count": b.count,
+                     "min": b.min, "max": b.max, "last": json_number(b.last)}
+                    for b in result.buckets]}
+
+
+def json_response(data: dict[str, Any]) -> Response:
+    """Serialised by orjson, without re-validation: the shapes are the declared models'."""
+    return Response(orjson.dumps(data), media_type="application/json")
+
+
+def series_refs(items: tuple[mapping.SeriesRef, ...]) -> list[models.SeriesRef]:
+    return [models.SeriesRef(member=r.member, source=r.source, tag=r.tag) for r in items]
+
+
+def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
+    api = APIRouter(prefix="/api/v1")
+    MaxPoints = Annotated[int, Query(ge=2, le=max_points_cap,
+                                     description="points or buckets per series at most")]
+    MaxSeries = Annotated[int, Query(ge=1, le=max_series_cap)]
+
+    @api.get("/runs/{run_id}/attempts/{attempt}/series", response_model=list[models.Series])
+    async def series(_: User, pool: Pool, run_id: str, attempt: AttemptNo,
+                     member: str | None = None, source: str | None = None,
+                     limit: Annotated[int, Query(ge=1, le=1000)] = 500) -> list[dict[str, Any]]:
+        async with pool.acquire() as conn:
+            rows = await queries.records(conn, queries.SERIES, run_id, attempt, member, source,
+                                         limit)
+        return [{k: v for k, v in r.items() if k != "series_id"} for r in rows]
+
+    @api.get("/runs/{run_id}/attempts/{attempt}/scalars", response_model=models.SeriesData)
+    async def scalars(_: User, pool: Pool, web: State, run_id: str, attempt: AttemptNo,
+                      member: str, source: str, tag: str, step_min: Step = None,
+                      step_max: Step = None, max_points: MaxPoints = 2000) -> Response:
+        """Raw scalars of one source's tag for one member: the inspector's view."""
+        async with pool.acquire() as conn:
+            found = await queries.series_id(conn, run_id, attempt, member, source, tag)
+            if found is None:
+                raise HTTPException(404, f"no series {member}/{source}/{tag} in run {run_id!r} "
+                                         f"attempt {attempt}")
+            result, lo, hi = await queries.series_answer(
+                conn, found, step_min, step_max, max_points, web.settings.unpack_budget)
+        return json_response(series_data({"member": member, "source": source, "tag": tag},
+                                         result, lo, hi))
+
+    @api.get("/runs/{run_id}/attempts/{attempt}/canonical",
+             response_model=models.CanonicalIndex)
+    async def canonical_index(_: User, pool: Pool, run_id: str,
+                              attempt: AttemptNo) -> models.CanonicalIndex:
+        async with pool.acquire() as conn:
+            frozen = await mapping.frozen_mapping(conn, run_id, attempt)
+            resolution = await mapping.canonical(conn, run_id, attempt)
+        return models.CanonicalIndex(
+            mapping_frozen=frozen is not None,
+            curves=[{"name": c.name, "goal": c.goal, "unit": c.unit, "aggregate": c.aggregate}
+                    for c in resolution.curves],
+            unmapped=series_refs(resolution.unmapped),
+            not_owner=series_refs(resolution.not_owner))
+
+    @api.get("/runs/{run_id}/attempts/{attempt}/curves/{name}",
+             response_model=models.CanonicalCurve)
+    async def curve(_: User, pool: Pool, web: State, run_id: str, attempt: AttemptNo,
+                    name: str, step_min: Step = None, step_max: Step = None,
+                    max_points: MaxPoints = 2000, max_series: MaxSeries = 20) -> Response:
+        """A canonical curve through the attempt's frozen mapping: one series per member."""
+        async with pool.acquire() as conn:
+            resolution = await mapping.canonical(conn, run_id, attempt)
+        found = [c for c in resolution.curves if c.name == name]
+        if not found:
+            raise HTTPException(404, f"no canonical curve {name!r} in run {run_id!r} attempt "
+                                     f"{attempt} (is its mapping frozen?)")
+        chosen = found[0]
+
+        async def one(ref: mapping.SeriesRef) -> dict[str, Any]:
+            async with pool.acquire() as conn:  # members read side by side
+                series_id = await queries.series_id(conn, run_id, attempt, ref.member,
+                                                    ref.source, ref.tag)
+                result, lo, hi = await queries.series_answer(
+                    conn, series_id, step_min, step_max, max_points,
+                    web.settings.unpack_budget)
+            return series_data({"member": ref.member, "source": ref.source, "tag": ref.tag},
+                               result, lo, hi)
+
+        data = await asyncio.gather(*(one(ref) for ref in chosen.series[:max_series]))
+        return json_response({"name": chosen.name, "goal": chosen.goal, "unit": chosen.unit,
+                              "aggregate": chosen.aggregate, "series": data,
+                              "series_total": len(chosen.series)})
+
+    return api

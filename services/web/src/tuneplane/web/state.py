@@ -1,0 +1,55 @@
+"""The web application's state: what lives from startup to shutdown (settings, token
+signer, database pool, object store bucket, query slots), opened in the lifespan and kept
+on ``app.state.web``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import asyncpg
+from fastapi import FastAPI
+
+from tuneplane.common import objectstore
+from tuneplane.common.tokens import TokenSigner
+from tuneplane.web.bucket import Bucket
+
+if TYPE_CHECKING:
+    from tuneplane.web.app import WebSettings
+
+
+@dataclass(frozen=True, slots=True)
+class WebState:
+    settings: WebSettings
+    signer: TokenSigner
+    pool: asyncpg.Pool
+    #: None when no object store is configured (rich-record downloads answer 503).
+    bucket: Bucket | None
+    #: Requests in flight at most; one more is answered 503 at once.
+    slots: asyncio.Semaphore
+
+
+@asynccontextmanager
+async def opened(settings: WebSettings, signer: TokenSigner) -> AsyncIterator[WebState]:
+    """The state for one run of the application; the pool is closed when it ends."""
+    pool = await asyncpg.create_pool(settings.database_url, min_size=1,
+                                     max_size=settings.pool_size)
+    bucket = (Bucket(objectstore.s3_client(settings.s3_endpoint), settings.s3_bucket)
+              if settings.s3_endpoint and settings.s3_bucket else None)
+    try:
+        yield WebState(settings, signer, pool, bucket,
+                       asyncio.Semaphore(settings.concurrent_queries))
+    finally:
+        await pool.close()
+
+
+def of(app: FastAPI) -> WebState:
+    """The running application's state."""
+    found = getattr(app.state, "web", None)
+    if not isinstance(found, WebState):
+        raise RuntimeError("the web application's lifespan has not run: no app.state.web "
+                           "(serve it with uvicorn, or enter app.router.lifespan_context)")
+    return found

@@ -1,0 +1,61 @@
+"""Typed errors become HTTP answers by kind, never by message text (no services needed)."""
+
+from __future__ import annotations
+
+import asyncpg
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from tuneplane.controlplane import errors
+from tuneplane.controlplane.destinations.resource import DestinationError
+from tuneplane.telemetry.v1.integration import IntegrationError
+from tuneplane.web.exceptions import HANDLERS
+
+KINDS = {errors.NotFound: 404, errors.Conflict: 409, errors.Invalid: 422}
+CONCRETE = [e for e in vars(errors).values() if isinstance(e, type)
+            and issubclass(e, errors.ControlPlaneError) and e not in KINDS
+            and any(issubclass(e, kind) for kind in KINDS)]
+
+
+def raising(error: Exception) -> FastAPI:
+    app = FastAPI(exception_handlers=HANDLERS)
+
+    @app.get("/")
+    async def fail() -> None:
+        raise error
+
+    return app
+
+
+async def answer(error: Exception) -> httpx.Response:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=raising(error)),
+                                 base_url="http://test") as client:
+        return await client.get("/")
+
+
+def test_every_concrete_control_plane_error_has_a_kind() -> None:
+    assert len(CONCRETE) >= 15
+    families = (errors.RunError, errors.LaunchError, errors.EnrollmentError, errors.UserError)
+    assert all(issubclass(e, families) for e in CONCRETE)
+
+
+@pytest.mark.parametrize("error", CONCRETE, ids=lambda e: e.__name__)
+async def test_a_control_plane_error_is_answered_by_its_kind(
+        error: type[errors.ControlPlaneError]) -> None:
+    status = next(code for kind, code in KINDS.items() if issubclass(error, kind))
+    response = await answer(error("it exists; no run, no attempt"))  # words the old code read
+    assert response.status_code == status
+    assert response.json() == {"detail": "it exists; no run, no attempt"}
+
+
+@pytest.mark.parametrize(("error", "status", "detail"), [
+    (DestinationError("spec.sinks: must contain at least 1 items"), 422,
+     "spec.sinks: must contain at least 1 items"),
+    (IntegrationError("artifact.sources exists"), 422, "artifact.sources exists"),
+    (asyncpg.DataError("invalid input"), 400, "a parameter PostgreSQL cannot take: "
+                                             "invalid input")],
+    ids=["DestinationError", "IntegrationError", "DataError"])
+async def test_other_typed_errors(error: Exception, status: int, detail: str) -> None:
+    response = await answer(error)
+    assert (response.status_code, response.json()) == (status, {"detail": detail})
