@@ -25,19 +25,12 @@ import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.support import (
-    Endpoints,
-    Process,
-    bench_workspace,
-    collector_args,
-    first_and_last,
-    free_port,
-    group_at_end,
-    start_ingest,
-    start_projector,
-    workload_token,
-    write_jsonl,
-)
+from tests.support.credentials import workload_token
+from tests.support.environment import Endpoints, bench_workspace, free_port
+from tests.support.kafka import group_at_end
+from tests.support.processes import Process, collector_args, start_ingest, start_projector
+from tests.support.readmodels import first_and_last
+from tests.support.truth import write_jsonl
 from tuneplane.collector.reader import SourceReader, SourceSpec
 from tuneplane.collector.sender import Sender, Target
 from tuneplane.collector.spool import Spool

@@ -23,14 +23,8 @@ import asyncpg
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.isolation import listeners, measure
-from tests.support import (
-    Endpoints,
-    bench_workspace,
-    free_port,
-    launch_env,
-    start_control,
-    start_ingest,
-)
+from tests.support.environment import Endpoints, bench_workspace, free_port
+from tests.support.processes import launch_env, start_control, start_ingest
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.telemetry.v1.identity import MemberKey
 

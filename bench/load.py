@@ -21,7 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests import load
-from tests.support import Endpoints, bench_workspace, free_port, start_ingest
+from tests.support.environment import Endpoints, bench_workspace, free_port
+from tests.support.processes import start_ingest
 
 
 def main() -> None:

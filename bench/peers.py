@@ -32,17 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.e2e import end_to_end
 from bench.tb_read import events, read_with_ours, read_with_tensorboard
-from tests.support import (
-    BIN,
-    Endpoints,
-    Process,
-    bench_workspace,
-    free_port,
-    group_at_end,
-    start_ingest,
-    start_projector,
-    write_jsonl,
-)
+from tests.support.environment import BIN, Endpoints, bench_workspace, free_port
+from tests.support.kafka import group_at_end
+from tests.support.processes import Process, start_ingest, start_projector
+from tests.support.truth import write_jsonl
 
 TAGS = 5
 

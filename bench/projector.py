@@ -22,14 +22,11 @@ import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.support import (
-    Endpoints,
-    first_and_last,
-    member_batch,
-    produce,
-    run_admin,
-    start_projector,
-)
+from tests.support.environment import Endpoints, run_admin
+from tests.support.kafka import produce
+from tests.support.processes import start_projector
+from tests.support.readmodels import first_and_last
+from tests.support.truth import member_batch
 from tuneplane.telemetry.v1.identity import MemberKey
 
 

@@ -29,7 +29,8 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.support import BIN, Endpoints, Process, free_port, run_admin
+from tests.support.environment import BIN, Endpoints, free_port, run_admin
+from tests.support.processes import Process
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.controlplane import users
 from tuneplane.controlplane.mapping import freeze

@@ -27,14 +27,9 @@ from tensorboard.compat.proto import event_pb2, summary_pb2
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.support import (
-    Endpoints,
-    collector_args,
-    free_port,
-    run_admin,
-    start_ingest,
-    workload_token,
-)
+from tests.support.credentials import workload_token
+from tests.support.environment import Endpoints, free_port, run_admin
+from tests.support.processes import collector_args, start_ingest
 from tuneplane.collector import tensorboard
 from tuneplane.collector.draft import Position
 from tuneplane.collector.tfrecord import frame

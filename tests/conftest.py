@@ -12,7 +12,8 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from tests.support import BIN, Endpoints, Process, free_port, start_ingest, start_projector
+from tests.support.environment import BIN, Endpoints, free_port
+from tests.support.processes import Process, start_ingest, start_projector
 from tuneplane.common.gateway.tls import TlsIdentity
 from tuneplane.common.kafka.topics import TopicSettings
 
@@ -39,7 +40,7 @@ def endpoints() -> Endpoints:
 @pytest.fixture(scope="session")
 def initialised(endpoints: Endpoints) -> Endpoints:
     """Migrations, topics and bucket, applied the way a deployment applies them."""
-    from tests.support import run_admin
+    from tests.support.environment import run_admin
     run_admin(endpoints, "init")
     assert TopicSettings.from_environ().partitions >= 1
     return endpoints
@@ -83,7 +84,7 @@ def projector(initialised: Endpoints, tmp_path_factory: pytest.TempPathFactory,
 @pytest.fixture(scope="session")
 def collector_artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The collector artifact built from this checkout for this host."""
-    from tests.support import ROOT
+    from tests.support.environment import ROOT
     from tuneplane.collector.artifact import build
     return build(ROOT, tmp_path_factory.mktemp("artifacts"))
 

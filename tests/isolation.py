@@ -23,7 +23,8 @@ from pathlib import Path
 
 import grpc
 
-from tests.support import ROOT, member_batch
+from tests.support.environment import ROOT
+from tests.support.truth import member_batch
 from tuneplane.common.db import Connection
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.controlplane import nodes

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import grpc
 
-from tests.support import member_batch
+from tests.support.truth import member_batch
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc

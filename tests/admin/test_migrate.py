@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from tests.support import ROOT, Endpoints
+from tests.support.environment import ROOT, Endpoints
 from tuneplane.admin.migrate import yoyo_url
 
 ALL = sorted(p.name.removesuffix(".sql") for p in (

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import ROOT, write_jsonl
+from tests.support.environment import ROOT
+from tests.support.truth import write_jsonl
 from tuneplane.collector.artifact import MANIFEST, ArtifactError, Target, build, verify
 
 

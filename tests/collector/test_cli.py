@@ -105,7 +105,8 @@ def test_spool_status_of_a_spool_being_created_is_not_called_damaged(
 
 
 def test_read_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:
-    from tests.support import BIN, write_jsonl
+    from tests.support.environment import BIN
+    from tests.support.truth import write_jsonl
     write_jsonl(tmp_path / "m.jsonl", range(50_000), ["loss"])
     done = subprocess.run(f"set -o pipefail; {BIN / 'tuneplane-collector'} read "
                           f"{tmp_path / 'm.jsonl'} | head -n 2", shell=True,

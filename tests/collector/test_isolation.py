@@ -7,7 +7,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from tests.support import ROOT
+from tests.support.environment import ROOT
 
 FORBIDDEN = ("tensorflow", "tensorboard", "torch", "tensorboardX", "jax", "numpy")
 

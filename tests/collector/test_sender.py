@@ -10,7 +10,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from tests.support import free_port
+from tests.support.environment import free_port
 from tuneplane.collector.draft import BatchDraft
 from tuneplane.collector.sender import Sender, Target, TransientSendError
 from tuneplane.collector.spool import SavedPosition, Spool

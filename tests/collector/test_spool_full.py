@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from tests.support import write_jsonl
+from tests.support.truth import write_jsonl
 from tuneplane.collector.reader import SourceReader, SourceSpec
 from tuneplane.collector.spool import Spool
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb

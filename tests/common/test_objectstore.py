@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from tests.support import Endpoints
+from tests.support.environment import Endpoints
 from tuneplane.common.objectstore import ensure_bucket, s3_client
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support import ROOT
+from tests.support.environment import ROOT
 
 COMPOSE = ROOT / "compose" / "compose.yaml"
 SOURCES = {

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
-import asyncpg
 import grpc
 import pytest
 
-from tests.support import Endpoints, Process, free_port, launch_env, start_control
+from tests.support.control import WORKLOAD_TTL
+from tests.support.environment import Endpoints, free_port
+from tests.support.processes import Process, launch_env, start_control
 from tuneplane.common.tokens import TokenSigner
-from tuneplane.controlplane import nodes, runs
-from tuneplane.node.v1 import node_pb2 as pb
 from tuneplane.node.v1 import node_pb2_grpc as pb_grpc
-
-WORKLOAD_TTL = 60
 
 
 @pytest.fixture(scope="session")
@@ -44,28 +39,11 @@ def signer(initialised: Endpoints) -> TokenSigner:
     return TokenSigner(initialised.jwt_secret)
 
 
-def auth(token: str) -> tuple[tuple[str, str], ...]:
-    return (("authorization", f"Bearer {token}"),)
 
 
-async def enrollment_token(db: asyncpg.Connection, name: str,
-                           ttl: dt.timedelta = dt.timedelta(minutes=5)) -> str:
-    return await nodes.new_enrollment_token(db, name, created_by="test",
-                                            now=dt.datetime.now(dt.UTC), ttl=ttl)
 
 
-async def enroll(stub: pb_grpc.NodeControlAsyncStub, db: asyncpg.Connection,
-                 name: str) -> pb.EnrollReply:
-    reply: pb.EnrollReply = await stub.Enroll(pb.EnrollRequest(
-        enrollment_token=await enrollment_token(db, name), hostname="test-host"), timeout=10)
-    return reply
 
 
-ARTIFACT = {"version": 1, "sources": [
-    {"id": "train", "kind": "jsonl", "path": "metrics.jsonl", "owner": "rank-0"},
-    {"id": "eval", "kind": "jsonl", "path": "eval.jsonl", "owner": "rank-1"}]}
 
 
-async def new_run(db: asyncpg.Connection, run_id: str) -> str:
-    return await runs.create_run(db, json.loads(json.dumps(ARTIFACT)), created_by="test",
-                                 now=dt.datetime.now(dt.UTC), run_id=run_id)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import BIN, Endpoints, free_port, launch_env
+from tests.support.environment import BIN, Endpoints, free_port
+from tests.support.processes import launch_env
 
 
 def control(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -12,9 +12,11 @@ import asyncpg
 import grpc
 import pytest
 
-from tests.control.conftest import auth, enroll
 from tests.faults.fleet import services
-from tests.support import Endpoints, Process, free_port, launch_env, start_control
+from tests.support.calls import auth
+from tests.support.control import enroll
+from tests.support.environment import Endpoints, free_port
+from tests.support.processes import Process, launch_env, start_control
 from tuneplane.node.v1 import node_pb2 as pb
 from tuneplane.node.v1 import node_pb2_grpc as pb_grpc
 

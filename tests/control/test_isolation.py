@@ -12,14 +12,8 @@ import asyncpg
 import pytest
 
 from tests.isolation import listeners, measure
-from tests.support import (
-    Endpoints,
-    Process,
-    free_port,
-    launch_env,
-    start_control,
-    start_ingest,
-)
+from tests.support.environment import Endpoints, free_port
+from tests.support.processes import Process, launch_env, start_control, start_ingest
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.telemetry.v1.identity import MemberKey
 

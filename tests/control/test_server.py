@@ -12,14 +12,9 @@ import asyncpg
 import grpc
 import pytest
 
-from tests.control.conftest import (
-    WORKLOAD_TTL,
-    auth,
-    enroll,
-    enrollment_token,
-    new_run,
-)
-from tests.support import Endpoints
+from tests.support.calls import auth
+from tests.support.control import WORKLOAD_TTL, enroll, enrollment_token, new_run
+from tests.support.environment import Endpoints
 from tuneplane.common.tokens import TokenKind, TokenSigner
 from tuneplane.controlplane import errors, launches, nodes
 from tuneplane.node.v1 import node_pb2 as pb

@@ -8,7 +8,9 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from tests.support import BIN, Endpoints, member_batch, produce
+from tests.support.environment import BIN, Endpoints
+from tests.support.kafka import produce
+from tests.support.truth import member_batch
 from tuneplane.controlplane.errors import MappingFrozen
 from tuneplane.controlplane.mapping import SeriesRef, canonical, freeze, resolve
 from tuneplane.telemetry.v1.identity import MemberKey

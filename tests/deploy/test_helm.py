@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support import ROOT
+from tests.support.environment import ROOT
 
 CHART = ROOT / "deploy" / "helm" / "tuneplane"
 SHARED = {"TUNEPLANE_SECRET_ENC_KEY", "TUNEPLANE_WEB_JWT_SECRET"}

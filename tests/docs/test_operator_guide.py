@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import BIN, ROOT, Endpoints, Process, free_port
-from tests.web.conftest import new_user_token
+from tests.support.credentials import new_user_token
+from tests.support.environment import BIN, ROOT, Endpoints, free_port
+from tests.support.processes import Process
 
 GUIDE = ROOT / "docs" / "operator-guide.md"
 FENCE = re.compile(r"^```(\S*)(?: (\S+))?\n(.*?)^```$", re.M | re.S)

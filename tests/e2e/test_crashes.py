@@ -4,7 +4,6 @@ delivered set equals the source set exactly (TensorBoard and JSONL)."""
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import subprocess
 import threading
@@ -13,32 +12,17 @@ from pathlib import Path
 
 import asyncpg
 import numpy as np
-from tensorboard.compat.proto import event_pb2, summary_pb2
 
-from tests.e2e.test_pipeline import assert_exact, run_collector
-from tests.support import (
-    Endpoints,
-    Process,
-    collector_args,
-    curve_points,
-    wait_for_points,
-    workload_token,
-)
-from tuneplane.collector.tfrecord import frame
+from tests.support.credentials import workload_token
+from tests.support.environment import Endpoints
+from tests.support.processes import Process, collector_args, run_collector
+from tests.support.readmodels import curve_points, wait_for_points
+from tests.support.truth import PIECE, assert_exact, pieces
 from tuneplane.telemetry.v1.identity import MemberKey
 
 STEPS = 30_000
-PIECE = 500
 
 
-def pieces(step0: int) -> tuple[bytes, bytes]:
-    steps = range(step0, step0 + PIECE)
-    jsonl = b"".join(json.dumps({"step": s, "wall_time": 1.0 + s, "metrics": {"loss": s / 3}})
-                     .encode() + b"\n" for s in steps)
-    events = b"".join(frame(event_pb2.Event(step=s, wall_time=1.0 + s, summary=summary_pb2.Summary(
-        value=[summary_pb2.Summary.Value(tag="acc", simple_value=s / 7)])).SerializeToString())
-        for s in steps)
-    return jsonl, events
 
 
 def grow(jsonl: Path, events: Path, rng: random.Random, done: threading.Event) -> None:

@@ -14,18 +14,9 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from tests.support import (
-    BIN,
-    ROOT,
-    Endpoints,
-    Process,
-    curve_points,
-    free_port,
-    launch_env,
-    run_admin,
-    start_control,
-    wait_for_points,
-)
+from tests.support.environment import BIN, ROOT, Endpoints, free_port, run_admin
+from tests.support.processes import Process, launch_env, start_control
+from tests.support.readmodels import curve_points, wait_for_points
 
 STEPS = 3000
 TRAINING = [sys.executable, str(ROOT / "examples" / "train_tensorboard.py"), "--steps",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -13,32 +12,16 @@ import asyncpg
 import grpc
 import numpy as np
 
-from tests.support import (
-    Endpoints,
-    Process,
-    collector_args,
-    curve_points,
-    wait_for_points,
-    workload_token,
-    write_jsonl,
-)
+from tests.support.credentials import workload_token
+from tests.support.environment import Endpoints
+from tests.support.processes import Process, collector_args, run_collector
+from tests.support.readmodels import curve_points, wait_for_points
+from tests.support.truth import assert_exact, write_jsonl
 from tuneplane.collector.collector import Collector, CollectorConfig
 from tuneplane.collector.reader import SourceSpec
 from tuneplane.collector.sender import Target
 from tuneplane.telemetry.v1.identity import MemberKey
 from tuneplane.telemetry.v1.limits import MAX_BATCH_BYTES
-
-
-def run_collector(args: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*args, "--exit-when-idle"], capture_output=True, text=True,
-                          timeout=120, check=False)
-
-
-def assert_exact(points: list[tuple[str, str, str, int, float]],
-                 truth: dict[tuple[str, int], float], member: str, source: str) -> None:
-    seen = [(tag, step) for m, s, tag, step, _ in points if (m, s) == (member, source)]
-    assert len(seen) == len(set(seen)), "a point is stored twice"
-    assert {(t, st): v for m, s, t, st, v in points if (m, s) == (member, source)} == truth
 
 
 async def test_every_point_arrives_once_with_its_step_and_value(

@@ -9,16 +9,11 @@ from pathlib import Path
 
 import asyncpg
 
-from tests.e2e.test_pipeline import assert_exact, run_collector
-from tests.support import (
-    Endpoints,
-    Process,
-    collector_args,
-    curve_points,
-    wait_for_points,
-    workload_token,
-    write_jsonl,
-)
+from tests.support.credentials import workload_token
+from tests.support.environment import Endpoints
+from tests.support.processes import Process, collector_args, run_collector
+from tests.support.readmodels import curve_points, wait_for_points
+from tests.support.truth import assert_exact, write_jsonl
 from tuneplane.telemetry.v1.identity import MemberKey
 
 COUNT = "SELECT coalesce(sum(c.n), 0) FROM series s JOIN curve_chunks c USING (series_id) " \

@@ -22,7 +22,10 @@ import asyncpg
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from tests.support import BIN, Endpoints, Process, free_port, member_batch, produce
+from tests.support.environment import BIN, Endpoints, free_port
+from tests.support.kafka import produce
+from tests.support.processes import Process
+from tests.support.truth import member_batch
 from tuneplane.common.kafka import topics
 from tuneplane.controlplane.destinations import store
 from tuneplane.telemetry.v1.identity import MemberKey

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from tests.support import member_batch
+from tests.support.truth import member_batch
 from tuneplane.exporter.otlp import metric_name, points, to_request
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.identity import MemberKey

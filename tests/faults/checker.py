@@ -11,7 +11,7 @@ from typing import Any
 import asyncpg
 
 from tests.faults.workload import Workload
-from tests.support import curve_points
+from tests.support.readmodels import curve_points
 from tuneplane.common import objectstore
 from tuneplane.tensorboard.v1 import event_pb2
 

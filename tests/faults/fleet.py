@@ -16,14 +16,9 @@ from pathlib import Path
 
 from tests.faults.proxy import FaultyLink
 from tests.faults.workload import Workload
-from tests.support import (
-    BIN,
-    ROOT,
-    Endpoints,
-    Process,
-    collector_args,
-    workload_token,
-)
+from tests.support.credentials import workload_token
+from tests.support.environment import BIN, ROOT, Endpoints
+from tests.support.processes import Process, collector_args
 from tuneplane.telemetry.v1.identity import MemberKey
 
 log = logging.getLogger("tests.faults")

@@ -19,15 +19,10 @@ import numpy as np
 import pytest
 from tensorboard.compat.proto import event_pb2, summary_pb2
 
-from tests.e2e.test_pipeline import run_collector
-from tests.support import (
-    Endpoints,
-    Process,
-    collector_args,
-    curve_points,
-    wait_for_points,
-    workload_token,
-)
+from tests.support.credentials import workload_token
+from tests.support.environment import Endpoints
+from tests.support.processes import Process, collector_args, run_collector
+from tests.support.readmodels import curve_points, wait_for_points
 from tuneplane.collector.tfrecord import frame
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
@@ -194,7 +189,8 @@ def garbage_calls(port: int, ca: Path) -> None:
 async def test_garbage_on_both_grpc_ports_harms_neither_listener(
         initialised: Endpoints, ingest: Process, tls_dir: Path, tmp_path: Path,
         run_id: str) -> None:
-    from tests.support import free_port, launch_env, start_control
+    from tests.support.environment import free_port
+    from tests.support.processes import launch_env, start_control
     from tuneplane.node.v1 import node_pb2, node_pb2_grpc
     control = start_control(tls_dir, free_port(), tmp_path / "control.log",
                             launch_env(ingest.port, tmp_path / "spool", tmp_path / ("0" * 64)))

@@ -23,7 +23,8 @@ from tests.faults import checker
 from tests.faults.fleet import Fleet, services
 from tests.faults.proxy import FaultyLink
 from tests.faults.workload import Workload
-from tests.support import Endpoints, Process, free_port, start_projector
+from tests.support.environment import Endpoints, free_port
+from tests.support.processes import Process, start_projector
 
 MEMBERS = 8
 POINTS = int(os.environ.get("TUNEPLANE_FAULTS_POINTS", "128000"))

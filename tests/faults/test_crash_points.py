@@ -13,16 +13,11 @@ import asyncpg
 import numpy as np
 import pytest
 
-from tests.e2e.test_crashes import pieces
-from tests.e2e.test_pipeline import assert_exact, run_collector
-from tests.support import (
-    Endpoints,
-    Process,
-    collector_args,
-    curve_points,
-    wait_for_points,
-    workload_token,
-)
+from tests.support.credentials import workload_token
+from tests.support.environment import Endpoints
+from tests.support.processes import Process, collector_args, run_collector
+from tests.support.readmodels import curve_points, wait_for_points
+from tests.support.truth import assert_exact, pieces
 from tuneplane.collector.failpoints import POINTS
 from tuneplane.telemetry.v1.identity import MemberKey
 

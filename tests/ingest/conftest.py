@@ -8,7 +8,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from tests.support import Endpoints, Process
+from tests.support.environment import Endpoints
+from tests.support.processes import Process
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc
 

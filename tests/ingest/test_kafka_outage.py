@@ -9,8 +9,10 @@ from collections.abc import Iterator
 import grpc
 import pytest
 
-from tests.ingest.test_server import batch, push
-from tests.support import ROOT, Process
+from tests.support.calls import push
+from tests.support.environment import ROOT
+from tests.support.processes import Process
+from tests.support.truth import batch
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc

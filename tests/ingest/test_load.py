@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests import load
-from tests.support import Endpoints, Process, free_port, start_ingest
+from tests.support.environment import Endpoints, free_port
+from tests.support.processes import Process, start_ingest
 
 
 @pytest.fixture

@@ -8,7 +8,9 @@ import grpc
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from tests.support import Endpoints
+from tests.support.calls import auth, push
+from tests.support.environment import Endpoints
+from tests.support.truth import batch
 from tuneplane.common.kafka import topics
 from tuneplane.common.tokens import TokenKind, TokenSigner
 from tuneplane.ingest.sink import partition_for
@@ -16,28 +18,6 @@ from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc
 from tuneplane.telemetry.v1.identity import BatchKey, MemberKey
 from tuneplane.telemetry.v1.limits import MAX_BATCH_BYTES, MAX_BATCH_POINTS
-
-
-def batch(member: MemberKey, sequence: int = 1, points: int = 10,
-          tags: int = 1) -> pb.Batch:
-    per_tag = points // tags
-    return pb.Batch(
-        identity=pb.BatchIdentity(run_id=member.run_id, attempt=member.attempt,
-                                  member=member.member, spool_epoch="e1", sequence=sequence),
-        chunks=[pb.SeriesChunk(source="train", tag=f"t{t}", steps=list(range(per_tag)),
-                               wall_times=[1.0] * per_tag, values=[0.5] * per_tag)
-                for t in range(tags)])
-
-
-def auth(token: str) -> tuple[tuple[str, str], ...]:
-    return (("authorization", f"Bearer {token}"),)
-
-
-async def push(stub: pb_grpc.TelemetryIngestAsyncStub, b: pb.Batch,
-               token: str) -> pb.PushBatchReply:
-    reply: pb.PushBatchReply = await stub.PushBatch(
-        pb.PushBatchRequest(batch=b.SerializeToString()), metadata=auth(token), timeout=30)
-    return reply
 
 
 async def expect_error(stub: pb_grpc.TelemetryIngestAsyncStub, b: pb.Batch, token: str | None,

@@ -8,7 +8,8 @@ from collections.abc import AsyncIterator, Sequence
 import asyncpg
 import pytest
 
-from tests.support import Endpoints, member_batch
+from tests.support.environment import Endpoints
+from tests.support.truth import member_batch
 from tuneplane.common.kafka.memory import MemoryBroker, MemoryDeadLetters
 from tuneplane.common.kafka.poison import PoisonPolicy
 from tuneplane.projector.pipeline import projector_pipeline

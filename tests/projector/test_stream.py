@@ -12,14 +12,10 @@ from pathlib import Path
 import asyncpg
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 
-from tests.support import (
-    BIN,
-    Endpoints,
-    Process,
-    member_batch,
-    produce,
-    start_projector,
-)
+from tests.support.environment import BIN, Endpoints
+from tests.support.kafka import produce
+from tests.support.processes import Process, start_projector
+from tests.support.truth import member_batch
 from tuneplane.common.kafka import topics
 from tuneplane.ingest.sink import partition_for
 from tuneplane.telemetry.v1.identity import BatchKey, MemberKey
@@ -168,7 +164,7 @@ async def test_metrics_are_exposed_for_prometheus(initialised: Endpoints, tmp_pa
                                                   run_id: str, db: asyncpg.Connection) -> None:
     import urllib.request
 
-    from tests.support import free_port
+    from tests.support.environment import free_port
     port = free_port()
     group = f"metrics-{uuid.uuid4().hex[:8]}"
     worker = Process([str(BIN / "tuneplane-projector"), "worker", "--metrics-port", str(port)],

@@ -8,7 +8,8 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
-from tests.support import Endpoints, curve_points
+from tests.support.environment import Endpoints
+from tests.support.readmodels import curve_points
 from tuneplane.projector.projection import RecordMeta, project
 from tuneplane.projector.writer import PostgresWriter
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb

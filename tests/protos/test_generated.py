@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from tests.support import ROOT
+from tests.support.environment import ROOT
 
 
 def test_generated_modules_are_current(tmp_path: Path) -> None:

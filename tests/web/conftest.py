@@ -4,22 +4,17 @@ process (``web``, ``base_url``) for end-to-end tests; user and admin tokens for 
 
 from __future__ import annotations
 
-import asyncio
-import time
-import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 
-import asyncpg
 import httpx
 import pytest
 from fastapi import FastAPI
 
-from tests.support import BIN, Endpoints, Process, free_port
-from tuneplane.common.tokens import TokenSigner
-from tuneplane.controlplane import users
+from tests.support.credentials import new_user_token
+from tests.support.environment import BIN, Endpoints, free_port
+from tests.support.processes import Process
+from tests.support.web import Connect
 from tuneplane.web.app import WebSettings, create_app
-
-Connect = Callable[..., httpx.AsyncClient]
 
 
 @pytest.fixture(scope="session")
@@ -55,18 +50,6 @@ def web(initialised: Endpoints, tmp_path_factory: pytest.TempPathFactory) -> Ite
     process.stop()
 
 
-def new_user_token(endpoints: Endpoints, prefix: str, *, admin: bool = False) -> str:
-    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-    async def add() -> None:
-        conn = await asyncpg.connect(endpoints.database_url)
-        try:
-            await users.add_user(conn, name, admin=admin)
-        finally:
-            await conn.close()
-    asyncio.run(add())
-    return users.issue(TokenSigner(endpoints.jwt_secret), name, now=time.time(),
-                       ttl_seconds=3600)
 
 
 @pytest.fixture(scope="session")

@@ -10,8 +10,11 @@ import asyncpg
 import httpx
 import pytest
 
-from tests.support import Endpoints, Process, member_batch, produce
-from tests.web.conftest import Connect
+from tests.support.environment import Endpoints
+from tests.support.kafka import produce
+from tests.support.processes import Process
+from tests.support.truth import member_batch
+from tests.support.web import Connect
 from tuneplane.common.tokens import TokenKind, TokenSigner
 from tuneplane.controlplane import users
 from tuneplane.controlplane.mapping import freeze

@@ -13,7 +13,10 @@ import asyncpg
 import pytest
 from playwright.async_api import async_playwright
 
-from tests.support import ROOT, Endpoints, Process, member_batch, produce
+from tests.support.environment import ROOT, Endpoints
+from tests.support.kafka import produce
+from tests.support.processes import Process
+from tests.support.truth import member_batch
 from tuneplane.controlplane.mapping import freeze
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.identity import MemberKey

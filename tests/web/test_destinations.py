@@ -15,8 +15,8 @@ import httpx
 import pytest
 import yaml
 
-from tests.support import BIN
-from tests.web.conftest import Connect
+from tests.support.environment import BIN
+from tests.support.web import Connect
 
 
 def resource(name: str, sink: str) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis.core.result import Ok
 
-from tests.support import Process
+from tests.support.processes import Process
 
 
 def test_no_request_makes_a_server_error(web: Process, user_token: str) -> None:

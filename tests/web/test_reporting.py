@@ -10,8 +10,8 @@ from pathlib import Path
 
 import asyncpg
 
-from tests.support import BIN, Endpoints
-from tests.web.conftest import Connect
+from tests.support.environment import BIN, Endpoints
+from tests.support.web import Connect
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.telemetry.v1.identity import MemberKey
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import asyncpg
 import httpx
 
-from tests.support import BIN
+from tests.support.environment import BIN
 from tuneplane.controlplane.mapping import frozen_mapping
 
 ARTIFACT = {"version": 1,

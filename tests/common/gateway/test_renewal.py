@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 
-from tests.support import served_certificate
+from tests.support.credentials import served_certificate
 from tuneplane.common.gateway.renewal import LiveIdentity
 from tuneplane.common.gateway.tls import Authority, TlsIdentity, issue_server, new_authority
 

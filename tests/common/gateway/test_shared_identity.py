@@ -14,7 +14,9 @@ import grpc
 import pytest
 from cryptography import x509
 
-from tests.support import BIN, Endpoints, Process, free_port, launch_env, served_certificate
+from tests.support.credentials import served_certificate
+from tests.support.environment import BIN, Endpoints, free_port
+from tests.support.processes import Process, launch_env
 from tuneplane.common.gateway.shared_identity import IdentityError, Loaded, load_or_create
 from tuneplane.node.v1 import node_pb2 as node_pb
 from tuneplane.node.v1 import node_pb2_grpc as node_grpc

@@ -1,0 +1,11 @@
+"""Helpers the tests and benchmarks share, one concern per module:
+``environment`` (paths, endpoints and ports of the real services the tests run against);
+``processes`` (the project's processes started as users start them, logs kept);
+``credentials`` (credentials for tests: workload and user tokens, the served certificate);
+``calls`` (gRPC calls as clients make them: bearer metadata, a batch pushed to ingest);
+``truth`` (what sources hold and batches carry, to compare what was stored against);
+``readmodels`` (reading and waiting on the PostgreSQL read models);
+``kafka`` (the batches topic as ingest fills it, and consumer groups placed at its end);
+``control`` (node control test helpers: enrollment, nodes, a run with two members);
+``web`` (clients of the web application).
+"""

@@ -1,0 +1,50 @@
+"""Credentials for tests: workload and user tokens, the served certificate."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import ssl
+import time
+import uuid
+from pathlib import Path
+
+import asyncpg
+from cryptography import x509
+from cryptography.hazmat.primitives.serialization import Encoding
+
+from tests.support.environment import Endpoints
+from tuneplane.common.tokens import TokenSigner
+from tuneplane.controlplane import users
+from tuneplane.telemetry.v1.identity import MemberKey
+
+
+def workload_token(endpoints: Endpoints, member: MemberKey, path: Path, ttl: int = 3600) -> Path:
+    path.write_text(TokenSigner(endpoints.jwt_secret).issue_workload(
+        member, now=time.time(), ttl_seconds=ttl))
+    return path
+
+
+def served_certificate(port: int, ca_pem: bytes) -> bytes:
+    """The certificate a new TLS connection to the port is given (PEM), verified by the CA."""
+    context = ssl.create_default_context(cadata=ca_pem.decode())
+    context.set_alpn_protocols(["h2"])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock, \
+            context.wrap_socket(sock, server_hostname="localhost") as tls:
+        der = tls.getpeercert(binary_form=True)
+    assert der is not None
+    return x509.load_der_x509_certificate(der).public_bytes(Encoding.PEM)
+
+
+def new_user_token(endpoints: Endpoints, prefix: str, *, admin: bool = False) -> str:
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+    async def add() -> None:
+        conn = await asyncpg.connect(endpoints.database_url)
+        try:
+            await users.add_user(conn, name, admin=admin)
+        finally:
+            await conn.close()
+    asyncio.run(add())
+    return users.issue(TokenSigner(endpoints.jwt_secret), name, now=time.time(),
+                       ttl_seconds=3600)

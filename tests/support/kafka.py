@@ -1,0 +1,38 @@
+"""The batches topic as ingest fills it, and consumer groups placed at its end."""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiokafka import AIOKafkaProducer
+
+from tuneplane.common.kafka import topics
+from tuneplane.ingest.sink import partition_for
+from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1.identity import BatchKey
+
+
+async def produce(bootstrap: str, batches: list[pb.Batch]) -> None:
+    """Put batches on the topic exactly as ingest does (key, partition, acks=all)."""
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all",
+                                enable_idempotence=True, max_request_size=8 << 20,
+                                linger_ms=5)
+    await producer.start()
+    try:
+        partitions = len(await producer.partitions_for(topics.BATCHES))
+        sent = []
+        for batch in batches:
+            key = BatchKey.from_proto(batch.identity)
+            sent.append(await producer.send(topics.BATCHES, batch.SerializeToString(),
+                                            key=key.kafka_key(),
+                                            partition=partition_for(key, partitions)))
+        await asyncio.gather(*sent)
+    finally:
+        await producer.stop()
+
+
+async def group_at_end(bootstrap: str, group: str) -> dict[str, str]:
+    """A projector group committed at the topic's end (no backlog of earlier runs); returns
+    the settings that put a projector in it."""
+    await topics.commit_group_at_end(bootstrap, group)
+    return {"TUNEPLANE_PROJECTOR_GROUP": group}

@@ -1,0 +1,51 @@
+"""Reading and waiting on the PostgreSQL read models."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+
+import asyncpg
+
+
+async def curve_points(conn: asyncpg.Connection, run_id: str) -> list[tuple[str, str, str, int,
+                                                                             float]]:
+    """Every stored point of a run as (member, source, tag, step, value), duplicates kept."""
+    rows = await conn.fetch("""
+        SELECT s.member, s.source, s.tag, p.step, p.value
+        FROM series s JOIN curve_chunks c USING (series_id),
+             unnest(c.steps, c."values") AS p(step, value)
+        WHERE s.run_id = $1""", run_id)
+    return [tuple(row) for row in rows]
+
+
+async def wait_for_points(conn: asyncpg.Connection, run_id: str, expected: int,
+                          timeout: float = 120.0) -> int:
+    """Waits until the run has at least ``expected`` points (or the timeout); returns the count."""
+    deadline = time.monotonic() + timeout
+    count = 0
+    while time.monotonic() < deadline:
+        count = await conn.fetchval("""
+            SELECT coalesce(sum(c.n), 0) FROM series s JOIN curve_chunks c USING (series_id)
+            WHERE s.run_id = $1""", run_id)
+        if count >= expected:
+            break
+        await asyncio.sleep(0.2)
+    return int(count)
+
+
+async def first_and_last(count: Callable[[], Awaitable[int]], expected: int, what: str,
+                         seconds: float = 900.0) -> tuple[float, float]:
+    """Polls ``count`` until it reaches ``expected``; returns when (perf_counter) the first
+    and the last were seen. For benchmarks: the span between them is the throughput's."""
+    first, deadline, seen = 0.0, time.perf_counter() + seconds, 0
+    while time.perf_counter() < deadline:
+        seen = await count()
+        now = time.perf_counter()
+        if seen and not first:
+            first = now
+        if seen >= expected:
+            return first, now
+        await asyncio.sleep(0.02)
+    raise TimeoutError(f"{seen:,} of {expected:,} {what} after {seconds:.0f} s")
