@@ -14,7 +14,7 @@ from tests.support import ROOT, Endpoints
 from tuneplane.admin.migrate import yoyo_url
 
 ALL = sorted(p.name.removesuffix(".sql") for p in (
-    ROOT / "services/common/src/tuneplane/common/migrations").glob("*.sql"))
+    ROOT / "services/controlplane/src/tuneplane/controlplane/migrations").glob("*.sql"))
 
 
 @pytest.fixture
