@@ -17,7 +17,10 @@ from tuneplane.admin.settings import AdminSettings
 from tuneplane.collector.settings import CollectorSettings
 from tuneplane.contract.settings import Settings, Variable, describe
 from tuneplane.control.settings import ControlSettings
+from tuneplane.exporter.settings import ExporterSettings
 from tuneplane.ingest.settings import IngestSettings
+from tuneplane.projector.settings import ProjectorSettings
+from tuneplane.web.settings import ToolSettings, WebSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "settings.md"
@@ -28,6 +31,10 @@ DEPLOYABLES: dict[str, type[Settings]] = {
     "ingest": IngestSettings,
     "control": ControlSettings,
     "admin": AdminSettings,
+    "projector": ProjectorSettings,
+    "exporter": ExporterSettings,
+    "web": WebSettings,
+    "tuneplane": ToolSettings,
 }
 
 HEAD = """\

@@ -9,7 +9,10 @@ from tuneplane.admin.settings import AdminSettings
 from tuneplane.common.gateway.settings import EXTERNAL_CERTIFICATE, SHARED_IDENTITY
 from tuneplane.contract.settings import Settings, describe
 from tuneplane.control.settings import ControlSettings
+from tuneplane.exporter.settings import ExporterSettings
 from tuneplane.ingest.settings import IngestSettings
+from tuneplane.projector.settings import ProjectorSettings
+from tuneplane.web.settings import WebSettings
 
 #: Image (compose build target, Helm image suffix) → its settings class and the command its
 #: entrypoint runs (Dockerfile).
@@ -17,9 +20,10 @@ IMAGES: dict[str, tuple[type[Settings], str]] = {
     "admin": (AdminSettings, ""),  # the command comes from the deployment's arguments
     "ingest": (IngestSettings, "serve"),
     "control": (ControlSettings, "serve"),
+    "projector": (ProjectorSettings, "worker"),
+    "web": (WebSettings, "serve"),
+    "exporter": (ExporterSettings, "serve"),
 }
-#: Images whose settings class is not declared yet.
-NOT_YET_DECLARED = {"projector", "web", "exporter"}
 
 
 def listener_mode(args: Iterable[str]) -> set[str]:

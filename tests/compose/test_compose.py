@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.deployables import IMAGES, NOT_YET_DECLARED, defaults, required
+from tests.deployables import IMAGES, defaults, required
 from tests.support import ROOT
 
 COMPOSE = ROOT / "compose" / "compose.yaml"
@@ -37,8 +37,6 @@ def test_every_service_sets_or_defaults_what_its_deployable_requires() -> None:
     checked = set()
     for name, service in built().items():
         image = service["build"]["target"]
-        if image in NOT_YET_DECLARED:
-            continue
         environment = resolved[name].get("environment") or {}
         present = {k for k, v in environment.items() if v is not None and v.strip()}
         missing = required(image, service.get("command", [])) - present
@@ -51,8 +49,6 @@ def test_a_fallback_for_a_setting_with_a_default_is_that_default() -> None:
     """``${NAME:-value}`` states the default (for operators to see), never another."""
     for name, service in built().items():
         image = service["build"]["target"]
-        if image in NOT_YET_DECLARED:
-            continue
         known = defaults(image)
         for key, value in (service.get("environment") or {}).items():
             match = FALLBACK.match(str(value))
