@@ -42,7 +42,7 @@ def initialised(endpoints: Endpoints) -> Endpoints:
     """Migrations, topics and bucket, applied the way a deployment applies them."""
     from tests.support.environment import run_admin
     run_admin(endpoints, "init")
-    assert TopicSettings.from_environ().partitions >= 1
+    assert TopicSettings.from_environ(os.environ).partitions >= 1
     return endpoints
 
 

@@ -114,3 +114,46 @@ def test_read_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert len(done.stdout.splitlines()) == 2
     assert done.stderr == ""
+
+
+@pytest.fixture
+def no_collector_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("SPOOL_ROOT", "TARGET", "TRUST_BUNDLE", "SPOOL_BYTES", "DRAIN_SECONDS"):
+        monkeypatch.delenv(f"TUNEPLANE_TELEMETRY_{name}", raising=False)
+    monkeypatch.delenv("TUNEPLANE_COLLECTOR_FAILPOINTS", raising=False)
+
+
+@pytest.mark.usefixtures("no_collector_settings")
+def test_run_takes_what_flags_leave_out_from_its_settings(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    base = ["run", "--run", "r", "--attempt", "1", "--member", "rank-0", "--source",
+            f"a={tmp_path / 'a.jsonl'}", "--token-file", "t"]
+    assert main(base) == 2
+    assert "give --spool or set TUNEPLANE_TELEMETRY_SPOOL_ROOT" in capsys.readouterr().err
+    monkeypatch.setenv("TUNEPLANE_TELEMETRY_SPOOL_ROOT", str(tmp_path / "spool"))
+    assert main(base) == 2
+    assert "give --target or set TUNEPLANE_TELEMETRY_TARGET" in capsys.readouterr().err
+    monkeypatch.setenv("TUNEPLANE_TELEMETRY_TARGET", "")  # blank: unset
+    assert main([*base, "--ca-file", "ca.pem"]) == 2
+    assert "give --target or set TUNEPLANE_TELEMETRY_TARGET" in capsys.readouterr().err
+    monkeypatch.setenv("TUNEPLANE_TELEMETRY_TARGET", "localhost:1")
+    assert main(base) == 2
+    assert "give --ca-file or set TUNEPLANE_TELEMETRY_TRUST_BUNDLE" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("no_collector_settings")
+@pytest.mark.parametrize(("name", "value", "words"), [
+    ("TUNEPLANE_TELEMETRY_SPOOL_BYTES", "lots", "must be a whole number, got 'lots'"),
+    ("TUNEPLANE_TELEMETRY_DRAIN_SECONDS", "0", "must be positive, got 0"),
+    ("TUNEPLANE_COLLECTOR_FAILPOINTS", "sael=3", "has 'sael=3', which is not POINT=N"),
+])
+def test_run_refuses_a_malformed_setting_by_name(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        name: str, value: str, words: str) -> None:
+    monkeypatch.setenv(name, value)
+    assert main(["run", "--run", "r", "--attempt", "1", "--member", "rank-0", "--source",
+                 f"a={tmp_path / 'a.jsonl'}", "--token-file", "t"]) == 2
+    assert f"tuneplane-collector run: {name} {words}" in capsys.readouterr().err
+    assert main(["check", str(tmp_path / "missing.yaml")]) == 1  # other commands read none
+    assert name not in capsys.readouterr().err

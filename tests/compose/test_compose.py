@@ -1,4 +1,5 @@
-"""compose/compose.yaml agrees with the code: settings the services read, ports, profiles."""
+"""compose/compose.yaml agrees with the code: the settings each service's deployable requires
+(from its settings class), ports, profiles."""
 
 from __future__ import annotations
 
@@ -11,17 +12,11 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support.deployables import IMAGES, defaults, required
 from tests.support.environment import ROOT
 
 COMPOSE = ROOT / "compose" / "compose.yaml"
-SOURCES = {
-    "ingest": ["services/ingest", "services/common"],
-    "control": ["services/control", "services/common", "services/controlplane"],
-    "projector": ["services/projector", "services/common"],
-    "init": ["services/admin", "services/common", "services/controlplane"],
-    "web": ["services/web", "services/common", "services/controlplane"],
-    "exporter": ["services/exporter", "services/common", "services/controlplane"],
-}
+FALLBACK = re.compile(r"^\$\{(TUNEPLANE_[A-Z_]+):-(.*)\}$")
 
 
 def compose() -> dict[str, Any]:
@@ -29,19 +24,37 @@ def compose() -> dict[str, Any]:
     return loaded
 
 
-def settings_read(folders: list[str]) -> set[str]:
-    pattern = re.compile(r'require\((?:os\.)?environ, "(TUNEPLANE_[A-Z_]+)"\)')
-    return {name for folder in folders for path in (ROOT / folder).rglob("*.py")
-            for name in pattern.findall(path.read_text())}
+def built() -> dict[str, dict[str, Any]]:
+    """The services running a Tuneplane image, by name."""
+    return {name: s for name, s in compose()["services"].items() if "build" in s}
 
 
-def test_every_setting_a_gateway_service_requires_is_set() -> None:
-    services = compose()["services"]
-    for name, folders in SOURCES.items():
-        required = settings_read(folders)
-        assert required, f"found no settings read by {name}; the pattern is stale"
-        missing = required - set(services[name]["environment"])
-        assert not missing, f"compose service {name} lacks {sorted(missing)}"
+def test_every_service_sets_or_defaults_what_its_deployable_requires() -> None:
+    done = docker_compose("--profile", "gateway", "config", "--format", "json",
+                          env=REQUIRED_ENV)
+    assert done.returncode == 0, done.stderr
+    resolved = json.loads(done.stdout)["services"]
+    checked = set()
+    for name, service in built().items():
+        image = service["build"]["target"]
+        environment = resolved[name].get("environment") or {}
+        present = {k for k, v in environment.items() if v is not None and v.strip()}
+        missing = required(image, service.get("command", [])) - present
+        assert not missing, f"compose service {name} ({image}) lacks {sorted(missing)}"
+        checked.add(image)
+    assert checked == set(IMAGES), "an image's settings are not checked"
+
+
+def test_a_fallback_for_a_setting_with_a_default_is_that_default() -> None:
+    """``${NAME:-value}`` states the default (for operators to see), never another."""
+    for name, service in built().items():
+        image = service["build"]["target"]
+        known = defaults(image)
+        for key, value in (service.get("environment") or {}).items():
+            match = FALLBACK.match(str(value))
+            if match and match[1] == key and key in known:
+                assert match[2] == known[key], f"{name}: {key} falls back to {match[2]}, " \
+                                               f"its default is {known[key]}"
 
 
 def test_gateway_profile_and_ports() -> None:

@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support.deployables import IMAGES, required
 from tests.support.environment import ROOT
 
 CHART = ROOT / "deploy" / "helm" / "tuneplane"
+REPOSITORY = yaml.safe_load((CHART / "values.yaml").read_text())["image"]["repository"]
 SHARED = {"TUNEPLANE_SECRET_ENC_KEY", "TUNEPLANE_WEB_JWT_SECRET"}
 
 
@@ -49,6 +51,22 @@ def container(deployment: dict[str, Any]) -> dict[str, Any]:
 
 def env(c: dict[str, Any]) -> dict[str, Any]:
     return {e["name"]: e.get("value", e.get("valueFrom")) for e in c["env"]}
+
+
+@pytest.mark.parametrize("settings", [(), ("gateway.enabled=true",),
+                                      ("gateway.enabled=true", "gateway.tlsSecret=gw-tls")])
+def test_every_workload_sets_what_its_deployable_requires(settings: tuple[str, ...]) -> None:
+    checked = set()
+    for document in render(*settings):
+        if document["kind"] not in ("Deployment", "Job"):
+            continue
+        c = container(document)
+        image = c["image"].rsplit(":", 1)[0].removeprefix(REPOSITORY + "-")
+        present = {name for name, value in env(c).items() if value}
+        missing = required(image, c.get("args", [])) - present
+        assert not missing, f"{document['metadata']['name']} ({image}) lacks {sorted(missing)}"
+        checked.add(image)
+    assert checked == set(IMAGES) - (set() if settings else {"ingest", "control"})
 
 
 def test_defaults_render_the_workers_and_the_migration_job_without_the_gateway() -> None:

@@ -14,7 +14,8 @@ from tests.support.credentials import new_user_token
 from tests.support.environment import BIN, Endpoints, free_port
 from tests.support.processes import Process
 from tests.support.web import Connect
-from tuneplane.web.app import WebSettings, create_app
+from tuneplane.web.app import create_app
+from tuneplane.web.settings import WebSettings
 
 
 @pytest.fixture(scope="session")

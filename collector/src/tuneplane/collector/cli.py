@@ -18,12 +18,13 @@ from pathlib import Path
 
 import orjson
 
-from tuneplane.collector import artifact, integration, records, spool
+from tuneplane.collector import artifact, failpoints, integration, records, spool
 from tuneplane.collector.collector import Collector, CollectorConfig
 from tuneplane.collector.reader import SourceKind, SourceSpec
 from tuneplane.collector.sender import Target
+from tuneplane.collector.settings import CollectorSettings
 from tuneplane.collector.spool import SpoolError
-from tuneplane.contract.settings import SettingsError, positive_int
+from tuneplane.contract.settings import SettingsError
 from tuneplane.telemetry.v1.identity import MemberKey
 from tuneplane.telemetry.v1.limits import MAX_BATCH_BYTES, MAX_BATCH_POINTS, MAX_NAME_BYTES
 
@@ -62,10 +63,10 @@ def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--spool", type=Path,
                    help="this member's spool directory (default: "
                         "TUNEPLANE_TELEMETRY_SPOOL_ROOT/<run>/<attempt>/<member>)")
-    p.add_argument("--target", default=os.environ.get("TUNEPLANE_TELEMETRY_TARGET"),
+    p.add_argument("--target",
                    help="ingest address host:port (default TUNEPLANE_TELEMETRY_TARGET)")
-    p.add_argument("--ca-file", type=Path, default=os.environ.get(
-        "TUNEPLANE_TELEMETRY_TRUST_BUNDLE"), help="CA bundle that signs the ingest certificate")
+    p.add_argument("--ca-file", type=Path, help="CA bundle that signs the ingest certificate "
+                                                "(default TUNEPLANE_TELEMETRY_TRUST_BUNDLE)")
     p.add_argument("--token-file", type=Path, required=True,
                    help="file holding the workload token (re-read on every send)")
     p.add_argument("--server-name", help="TLS name to verify when it differs from --target")
@@ -76,10 +77,9 @@ def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--exit-when-idle", action="store_true",
                    help="exit once every source is read to its end and the spool is empty")
     p.add_argument("--loglevel", default="INFO")
-    p.set_defaults(func=cmd_run)
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def cmd_run(args: argparse.Namespace, settings: CollectorSettings) -> int:
     logging.basicConfig(level=args.loglevel.upper(),
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
     sources = [*args.source, *args.tensorboard]
@@ -98,26 +98,22 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("tuneplane-collector run: give --integration, --source or --tensorboard",
               file=sys.stderr)
         return 2
-    if args.spool is None and os.environ.get("TUNEPLANE_TELEMETRY_SPOOL_ROOT"):
-        args.spool = (Path(os.environ["TUNEPLANE_TELEMETRY_SPOOL_ROOT"]) / args.run
-                      / str(args.attempt) / args.member)
-    for name, setting in (("spool", "TUNEPLANE_TELEMETRY_SPOOL_ROOT"),
-                          ("target", "TUNEPLANE_TELEMETRY_TARGET"),
-                          ("ca_file", "TUNEPLANE_TELEMETRY_TRUST_BUNDLE")):
+    root = settings.spool_root.value
+    if args.spool is None and root is not None:
+        args.spool = root / args.run / str(args.attempt) / args.member
+    args.target = args.target or settings.target.value
+    args.ca_file = args.ca_file or settings.trust_bundle.value
+    for name, setting in (("spool", settings.spool_root), ("target", settings.target),
+                          ("ca_file", settings.trust_bundle)):
         if getattr(args, name) is None:
-            print(f"tuneplane-collector run: give --{name.replace('_', '-')} or set {setting}",
-                  file=sys.stderr)
+            print(f"tuneplane-collector run: give --{name.replace('_', '-')} or set "
+                  f"{setting.name}", file=sys.stderr)
             return 2
     if not 1 <= args.max_batch_points <= MAX_BATCH_POINTS:
         print(f"tuneplane-collector run: --max-batch-points must be 1..{MAX_BATCH_POINTS}",
               file=sys.stderr)
         return 2
-    try:
-        spool_bytes = positive_int(os.environ, "TUNEPLANE_TELEMETRY_SPOOL_BYTES", 256 * 1024 * 1024)
-        drain_seconds = positive_int(os.environ, "TUNEPLANE_TELEMETRY_DRAIN_SECONDS", 30)
-    except SettingsError as exc:
-        print(f"tuneplane-collector run: {exc}", file=sys.stderr)
-        return 2
+    failpoints.arm(settings.failpoints)
     config = CollectorConfig(
         owner=MemberKey(args.run, args.attempt, args.member),
         spool_dir=args.spool,
@@ -125,8 +121,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         sources=sources,
         max_batch_points=args.max_batch_points,
         max_batch_bytes=MAX_BATCH_BYTES * 3 // 4,
-        spool_bytes=spool_bytes,
-        drain_seconds=drain_seconds,
+        spool_bytes=settings.spool_bytes,
+        drain_seconds=settings.drain_seconds,
         in_flight=max(1, args.max_in_flight),
     )
     try:
@@ -250,8 +246,15 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    result: int = args.func(args)
-    return result
+    if args.command != "run":
+        result: int = args.func(args)
+        return result
+    try:
+        settings = CollectorSettings.from_environ(os.environ)
+    except SettingsError as exc:
+        print(f"tuneplane-collector run: {exc}", file=sys.stderr)
+        return 2
+    return cmd_run(args, settings)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ goes through:
     ack     ingest's reply read (Kafka holds the batch), batch not yet deleted
     delete  batch deleted from the spool
 
-Unset, as always outside tests, passing a point costs one truth test.
+``tuneplane-collector run`` arms them from its settings. Unarmed, as always outside tests,
+passing a point costs one truth test.
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from collections.abc import Mapping
 
 POINTS = ("read", "seal", "send", "ack", "delete")
 _lock = threading.Lock()
+_armed: dict[str, int] = {}
 
 
 def parse(text: str) -> dict[str, int]:
@@ -28,13 +31,16 @@ def parse(text: str) -> dict[str, int]:
     for item in filter(None, (part.strip() for part in text.split(","))):
         name, sep, count = item.partition("=")
         if name not in POINTS or not sep or not count.isdigit() or int(count) < 1:
-            raise ValueError(f"TUNEPLANE_COLLECTOR_FAILPOINTS: {item!r} is not POINT=N with "
-                             f"POINT one of {', '.join(POINTS)} and N >= 1")
+            raise ValueError(f"has {item!r}, which is not POINT=N with POINT one of "
+                             f"{', '.join(POINTS)} and N >= 1")
         armed[name] = int(count)
     return armed
 
 
-_armed = parse(os.environ.get("TUNEPLANE_COLLECTOR_FAILPOINTS", ""))
+def arm(points: Mapping[str, int]) -> None:
+    with _lock:
+        _armed.clear()
+        _armed.update(points)
 
 
 def reach(point: str) -> None:

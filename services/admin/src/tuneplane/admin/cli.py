@@ -14,54 +14,53 @@ import asyncpg
 
 from tuneplane.admin import curves
 from tuneplane.admin.migrate import apply_migrations
+from tuneplane.admin.settings import AdminSettings
 from tuneplane.common import objectstore
 from tuneplane.common.gateway import shared_identity, tls
 from tuneplane.common.kafka import topics
-from tuneplane.common.kafka.topics import TopicSettings
 from tuneplane.common.tokens import TokenSigner
-from tuneplane.contract.settings import SettingsError, require
+from tuneplane.contract.settings import SettingsError
 from tuneplane.controlplane import mapping, runs, users
 from tuneplane.controlplane.errors import RunNotFound, UserExists, UserNotFound
 from tuneplane.telemetry.v1.identity import MemberKey
 from tuneplane.telemetry.v1.integration import check_document, load_document
 
 
-def cmd_migrate(args: argparse.Namespace) -> None:
-    applied = apply_migrations(require(os.environ, "TUNEPLANE_DATABASE_URL"))
+def cmd_migrate(args: argparse.Namespace, settings: AdminSettings) -> None:
+    applied = apply_migrations(settings.database_url.get())
     print(f"migrations applied: {', '.join(applied) or 'none (up to date)'}")
 
 
-def cmd_topics(args: argparse.Namespace) -> None:
-    created = asyncio.run(topics.ensure_topics(require(os.environ, "TUNEPLANE_KAFKA_BOOTSTRAP"),
-                                               TopicSettings.from_environ()))
+def cmd_topics(args: argparse.Namespace, settings: AdminSettings) -> None:
+    created = asyncio.run(topics.ensure_topics(settings.kafka_bootstrap.get(), settings.topics))
     print(f"topics created: {', '.join(created) or 'none (all exist)'}")
 
 
-def cmd_bucket(args: argparse.Namespace) -> None:
-    bucket = require(os.environ, "TUNEPLANE_S3_BUCKET")
-    client = objectstore.s3_client(require(os.environ, "TUNEPLANE_S3_ENDPOINT"))
+def cmd_bucket(args: argparse.Namespace, settings: AdminSettings) -> None:
+    bucket = settings.s3_bucket.get()
+    client = objectstore.s3_client(settings.s3_endpoint.get())
     created = objectstore.ensure_bucket(client, bucket)
     print(f"bucket {bucket}: {'created' if created else 'exists'}")
 
 
-def cmd_init(args: argparse.Namespace) -> None:
-    cmd_migrate(args)
-    cmd_topics(args)
-    cmd_bucket(args)
+def cmd_init(args: argparse.Namespace, settings: AdminSettings) -> None:
+    cmd_migrate(args, settings)
+    cmd_topics(args, settings)
+    cmd_bucket(args, settings)
 
 
-def cmd_tls_init(args: argparse.Namespace) -> None:
+def cmd_tls_init(args: argparse.Namespace, settings: AdminSettings) -> None:
     directory = Path(args.dir)
     if all((directory / name).exists() for name in tls.TlsIdentity.FILES) and not args.force:
         print(f"TLS identity in {directory} exists (use --force to replace it)")
         return
-    hosts = args.hostname or [os.environ.get("TUNEPLANE_GATEWAY_HOSTNAME", "localhost")]
+    hosts = args.hostname or [settings.gateway_hostname]
     tls.generate([*hosts, "127.0.0.1"], now=dt.datetime.now(dt.UTC)).write(directory)
     print(f"TLS identity for {', '.join(hosts)} written to {directory} (CA: ca.pem)")
 
 
-def cmd_token_workload(args: argparse.Namespace) -> None:
-    signer = TokenSigner(require(os.environ, "TUNEPLANE_WEB_JWT_SECRET"))
+def cmd_token_workload(args: argparse.Namespace, settings: AdminSettings) -> None:
+    signer = TokenSigner(settings.jwt_secret.get())
     token = signer.issue_workload(MemberKey(args.run, args.attempt, args.member),
                                   now=time.time(), ttl_seconds=args.ttl)
     if args.out:
@@ -74,9 +73,9 @@ def cmd_token_workload(args: argparse.Namespace) -> None:
         print(token)
 
 
-async def print_curves(run_id: str, attempt: int | None, points: bool, expect: int,
-                       wait_seconds: float) -> int:
-    conn = await asyncpg.connect(require(os.environ, "TUNEPLANE_DATABASE_URL"))
+async def print_curves(database_url: str, run_id: str, attempt: int | None, points: bool,
+                       expect: int, wait_seconds: float) -> int:
+    conn = await asyncpg.connect(database_url)
     try:
         deadline = time.monotonic() + wait_seconds
         summaries = await curves.series_of_run(conn, run_id, attempt)
@@ -103,10 +102,10 @@ async def print_curves(run_id: str, attempt: int | None, points: bool, expect: i
         await conn.close()
 
 
-async def freeze_mapping(args: argparse.Namespace) -> int:
+async def freeze_mapping(args: argparse.Namespace, database_url: str) -> int:
     path = Path(args.integration)
     mappings = check_document(load_document(path), str(path))
-    conn = await asyncpg.connect(require(os.environ, "TUNEPLANE_DATABASE_URL"))
+    conn = await asyncpg.connect(database_url)
     try:
         fresh = await mapping.freeze(conn, args.run, args.attempt, mappings)
     finally:
@@ -116,8 +115,8 @@ async def freeze_mapping(args: argparse.Namespace) -> int:
     return 0
 
 
-async def print_canonical(run_id: str, attempt: int) -> int:
-    conn = await asyncpg.connect(require(os.environ, "TUNEPLANE_DATABASE_URL"))
+async def print_canonical(database_url: str, run_id: str, attempt: int) -> int:
+    conn = await asyncpg.connect(database_url)
     try:
         resolution = await mapping.canonical(conn, run_id, attempt)
     finally:
@@ -136,9 +135,9 @@ async def print_canonical(run_id: str, attempt: int) -> int:
     return 0
 
 
-async def user_command(args: argparse.Namespace) -> int:
-    signer = TokenSigner(require(os.environ, "TUNEPLANE_WEB_JWT_SECRET"))
-    conn = await asyncpg.connect(require(os.environ, "TUNEPLANE_DATABASE_URL"))
+async def user_command(args: argparse.Namespace, settings: AdminSettings) -> int:
+    signer = TokenSigner(settings.jwt_secret.get())
+    conn = await asyncpg.connect(settings.database_url.get())
     try:
         if args.command == "bootstrap-admin":
             if not await users.bootstrap_admin(conn, args.user):
@@ -153,20 +152,20 @@ async def user_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_user(args: argparse.Namespace) -> int:
-    return asyncio.run(user_command(args))
+def cmd_user(args: argparse.Namespace, settings: AdminSettings) -> int:
+    return asyncio.run(user_command(args, settings))
 
 
-async def gateway_ca_pem() -> str | None:
-    conn = await asyncpg.connect(require(os.environ, "TUNEPLANE_DATABASE_URL"))
+async def gateway_ca_pem(database_url: str) -> str | None:
+    conn = await asyncpg.connect(database_url)
     try:
         return await shared_identity.trust_bundle(conn)
     finally:
         await conn.close()
 
 
-def cmd_gateway_ca(args: argparse.Namespace) -> int:
-    bundle = asyncio.run(gateway_ca_pem())
+def cmd_gateway_ca(args: argparse.Namespace, settings: AdminSettings) -> int:
+    bundle = asyncio.run(gateway_ca_pem(settings.database_url.get()))
     if bundle is None:
         print("no gateway identity yet: it is created when ingest or control first starts",
               file=sys.stderr)
@@ -178,8 +177,8 @@ def cmd_gateway_ca(args: argparse.Namespace) -> int:
     return 0
 
 
-async def run_command(args: argparse.Namespace) -> int:
-    conn = await asyncpg.connect(require(os.environ, "TUNEPLANE_DATABASE_URL"))
+async def run_command(args: argparse.Namespace, database_url: str) -> int:
+    conn = await asyncpg.connect(database_url)
     try:
         if args.command == "run-create":
             path = Path(args.integration)
@@ -204,21 +203,21 @@ async def run_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    return asyncio.run(run_command(args))
+def cmd_run(args: argparse.Namespace, settings: AdminSettings) -> int:
+    return asyncio.run(run_command(args, settings.database_url.get()))
 
 
-def cmd_freeze(args: argparse.Namespace) -> int:
-    return asyncio.run(freeze_mapping(args))
+def cmd_freeze(args: argparse.Namespace, settings: AdminSettings) -> int:
+    return asyncio.run(freeze_mapping(args, settings.database_url.get()))
 
 
-def cmd_curves(args: argparse.Namespace) -> int:
+def cmd_curves(args: argparse.Namespace, settings: AdminSettings) -> int:
     if args.canonical:
         if args.attempt is None:
             raise ValueError("--canonical needs --attempt")
-        return asyncio.run(print_canonical(args.run, args.attempt))
-    return asyncio.run(print_curves(args.run, args.attempt, args.points, args.expect,
-                                    args.timeout))
+        return asyncio.run(print_canonical(settings.database_url.get(), args.run, args.attempt))
+    return asyncio.run(print_curves(settings.database_url.get(), args.run, args.attempt,
+                                    args.points, args.expect, args.timeout))
 
 
 def parser() -> argparse.ArgumentParser:
@@ -300,7 +299,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        result = args.func(args)
+        result = args.func(args, AdminSettings.from_environ(os.environ))
     except (SettingsError, ValueError, OSError) as exc:  # IntegrationError, MappingFrozen too
         print(f"tuneplane-admin {args.command}: {exc}", file=sys.stderr)
         return 2

@@ -15,49 +15,44 @@ import datetime as dt
 import json
 import logging
 import os
-import re
 import sys
-from pathlib import Path
 
 import asyncpg
 
 from tuneplane.common.gateway import listener, shared_identity
 from tuneplane.common.tokens import TokenSigner
-from tuneplane.contract.settings import SettingsError, positive_int, require
+from tuneplane.contract.settings import SettingsError
 from tuneplane.control.server import NodeControl, Policy, create_server
+from tuneplane.control.settings import ControlSettings
 from tuneplane.controlplane import errors, launches, nodes
 from tuneplane.controlplane.errors import NodeNotFound
 from tuneplane.node.v1 import node_pb2 as pb
 
 log = logging.getLogger("tuneplane.control")
-DIGEST = re.compile(r"^[0-9a-f]{64}$")
 
 
-async def collector_config(args: argparse.Namespace) -> pb.CollectorConfig:
+async def collector_config(args: argparse.Namespace,
+                           settings: ControlSettings) -> pb.CollectorConfig:
     """What every launch's collector is told, from the deployment's settings."""
-    artifact = Path(require(os.environ, "TUNEPLANE_TELEMETRY_COLLECTOR_ARTIFACT"))
-    if not DIGEST.match(artifact.name):
-        raise SettingsError(f"TUNEPLANE_TELEMETRY_COLLECTOR_ARTIFACT {artifact} must name a "
-                            "content-addressed artifact directory (<sha256 of its manifest>, "
-                            "as `tuneplane-collector artifact build` prints it)")
+    artifact = settings.collector_artifact.get()
     return pb.CollectorConfig(
-        telemetry_target=require(os.environ, "TUNEPLANE_TELEMETRY_TARGET"),
-        trust_bundle_pem=await listener.telemetry_trust_bundle(args),
+        telemetry_target=settings.telemetry_target.get(),
+        trust_bundle_pem=await listener.telemetry_trust_bundle(args, settings.gateway),
         server_name=args.telemetry_server_name or "",
-        spool_root=require(os.environ, "TUNEPLANE_TELEMETRY_SPOOL_ROOT"),
-        spool_bytes=positive_int(os.environ, "TUNEPLANE_TELEMETRY_SPOOL_BYTES",
-                                 256 * 1024 * 1024),
-        drain_seconds=positive_int(os.environ, "TUNEPLANE_TELEMETRY_DRAIN_SECONDS", 30),
+        spool_root=str(settings.spool_root.get()),
+        spool_bytes=settings.spool_bytes,
+        drain_seconds=settings.drain_seconds,
         artifact_path=str(artifact), artifact_digest=artifact.name)
 
 
-async def serve(args: argparse.Namespace) -> None:
-    credentials = await listener.credentials(args)
-    policy = Policy(await collector_config(args), workload_ttl=args.workload_token_ttl,
+async def serve(args: argparse.Namespace, settings: ControlSettings) -> None:
+    credentials = await listener.credentials(args, settings.gateway)
+    policy = Policy(await collector_config(args, settings),
+                    workload_ttl=args.workload_token_ttl,
                     heartbeat_seconds=args.heartbeat_seconds)
-    signer = TokenSigner(require(os.environ, "TUNEPLANE_WEB_JWT_SECRET"))
-    pool = await asyncpg.create_pool(require(os.environ, "TUNEPLANE_DATABASE_URL"),
-                                     min_size=1, max_size=args.db_pool_size)
+    signer = TokenSigner(settings.jwt_secret.get())
+    pool = await asyncpg.create_pool(settings.database_url, min_size=1,
+                                     max_size=args.db_pool_size)
     server = create_server(NodeControl(signer, pool, policy),
                            max_concurrent_rpcs=args.max_concurrent_rpcs)
     server.add_secure_port(f"{args.host}:{args.port}", credentials)
@@ -68,8 +63,8 @@ async def serve(args: argparse.Namespace) -> None:
     await pool.close()
 
 
-async def admin(args: argparse.Namespace) -> int:
-    conn = await asyncpg.connect(require(os.environ, "TUNEPLANE_DATABASE_URL"))
+async def admin(args: argparse.Namespace, settings: ControlSettings) -> int:
+    conn = await asyncpg.connect(settings.database_url)
     now = dt.datetime.now(dt.UTC)
     try:
         if args.command == "enrollment-token":
@@ -112,7 +107,8 @@ def parser() -> argparse.ArgumentParser:
                     "pool, so it never starves telemetry (or the reverse). Reads "
                     "TUNEPLANE_DATABASE_URL, TUNEPLANE_WEB_JWT_SECRET, TUNEPLANE_TELEMETRY_"
                     "TARGET, TUNEPLANE_TELEMETRY_SPOOL_ROOT, TUNEPLANE_TELEMETRY_COLLECTOR_"
-                    "ARTIFACT (+ _SPOOL_BYTES, _DRAIN_SECONDS) and the TLS settings below.")
+                    "ARTIFACT (+ _SPOOL_BYTES, _DRAIN_SECONDS) and the TLS settings below "
+                    "(docs/settings.md).")
     s.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
     s.add_argument("--port", type=int, default=8443, help="Node control port (default 8443)")
     listener.add_arguments(s)
@@ -151,12 +147,13 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
+        settings = ControlSettings.from_environ(os.environ)
         if args.command == "serve":
             logging.basicConfig(level=args.loglevel.upper(),
                                 format="%(asctime)s %(levelname)s %(name)s %(message)s")
-            asyncio.run(serve(args))
+            asyncio.run(serve(args, settings))
             return 0
-        return asyncio.run(admin(args))
+        return asyncio.run(admin(args, settings))
     except (SettingsError, OSError, ValueError, shared_identity.IdentityError,
             errors.RunError) as exc:
         print(f"tuneplane-control {args.command}: {exc}", file=sys.stderr)

@@ -16,8 +16,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
 
 import asyncpg
 import grpc
@@ -36,26 +34,12 @@ from tuneplane.common.kafka.poison import PoisonPolicy, StepOver
 from tuneplane.contract.errors import retryable
 from tuneplane.controlplane.destinations import store
 from tuneplane.controlplane.destinations.compose import dumps, render
-from tuneplane.controlplane.destinations.resource import SECRETS_ROOT
 from tuneplane.exporter.collector import ComposedCollector
 from tuneplane.exporter.otlp import points, to_request
+from tuneplane.exporter.settings import ExporterSettings
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 
 log = logging.getLogger("tuneplane.exporter")
-GROUP = "tuneplane-exporter"
-
-
-@dataclass(frozen=True, slots=True)
-class ExporterSettings:
-    database_url: str
-    kafka_bootstrap: str
-    config_path: Path
-    otelcol: Path | None = None
-    otlp_endpoint: str = "127.0.0.1:4317"
-    secrets_root: str = SECRETS_ROOT
-    poll_seconds: float = 2.0
-    group: str = GROUP
-    dead_letters_per_minute: int = 100
 
 
 class Exporter:

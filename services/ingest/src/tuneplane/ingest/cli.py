@@ -10,8 +10,9 @@ import sys
 
 from tuneplane.common.gateway import listener, shared_identity
 from tuneplane.common.tokens import TokenSigner
-from tuneplane.contract.settings import SettingsError, require
+from tuneplane.contract.settings import SettingsError
 from tuneplane.ingest.server import TelemetryIngest, create_server
+from tuneplane.ingest.settings import IngestSettings
 from tuneplane.ingest.sink import KafkaBatchSink, SinkUnavailable
 
 log = logging.getLogger("tuneplane.ingest")
@@ -21,8 +22,8 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="tuneplane-ingest",
         description="Telemetry gRPC front end: accepts batches from collectors and replies "
-                    "only once Kafka holds them. Reads TUNEPLANE_KAFKA_BOOTSTRAP and "
-                    "TUNEPLANE_WEB_JWT_SECRET.")
+                    "only once Kafka holds them. Reads TUNEPLANE_KAFKA_BOOTSTRAP, "
+                    "TUNEPLANE_WEB_JWT_SECRET and the TLS settings below (docs/settings.md).")
     p.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
     p.add_argument("--port", type=int, default=8444, help="telemetry port (default 8444)")
     listener.add_arguments(p)
@@ -34,11 +35,10 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-async def serve(args: argparse.Namespace) -> None:
-    credentials = await listener.credentials(args)
-    signer = TokenSigner(require(os.environ, "TUNEPLANE_WEB_JWT_SECRET"))
-    sink = KafkaBatchSink(require(os.environ, "TUNEPLANE_KAFKA_BOOTSTRAP"),
-                          timeout_seconds=args.kafka_timeout)
+async def serve(args: argparse.Namespace, settings: IngestSettings) -> None:
+    credentials = await listener.credentials(args, settings.gateway)
+    signer = TokenSigner(settings.jwt_secret)
+    sink = KafkaBatchSink(settings.kafka_bootstrap, timeout_seconds=args.kafka_timeout)
     await sink.start()
     server = create_server(TelemetryIngest(signer, sink),
                            max_concurrent_rpcs=args.max_concurrent_rpcs)
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=args.loglevel.upper(),
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
-        asyncio.run(serve(args))
+        asyncio.run(serve(args, IngestSettings.from_environ(os.environ)))
     except (SettingsError, SinkUnavailable, OSError, ValueError,
             shared_identity.IdentityError) as exc:
         print(f"tuneplane-ingest: {exc}", file=sys.stderr)

@@ -13,7 +13,6 @@ import os
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
 
 import asyncpg
 import faust
@@ -26,25 +25,10 @@ from tuneplane.projector import metrics
 from tuneplane.projector.faust_consumer import FaustConsumer, FaustDeadLetters
 from tuneplane.projector.pipeline import projector_pipeline, retrying
 from tuneplane.projector.projection import Projection
+from tuneplane.projector.settings import ProjectorSettings
 from tuneplane.projector.writer import PostgresWriter, S3ObjectStore
 
 log = logging.getLogger("tuneplane.projector")
-
-CONSUMER_GROUP = "tuneplane-projector"
-
-
-@dataclass(frozen=True, slots=True)
-class ProjectorSettings:
-    database_url: str
-    kafka_bootstrap: str
-    pool_size: int
-    s3_endpoint: str | None = None
-    s3_bucket: str | None = None
-    group_batches: int = 64
-    dead_letters_per_minute: int = 100
-    group_id: str = CONSUMER_GROUP
-    offset_reset: str = "earliest"
-
 
 def object_store(settings: ProjectorSettings) -> S3ObjectStore | None:
     if settings.s3_endpoint and settings.s3_bucket:

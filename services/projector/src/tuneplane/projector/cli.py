@@ -24,27 +24,13 @@ import faust
 import prometheus_client
 
 from tuneplane.common.kafka.adapter import StartAt
-from tuneplane.contract.settings import SettingsError, positive_int, require
-from tuneplane.projector.app import ProjectorSettings, create_app, object_store
+from tuneplane.contract.settings import SettingsError
+from tuneplane.projector.app import create_app, object_store
 from tuneplane.projector.checksum import checksum
 from tuneplane.projector.rebuild import rebuild
 from tuneplane.projector.replay import replay
+from tuneplane.projector.settings import ProjectorSettings
 from tuneplane.projector.writer import PostgresWriter
-
-
-def settings() -> ProjectorSettings:
-    return ProjectorSettings(
-        database_url=require(os.environ, "TUNEPLANE_DATABASE_URL"),
-        kafka_bootstrap=require(os.environ, "TUNEPLANE_KAFKA_BOOTSTRAP"),
-        pool_size=positive_int(os.environ, "TUNEPLANE_PROJECTOR_DB_POOL", 4),
-        s3_endpoint=os.environ.get("TUNEPLANE_S3_ENDPOINT") or None,
-        s3_bucket=os.environ.get("TUNEPLANE_S3_BUCKET") or None,
-        group_batches=positive_int(os.environ, "TUNEPLANE_PROJECTOR_GROUP_BATCHES", 64),
-        dead_letters_per_minute=positive_int(
-            os.environ, "TUNEPLANE_PROJECTOR_DEAD_LETTERS_PER_MINUTE", 100),
-        group_id=os.environ.get("TUNEPLANE_PROJECTOR_GROUP") or "tuneplane-projector",
-        offset_reset=os.environ.get("TUNEPLANE_PROJECTOR_OFFSET_RESET") or "earliest",
-    )
 
 
 def progress(done: int, total: int) -> None:
@@ -55,13 +41,13 @@ def progress(done: int, total: int) -> None:
 def cmd_worker(args: argparse.Namespace) -> int:
     if args.metrics_port:
         prometheus_client.start_http_server(args.metrics_port)
-    worker = faust.Worker(create_app(settings()), loglevel=args.loglevel)
+    worker = faust.Worker(create_app(args.settings), loglevel=args.loglevel)
     worker.execute_from_commandline()  # returns only when the worker stops
     return 0
 
 
 async def run_replay(args: argparse.Namespace) -> int:
-    s = settings()
+    s: ProjectorSettings = args.settings
     if args.from_time:
         moment = dt.datetime.fromisoformat(args.from_time)
         if moment.tzinfo is None:
@@ -81,7 +67,7 @@ async def run_replay(args: argparse.Namespace) -> int:
 
 
 async def run_rebuild(args: argparse.Namespace) -> int:
-    s = settings()
+    s: ProjectorSettings = args.settings
     report = await rebuild(s.database_url, s.kafka_bootstrap, object_store(s), progress)
     print(json.dumps({"records": report.records, "applied": report.applied,
                       "duplicates": report.duplicates, "poison": report.poison,
@@ -90,7 +76,7 @@ async def run_rebuild(args: argparse.Namespace) -> int:
 
 
 async def run_checksum(args: argparse.Namespace) -> int:
-    conn = await asyncpg.connect(settings().database_url)
+    conn = await asyncpg.connect(args.settings.database_url)
     try:
         print(json.dumps(await checksum(conn, args.run_prefix), indent=2))
     finally:
@@ -127,6 +113,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
+        args.settings = ProjectorSettings.from_environ(os.environ)
         result: int = args.func(args)
     except SettingsError as exc:
         print(f"tuneplane-projector: {exc}", file=sys.stderr)

@@ -3,27 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
-from pathlib import Path
 
 import uvicorn
 
-from tuneplane.contract.settings import SettingsError, positive_int, require
-from tuneplane.web.app import WebSettings, create_app
-
-
-def settings() -> WebSettings:
-    base = WebSettings(
-        database_url=require(os.environ, "TUNEPLANE_DATABASE_URL"),
-        jwt_secret=require(os.environ, "TUNEPLANE_WEB_JWT_SECRET"),
-        s3_endpoint=os.environ.get("TUNEPLANE_S3_ENDPOINT") or None,
-        s3_bucket=os.environ.get("TUNEPLANE_S3_BUCKET") or None,
-        concurrent_queries=positive_int(os.environ, "TUNEPLANE_WEB_CONCURRENT_QUERIES", 16),
-    )
-    uplot = os.environ.get("TUNEPLANE_WEB_UPLOT_DIR")
-    return dataclasses.replace(base, uplot_dir=Path(uplot)) if uplot else base
+from tuneplane.contract.settings import SettingsError
+from tuneplane.web.app import create_app
+from tuneplane.web.settings import WebSettings
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8080)
     args = parser.parse_args(argv)
     try:
-        app = create_app(settings())
+        app = create_app(WebSettings.from_environ(os.environ))
     except (SettingsError, ValueError) as exc:
         print(f"tuneplane-web: {exc}", file=sys.stderr)
         return 2

@@ -18,7 +18,7 @@ from tuneplane.common.tokens import TokenSigner
 from tuneplane.web.bucket import Bucket
 
 if TYPE_CHECKING:
-    from tuneplane.web.app import WebSettings
+    from tuneplane.web.settings import WebSettings
 
 
 @dataclass(frozen=True, slots=True)

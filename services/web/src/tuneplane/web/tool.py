@@ -20,8 +20,10 @@ from typing import Any
 import httpx
 import yaml
 
+from tuneplane.contract.settings import SettingsError
 from tuneplane.controlplane.destinations.compose import dumps, render
 from tuneplane.controlplane.destinations.resource import DestinationError, parse
+from tuneplane.web.settings import ToolSettings
 
 
 class ToolError(Exception):
@@ -93,10 +95,9 @@ def destinations(args: argparse.Namespace) -> None:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tuneplane", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--url", default=os.environ.get("TUNEPLANE_URL", "http://127.0.0.1:8080"),
+    p.add_argument("--url",
                    help="the web service (default TUNEPLANE_URL or http://127.0.0.1:8080)")
-    p.add_argument("--token", default=os.environ.get("TUNEPLANE_TOKEN"),
-                   help="user token (default TUNEPLANE_TOKEN)")
+    p.add_argument("--token", help="user token (default TUNEPLANE_TOKEN)")
     sub = p.add_subparsers(dest="resource", required=True)
     d = sub.add_parser("destinations", help="TelemetryDestinations: where telemetry goes")
     actions = d.add_subparsers(dest="action", required=True)
@@ -117,8 +118,11 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
+        settings = ToolSettings.from_environ(os.environ)
+        args.url = args.url or settings.url
+        args.token = args.token or settings.token.value
         args.func(args)
-    except (ToolError, DestinationError) as exc:
+    except (ToolError, DestinationError, SettingsError) as exc:
         print(f"tuneplane {args.resource} {args.action}: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import functools
 import logging
-import os
 import signal
 from pathlib import Path
 from typing import Any
@@ -22,8 +22,9 @@ import grpc
 
 from tuneplane.common.gateway import shared_identity
 from tuneplane.common.gateway.renewal import LiveIdentity
+from tuneplane.common.gateway.settings import GatewaySettings
 from tuneplane.common.gateway.tls import TlsIdentity
-from tuneplane.contract.settings import SettingsError, require
+from tuneplane.contract.settings import SettingsError
 
 log = logging.getLogger("tuneplane.listener")
 
@@ -53,20 +54,22 @@ def bearer_token(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
     return None
 
 
-def external_bundle() -> Path:
-    bundle = Path(require(os.environ, "TUNEPLANE_TELEMETRY_TRUST_BUNDLE"))
+def external_bundle(settings: GatewaySettings) -> Path:
+    bundle = settings.trust_bundle.get()
     if not bundle.is_file():
-        raise SettingsError(f"TUNEPLANE_TELEMETRY_TRUST_BUNDLE {bundle} is not a file")
+        raise SettingsError(f"{settings.trust_bundle.name} {bundle} is not a file",
+                            (settings.trust_bundle.name,))
     return bundle
 
 
-def file_credentials(args: argparse.Namespace) -> grpc.ServerCredentials | None:
+def file_credentials(args: argparse.Namespace,
+                     settings: GatewaySettings) -> grpc.ServerCredentials | None:
     """An externally managed certificate, or a development directory; None: use the shared
     identity in PostgreSQL."""
     if args.certificate or args.private_key:
         if not (args.certificate and args.private_key):
             raise SettingsError("--certificate and --private-key go together")
-        external_bundle()
+        external_bundle(settings)
         cert, key = args.certificate.read_bytes(), args.private_key.read_bytes()
     elif args.tls_dir:
         identity = TlsIdentity.read(args.tls_dir)
@@ -76,13 +79,13 @@ def file_credentials(args: argparse.Namespace) -> grpc.ServerCredentials | None:
     return grpc.ssl_server_credentials([(key, cert)])
 
 
-async def load_shared_identity() -> TlsIdentity:
+async def load_shared_identity(settings: GatewaySettings) -> TlsIdentity:
     """The gateway identity every replica shares, from PostgreSQL (created on first start)."""
-    conn = await asyncpg.connect(require(os.environ, "TUNEPLANE_DATABASE_URL"))
+    hostname, key = settings.hostname.get(), settings.secret_enc_key.get()
+    conn = await asyncpg.connect(settings.database_url.get())
     try:
-        loaded = await shared_identity.load_or_create(
-            conn, [require(os.environ, "TUNEPLANE_GATEWAY_HOSTNAME")],
-            require(os.environ, "TUNEPLANE_SECRET_ENC_KEY"), now=dt.datetime.now(dt.UTC))
+        loaded = await shared_identity.load_or_create(conn, [hostname], key,
+                                                      now=dt.datetime.now(dt.UTC))
     finally:
         await conn.close()
     state = "created" if loaded.created else "renewed" if loaded.renewed else "loaded"
@@ -94,26 +97,28 @@ async def load_shared_identity() -> TlsIdentity:
 _renewals: set[asyncio.Task[None]] = set()
 
 
-async def credentials(args: argparse.Namespace) -> grpc.ServerCredentials:
+async def credentials(args: argparse.Namespace,
+                      settings: GatewaySettings) -> grpc.ServerCredentials:
     """File credentials as given, or the shared identity, re-read every
     ``--identity-check-seconds`` and served renewed to new connections without a restart."""
-    found = file_credentials(args)
+    found = file_credentials(args, settings)
     if found is not None:
         return found
-    live = LiveIdentity(await load_shared_identity())
-    task = asyncio.create_task(live.keep_renewed(load_shared_identity, args.identity_check_seconds))
+    load = functools.partial(load_shared_identity, settings)
+    live = LiveIdentity(await load())
+    task = asyncio.create_task(live.keep_renewed(load, args.identity_check_seconds))
     _renewals.add(task)
     task.add_done_callback(_renewals.discard)
     return live.credentials()
 
 
-async def telemetry_trust_bundle(args: argparse.Namespace) -> str:
+async def telemetry_trust_bundle(args: argparse.Namespace, settings: GatewaySettings) -> str:
     """The CA chain collectors are handed to verify the telemetry listener."""
-    if args.certificate or os.environ.get("TUNEPLANE_TELEMETRY_TRUST_BUNDLE", "").strip():
-        return external_bundle().read_text()
+    if args.certificate or settings.trust_bundle.value is not None:
+        return external_bundle(settings).read_text()
     if args.tls_dir:
         return TlsIdentity.read(args.tls_dir).ca_pem.decode()
-    return (await load_shared_identity()).ca_pem.decode()
+    return (await load_shared_identity(settings)).ca_pem.decode()
 
 
 async def serve_until_signalled(server: grpc.aio.Server, name: str) -> None:

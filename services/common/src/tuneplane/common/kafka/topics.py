@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
-from tuneplane.contract.settings import environment, positive_int
+from tuneplane.contract.parsers import positive
+from tuneplane.contract.settings import Settings, setting
 from tuneplane.telemetry.v1.limits import TOPIC_MAX_MESSAGE_BYTES
 
 #: The system of record: every durable batch, keyed by its batch identity.
@@ -18,23 +18,20 @@ BATCHES = "tuneplane.telemetry.batches.v1"
 BATCHES_DLQ = "tuneplane.telemetry.batches.v1.dlq"
 
 
-@dataclass(frozen=True, slots=True)
-class TopicSettings:
+class TopicSettings(Settings):
     """How the project creates its topics: 3/2 replication in production, 1/1 on one broker."""
 
-    partitions: int
-    replication: int
-    min_insync: int
-
-    @classmethod
-    def from_environ(cls, environ: Mapping[str, str] | None = None) -> TopicSettings:
-        env = environment(environ)
-        replication = positive_int(env, "TUNEPLANE_TOPIC_REPLICATION", 1)
-        return cls(
-            partitions=positive_int(env, "TUNEPLANE_TOPIC_PARTITIONS", 12),
-            replication=replication,
-            min_insync=positive_int(env, "TUNEPLANE_TOPIC_MIN_INSYNC", min(2, replication)),
-        )
+    partitions: int = setting(
+        "TUNEPLANE_TOPIC_PARTITIONS", parse=positive, default=12,
+        help="partitions of the batches topic and its dead-letter topic when `tuneplane-admin "
+             "init` creates them; bounds how many projector workers share the load")
+    replication: int = setting(
+        "TUNEPLANE_TOPIC_REPLICATION", parse=positive, default=1,
+        help="replication factor of the topics `tuneplane-admin init` creates (3 in production)")
+    min_insync: int = setting(
+        "TUNEPLANE_TOPIC_MIN_INSYNC", parse=positive, shown="min(2, TUNEPLANE_TOPIC_REPLICATION)",
+        derive=lambda earlier: min(2, earlier["replication"]),
+        help="`min.insync.replicas` of the topics `tuneplane-admin init` creates")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,50 @@
+"""The environment variables more than one deployable reads, declared once: the name and
+meaning compose, the Helm chart and every settings class agree on. A variable only one
+deployable reads is declared beside its settings class."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tuneplane.contract.parsers import positive
+from tuneplane.contract.settings import Variable
+
+DEFAULT_SPOOL_BYTES = 256 * 1024 * 1024
+DEFAULT_DRAIN_SECONDS = 30
+
+# The gateway's stores and shared secrets.
+DATABASE_URL = Variable(
+    "TUNEPLANE_DATABASE_URL", "PostgreSQL URL (`postgresql://user:password@host/db`): read "
+    "models, runs, users, nodes, destinations and the shared gateway identity", secret=True)
+KAFKA_BOOTSTRAP = Variable(
+    "TUNEPLANE_KAFKA_BOOTSTRAP", "Kafka bootstrap servers (`host:port,...`) holding the "
+    "batches topic")
+S3_ENDPOINT = Variable(
+    "TUNEPLANE_S3_ENDPOINT", "S3-compatible endpoint URL for rich records (credentials: the "
+    "standard AWS variables, read by boto3)")
+S3_BUCKET = Variable("TUNEPLANE_S3_BUCKET", "the bucket rich records are kept in")
+WEB_JWT_SECRET = Variable(
+    "TUNEPLANE_WEB_JWT_SECRET", "secret every token kind's signing key is derived from (at "
+    "least 16 characters); the same on every replica", secret=True)
+SECRET_ENC_KEY = Variable(
+    "TUNEPLANE_SECRET_ENC_KEY", "key sealing the shared gateway identity's private keys in "
+    "PostgreSQL (at least 16 characters); the same on every replica", secret=True)
+GATEWAY_HOSTNAME = Variable(
+    "TUNEPLANE_GATEWAY_HOSTNAME", "name the gateway's TLS certificate covers")
+
+# What collectors on execution hosts are told (by Node control, or by hand).
+TELEMETRY_TARGET = Variable(
+    "TUNEPLANE_TELEMETRY_TARGET", "telemetry listener address collectors dial (`host:8444`)")
+TELEMETRY_TRUST_BUNDLE = Variable(
+    "TUNEPLANE_TELEMETRY_TRUST_BUNDLE", "CA chain (PEM file) that signs the gateway "
+    "certificate: collectors verify ingest with it; with an externally managed certificate "
+    "the listeners hand it to collectors", parse=Path)
+TELEMETRY_SPOOL_ROOT = Variable(
+    "TUNEPLANE_TELEMETRY_SPOOL_ROOT", "host-local directory on execution hosts under which "
+    "each member's spool is kept (`<root>/<run>/<attempt>/<member>`)", parse=Path)
+TELEMETRY_SPOOL_BYTES = Variable(
+    "TUNEPLANE_TELEMETRY_SPOOL_BYTES", "spool size in bytes at which a collector pauses "
+    "reading", parse=positive)
+TELEMETRY_DRAIN_SECONDS = Variable(
+    "TUNEPLANE_TELEMETRY_DRAIN_SECONDS", "seconds a stopping collector keeps sending before "
+    "it leaves the rest spooled", parse=positive)

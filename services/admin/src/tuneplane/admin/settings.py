@@ -1,0 +1,30 @@
+"""What ``tuneplane-admin`` reads from its environment, parsed once at its start. Each
+command needs only its part: a variable is required by the commands listed with it."""
+
+from __future__ import annotations
+
+from tuneplane.common.kafka.topics import TopicSettings
+from tuneplane.contract.settings import Needed, Settings, needed, section, setting
+from tuneplane.contract.variables import (
+    DATABASE_URL,
+    GATEWAY_HOSTNAME,
+    KAFKA_BOOTSTRAP,
+    S3_BUCKET,
+    S3_ENDPOINT,
+    WEB_JWT_SECRET,
+)
+
+USER_COMMANDS = ("bootstrap-admin", "user-add", "user-token")
+DATABASE_COMMANDS = ("init", "migrate", "gateway-ca", "run-create", "attempt-start",
+                     "attempt-end", "run-show", "freeze-mapping", *USER_COMMANDS, "curves")
+
+
+class AdminSettings(Settings):
+    database_url: Needed[str] = needed(DATABASE_URL, needed_for=DATABASE_COMMANDS)
+    kafka_bootstrap: Needed[str] = needed(KAFKA_BOOTSTRAP, needed_for=("init", "topics"))
+    topics: TopicSettings = section(TopicSettings)
+    s3_endpoint: Needed[str] = needed(S3_ENDPOINT, needed_for=("init", "bucket"))
+    s3_bucket: Needed[str] = needed(S3_BUCKET, needed_for=("init", "bucket"))
+    jwt_secret: Needed[str] = needed(WEB_JWT_SECRET, needed_for=("token", *USER_COMMANDS))
+    #: ``tls-init``'s name when no --hostname is given.
+    gateway_hostname: str = setting(GATEWAY_HOSTNAME, default="localhost")

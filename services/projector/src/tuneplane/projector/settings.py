@@ -1,0 +1,38 @@
+"""What ``tuneplane-projector`` reads from its environment, parsed once at its start.
+
+Field for field the ``ProjectorSettings`` of :mod:`tuneplane.projector.app`, which ``cli``
+still builds from ``os.environ`` itself: wiring this in replaces that one (and its
+``settings()`` in ``cli``) with ``ProjectorSettings.from_environ(os.environ)``.
+"""
+
+from __future__ import annotations
+
+from tuneplane.contract.parsers import positive
+from tuneplane.contract.settings import Settings, setting
+from tuneplane.contract.variables import DATABASE_URL, KAFKA_BOOTSTRAP, S3_BUCKET, S3_ENDPOINT
+
+CONSUMER_GROUP = "tuneplane-projector"
+
+
+class ProjectorSettings(Settings):
+    database_url: str = setting(DATABASE_URL)
+    kafka_bootstrap: str = setting(KAFKA_BOOTSTRAP)
+    pool_size: int = setting(
+        "TUNEPLANE_PROJECTOR_DB_POOL", parse=positive, default=4,
+        help="database connections of each projector worker")
+    s3_endpoint: str | None = setting(S3_ENDPOINT, default=None)
+    s3_bucket: str | None = setting(S3_BUCKET, default=None)
+    group_batches: int = setting(
+        "TUNEPLANE_PROJECTOR_GROUP_BATCHES", parse=positive, default=64,
+        help="batches a projector writes in one PostgreSQL transaction at most")
+    dead_letters_per_minute: int = setting(
+        "TUNEPLANE_PROJECTOR_DEAD_LETTERS_PER_MINUTE", parse=positive, default=100,
+        help="poison batches a projector sends to the dead-letter topic per minute before it "
+             "stops instead")
+    group_id: str = setting(
+        "TUNEPLANE_PROJECTOR_GROUP", default=CONSUMER_GROUP,
+        help="Kafka consumer group of the projector workers: those of one group share the "
+             "topic's partitions")
+    offset_reset: str = setting(
+        "TUNEPLANE_PROJECTOR_OFFSET_RESET", default="earliest",
+        help="where a new consumer group starts in the batches topic (`earliest` or `latest`)")

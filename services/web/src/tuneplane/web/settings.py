@@ -1,0 +1,45 @@
+"""What ``tuneplane-web`` and the ``tuneplane`` command line read from their environment,
+each parsed once at its start.
+
+``WebSettings`` is field for field the one of :mod:`tuneplane.web.app`, which ``cli`` still
+builds from ``os.environ`` itself: wiring this in replaces that one (and ``cli.settings()``)
+with ``WebSettings.from_environ(os.environ)``. ``ToolSettings`` stands in for the argparse
+defaults of ``tool`` (``--url``, ``--token``) that read the environment today.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tuneplane.contract.parsers import positive
+from tuneplane.contract.settings import Needed, Settings, needed, setting
+from tuneplane.contract.variables import DATABASE_URL, S3_BUCKET, S3_ENDPOINT, WEB_JWT_SECRET
+
+#: uPlot's dist folder, installed by ``npm ci --prefix services/web/ui``.
+UPLOT_DIR = Path(__file__).resolve().parents[3] / "ui" / "node_modules" / "uplot" / "dist"
+
+
+class WebSettings(Settings):
+    database_url: str = setting(DATABASE_URL)
+    jwt_secret: str = setting(WEB_JWT_SECRET)
+    s3_endpoint: str | None = setting(S3_ENDPOINT, default=None)
+    s3_bucket: str | None = setting(S3_BUCKET, default=None)
+    max_points_cap: int = 10_000
+    max_series_cap: int = 100
+    unpack_budget: int = 200_000
+    concurrent_queries: int = setting(
+        "TUNEPLANE_WEB_CONCURRENT_QUERIES", parse=positive, default=16,
+        help="curve queries a web replica answers at once; more wait their turn")
+    pool_size: int = 8
+    uplot_dir: Path = setting(
+        "TUNEPLANE_WEB_UPLOT_DIR", parse=Path, default=UPLOT_DIR,
+        shown="services/web/ui/node_modules/uplot/dist",
+        help="uPlot's `dist` directory, served to the Charts page")
+
+
+class ToolSettings(Settings):
+    url: str = setting("TUNEPLANE_URL", default="http://127.0.0.1:8080",
+                       help="the web service `tuneplane` talks to (`--url`)")
+    token: Needed[str] = needed(
+        "TUNEPLANE_TOKEN", secret=True, needed_for=("calls to the web service without --token",),
+        help="a user token for `tuneplane` (`--token`; `tuneplane-admin user-token` prints one)")

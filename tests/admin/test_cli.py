@@ -1,0 +1,48 @@
+"""``tuneplane-admin``: each command needs only its part of the settings, named when absent."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tuneplane.admin.cli import main
+
+
+@pytest.fixture(autouse=True)
+def no_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in os.environ:
+        if name.startswith("TUNEPLANE_"):
+            monkeypatch.delenv(name)
+
+
+def test_tls_init_needs_no_store_and_names_the_gateway_host(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    assert main(["tls-init", "--dir", str(tmp_path / "a")]) == 0
+    assert "TLS identity for localhost written" in capsys.readouterr().out
+    monkeypatch.setenv("TUNEPLANE_GATEWAY_HOSTNAME", "gw.example")
+    assert main(["tls-init", "--dir", str(tmp_path / "b")]) == 0
+    assert "TLS identity for gw.example written" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("command", "missing"), [
+    (["migrate"], "TUNEPLANE_DATABASE_URL"),
+    (["topics"], "TUNEPLANE_KAFKA_BOOTSTRAP"),
+    (["bucket"], "TUNEPLANE_S3_BUCKET"),
+    (["token", "--run", "r", "--attempt", "1", "--member", "m"], "TUNEPLANE_WEB_JWT_SECRET"),
+    (["run-show", "r"], "TUNEPLANE_DATABASE_URL"),
+])
+def test_a_command_names_the_setting_it_lacks(command: list[str], missing: str,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(command) == 2
+    assert f"tuneplane-admin {command[0]}: {missing} is not set" in capsys.readouterr().err
+
+
+def test_a_malformed_topic_setting_stops_it_by_name(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TUNEPLANE_TOPIC_PARTITIONS", "twelve")
+    assert main(["topics"]) == 2
+    assert "TUNEPLANE_TOPIC_PARTITIONS must be a whole number, got 'twelve'" in \
+        capsys.readouterr().err
