@@ -141,3 +141,14 @@ def test_the_single_variable_readers_keep_their_messages() -> None:
         positive_int({"N": "x"}, "N", 1)
     with pytest.raises(SettingsError, match="N must be positive"):
         positive_int({"N": "0"}, "N", 1)
+
+
+class Keyed(Settings):
+    key: int = setting("T_KEY", help="a numeric secret", parse=positive, secret=True)
+
+
+def test_a_malformed_secret_is_named_but_its_value_is_not_shown() -> None:
+    with pytest.raises(SettingsError) as caught:
+        Keyed.from_environ({"T_KEY": "hunter2-do-not-print"})
+    assert "T_KEY is malformed" in str(caught.value)
+    assert "hunter2" not in str(caught.value)

@@ -155,8 +155,9 @@ class Settings:
             if raw:
                 try:
                     value = variable.parse(raw)
-                except ValueError as exc:
-                    problems.append((variable.name, str(exc)))
+                except ValueError as exc:  # a secret's value stays out of the message
+                    problems.append((variable.name,
+                                     "is malformed" if variable.secret else str(exc)))
                     failed = True
                     continue
                 values[field.name] = value if spec.needed_for is None else \

@@ -31,6 +31,7 @@ def create_app(settings: WebSettings) -> FastAPI:
     app.include_router(destinations.router)
     app.include_router(launches.router)
     app.include_router(pages.router(settings.uplot_dir))
+    pages.mount(app, settings.uplot_dir)
     app.include_router(runs.router)
     app.include_router(series.router(max_points_cap=settings.max_points_cap,
                                      max_series_cap=settings.max_series_cap))
