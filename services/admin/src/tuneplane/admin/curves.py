@@ -1,10 +1,19 @@
-"""Reading curves back from the read models (the HTTP API comes later)."""
+"""``tuneplane-admin curves``: a run's curves read back from the read models, raw or
+through the attempt's frozen mapping."""
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import sys
+import time
 from dataclasses import dataclass
 
+import asyncpg
+
+from tuneplane.admin.settings import AdminSettings
 from tuneplane.common.db import Connection
+from tuneplane.controlplane import mapping
 
 SERIES_OF_RUN = """
 SELECT s.series_id, s.attempt, s.member, s.source, s.tag,
@@ -51,3 +60,75 @@ async def series_of_run(conn: Connection, run_id: str,
 
 async def points_of_series(conn: Connection, series_id: int) -> list[Point]:
     return [Point(*row) for row in await conn.fetch(POINTS_OF_SERIES, series_id)]
+
+
+async def print_curves(database_url: str, run_id: str, attempt: int | None, points: bool,
+                       expect: int, wait_seconds: float) -> int:
+    conn = await asyncpg.connect(database_url)
+    try:
+        deadline = time.monotonic() + wait_seconds
+        summaries = await series_of_run(conn, run_id, attempt)
+        while sum(s.points for s in summaries) < expect and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+            summaries = await series_of_run(conn, run_id, attempt)
+        if not summaries:
+            print(f"run {run_id}: no curves", file=sys.stderr)
+            return 1
+        print(f"{'attempt':>7}  {'member':<12} {'source':<16} {'tag':<24} {'points':>8} steps")
+        for s in summaries:
+            print(f"{s.attempt:>7}  {s.member:<12} {s.source:<16} {s.tag:<24} {s.points:>8} "
+                  f"{s.step_min}..{s.step_max}")
+            if points:
+                for p in await points_of_series(conn, s.series_id):
+                    print(f"{'':>9}step {p.step:>10}  value {p.value!r:<24} wall {p.wall_time:.3f}")
+        stored = sum(s.points for s in summaries)
+        if stored < expect:
+            print(f"run {run_id}: {stored} of the {expect} expected points after {wait_seconds}s",
+                  file=sys.stderr)
+            return 1
+        return 0
+    finally:
+        await conn.close()
+
+
+async def print_canonical(database_url: str, run_id: str, attempt: int) -> int:
+    conn = await asyncpg.connect(database_url)
+    try:
+        resolution = await mapping.canonical(conn, run_id, attempt)
+    finally:
+        await conn.close()
+    for curve in resolution.curves:
+        semantics = ", ".join(f"{k} {v}" for k, v in (("goal", curve.goal), ("unit", curve.unit))
+                              if v) or "no goal or unit declared"
+        kind = "aggregate" if curve.aggregate else "per member"
+        print(f"{curve.name} ({semantics}; {kind})")
+        for ref in curve.series:
+            print(f"    {ref.member:<12} {ref.source}/{ref.tag}")
+    for ref in resolution.unmapped:
+        print(f"unmapped (unknown semantics): {ref.member:<12} {ref.source}/{ref.tag}")
+    for ref in resolution.not_owner:
+        print(f"ignored (aggregate not from its owner): {ref.member:<12} {ref.source}/{ref.tag}")
+    return 0
+
+
+def cmd_curves(args: argparse.Namespace, settings: AdminSettings) -> int:
+    if args.canonical:
+        if args.attempt is None:
+            raise ValueError("--canonical needs --attempt")
+        return asyncio.run(print_canonical(settings.database_url.get(), args.run, args.attempt))
+    return asyncio.run(print_curves(settings.database_url.get(), args.run, args.attempt,
+                                    args.points, args.expect, args.timeout))
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    c = sub.add_parser("curves", help="print a run's curves from PostgreSQL")
+    c.add_argument("run")
+    c.add_argument("--attempt", type=int)
+    c.add_argument("--points", action="store_true", help="print every point too")
+    c.add_argument("--canonical", action="store_true",
+                   help="canonical curves through the attempt's frozen mapping")
+    c.add_argument("--expect", type=int, default=0,
+                   help="wait until the run has at least this many points")
+    c.add_argument("--timeout", type=float, default=60.0,
+                   help="seconds to wait for --expect (default 60)")
+    c.set_defaults(func=cmd_curves)

@@ -1,0 +1,119 @@
+"""``tuneplane-admin`` credentials: development TLS, workload and user tokens, the gateway's
+trust bundle."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import sys
+import time
+from pathlib import Path
+
+import asyncpg
+
+from tuneplane.admin.settings import AdminSettings
+from tuneplane.common.gateway import shared_identity, tls
+from tuneplane.common.tokens import TokenSigner
+from tuneplane.controlplane import users
+from tuneplane.controlplane.errors import UserExists, UserNotFound
+from tuneplane.telemetry.v1.identity import MemberKey
+
+
+def cmd_tls_init(args: argparse.Namespace, settings: AdminSettings) -> None:
+    directory = Path(args.dir)
+    if all((directory / name).exists() for name in tls.TlsIdentity.FILES) and not args.force:
+        print(f"TLS identity in {directory} exists (use --force to replace it)")
+        return
+    hosts = args.hostname or [settings.gateway_hostname]
+    tls.generate([*hosts, "127.0.0.1"], now=dt.datetime.now(dt.UTC)).write(directory)
+    print(f"TLS identity for {', '.join(hosts)} written to {directory} (CA: ca.pem)")
+
+
+def cmd_token_workload(args: argparse.Namespace, settings: AdminSettings) -> None:
+    signer = TokenSigner(settings.jwt_secret.get())
+    token = signer.issue_workload(MemberKey(args.run, args.attempt, args.member),
+                                  now=time.time(), ttl_seconds=args.ttl)
+    if args.out:
+        path = Path(args.out)
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text(token)
+        partial.chmod(0o600)
+        partial.rename(path)  # collectors re-read the file; a rename is atomic
+    else:
+        print(token)
+
+
+async def user_command(args: argparse.Namespace, settings: AdminSettings) -> int:
+    signer = TokenSigner(settings.jwt_secret.get())
+    conn = await asyncpg.connect(settings.database_url.get())
+    try:
+        if args.command == "bootstrap-admin":
+            if not await users.bootstrap_admin(conn, args.user):
+                raise UserExists("an admin exists already; issue tokens with user-token")
+        elif args.command == "user-add":
+            await users.add_user(conn, args.user, admin=args.admin)
+        elif not await users.exists(conn, args.user):
+            raise UserNotFound(f"no user {args.user!r}; add it with user-add")
+    finally:
+        await conn.close()
+    print(users.issue(signer, args.user, now=time.time(), ttl_seconds=args.ttl))
+    return 0
+
+
+def cmd_user(args: argparse.Namespace, settings: AdminSettings) -> int:
+    return asyncio.run(user_command(args, settings))
+
+
+async def gateway_ca_pem(database_url: str) -> str | None:
+    conn = await asyncpg.connect(database_url)
+    try:
+        return await shared_identity.trust_bundle(conn)
+    finally:
+        await conn.close()
+
+
+def cmd_gateway_ca(args: argparse.Namespace, settings: AdminSettings) -> int:
+    bundle = asyncio.run(gateway_ca_pem(settings.database_url.get()))
+    if bundle is None:
+        print("no gateway identity yet: it is created when ingest or control first starts",
+              file=sys.stderr)
+        return 1
+    if args.out:
+        Path(args.out).write_text(bundle)
+    else:
+        print(bundle, end="")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    t = sub.add_parser("tls-init", help="generate a private CA and server certificate")
+    t.add_argument("--dir", required=True, help="directory for ca.pem, server.pem, server.key")
+    t.add_argument("--hostname", action="append",
+                   help="name the certificate covers (repeatable; default "
+                        "TUNEPLANE_GATEWAY_HOSTNAME or localhost)")
+    t.add_argument("--force", action="store_true", help="replace an existing identity")
+    t.set_defaults(func=cmd_tls_init)
+    w = sub.add_parser("token", help="issue a workload token bound to run/attempt/member")
+    w.add_argument("--run", required=True)
+    w.add_argument("--attempt", type=int, required=True)
+    w.add_argument("--member", required=True)
+    w.add_argument("--ttl", type=int, default=3600, help="lifetime in seconds (default 3600)")
+    w.add_argument("--out", help="write to this file atomically instead of printing")
+    w.set_defaults(func=cmd_token_workload)
+    g = sub.add_parser("gateway-ca", help="print the CA of the shared gateway identity: the "
+                                          "trust bundle collectors are handed")
+    g.add_argument("--out", help="write it to this file")
+    g.set_defaults(func=cmd_gateway_ca)
+    for name, text in (("bootstrap-admin", "create the first admin of a fresh install and "
+                                            "print a user token for it"),
+                       ("user-add", "add a web user and print a user token"),
+                       ("user-token", "print a new user token for an existing user")):
+        u = sub.add_parser(name, help=text)
+        u.add_argument("--user", default="admin" if name == "bootstrap-admin" else None,
+                       required=name != "bootstrap-admin")
+        if name == "user-add":
+            u.add_argument("--admin", action="store_true")
+        u.add_argument("--ttl", type=int, default=30 * 86400,
+                       help="token lifetime in seconds (default 30 days)")
+        u.set_defaults(func=cmd_user)
