@@ -102,8 +102,9 @@ class ChannelReader:
                 record = self._check(raw, where, out)
                 if record is not None:
                     record.offset = offset
-                    if not out.draft.empty() and \
-                            out.draft.approx_bytes + out.draft.rich_cost(record) > max_bytes:
+                    if not out.draft.empty() and (
+                            out.draft.approx_bytes + out.draft.rich_cost(record) > max_bytes
+                            or out.draft.crowded(rich=1)):
                         break  # the next batch starts with this record
                     if self._budget.take(len(raw), self._clock()):
                         out.draft.add_rich(record)

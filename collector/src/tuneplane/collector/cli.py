@@ -26,7 +26,8 @@ from tuneplane.collector.settings import CollectorSettings
 from tuneplane.collector.spool import SpoolError
 from tuneplane.contract.settings import SettingsError
 from tuneplane.telemetry.v1.identity import MemberKey
-from tuneplane.telemetry.v1.limits import MAX_BATCH_BYTES, MAX_BATCH_POINTS, MAX_NAME_BYTES
+from tuneplane.telemetry.v1.limits import MAX_BATCH_BYTES, MAX_BATCH_POINTS
+from tuneplane.telemetry.v1.validation import name_problem
 
 
 def source_spec(kind: SourceKind) -> Callable[[str], SourceSpec]:
@@ -34,9 +35,8 @@ def source_spec(kind: SourceKind) -> Callable[[str], SourceSpec]:
         source_id, sep, path = text.partition("=")
         if not sep or not source_id or not path:
             raise argparse.ArgumentTypeError(f"want ID=PATH, got {text!r}")
-        if len(source_id.encode()) > MAX_NAME_BYTES:
-            raise argparse.ArgumentTypeError(f"source id {source_id[:40]!r}... is over "
-                                             f"{MAX_NAME_BYTES} bytes")
+        if (problem := name_problem(source_id)) is not None:
+            raise argparse.ArgumentTypeError(f"source id {problem}")
         return SourceSpec(source_id, Path(path), kind)
     return parse
 

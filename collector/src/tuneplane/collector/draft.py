@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1.limits import (
+    MAX_BATCH_RICH,
+    MAX_BATCH_SERIES,
+    MAX_BATCH_SESSION_STARTS,
+)
 
 
 @dataclass(slots=True)
@@ -71,6 +78,18 @@ class BatchDraft:
     def add_session_start(self, marker: pb.SessionStart) -> None:
         self.approx_bytes += marker.ByteSize() + self.ENTRY_BYTES
         self.session_starts.append(marker)
+
+    def crowded(self, scalars: Sequence[tuple[Any, ...]] = (), rich: int = 0,
+                markers: int = 0) -> bool:
+        """Adding these (scalars as (tag, ...) tuples) would pass a count bound of the
+        contract: series, rich records or markers per batch. The batch is sealed before."""
+        if len(self.rich) + rich > MAX_BATCH_RICH or \
+                len(self.session_starts) + markers > MAX_BATCH_SESSION_STARTS:
+            return True
+        if len(self.series) + len(scalars) <= MAX_BATCH_SERIES:
+            return False
+        new = {item[0] for item in scalars if item[0] not in self.series}
+        return len(self.series) + len(new) > MAX_BATCH_SERIES
 
     def empty(self) -> bool:
         return not (self.points or self.rich or self.session_starts)

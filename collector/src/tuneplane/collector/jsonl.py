@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from tuneplane.collector.draft import BatchDraft, Position, ReadStep
-from tuneplane.telemetry.v1.limits import MAX_NAME_BYTES
+from tuneplane.telemetry.v1.validation import name_problem
 
 READ_BYTES = 4 * 1024 * 1024
 NON_FINITE = {"NaN": math.nan, "nan": math.nan, "Infinity": math.inf, "inf": math.inf,
@@ -60,8 +60,8 @@ def parse_line(raw: bytes) -> tuple[int, float, list[tuple[str, float]]]:
     if not isinstance(metrics, dict) or not metrics:
         raise LineError("'metrics' must be a non-empty object of name: number")
     for name in metrics:
-        if not name or len(name.encode()) > MAX_NAME_BYTES:
-            raise LineError(f"metric name {name[:40]!r} must be 1 to {MAX_NAME_BYTES} bytes")
+        if (problem := name_problem(name)) is not None:
+            raise LineError(f"metric name {problem}")
     return step, float(wall_time), [(k, parse_value(k, v)) for k, v in metrics.items()]
 
 
@@ -104,7 +104,8 @@ def read(path: Path, source: str, position: Position, max_points: int,
                 step, wall_time, metrics = parse_line(raw)
                 cost = result.draft.cost(metrics)
                 if (result.draft.points + len(metrics) > max_points
-                        or result.draft.approx_bytes + cost > max_bytes):
+                        or result.draft.approx_bytes + cost > max_bytes
+                        or result.draft.crowded(metrics)):
                     if result.draft.points == 0:
                         raise LineError(f"{len(metrics)} metrics ({cost} bytes) on one line, "
                                         "over the bounds of one batch")

@@ -16,6 +16,7 @@ from google.protobuf.message import DecodeError
 
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.limits import MAX_NAME_BYTES
+from tuneplane.telemetry.v1.validation import name_problem
 from tuneplane.tensorboard.v1 import event_pb2 as tb
 
 Kind = pb.RichRecord.Kind
@@ -116,13 +117,19 @@ def decode(data: bytes, *, source: str, file: str, offset: int, plugins: TagPlug
 def _value(value: tb.Summary.Value, event: tb.Event, source: str, file: str, offset: int,
            plugins: TagPlugins, out: Decoded) -> None:
     tag = value.tag or value.node_name
-    if not tag or len(tag.encode()) > MAX_NAME_BYTES:
-        out.problems.append(f"{file}@{offset}: tag {tag[:40]!r} must be 1 to {MAX_NAME_BYTES} "
-                            "bytes; value skipped")
+    # isprintable() is the fast path; name_problem says why a tag is not a name
+    if not (tag.isprintable() and 0 < len(tag) <= MAX_NAME_BYTES // 4) and \
+            (problem := name_problem(tag)) is not None:
+        out.problems.append(f"{file}@{offset}: tag {problem}; value skipped")
         return
     if value.HasField("metadata") and tag not in plugins:
         meta = value.metadata
-        plugins[tag] = (meta.plugin_data.plugin_name, meta.plugin_data.content, meta.data_class)
+        plugin = meta.plugin_data.plugin_name
+        if (problem := name_problem(plugin, required=False)) is not None:
+            out.problems.append(f"{file}@{offset}: tag {tag!r}: plugin name {problem}; "
+                                "value skipped")
+            return
+        plugins[tag] = (plugin, meta.plugin_data.content, meta.data_class)
     plugin, content, data_class = plugins.get(tag, ("", b"", tb.DATA_CLASS_UNKNOWN))
     kind_of = value.WhichOneof("value")
     if kind_of == "simple_value":

@@ -16,6 +16,8 @@ from typing import BinaryIO
 from tuneplane.collector import tfrecord
 from tuneplane.collector.draft import BatchDraft, Position, ReadStep
 from tuneplane.collector.tbevents import Decoded, TagPlugins, decode
+from tuneplane.telemetry.v1.limits import MAX_BATCH_SERIES
+from tuneplane.telemetry.v1.validation import escape_controls
 
 READ_BYTES = 8 * 1024 * 1024
 
@@ -77,6 +79,7 @@ def refuse_oversized(decoded: Decoded, max_bytes: int, where: str, problems: lis
 def read_file(path: Path, relative: str, source: str, start: Position, *, max_points: int,
               max_bytes: int) -> ReadStep:
     """Read complete records of one event file from ``start`` up to the batch bounds."""
+    relative = escape_controls(relative)  # a file name may hold what a record field may not
     plugins = load_plugins(start.state)
     with path.open("rb") as handle:
         size = os.fstat(handle.fileno()).st_size
@@ -97,7 +100,10 @@ def read_file(path: Path, relative: str, source: str, start: Position, *, max_po
                 result.rejected["over the batch bound"] += refused
             cost += sum(draft.rich_cost(r) for r in decoded.rich)
         over = draft.points + len(decoded.scalars) > max_points or \
-            draft.approx_bytes + cost > max_bytes
+            draft.approx_bytes + cost > max_bytes or \
+            ((decoded.rich or decoded.session_starts or
+              len(draft.series) + len(decoded.scalars) > MAX_BATCH_SERIES) and
+             draft.crowded(decoded.scalars, len(decoded.rich), len(decoded.session_starts)))
         if over and not draft.empty():
             stop, bounded = offset, True
             break

@@ -11,3 +11,14 @@ MAX_BATCH_BYTES: Final = 4 * 1024 * 1024
 MAX_NAME_BYTES: Final = 512
 #: max.message.bytes set explicitly on the batches topic (batch + Kafka record overhead).
 TOPIC_MAX_MESSAGE_BYTES: Final = 8 * 1024 * 1024
+#: Rich records, and TensorBoard restart markers, one batch may carry.
+MAX_BATCH_RICH: Final = 5_000
+MAX_BATCH_SESSION_STARTS: Final = 5_000
+#: Distinct (source, tag) series one batch may carry: one job cannot flood the series table
+#: a batch at a time. The collector seals a batch before it would hold more.
+MAX_BATCH_SERIES: Final = 2_000
+#: Longest file path (relative to its source root) or plugin name a record names.
+MAX_PATH_BYTES: Final = 4_096
+#: What PostgreSQL's columns hold: attempts are ``integer``, offsets ``bigint``.
+MAX_ATTEMPT: Final = 2**31 - 1
+MAX_OFFSET: Final = 2**63 - 1

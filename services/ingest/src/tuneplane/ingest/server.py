@@ -13,11 +13,11 @@ from tuneplane.common.gateway.listener import bearer_token
 from tuneplane.common.tokens import TokenError, TokenSigner
 from tuneplane.ingest.recent import RecentBatches, Seen
 from tuneplane.ingest.sink import BatchSink, SinkUnavailable
-from tuneplane.ingest.validation import InvalidBatch, validate
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc
 from tuneplane.telemetry.v1.identity import BatchKey
 from tuneplane.telemetry.v1.limits import MAX_BATCH_BYTES
+from tuneplane.telemetry.v1.validation import InvalidBatch, validate
 
 log = logging.getLogger("tuneplane.ingest")
 

@@ -13,6 +13,7 @@ from tuneplane.common.kafka.message import InvalidMessage
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.identity import BatchKey
 from tuneplane.telemetry.v1.names import RICH_KIND_NAMES
+from tuneplane.telemetry.v1.validation import InvalidBatch, validate
 
 
 class PoisonBatch(InvalidMessage):
@@ -166,6 +167,10 @@ def project(payload: bytes, meta: RecordMeta) -> Projection:
         raise PoisonBatch(f"undecodable batch at {meta.partition}/{meta.offset}: {exc}") from None
     if not batch.HasField("identity") or not batch.identity.run_id:
         raise PoisonBatch(f"batch at {meta.partition}/{meta.offset} has no identity")
+    try:  # what ingest checks; a record that bypassed it, or older than the check, is poison
+        validate(batch, len(payload))
+    except InvalidBatch as exc:
+        raise PoisonBatch(f"batch at {meta.partition}/{meta.offset}: {exc}") from None
     key = BatchKey.from_proto(batch.identity)
     if meta.key is not None and meta.key != key.kafka_key():
         raise PoisonBatch(f"record key {meta.key!r} does not match batch identity {key}")

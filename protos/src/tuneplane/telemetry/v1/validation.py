@@ -1,0 +1,145 @@
+"""What a batch must be for projection to always store it: checked by ingest before
+anything touches Kafka (refused: INVALID_ARGUMENT naming the field and index), and by the
+projector on every record it reads (a record that fails is poison, dead-lettered alone).
+
+Every string the read models keep is a name: not empty where it identifies something, no
+NUL or other control character (PostgreSQL's text refuses NUL; the others break logs and
+pages), bounded in bytes. Invalid UTF-8 never gets this far: protobuf refuses to decode it.
+Enums are known values; counts and numbers fit the read models' columns.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1.limits import (
+    MAX_ATTEMPT,
+    MAX_BATCH_BYTES,
+    MAX_BATCH_POINTS,
+    MAX_BATCH_RICH,
+    MAX_BATCH_SERIES,
+    MAX_BATCH_SESSION_STARTS,
+    MAX_NAME_BYTES,
+    MAX_OFFSET,
+    MAX_PATH_BYTES,
+)
+from tuneplane.telemetry.v1.names import RICH_KIND_NAMES
+
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+#: Largest wall time or seal time accepted: year 9999, as seconds since the epoch.
+MAX_SECONDS = 253_402_300_799.0
+
+
+class InvalidBatch(ValueError):
+    """The batch breaks the contract; the message says what and where."""
+
+
+def name_problem(value: str, limit: int = MAX_NAME_BYTES, *, required: bool = True) -> str | None:
+    """Why ``value`` cannot be a name, or None. The collector asks this before sealing."""
+    if not value:
+        return "is empty" if required else None
+    size = len(value.encode())
+    if size > limit:
+        return f"is {size} bytes, over the {limit} byte bound: {value[:40]!r}..."
+    found = CONTROL.search(value)
+    if found:
+        return f"holds the control character {found.group()!r} at {found.start()}: {value[:40]!r}"
+    return None
+
+
+def escape_controls(value: str) -> str:
+    """``value`` with each control character written as ``\\xNN``: for what only describes
+    a record (a file's path), never for what identifies one."""
+    return CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", value)
+
+
+def check_name(what: str, value: str, limit: int = MAX_NAME_BYTES, *,
+               required: bool = True) -> None:
+    problem = name_problem(value, limit, required=required)
+    if problem:
+        raise InvalidBatch(f"{what} {problem}")
+
+
+def check_identity(identity: pb.BatchIdentity) -> None:
+    for field in ("run_id", "member", "spool_epoch"):
+        value = getattr(identity, field)
+        check_name(f"identity.{field}", value)
+        if "/" in value:
+            raise InvalidBatch(f"identity.{field} holds '/', which separates identities: "
+                               f"{value[:40]!r}")
+    if not 1 <= identity.attempt <= MAX_ATTEMPT:
+        raise InvalidBatch(f"identity.attempt must be 1 to {MAX_ATTEMPT}, not {identity.attempt}")
+
+
+def check_time(what: str, seconds: float) -> None:
+    if not -MAX_SECONDS <= seconds <= MAX_SECONDS:  # NaN fails too
+        raise InvalidBatch(f"{what} {seconds!r} is not a time (seconds since the epoch)")
+
+
+def check_chunks(batch: pb.Batch) -> int:
+    points, series = 0, set()
+    for i, chunk in enumerate(batch.chunks):
+        check_name(f"chunks[{i}].source", chunk.source)
+        check_name(f"chunks[{i}].tag", chunk.tag)
+        n = len(chunk.steps)
+        if n == 0:
+            raise InvalidBatch(f"chunks[{i}] ({chunk.source}/{chunk.tag}) has no points")
+        if len(chunk.wall_times) != n or len(chunk.values) != n:
+            raise InvalidBatch(
+                f"chunks[{i}] ({chunk.source}/{chunk.tag}) has columns of unequal length: "
+                f"steps {n}, wall_times {len(chunk.wall_times)}, values {len(chunk.values)}")
+        points += n
+        if points > MAX_BATCH_POINTS:
+            raise InvalidBatch(f"batch has more than {MAX_BATCH_POINTS} points "
+                               f"(bound reached at chunks[{i}])")
+        series.add((chunk.source, chunk.tag))
+        if len(series) > MAX_BATCH_SERIES:
+            raise InvalidBatch(f"batch has more than {MAX_BATCH_SERIES} distinct series "
+                               f"(bound reached at chunks[{i}])")
+    return points
+
+
+def check_rich(batch: pb.Batch) -> None:
+    if len(batch.rich) > MAX_BATCH_RICH:
+        raise InvalidBatch(f"batch has {len(batch.rich)} rich records, over the "
+                           f"{MAX_BATCH_RICH} bound")
+    for i, record in enumerate(batch.rich):
+        check_name(f"rich[{i}].source", record.source)
+        check_name(f"rich[{i}].tag", record.tag)
+        where = f"rich[{i}] ({record.source}/{record.tag})"
+        if record.kind == pb.RichRecord.KIND_UNSPECIFIED:
+            raise InvalidBatch(f"{where} has no kind")
+        if record.kind not in RICH_KIND_NAMES:
+            raise InvalidBatch(f"{where}.kind {record.kind} is not a kind this service knows")
+        check_name(f"{where}.plugin_name", record.plugin_name, required=False)
+        check_name(f"{where}.file", record.file, MAX_PATH_BYTES, required=False)
+        check_time(f"{where}.wall_time", record.wall_time)
+        if record.offset > MAX_OFFSET:
+            raise InvalidBatch(f"{where}.offset {record.offset} is over {MAX_OFFSET}")
+
+
+def check_session_starts(batch: pb.Batch) -> None:
+    if len(batch.session_starts) > MAX_BATCH_SESSION_STARTS:
+        raise InvalidBatch(f"batch has {len(batch.session_starts)} session markers, over the "
+                           f"{MAX_BATCH_SESSION_STARTS} bound")
+    for i, marker in enumerate(batch.session_starts):
+        check_name(f"session_starts[{i}].source", marker.source)
+        check_name(f"session_starts[{i}].file", marker.file, MAX_PATH_BYTES, required=False)
+        check_time(f"session_starts[{i}].wall_time", marker.wall_time)
+        if marker.offset > MAX_OFFSET:
+            raise InvalidBatch(f"session_starts[{i}].offset {marker.offset} is over {MAX_OFFSET}")
+
+
+def validate(batch: pb.Batch, size: int) -> int:
+    """Returns the batch's point count, or raises InvalidBatch."""
+    if size > MAX_BATCH_BYTES:
+        raise InvalidBatch(f"batch is {size} bytes, over the {MAX_BATCH_BYTES} byte bound")
+    check_identity(batch.identity)
+    check_time("sealed_at", batch.sealed_at)
+    points = check_chunks(batch)
+    check_rich(batch)
+    check_session_starts(batch)
+    if not (batch.chunks or batch.rich or batch.session_starts):
+        raise InvalidBatch("batch is empty")
+    return points
