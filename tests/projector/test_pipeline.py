@@ -12,7 +12,8 @@ from tests.support.environment import Endpoints
 from tests.support.truth import member_batch
 from tuneplane.common.kafka.memory import MemoryBroker, MemoryDeadLetters
 from tuneplane.common.kafka.poison import PoisonPolicy
-from tuneplane.projector.pipeline import projector_pipeline
+from tuneplane.projector import projection
+from tuneplane.projector.pipeline import group_write, projector_pipeline
 from tuneplane.projector.projection import Projection
 from tuneplane.projector.writer import PostgresWriter
 from tuneplane.telemetry.v1.identity import MemberKey
@@ -81,3 +82,27 @@ async def test_a_group_written_but_not_committed_comes_again_without_effect(
     points = await db.fetchval("SELECT sum(c.n) FROM series s JOIN curve_chunks c "
                                "USING (series_id) WHERE s.run_id = $1", run_id)
     assert points == 24  # each batch's points once
+
+
+async def test_a_batch_postgresql_refuses_is_poison_alone_and_its_group_is_written(
+        writer: PostgresWriter, db: asyncpg.Connection, run_id: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the contract check (switched off here, as for a record older than it): the
+    database refuses one batch's NUL; that batch alone is dead-lettered."""
+    monkeypatch.setattr(projection, "validate", lambda batch, size: 0)
+    broker, dead = MemoryBroker(), MemoryDeadLetters()
+    innocent, hostile = MemberKey(run_id, 1, "rank-0"), MemberKey(run_id, 1, "rank-1")
+    broker.produce(member_batch(innocent, 0, 10).SerializeToString())
+    bad = member_batch(hostile, 0, 10)
+    bad.chunks[0].tag = "loss\x00"
+    refused = broker.produce(bad.SerializeToString())
+    broker.produce(member_batch(innocent, 1, 10).SerializeToString())
+    pipeline = projector_pipeline(broker.consumer("p"), group_write(writer, retry=True),
+                                  PoisonPolicy(dead, 10), max_records=64)
+    group = await pipeline.run_once()
+    assert (group.applied, group.poison) == (2, 1)
+    ((message, reason),) = dead.kept
+    assert message == refused
+    assert "refused by the store: CharacterNotInRepertoireError" in reason
+    assert await ledger(db, run_id) == [("e-0", 0), ("e-1", 2)]
+    assert broker.committed["p"] == {0: 3}

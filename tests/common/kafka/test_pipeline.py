@@ -95,16 +95,49 @@ async def test_poison_goes_aside_with_its_reason_and_the_partition_flows() -> No
     assert broker.committed["g"] == {0: 3, 1: 1}  # the poison record is committed too
 
 
-async def test_a_flood_of_poison_stops_without_committing() -> None:
+async def test_a_flood_of_poison_from_many_runs_stops_without_committing() -> None:
     broker, dead = MemoryBroker(), MemoryDeadLetters()
     store = Store(broker)
-    for _ in range(4):
-        broker.produce(b"x")
-    with pytest.raises(DeadLetterLimit, match="more than 3 dead letters"):
-        await pipeline(broker, store, dead, limit=3).run_once()
+    for run in ("a", "b", "c", "d"):
+        broker.produce(b"x", key=f"{run}/1/m/e-1".encode())
+    with pytest.raises(DeadLetterLimit, match="more than 3 dead letters in 60 s from 4 runs"):
+        await Pipeline(broker.consumer("g"), decode, store.write,
+                       PoisonPolicy(dead, 3, runs=3, clock=lambda: 0.0)).run_once()
     assert len(dead.kept) == 3
     assert "g" not in broker.committed
     assert store.kept == []
+
+
+async def test_one_runs_flood_of_poison_never_stops_the_others() -> None:
+    broker, dead = MemoryBroker(), MemoryDeadLetters()
+    store = Store(broker)
+    for _ in range(50):
+        broker.produce(b"x", key=b"hostile/1/m/e-1")
+    broker.produce(b"5", key=b"innocent/1/m/e-1")
+    group = await Pipeline(broker.consumer("g"), decode, store.write,
+                           PoisonPolicy(dead, 3, runs=2, clock=lambda: 0.0),
+                           max_records=100).run_once()
+    assert (group.poison, store.kept) == (50, [5])
+    assert broker.committed["g"] == {0: 51}
+
+
+async def test_a_write_refusing_one_value_is_retried_alone_and_only_it_is_poison() -> None:
+    broker, dead = MemoryBroker(), MemoryDeadLetters()
+    store = Store(broker)
+    for value in (b"1", b"13", b"2"):
+        broker.produce(value)
+
+    async def refusing_13(values: Sequence[int]) -> list[bool]:
+        if 13 in values:
+            raise InvalidMessage("the store refuses 13")
+        return await store.write(values)
+
+    group = await Pipeline(broker.consumer("g"), decode, refusing_13,
+                           PoisonPolicy(dead, 10, clock=lambda: 0.0)).run_once()
+    assert store.kept == [1, 2]
+    assert [(m.value, reason) for m, reason in dead.kept] == [(b"13", "the store refuses 13")]
+    assert (group.applied, group.poison) == (2, 1)
+    assert broker.committed["g"] == {0: 3}
 
 
 async def test_an_empty_poll_commits_nothing() -> None:

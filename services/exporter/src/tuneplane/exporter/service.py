@@ -38,6 +38,7 @@ from tuneplane.exporter.collector import ComposedCollector
 from tuneplane.exporter.otlp import points, to_request
 from tuneplane.exporter.settings import ExporterSettings
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1.validation import InvalidBatch, validate
 
 log = logging.getLogger("tuneplane.exporter")
 
@@ -93,19 +94,26 @@ class Exporter:
 
     async def _export(self, requests: Sequence[ExportMetricsServiceRequest]) -> list[bool]:
         """The write step: each batch's metrics to the collector, retried while it says
-        it is busy or restarting; offsets are committed only after this returns."""
+        it is busy or restarting; offsets are committed only after this returns. A request
+        the collector refuses for good makes the pipeline send the group again batch by
+        batch and step over the one refused."""
         assert self._stub is not None, "run() sets the collector's stub before consuming"
         for request in requests:
             count = points(request)
             if not count:
                 continue  # rich records and markers only: nothing to export as metrics
-            async for attempt in AsyncRetrying(retry=retry_if_exception(retryable),
-                                               wait=wait_exponential_jitter(initial=0.2, max=5),
-                                               reraise=True):
-                with attempt:
-                    if self._stop.is_set():
-                        raise asyncio.CancelledError
-                    await self._stub.Export(request, timeout=30)
+            try:
+                async for attempt in AsyncRetrying(retry=retry_if_exception(retryable),
+                                                   wait=wait_exponential_jitter(initial=0.2,
+                                                                                max=5),
+                                                   reraise=True):
+                    with attempt:
+                        if self._stop.is_set():
+                            raise asyncio.CancelledError
+                        await self._stub.Export(request, timeout=30)
+            except grpc.aio.AioRpcError as exc:  # refused for good: this batch alone
+                raise InvalidMessage(f"the collector refused it: {exc.code().name}: "
+                                     f"{exc.details()}") from exc
             self.exported_points += count
         return [True] * len(requests)
 
@@ -142,6 +150,10 @@ class Exporter:
 def decode(message: Message) -> ExportMetricsServiceRequest:
     """The pure step: a batch record → its metrics request, or InvalidMessage."""
     try:
-        return to_request(pb.Batch.FromString(message.value))
+        batch = pb.Batch.FromString(message.value)
+        validate(batch, len(message.value))
     except DecodeError as exc:
         raise InvalidMessage(f"undecodable batch: {exc}") from None
+    except InvalidBatch as exc:
+        raise InvalidMessage(str(exc)) from None
+    return to_request(batch)

@@ -23,7 +23,7 @@ from tuneplane.common.kafka.pipeline import Group
 from tuneplane.common.kafka.poison import DeadLetterLimit, PoisonPolicy
 from tuneplane.projector import metrics
 from tuneplane.projector.faust_consumer import FaustConsumer, FaustDeadLetters
-from tuneplane.projector.pipeline import projector_pipeline, retrying
+from tuneplane.projector.pipeline import group_write, projector_pipeline
 from tuneplane.projector.projection import Projection
 from tuneplane.projector.settings import ProjectorSettings
 from tuneplane.projector.writer import PostgresWriter, S3ObjectStore
@@ -82,10 +82,11 @@ def create_app(settings: ProjectorSettings) -> faust.App:
     dlq = app.topic(topics.BATCHES_DLQ, key_type=bytes, value_type=bytes,
                     key_serializer="raw", value_serializer="raw", internal=False)
     writer = lazy_writer(settings)
-    poison = PoisonPolicy(FaustDeadLetters(dlq), settings.dead_letters_per_minute)
+    poison = PoisonPolicy(FaustDeadLetters(dlq), settings.dead_letters_per_minute,
+                          runs=settings.poison_runs)
 
     async def write(projections: Sequence[Projection]) -> Sequence[bool]:
-        return await retrying(await writer())(projections)
+        return await group_write(await writer(), retry=True)(projections)
 
     @app.agent(batches)
     async def project_batches(stream: faust.StreamT[bytes]) -> AsyncIterator[int]:

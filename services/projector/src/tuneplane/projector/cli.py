@@ -3,6 +3,7 @@
     tuneplane-projector [worker]                 one worker of the consumer group
     tuneplane-projector replay --from-offset N   replay into the live read models
     tuneplane-projector replay --from-time ISO
+    tuneplane-projector redrive                  the dead-letter topic, after a fix
     tuneplane-projector rebuild                  whole topic → fresh tables, swapped in
     tuneplane-projector checksum                 checksum of the read models
 
@@ -23,6 +24,7 @@ import asyncpg
 import faust
 import prometheus_client
 
+from tuneplane.common.kafka import topics
 from tuneplane.common.kafka.adapter import StartAt
 from tuneplane.contract.settings import SettingsError
 from tuneplane.projector.app import create_app, object_store
@@ -58,7 +60,8 @@ async def run_replay(args: argparse.Namespace) -> int:
     pool = await asyncpg.create_pool(s.database_url, min_size=1, max_size=2)
     try:
         report, _ = await replay(s.kafka_bootstrap, PostgresWriter(pool, object_store(s)),
-                                 start, progress=progress)
+                                 start, progress=progress,
+                                 topic=topics.BATCHES_DLQ if args.redrive else topics.BATCHES)
     finally:
         await pool.close()
     print(json.dumps({"records": report.records, "applied": report.applied,
@@ -100,7 +103,13 @@ def parser() -> argparse.ArgumentParser:
     where.add_argument("--from-offset", type=int, help="every partition from this offset")
     where.add_argument("--from-time", help="every partition from this time (ISO 8601, "
                                            "UTC unless it says otherwise)")
-    r.set_defaults(func=lambda a: asyncio.run(run_replay(a)))
+    r.set_defaults(func=lambda a: asyncio.run(run_replay(a)), redrive=False)
+    d = sub.add_parser("redrive", help="project the dead-letter topic's batches into the live "
+                                       "read models after a fix: each once (the ledger drops "
+                                       "what is there); what is still poison stays in the DLQ")
+    d.add_argument("--from-offset", type=int, default=0,
+                   help="every DLQ partition from this offset (default 0)")
+    d.set_defaults(func=lambda a: asyncio.run(run_replay(a)), redrive=True, from_time=None)
     b = sub.add_parser("rebuild", help="project the whole topic into fresh tables and swap "
                                        "them in, reporting progress")
     b.set_defaults(func=lambda a: asyncio.run(run_rebuild(a)))

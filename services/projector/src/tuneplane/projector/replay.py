@@ -13,9 +13,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from tuneplane.common.kafka import topics
 from tuneplane.common.kafka.adapter import KafkaRangeConsumer, StartAt
 from tuneplane.common.kafka.poison import PoisonPolicy, StepOver
-from tuneplane.projector.pipeline import projector_pipeline
+from tuneplane.projector.pipeline import group_write, projector_pipeline
 from tuneplane.projector.writer import PostgresWriter
 
 
@@ -38,18 +39,20 @@ Progress = Callable[[int, int], None]  # (records done, records to do)
 
 async def replay(bootstrap: str, writer: PostgresWriter, start: StartAt | Mapping[int, int], *,
                  group_batches: int = 256, progress: Progress | None = None,
-                 ends: Mapping[int, int] | None = None) -> tuple[ReplayReport, dict[int, int]]:
-    """Replay from ``start`` (or per-partition offsets) up to ``ends`` (partition → end
-    offset; default: the ends seen now).
+                 ends: Mapping[int, int] | None = None,
+                 topic: str = topics.BATCHES) -> tuple[ReplayReport, dict[int, int]]:
+    """Replay ``topic`` from ``start`` (or per-partition offsets) up to ``ends`` (partition
+    → end offset; default: the ends seen now). The dead-letter topic replays the same way
+    (a redrive): its records are the batches as they were.
 
     Returns the report and the end offsets it replayed to.
     """
-    consumer = KafkaRangeConsumer(bootstrap)
+    consumer = KafkaRangeConsumer(bootstrap, topic)
     report = ReplayReport()
     await consumer.start(start, ends)
     try:
-        pipeline = projector_pipeline(consumer, writer.write_group,
-                                      PoisonPolicy(StepOver("replay"), limit=None),
+        pipeline = projector_pipeline(consumer, group_write(writer, retry=False),
+                                      PoisonPolicy(StepOver(f"replay of {topic}"), limit=None),
                                       group_batches)
         last_report = time.monotonic()
         while not consumer.exhausted:

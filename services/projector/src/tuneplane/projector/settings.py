@@ -29,6 +29,10 @@ class ProjectorSettings(Settings):
         "TUNEPLANE_PROJECTOR_DEAD_LETTERS_PER_MINUTE", parse=positive, default=100,
         help="poison batches a projector sends to the dead-letter topic per minute before it "
              "stops instead")
+    poison_runs: int = setting(
+        "TUNEPLANE_PROJECTOR_POISON_RUNS", parse=positive, default=10,
+        help="distinct runs whose poison, past the per-minute limit, stops a projector (a "
+             "bad deploy); one run's poison alone never does")
     group_id: str = setting(
         "TUNEPLANE_PROJECTOR_GROUP", default=CONSUMER_GROUP,
         help="Kafka consumer group of the projector workers: those of one group share the "

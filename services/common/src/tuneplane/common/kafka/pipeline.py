@@ -7,7 +7,9 @@ this loop with its own steps:
   to the poison policy instead of stopping the partition;
 - ``write`` applies the group's values in one go and says, per value, whether it had an
   effect (False: a duplicate the write already held); failures that may pass are retried
-  inside it, so when it raises the group is not done;
+  inside it, so when it raises the group is not done. When it raises ``InvalidMessage``
+  (one of the values can never be stored, it cannot tell which), the group is written
+  again one value at a time and the values that still fail are poison, alone;
 - ``commit`` comes last: only after ``write`` returned are the group's records committed,
   so a crash anywhere before redelivers them and the idempotent write drops what it has.
 """
@@ -59,16 +61,32 @@ class Pipeline(Generic[T]):
         """Process the next group of records; an empty group when none came in time."""
         messages = await self.consumer.poll(self._max_records, self._within)
         group: Group[T] = Group(messages)
-        values: list[T] = []
+        decoded: list[tuple[Message, T]] = []
         for message in messages:
             try:
-                values.append(self._decode(message))
+                decoded.append((message, self._decode(message)))
             except InvalidMessage as exc:
                 await self._poison.handle(message, exc)
                 group.poison += 1
-        if values:
-            applied = await self._write(values)
-            group.written = list(zip(values, applied, strict=True))
+        if decoded:
+            values = [value for _, value in decoded]
+            try:
+                applied = await self._write(values)
+                group.written = list(zip(values, applied, strict=True))
+            except InvalidMessage:
+                await self._write_alone(decoded, group)
         if messages:
             await self.consumer.commit()  # last: the group's effects are written
         return group
+
+    async def _write_alone(self, decoded: list[tuple[Message, T]], group: Group[T]) -> None:
+        """Each value in a write of its own: poison is one record's problem, never its
+        group's."""
+        for message, value in decoded:
+            try:
+                (fresh,) = await self._write([value])
+            except InvalidMessage as exc:
+                await self._poison.handle(message, exc)
+                group.poison += 1
+                continue
+            group.written.append((value, fresh))
