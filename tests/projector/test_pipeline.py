@@ -106,3 +106,29 @@ async def test_a_batch_postgresql_refuses_is_poison_alone_and_its_group_is_writt
     assert "refused by the store: CharacterNotInRepertoireError" in reason
     assert await ledger(db, run_id) == [("e-0", 0), ("e-1", 2)]
     assert broker.committed["p"] == {0: 3}
+
+
+async def test_a_batch_past_its_attempts_series_bound_is_poison_alone(
+        initialised: Endpoints, db: asyncpg.Connection, run_id: str) -> None:
+    pool = await asyncpg.create_pool(initialised.database_url, min_size=1, max_size=2)
+    try:
+        bounded = PostgresWriter(pool, max_series=3)
+        broker, dead = MemoryBroker(), MemoryDeadLetters()
+        first, second = MemberKey(run_id, 1, "rank-0"), MemberKey(run_id, 1, "rank-1")
+        broker.produce(member_batch(first, 0, 10, tags=2).SerializeToString())
+        over = broker.produce(member_batch(second, 0, 10, tags=2).SerializeToString())
+        broker.produce(member_batch(first, 1, 10, tags=2).SerializeToString())  # no new series
+        other_attempt = MemberKey(run_id, 2, "rank-0")
+        broker.produce(member_batch(other_attempt, 0, 10, tags=3).SerializeToString())
+        pipeline = projector_pipeline(broker.consumer("p"), group_write(bounded, retry=True),
+                                      PoisonPolicy(dead, 10), max_records=64)
+        group = await pipeline.run_once()
+    finally:
+        await pool.close()
+    assert (group.applied, group.poison) == (3, 1)
+    ((message, reason),) = dead.kept
+    assert message == over
+    assert f"would give run {run_id} attempt 1 4 series, over the bound of 3" in reason
+    series = await db.fetch("SELECT attempt, member FROM series WHERE run_id = $1 "
+                            "ORDER BY attempt, member", run_id)
+    assert [tuple(r) for r in series] == [(1, "rank-0")] * 2 + [(2, "rank-0")] * 3

@@ -44,7 +44,8 @@ def lazy_writer(settings: ProjectorSettings) -> Callable[[], Awaitable[PostgresW
         if not made:
             pool = await asyncpg.create_pool(settings.database_url, min_size=1,
                                              max_size=settings.pool_size)
-            made.append(PostgresWriter(pool, object_store(settings)))
+            made.append(PostgresWriter(pool, object_store(settings),
+                                       max_series=settings.max_series))
         return made[0]
     return writer
 

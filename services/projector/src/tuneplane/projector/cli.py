@@ -59,7 +59,8 @@ async def run_replay(args: argparse.Namespace) -> int:
         start = StartAt(offset=args.from_offset)
     pool = await asyncpg.create_pool(s.database_url, min_size=1, max_size=2)
     try:
-        report, _ = await replay(s.kafka_bootstrap, PostgresWriter(pool, object_store(s)),
+        writer = PostgresWriter(pool, object_store(s), max_series=s.max_series)
+        report, _ = await replay(s.kafka_bootstrap, writer,
                                  start, progress=progress,
                                  topic=topics.BATCHES_DLQ if args.redrive else topics.BATCHES)
     finally:
@@ -71,7 +72,8 @@ async def run_replay(args: argparse.Namespace) -> int:
 
 async def run_rebuild(args: argparse.Namespace) -> int:
     s: ProjectorSettings = args.settings
-    report = await rebuild(s.database_url, s.kafka_bootstrap, object_store(s), progress)
+    report = await rebuild(s.database_url, s.kafka_bootstrap, object_store(s), progress,
+                           max_series=s.max_series)
     print(json.dumps({"records": report.records, "applied": report.applied,
                       "duplicates": report.duplicates, "poison": report.poison,
                       "swapped": True}))

@@ -24,7 +24,7 @@ from tuneplane.common.kafka.pipeline import Pipeline, Write
 from tuneplane.common.kafka.poison import PoisonPolicy
 from tuneplane.common.kafka.port import Consumer
 from tuneplane.projector.projection import Projection, RecordMeta, project
-from tuneplane.projector.writer import PostgresWriter
+from tuneplane.projector.writer import PostgresWriter, TooManySeries
 
 log = logging.getLogger("tuneplane.projector")
 
@@ -52,7 +52,7 @@ def unstorable(exc: BaseException) -> bool:
     """PostgreSQL or S3 refusing the data itself: the same write fails every time."""
     if isinstance(exc, ClientError):
         return exc.response.get("Error", {}).get("Code") in UNSTORABLE_OBJECTS
-    return isinstance(exc, UNSTORABLE_ROWS)
+    return isinstance(exc, (*UNSTORABLE_ROWS, TooManySeries))
 
 
 def group_write(writer: PostgresWriter, *, retry: bool) -> Write[Projection]:

@@ -42,13 +42,14 @@ async def swap(conn: asyncpg.Connection) -> None:
 
 
 async def rebuild(database_url: str, bootstrap: str, objects: ObjectStore | None,
-                  progress: Progress | None = None) -> ReplayReport:
+                  progress: Progress | None = None, *,
+                  max_series: int | None = None) -> ReplayReport:
     control = await asyncpg.connect(database_url)
     pool = await asyncpg.create_pool(database_url, min_size=1, max_size=2,
                                      server_settings={"search_path": f"{NEXT}, public"})
     try:
         await prepare_next(control)
-        writer = PostgresWriter(pool, objects, shares_swap_lock=False)
+        writer = PostgresWriter(pool, objects, shares_swap_lock=False, max_series=max_series)
         report, ends = await replay(bootstrap, writer, StartAt(offset=0), progress=progress)
         log.info("bulk replay done (%d records); locking out live projectors for the tail",
                  report.records)

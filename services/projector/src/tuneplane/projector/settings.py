@@ -29,6 +29,10 @@ class ProjectorSettings(Settings):
         "TUNEPLANE_PROJECTOR_DEAD_LETTERS_PER_MINUTE", parse=positive, default=100,
         help="poison batches a projector sends to the dead-letter topic per minute before it "
              "stops instead")
+    max_series: int = setting(
+        "TUNEPLANE_PROJECTOR_MAX_SERIES", parse=positive, default=100_000,
+        help="distinct series one attempt may have; a batch that would pass it is "
+             "dead-lettered alone")
     poison_runs: int = setting(
         "TUNEPLANE_PROJECTOR_POISON_RUNS", parse=positive, default=10,
         help="distinct runs whose poison, past the per-minute limit, stops a projector (a "

@@ -42,9 +42,9 @@ inserted AS (
     ON CONFLICT DO NOTHING
     RETURNING series_id, source, tag
 )
-SELECT series_id, source, tag FROM inserted
+SELECT series_id, source, tag, true AS created FROM inserted
 UNION ALL
-SELECT s.series_id, s.source, s.tag FROM series s JOIN wanted w USING (source, tag)
+SELECT s.series_id, s.source, s.tag, false FROM series s JOIN wanted w USING (source, tag)
 WHERE s.run_id = $1 AND s.attempt = $2 AND s.member = $3
 """
 
@@ -79,14 +79,23 @@ class S3ObjectStore:
         self._client.put_object(Bucket=self._bucket, Key=key, Body=data)
 
 
+SERIES_OF_ATTEMPT = "SELECT count(*) FROM series WHERE run_id = $1 AND attempt = $2"
+
+
+class TooManySeries(Exception):
+    """The batch would take its attempt past the series bound: one job cannot create
+    millions of series. The batch is poison; its attempt's other batches are not."""
+
+
 class PostgresWriter:
     """Writes projections; a batch identity already in the ledger has no effect."""
 
     def __init__(self, pool: asyncpg.Pool, objects: ObjectStore | None = None, *,
-                 shares_swap_lock: bool = True) -> None:
+                 shares_swap_lock: bool = True, max_series: int | None = None) -> None:
         self._pool = pool
         self._objects = objects
         self._shares_swap_lock = shares_swap_lock  # False only for the rebuild's own writer
+        self._max_series = max_series  # per attempt; None: unbounded
 
     async def write(self, projection: Projection) -> bool:
         """Returns True when applied, False when the batch was a duplicate."""
@@ -111,6 +120,14 @@ class PostgresWriter:
         await asyncio.gather(*(asyncio.to_thread(store.put, key, data)
                                for key, data in objects.items()))
 
+    async def _check_series_bound(self, conn: Connection, projection: Projection) -> None:
+        member = projection.key.member
+        count = await conn.fetchval(SERIES_OF_ATTEMPT, member.run_id, member.attempt)
+        if self._max_series is not None and count > self._max_series:
+            raise TooManySeries(f"batch {projection.key} would give run {member.run_id} "
+                                f"attempt {member.attempt} {count} series, over the bound of "
+                                f"{self._max_series} (TUNEPLANE_PROJECTOR_MAX_SERIES)")
+
     async def _apply(self, conn: Connection, projection: Projection) -> bool:
         key, member = projection.key, projection.key.member
         ids = (member.run_id, member.attempt, member.member, key.batch_id)
@@ -123,6 +140,8 @@ class PostgresWriter:
             rows = await conn.fetch(
                 UPSERT_SERIES, member.run_id, member.attempt, member.member,
                 [c.source for c in projection.chunks], [c.tag for c in projection.chunks])
+            if self._max_series is not None and any(r["created"] for r in rows):
+                await self._check_series_bound(conn, projection)
             series_ids = {SeriesKey(member, r["source"], r["tag"]): r["series_id"]
                           for r in rows}
             await conn.copy_records_to_table(
