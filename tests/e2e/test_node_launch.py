@@ -40,6 +40,7 @@ class Node:
     def __init__(self, control: Process, tls_dir: Path, place: Path) -> None:
         self.name = f"host-{uuid.uuid4().hex[:8]}"
         self.state = place / "node"
+        self.work = place / "work"
         token = place / "enrollment-token"
         token.write_text(control_cli("enrollment-token", "--node", self.name))
         done = subprocess.run(
@@ -51,7 +52,8 @@ class Node:
     def run_launches(self, count: int, log: Path) -> None:
         with log.open("wb") as out:
             done = subprocess.run([str(BIN / "tuneplane-node"), "run", "--state-dir",
-                                   str(self.state), "--exit-after", str(count)],
+                                   str(self.state), "--work-root", str(self.work),
+                                   "--exit-after", str(count)],
                                   stdout=out, stderr=subprocess.STDOUT, timeout=240, check=False)
         assert done.returncode == 0, log.read_text()
 

@@ -1,89 +1,38 @@
-"""One launch on this node: check what it needs, then run the training command with a
-collector beside it, keep the collector's token fresh, and let the collector drain.
-
-Before anything starts, the launch is refused (with the reason reported to control) when
-the collector artifact does not verify against its manifest and digest, or the spool
-grant (private, host-local, under the configured root, no fallback) cannot be had.
+"""One launch on this node: once it is prepared (``prepare``: checked, granted, written),
+run the training command with a collector beside it, keep the collector's token fresh,
+and let the collector drain.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from tuneplane.collector import artifact, spool, spoolroot
+from tuneplane.collector import spool
 from tuneplane.collector.node import reports
 from tuneplane.collector.node.client import ControlClient, write_private
+from tuneplane.collector.node.host import Host
+from tuneplane.collector.node.prepare import Prepared, Refused, prepare
 from tuneplane.node.v1 import node_pb2 as pb
 
 log = logging.getLogger("tuneplane.node")
 State = pb.LaunchReport.State
 
 
-class Refused(Exception):
-    """The launch must not start; the message says why."""
-
-
-@dataclass(frozen=True, slots=True)
-class Prepared:
-    directory: Path     # private: configuration, token, logs
-    workdir: Path
-    spool: Path
-    collector: list[str]
-
-
-def prepare(launch: pb.Launch, launch_dir: Path) -> Prepared:
-    """Verify, grant and write; raises Refused. Touches nothing outside the launch's places."""
-    config = launch.collector
-    where = Path(config.artifact_path)
-    if where.name != config.artifact_digest:
-        raise Refused(f"collector artifact {where} is not the one launched "
-                      f"({config.artifact_digest})")
-    try:
-        artifact.verify(where)
-    except artifact.ArtifactError as exc:
-        raise Refused(f"collector artifact refused: {exc}") from None
-    spool_dir = Path(config.spool_root) / launch.run_id / str(launch.attempt) / launch.member
-    try:
-        spoolroot.prepare(spool_dir)
-    except (spoolroot.SpoolPlaceError, OSError) as exc:
-        raise Refused(f"spool grant refused: {exc}") from None
-    spoolroot.make_private(launch_dir)
-    workdir = Path(launch.working_directory) if launch.working_directory else launch_dir / "work"
-    workdir.mkdir(parents=True, exist_ok=True)
-    write_private(launch_dir / "trust-bundle.pem", config.trust_bundle_pem)
-    write_private(launch_dir / "token", launch.token.token)
-    write_private(launch_dir / "integration.json", config.integration_json)
-    collector = [str(where / "bin" / "tuneplane-collector"), "run", "--run", launch.run_id,
-                 "--attempt", str(launch.attempt), "--member", launch.member,
-                 "--integration", str(launch_dir / "integration.json"),
-                 "--spool", str(spool_dir), "--target", config.telemetry_target,
-                 "--ca-file", str(launch_dir / "trust-bundle.pem"),
-                 "--token-file", str(launch_dir / "token")]
-    if config.server_name:
-        collector += ["--server-name", config.server_name]
-    write_private(launch_dir / "launch.json", json.dumps(
-        {"launch": launch.launch_id, "run": launch.run_id, "attempt": launch.attempt,
-         "member": launch.member, "command": list(launch.command), "collector": collector},
-        indent=2))
-    return Prepared(launch_dir, workdir, spool_dir, collector)
-
-
 class LaunchRunner:
     """Runs one launch to its end on a thread of the agent; reports every state change."""
 
     def __init__(self, launch: pb.Launch, client: ControlClient, launch_dir: Path,
-                 stopping: threading.Event) -> None:
+                 host: Host, stopping: threading.Event) -> None:
         self.launch = launch
         self._client = client
         self._dir = launch_dir
+        self._host = host
         self._stopping = stopping
         self._token = launch.token
         self._token_received = time.time()
@@ -102,7 +51,7 @@ class LaunchRunner:
 
     def _start_collector(self, prepared: Prepared) -> subprocess.Popen[bytes]:
         with (prepared.directory / "collector.log").open("ab") as out:
-            return subprocess.Popen(prepared.collector, cwd=prepared.workdir, stdout=out,
+            return subprocess.Popen(prepared.collector, cwd=prepared.directory, stdout=out,
                                     stderr=subprocess.STDOUT, env=self._env({}))
 
     def _renew_if_due(self) -> None:
@@ -124,7 +73,7 @@ class LaunchRunner:
 
     def run(self) -> None:
         try:
-            prepared = prepare(self.launch, self._dir)
+            prepared = prepare(self.launch, self._dir, self._host)
         except Refused as exc:
             self._report(State.STATE_REFUSED, detail=str(exc))
             return
