@@ -12,9 +12,11 @@ from typing import Any
 
 import pytest
 
+from tests.support.users import public_place, system_user
 from tuneplane.collector.node.client import NodeState, write_private
 from tuneplane.collector.node.host import Host
 from tuneplane.collector.node.prepare import Refused, prepare
+from tuneplane.collector.node.runas import resolve
 from tuneplane.node.v1 import node_pb2 as pb
 
 SOURCES = [{"id": "train", "kind": "jsonl", "path": "metrics.jsonl", "owner": "rank-0"},
@@ -45,7 +47,7 @@ def host(tmp_path: Path) -> Host:
     (state / "node.json").write_text("{}")
     (state / "launches").mkdir(mode=0o700)
     (tmp_path / "work").mkdir(mode=0o711)
-    return Host(state, tmp_path / "work")
+    return Host(state, tmp_path / "work", resolve(None, allow_same_user=True))
 
 
 def launch_dir(host: Host) -> Path:
@@ -191,6 +193,28 @@ def test_a_member_owning_nothing_is_refused(
     with pytest.raises(Refused, match="member 'rank-9' owns no source"):
         prepare(launch(collector_artifact, tmp_path / "spool", member="rank-9"),
                 launch_dir(host), host)
+
+
+def test_the_working_directory_is_the_run_as_users_and_no_one_elses(
+        collector_artifact: Path, tmp_path: Path, host: Host) -> None:
+    with system_user() as user, public_place() as place:
+        run_as = resolve(user.pw_name, allow_same_user=False)
+        (place / "work").mkdir(mode=0o711)
+        as_user = Host(host.state_dir, place / "work", run_as)
+        prepared = prepare(launch(collector_artifact, tmp_path / "spool"), launch_dir(host),
+                           as_user)
+        info = prepared.workdir.stat()
+        assert (info.st_uid, info.st_gid, mode(prepared.workdir)) == (user.pw_uid,
+                                                                     user.pw_gid, 0o700)
+        for path in (prepared.directory, *prepared.directory.iterdir(), prepared.spool):
+            assert path.stat().st_uid == os.geteuid(), path
+        theirs = place / "theirs"
+        theirs.mkdir()
+        request = launch(collector_artifact, tmp_path / "spool")
+        request.launch_id, request.working_directory = 8, str(theirs)
+        with pytest.raises(Refused, match=rf"working directory {theirs} is uid {os.geteuid()}'s,"
+                                          rf" not the run-as user {user.pw_name}'s"):
+            prepare(request, host.state_dir / "launches" / "8", as_user)
 
 
 def test_state_and_token_files_are_replaced_whole_and_private(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ and let the collector drain.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -44,15 +45,21 @@ class LaunchRunner:
             launch_id=self.launch.launch_id, state=state, exit_code=exit_code, detail=detail,
             undelivered_batches=undelivered), give_up_after=60.0)
 
-    def _env(self, extra: dict[str, str]) -> dict[str, str]:
+    def _env(self) -> dict[str, str]:
+        """The collector's: the agent's environment (it is the agent's user) and settings."""
         config = self.launch.collector
         return {**os.environ, "TUNEPLANE_TELEMETRY_SPOOL_BYTES": str(config.spool_bytes),
-                "TUNEPLANE_TELEMETRY_DRAIN_SECONDS": str(config.drain_seconds), **extra}
+                "TUNEPLANE_TELEMETRY_DRAIN_SECONDS": str(config.drain_seconds)}
 
     def _start_collector(self, prepared: Prepared) -> subprocess.Popen[bytes]:
-        with (prepared.directory / "collector.log").open("ab") as out:
-            return subprocess.Popen(prepared.collector, cwd=prepared.directory, stdout=out,
-                                    stderr=subprocess.STDOUT, env=self._env({}))
+        log_file = prepared.directory / "collector.log"
+        fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        try:
+            return subprocess.Popen(prepared.collector, cwd=prepared.directory,
+                                    stdin=subprocess.DEVNULL, stdout=fd,
+                                    stderr=subprocess.STDOUT, env=self._env())
+        finally:
+            os.close(fd)
 
     def _renew_if_due(self) -> None:
         lifetime = self._token.expires_at - self._token_received
@@ -78,14 +85,13 @@ class LaunchRunner:
             self._report(State.STATE_REFUSED, detail=str(exc))
             return
         collector = self._start_collector(prepared)
-        env = {**dict(self.launch.environment), "TUNEPLANE_RUN_ID": self.launch.run_id,
-               "TUNEPLANE_ATTEMPT": str(self.launch.attempt),
-               "TUNEPLANE_MEMBER": self.launch.member}
+        run_as = self._host.run_as
+        env = run_as.environment(prepared.workdir, dict(self.launch.environment), {
+            "TUNEPLANE_RUN_ID": self.launch.run_id, "TUNEPLANE_ATTEMPT": str(self.launch.attempt),
+            "TUNEPLANE_MEMBER": self.launch.member})
         try:
-            with (prepared.directory / "training.log").open("ab") as out:
-                training = subprocess.Popen(list(self.launch.command), cwd=prepared.workdir,
-                                            stdout=out, stderr=subprocess.STDOUT,
-                                            env=self._env(env))
+            training = run_as.start(list(self.launch.command), prepared.workdir, env,
+                                    prepared.directory / "training.log")
         except OSError as exc:
             training_error = f"training command could not start: {exc}"
             self._finish(collector, prepared, State.STATE_FAILED, 127, training_error)
@@ -100,9 +106,10 @@ class LaunchRunner:
                             collector.returncode)
                 collector = self._start_collector(prepared)
             if self._stopping.is_set() and not terminated:
-                training.send_signal(signal.SIGTERM)
+                signal_group(training.pid, signal.SIGTERM)
                 terminated = True
             time.sleep(0.25)
+        signal_group(training.pid, signal.SIGKILL)  # what it left running ends with it
         code = training.returncode
         state = State.STATE_FINISHED if code == 0 else State.STATE_FAILED
         self._finish(collector, prepared, state, code,
@@ -140,3 +147,9 @@ def undelivered_batches(spool_dir: Path) -> int:
     assert isinstance(pending, dict)
     assert isinstance(quarantined, list)
     return int(pending["batches"]) + len(quarantined)
+
+
+def signal_group(leader: int, signum: int) -> None:
+    """Signal the training command's session (its own process group) if anything is left."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(leader, signum)

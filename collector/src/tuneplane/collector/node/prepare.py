@@ -63,17 +63,32 @@ def check_place(what: str, path: Path, forbidden: dict[str, Path]) -> None:
 
 
 def working_directory(launch: pb.Launch, host: Host, forbidden: dict[str, Path]) -> Path:
-    """The launch's own (``<work root>/<launch>``) unless it names an existing one."""
+    """The launch's own (``<work root>/<launch>``) unless it names an existing one, which
+    must be the run-as user's."""
     if not launch.working_directory:
         workdir = host.work_root / str(launch.launch_id)
         check_place("working directory", workdir, forbidden)
+        if workdir.exists() or workdir.is_symlink():
+            raise Refused(f"working directory {workdir} exists already; a launch gets a new one")
         return workdir
     workdir = Path(launch.working_directory)
     if not workdir.is_absolute() or not workdir.is_dir():
         raise Refused(f"working directory {workdir} is not an existing directory named by "
                       "an absolute path")
     check_place("working directory", workdir, forbidden)
+    owner = workdir.stat().st_uid
+    if owner != host.run_as.uid:
+        raise Refused(f"working directory {workdir} is uid {owner}'s, not the run-as user "
+                      f"{host.run_as.name}'s (uid {host.run_as.uid})")
     return workdir
+
+
+def make_working_directory(workdir: Path, host: Host) -> None:
+    """Private to the run-as user: the training command's, and the collector's (root)."""
+    workdir.mkdir(mode=0o700)
+    os.chmod(workdir, 0o700)
+    if not host.run_as.same_user:
+        os.chown(workdir, host.run_as.uid, host.run_as.gid)
 
 
 def sources(launch: pb.Launch, workdir: Path, forbidden: dict[str, Path]) -> None:
@@ -106,7 +121,7 @@ def prepare(launch: pb.Launch, launch_dir: Path, host: Host) -> Prepared:
         raise Refused(f"spool grant refused: {exc}") from None
     spoolroot.make_private(launch_dir, "launch directory")
     if not launch.working_directory:
-        workdir.mkdir(mode=0o700)
+        make_working_directory(workdir, host)
     write_private(launch_dir / "trust-bundle.pem", config.trust_bundle_pem)
     write_private(launch_dir / "token", launch.token.token)
     write_private(launch_dir / "integration.json", config.integration_json)
