@@ -6,9 +6,9 @@ Run by the node agent as the run-as user (standard library only: it runs on the 
 Python). It writes ``metrics.jsonl`` (``acc`` = step/8) and ``eval.jsonl`` (``score`` =
 step/2) in its working directory and, half-way, tries every way it knows to the node's
 credentials: the node credential, its own token, trust bundle and launch record, another
-launch's directory, the spool, the agent's and its collector's environment, descriptors
-and memory, its own log. Each outcome, its environment, descriptors and identity go to
-``attempts.json`` for the test to check.
+launch's directory, the spool, the agent's, its collector's and the collector's reader's
+environment, descriptors and memory, its own log. Each outcome, its environment,
+descriptors and identity go to ``attempts.json`` for the test to check.
 """
 
 from __future__ import annotations
@@ -40,18 +40,22 @@ def listing(path: str) -> Attempt:
     return path, os.listdir
 
 
-def collector_pid(member: str) -> int | None:
-    """Its collector, found by its command line (which any user may read)."""
+def collector_pids(member: str) -> dict[str, int]:
+    """Its collector and the collector's reader (forked, the training user's), found by
+    their command line and owner (which any user may read)."""
+    found = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            status = Path(f"/proc/{entry}/status").read_text()
         except OSError:
             continue
         if b"--token-file" in argv and member.encode() in argv:
-            return int(entry)
-    return None
+            uid = int(status.split("\nUid:")[1].split()[0])
+            found["collector reader" if uid == os.getuid() else "collector"] = int(entry)
+    return found
 
 
 def attempts(state: str, spool_root: str) -> dict[str, dict[str, object]]:
@@ -61,7 +65,6 @@ def attempts(state: str, spool_root: str) -> dict[str, dict[str, object]]:
     spool = (f"{spool_root}/{os.environ.get('TUNEPLANE_RUN_ID')}/"
              f"{os.environ.get('TUNEPLANE_ATTEMPT')}/{member}")
     agent = os.getppid()
-    collector = collector_pid(member)
     tries = {
         "node credential": read(f"{state}/node.json"),
         "own token": read(f"{state}/launches/{own}/token"),
@@ -78,10 +81,11 @@ def attempts(state: str, spool_root: str) -> dict[str, dict[str, object]]:
         "agent memory": read(f"/proc/{agent}/mem"),
         "own log, reopened": read("/proc/self/fd/1"),
     }
-    if collector is not None:
-        tries |= {"collector environment": read(f"/proc/{collector}/environ"),
-                  "collector descriptors": listing(f"/proc/{collector}/fd"),
-                  "collector working directory": listing(f"/proc/{collector}/cwd")}
+    for name, pid in collector_pids(member).items():
+        tries |= {f"{name} environment": read(f"/proc/{pid}/environ"),
+                  f"{name} descriptors": listing(f"/proc/{pid}/fd"),
+                  f"{name} memory": read(f"/proc/{pid}/mem"),
+                  f"{name} working directory": listing(f"/proc/{pid}/cwd")}
     return {name: outcome(attempt) for name, attempt in tries.items()}
 
 

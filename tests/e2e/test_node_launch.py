@@ -25,10 +25,10 @@ from tests.support.users import SYSTEM_PYTHON, public_place, readable_copy, syst
 STEPS = 3000
 TRAINING = [sys.executable, str(ROOT / "examples" / "train_tensorboard.py"), "--steps",
             str(STEPS), "--seconds", "8"]
-INTEGRATION = {"version": 1, "sources": [
-    {"id": "tb", "kind": "tensorboard", "path": "tb", "owner": "rank-0"},
-    {"id": "train", "kind": "jsonl", "path": "metrics.jsonl", "owner": "rank-0"},
-    {"id": "eval", "kind": "jsonl", "path": "eval.jsonl", "owner": "rank-1"}]}
+SOURCES = [{"id": "tb", "kind": "tensorboard", "path": "tb", "owner": "rank-0"},
+           {"id": "train", "kind": "jsonl", "path": "metrics.jsonl", "owner": "rank-0"},
+           {"id": "eval", "kind": "jsonl", "path": "eval.jsonl", "owner": "rank-1"}]
+INTEGRATION = {"version": 1, "sources": SOURCES}
 
 
 def control_cli(*args: str) -> str:
@@ -65,9 +65,10 @@ class Node:
 
 
 def launch(endpoints: Endpoints, run_id: str, node: Node, place: Path,
-           *members: str, command: list[str] = TRAINING) -> dict[str, object]:
+           *members: str, command: list[str] = TRAINING,
+           artifact: dict[str, object] = INTEGRATION) -> dict[str, object]:
     integration = place / "integration.json"
-    integration.write_text(json.dumps(INTEGRATION))
+    integration.write_text(json.dumps(artifact))
     run_admin(endpoints, "run-create", "--integration", str(integration),
               "--run", run_id)
     member_args = [arg for m in members for arg in ("--member", m)]
@@ -145,8 +146,9 @@ async def test_a_tampered_collector_artifact_refuses_the_launch(
 FORBIDDEN = ("node credential", "own token", "own trust bundle", "own launch record",
              "launches", "other launch", "other token", "spool root", "spool",
              "spool database", "agent environment", "agent descriptors", "agent memory",
-             "own log, reopened", "collector environment", "collector descriptors",
-             "collector working directory")
+             "own log, reopened", *(f"{process} {what}" for process in (
+                 "collector", "collector reader") for what in (
+                 "environment", "descriptors", "memory", "working directory")))
 
 
 async def test_training_run_as_another_user_reads_no_credential_and_curves_arrive_exactly(
@@ -154,6 +156,15 @@ async def test_training_run_as_another_user_reads_no_credential_and_curves_arriv
         collector_artifact: Path, tmp_path: Path, run_id: str, db: asyncpg.Connection) -> None:
     steps = 2000
     with system_user() as user, public_place() as place:
+        # Another tenant's metrics, which only the agent's user (root) may read: the
+        # artifact names them, the collector opens sources as the training user.
+        theirs = place / "theirs" / "metrics.jsonl"
+        theirs.parent.mkdir(mode=0o700)
+        theirs.write_text("".join(json.dumps({"step": s, "wall_time": 1.7e9, "metrics": {
+            "secret": 1.0}}) + "\n" for s in range(10)))
+        artifact = {"version": 1, "sources": [
+            *SOURCES[1:],
+            {"id": "stolen", "kind": "jsonl", "path": str(theirs), "owner": "rank-0"}]}
         # State and spool where every user may pass by their parents: only their own modes
         # keep the training user out.
         control = start_control(tls_dir, free_port(), tmp_path / "control.log",
@@ -164,7 +175,7 @@ async def test_training_run_as_another_user_reads_no_credential_and_curves_arriv
             program = readable_copy(Path(__file__).with_name("hostile_training.py"), place)
             started = launch(initialised, run_id, node, tmp_path, "rank-0", "rank-1", command=[
                 str(SYSTEM_PYTHON), str(program), "--state", str(node.state), "--spool-root",
-                str(place / "spool"), "--steps", str(steps)])
+                str(place / "spool"), "--steps", str(steps)], artifact=artifact)
             node.run_launches(2, tmp_path / "agent.log", "--run-as", user.pw_name)
         finally:
             control.stop()
@@ -196,6 +207,9 @@ async def test_training_run_as_another_user_reads_no_credential_and_curves_arriv
                 assert tried[name]["errno"] == errno.EACCES, (launch_id, name, tried[name])
                 path = Path(tried[name]["path"])
                 assert path.parts[1] == "proc" or path.exists(), (name, path)  # not a typo
+        collector_log = (node.state / "launches" / str(ids[0]) / "collector.log").read_text()
+        assert f"source stolen: refused: {theirs} cannot be opened as {user.pw_name}: " \
+            "Permission denied" in collector_log
         for launch_dir in (node.state / "launches").iterdir():
             for path in (launch_dir, *launch_dir.iterdir()):
                 info = path.stat()

@@ -54,8 +54,10 @@ async def test_bad_runs_are_refused_clearly(client: httpx.AsyncClient) -> None:
     bad = await client.post("/api/v1/runs", json={"integration": broken})
     assert bad.status_code == 422
     assert "artifact.sources must contain at least 1 items" in bad.json()["detail"]
-    named = await client.post("/api/v1/runs", json={"run_id": "bad id!", "integration": ARTIFACT})
-    assert named.status_code == 422
+    for bad_id in ("bad id!", "run\n", "../run"):
+        named = await client.post("/api/v1/runs", json={"run_id": bad_id,
+                                                         "integration": ARTIFACT})
+        assert named.status_code == 422, bad_id
     escaping = {**ARTIFACT, "sources": [{"id": "train", "kind": "jsonl", "path": "/d/m.jsonl",
                                          "owner": "../../x"}]}
     owner = await client.post("/api/v1/runs", json={"integration": escaping})

@@ -112,6 +112,8 @@ class SourceReader:
                 step = tensorboard.read_file(path, relative, source.source_id, resume,
                                              max_points=self._max_points,
                                              max_bytes=self._max_bytes, open_file=self._open)
+        except FileNotFoundError:
+            return True  # gone since it was looked at: as if not written yet
         except SourceRefused as exc:
             if (key, str(path)) not in self._refused:  # said once, not at every step
                 self._refused.add((key, str(path)))

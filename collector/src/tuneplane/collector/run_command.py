@@ -3,7 +3,8 @@
 Sources come from flags and from the integration artifact (the sources and channels this
 member owns, relative paths below ``--workdir``); the spool defaults to the member's
 directory inside ``TUNEPLANE_TELEMETRY_SPOOL_ROOT``; ``--never-read`` fences directories
-no source is read from (the node agent passes its state directory and the spool root).
+no source is read from (the node agent passes its state directory and the spool root), and
+``--read-as`` opens sources with the training user's rights (``opener``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from pathlib import Path
 
 from tuneplane.collector import failpoints, integration, spoolroot
 from tuneplane.collector.collector import Collector, CollectorConfig
-from tuneplane.collector.fence import Fence
+from tuneplane.collector.fence import Fence, open_plainly
+from tuneplane.collector.opener import Opener
 from tuneplane.collector.reader import SourceKind, SourceSpec
 from tuneplane.collector.sender import Target
 from tuneplane.collector.settings import CollectorSettings
@@ -64,6 +66,9 @@ def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="a directory no source is read from, however its path resolves "
                         "(symbolic links included); repeatable. The node agent passes its "
                         "state directory and the spool root")
+    p.add_argument("--read-as", metavar="USER",
+                   help="open sources with USER's rights, not the collector's: the training "
+                        "command's user, as the node agent passes it (needs root)")
     p.add_argument("--spool", type=Path,
                    help="this member's spool directory (default: "
                         "TUNEPLANE_TELEMETRY_SPOOL_ROOT/<run>/<attempt>/<member>)")
@@ -123,6 +128,20 @@ def cmd_run(args: argparse.Namespace, settings: CollectorSettings) -> int:
               file=sys.stderr)
         return 2
     failpoints.arm(settings.failpoints)
+    try:  # before any thread: the reader process is forked
+        opener = Opener.start(args.read_as) if args.read_as else None
+    except OSError as exc:
+        print(f"tuneplane-collector run: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    try:
+        return collect(args, settings, sources, opener)
+    finally:
+        if opener is not None:
+            opener.close()
+
+
+def collect(args: argparse.Namespace, settings: CollectorSettings, sources: list[SourceSpec],
+            opener: Opener | None) -> int:
     config = CollectorConfig(
         owner=MemberKey(args.run, args.attempt, args.member),
         spool_dir=args.spool,
@@ -133,7 +152,7 @@ def cmd_run(args: argparse.Namespace, settings: CollectorSettings) -> int:
         spool_bytes=settings.spool_bytes,
         drain_seconds=settings.drain_seconds,
         in_flight=max(1, args.max_in_flight),
-        fence=Fence.of(args.never_read),
+        fence=Fence.of(args.never_read, opener.open if opener else open_plainly),
     )
     try:
         collector = Collector(config)

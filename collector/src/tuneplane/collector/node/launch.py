@@ -92,7 +92,7 @@ class LaunchRunner:
         try:
             training = run_as.start(list(self.launch.command), prepared.workdir, env,
                                     prepared.directory / "training.log")
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: a NUL or '=' in its environment
             training_error = f"training command could not start: {exc}"
             self._finish(collector, prepared, State.STATE_FAILED, 127, training_error)
             return

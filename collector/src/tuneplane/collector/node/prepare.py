@@ -6,7 +6,7 @@ this member nothing to read, a source or the working directory resolves into the
 agent's state directory or the spool root, or the spool grant (private, host-local, inside
 the configured root, no fallback) cannot be had. Relative source paths are the training
 command's: they are read below its working directory, which is never inside the agent's
-state directory.
+state directory, and with its user's rights (the collector's ``--read-as``).
 """
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from tuneplane.collector import artifact, integration, spoolroot
+from tuneplane.collector import artifact, spoolroot
 from tuneplane.collector.fence import inside
 from tuneplane.collector.node.client import write_private
 from tuneplane.collector.node.host import Host
 from tuneplane.node.v1 import node_pb2 as pb
 from tuneplane.telemetry.v1.identity import MemberKey
+from tuneplane.telemetry.v1.integration import IntegrationError, check_document
 
 
 class Refused(Exception):
@@ -92,18 +93,23 @@ def make_working_directory(workdir: Path, host: Host) -> None:
 
 
 def sources(launch: pb.Launch, workdir: Path, forbidden: dict[str, Path]) -> None:
-    """The member's sources, relative ones below ``workdir``: none fenced, at least one."""
+    """The member's sources, relative ones below ``workdir``: none fenced, at least one.
+
+    The artifact is checked, not compiled: channel schemas become code only in the
+    launch's own collector, never in the agent every launch of the node shares."""
     try:
         document = json.loads(launch.collector.integration_json)
-        owned = integration.parse(document, "the run's integration artifact").sources_of(
-            launch.member, workdir)
-    except (ValueError, integration.IntegrationError) as exc:
+        check_document(document, "the run's integration artifact")
+    except (ValueError, IntegrationError) as exc:
         raise Refused(f"integration artifact refused: {exc}") from None
+    owned = [(entry["id"], workdir / entry["path"])  # an absolute path replaces workdir
+             for entry in [*document["sources"], *document.get("channels", [])]
+             if entry["owner"] == launch.member]
     if not owned:
         raise Refused(f"member {launch.member!r} owns no source in the run's integration "
                       "artifact")
-    for spec in owned:
-        check_place(f"source {spec.source_id}:", spec.path, forbidden)
+    for source_id, path in owned:
+        check_place(f"source {source_id}:", path, forbidden)
 
 
 def prepare(launch: pb.Launch, launch_dir: Path, host: Host) -> Prepared:
@@ -135,6 +141,8 @@ def prepare(launch: pb.Launch, launch_dir: Path, host: Host) -> Prepared:
                  "--token-file", str(launch_dir / "token")]
     if config.server_name:
         collector += ["--server-name", config.server_name]
+    if not host.run_as.same_user:  # sources are opened with the training user's rights
+        collector += ["--read-as", host.run_as.name]
     write_private(launch_dir / "launch.json", json.dumps(
         {"launch": launch.launch_id, "run": launch.run_id, "attempt": launch.attempt,
          "member": launch.member, "command": list(launch.command), "collector": collector},
