@@ -6,6 +6,9 @@ from __future__ import annotations
 import errno
 import json
 import os
+import pwd
+import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,7 +36,7 @@ def place() -> Iterator[tuple[Path, Opener, int]]:
         private = where / "private"
         private.mkdir(mode=0o700)
         (private / "theirs.jsonl").write_text(LINES)
-        opener = Opener.start(user.pw_name)
+        opener = Opener.start(user.pw_name, timeout=1.0)
         try:
             yield where, opener, user.pw_uid
         finally:
@@ -89,12 +92,20 @@ def test_a_source_naming_another_users_file_gets_nothing_read(
     assert "cannot be opened as tuneplane-train-test-" in as_user.problems[0]
 
 
-def test_a_gone_reader_refuses_instead_of_hanging(place: tuple[Path, Opener, int]) -> None:
-    where, opener, _ = place
-    os.kill(opener.pid, 9)  # the training user may kill it: it is theirs
-    time.sleep(0.2)
-    with pytest.raises(SourceRefused, match=r"the reader running as .* is gone"):
-        opener.open(where / "open.jsonl")
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGSTOP])
+def test_a_killed_or_stopped_reader_is_started_again(
+        place: tuple[Path, Opener, int], how: signal.Signals) -> None:
+    """The training user may signal it (it is theirs); reading goes on regardless."""
+    where, opener, uid = place
+    first = opener.pid
+    gid = pwd.getpwuid(uid).pw_gid
+    subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "kill",
+                    f"-{how.name.removeprefix('SIG')}", str(first)], check=True)
+    os.close(opener.open(where / "open.jsonl"))
+    assert opener.restarts == 1
+    assert opener.pid != first
+    with pytest.raises(ChildProcessError):
+        os.waitpid(first, os.WNOHANG)  # the old one is gone and reaped
 
 
 def test_an_unknown_user_is_said_so() -> None:
