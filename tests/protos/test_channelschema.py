@@ -4,6 +4,7 @@ schemas compile with nothing fetched, whatever fastjsonschema would otherwise do
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import fastjsonschema
@@ -11,6 +12,7 @@ import pytest
 
 from tests.support.schemaserver import schema_server
 from tuneplane.telemetry.v1.channelschema import (
+    MAX_DEPTH,
     NoFetching,
     SchemaRefused,
     compile_offline,
@@ -73,10 +75,34 @@ def test_local_refs_compile_and_the_schema_is_left_as_written() -> None:
     compile_offline(schema, "channel")  # so it compiles again, unchanged
 
 
-def test_a_deep_schema_is_walked_without_exhausting_the_stack() -> None:
-    schema: dict[str, object] = {"$ref": "http://x.invalid/deep.json"}
-    for _ in range(5000):
-        schema = {"items": schema}
-    ((place, ref),) = foreign_refs(schema)
-    assert place == ".items" * 5000 + ".$ref"
-    assert ref == "'http://x.invalid/deep.json'"
+def nested(depth: int, inner: dict[str, object]) -> dict[str, object]:
+    schema = inner
+    for _ in range(depth):
+        schema = {"type": "array", "items": schema}
+    return schema
+
+
+def test_a_deep_schema_is_refused_without_exhausting_the_stack_or_the_compiler() -> None:
+    """Python cannot compile fastjsonschema's code for ~24 levels of items; 5000 would
+    exhaust the stack of a recursive walk."""
+    with pytest.raises(SchemaRefused, match=re.escape(
+            f"channel{'.items' * 21} is nested deeper than {MAX_DEPTH} levels")):
+        compile_offline(nested(5000, {"$ref": "http://x.invalid/deep.json"}), "channel")
+    with pytest.raises(SchemaRefused, match="nested deeper"):
+        compile_offline(nested(30, {}), "channel")
+    value: object = 1
+    for _ in range(MAX_DEPTH):
+        value = [value]
+    compile_offline(nested(MAX_DEPTH, {"type": "integer"}), "channel")(value)  # the deepest
+
+
+@pytest.mark.parametrize(("schema", "words"), [
+    ({"type": "string", "pattern": "(unclosed"}, "error: missing ), unterminated subpattern"),
+    ({"patternProperties": {"[": {}}}, "error: unterminated character set"),
+    ({"type": "string", "minLength": "1"}, "minLength must be a number"),
+])
+def test_a_schema_that_does_not_compile_is_refused_with_the_reason(
+        schema: dict[str, object], words: str) -> None:
+    with pytest.raises(SchemaRefused, match=re.escape(
+            "channel is not a usable JSON Schema: ") + ".*" + re.escape(words)):
+        compile_offline(schema, "channel")

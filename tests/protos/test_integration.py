@@ -57,6 +57,16 @@ def test_a_final_newline_does_not_make_a_name() -> None:
     assert is_name("r.1_x-" + "a" * 122)
 
 
+def test_a_channel_schema_too_deep_to_compile_is_refused_at_check_time() -> None:
+    doc = artifact()
+    schema: dict[str, Any] = {}
+    for _ in range(40):
+        schema = {"items": schema}
+    doc["channels"][0]["schema"] = schema
+    refused(doc, "run r1 artifact: channels[0].schema.items.items")
+    refused(doc, "is nested deeper than 20 levels of objects and arrays")
+
+
 def test_a_path_with_a_nul_is_refused() -> None:
     doc = artifact()
     doc["sources"][0]["path"] = "m\0.jsonl"

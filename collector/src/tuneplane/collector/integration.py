@@ -11,11 +11,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import fastjsonschema
-
 from tuneplane.collector.channels import ChannelSpec
 from tuneplane.collector.reader import SourceKind, SourceSpec
-from tuneplane.telemetry.v1.channelschema import compile_offline
+from tuneplane.telemetry.v1.channelschema import SchemaRefused, compile_offline
 from tuneplane.telemetry.v1.integration import (
     IntegrationError,
     MetricMapping,
@@ -52,9 +50,8 @@ def parse(document: Any, origin: str) -> Integration:
     for i, c in enumerate(document.get("channels", [])):
         try:
             compile_offline(c["schema"], f"channels[{i}].schema")
-        except (fastjsonschema.JsonSchemaDefinitionException, ValueError, TypeError) as exc:
-            raise IntegrationError(f"{origin}: channels[{i}].schema is not a usable JSON "
-                                   f"Schema: {exc}") from None
+        except SchemaRefused as exc:
+            raise IntegrationError(f"{origin}: {exc}") from None
         spec = ChannelSpec(c["id"], Path(c["path"]), c["schema"], c["max_record_bytes"],
                            c["max_bytes_per_minute"])
         sources.append((SourceSpec(c["id"], spec.path, SourceKind.CHANNEL, spec), c["owner"]))

@@ -98,13 +98,17 @@ class LaunchRunner:
             return
         self._report(State.STATE_RUNNING)
         terminated = False
+        pause, started = 0.0, time.monotonic()  # one that keeps exiting is not restarted hot
         while training.poll() is None:
             self._renew_if_due()
-            if collector.poll() is not None:
+            now = time.monotonic()
+            if collector.poll() is not None and now >= started + pause:
+                pause = 0.0 if now - started > 60 else min(max(pause * 2, 1.0), 30.0)
                 log.warning("launch %d: collector exited (%s) while training runs; restarting "
-                            "it (the spool resumes where it was)", self.launch.launch_id,
-                            collector.returncode)
-                collector = self._start_collector(prepared)
+                            "it (the spool resumes where it was)%s", self.launch.launch_id,
+                            collector.returncode,
+                            f"; if it exits again, in {pause:.0f} s" if pause else "")
+                collector, started = self._start_collector(prepared), now
             if self._stopping.is_set() and not terminated:
                 signal_group(training.pid, signal.SIGTERM)
                 terminated = True

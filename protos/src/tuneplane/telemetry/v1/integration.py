@@ -19,7 +19,7 @@ from typing import Any
 import fastjsonschema
 import yaml
 
-from tuneplane.telemetry.v1.channelschema import SchemaRefused, check_refs
+from tuneplane.telemetry.v1.channelschema import SchemaRefused, check_schema
 from tuneplane.telemetry.v1.names import NAME_PATTERN, NAME_RULE, is_name
 
 _validate = fastjsonschema.compile(json.loads(
@@ -72,7 +72,7 @@ def check_names_and_paths(document: dict[str, Any], origin: str) -> None:
                 raise IntegrationError(f"{origin}: {group}[{i}].path holds a NUL character")
             if group == "channels":
                 try:
-                    check_refs(entry["schema"], f"{group}[{i}].schema")
+                    check_schema(entry["schema"], f"{group}[{i}].schema")
                 except SchemaRefused as exc:
                     raise IntegrationError(f"{origin}: {exc}") from None
 
