@@ -61,8 +61,10 @@ Not in the table:
 - The node agent, `tuneplane-node`, reads no setting from its environment: its flags, its
   state directory and what Node control sends configure it. It sets
   `TUNEPLANE_TELEMETRY_SPOOL_BYTES` and `TUNEPLANE_TELEMETRY_DRAIN_SECONDS` for each
-  collector it starts (from control's values), and `TUNEPLANE_RUN_ID`,
-  `TUNEPLANE_ATTEMPT` and `TUNEPLANE_MEMBER` for each training command.
+  collector it starts (from control's values). A training command gets only `PATH`,
+  `LANG`, `LC_ALL`, `LC_CTYPE` and `TZ` of the agent's environment, `HOME`, `USER`,
+  `LOGNAME` and `PWD` of its run-as user, the launch's environment, and
+  `TUNEPLANE_RUN_ID`, `TUNEPLANE_ATTEMPT` and `TUNEPLANE_MEMBER`.
 - The collector artifact's launchers (`bin/tuneplane-collector`, `bin/tuneplane-node`) run
   `$TUNEPLANE_COLLECTOR_PYTHON` (default: `python3.X` of the Python the artifact was built
   with).

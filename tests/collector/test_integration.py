@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.schemaserver import schema_server
+from tuneplane.collector.channels import ChannelReader, ChannelSpec
 from tuneplane.collector.integration import IntegrationError, load, parse
 from tuneplane.collector.reader import SourceKind
+from tuneplane.telemetry.v1.channelschema import SchemaRefused
 
 YAML = """
 version: 1
@@ -84,3 +88,37 @@ def test_unreadable_yaml_names_the_file(tmp_path: Path) -> None:
     path.write_text("sources: [unclosed")
     with pytest.raises(IntegrationError, match=f"{path}: not valid yaml"):
         load(path)
+
+
+@pytest.mark.parametrize("scheme", ["http", "file"])
+def test_a_channel_schema_ref_outside_it_is_refused_by_the_collector_and_not_fetched(
+        tmp_path: Path, scheme: str) -> None:
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"type": "integer"}')
+    with schema_server() as server:
+        ref = f"{server.url}/schema.json" if scheme == "http" else secret.as_uri()
+        doc = document()
+        doc["channels"][0]["schema"] = {"allOf": [{"$ref": ref}]}
+        with pytest.raises(IntegrationError, match=re.escape(
+                f"integration.yaml: channels[0].schema.allOf[0].$ref is {ref!r}: only local "
+                "references (# or #/...) are allowed")):
+            parse(doc, "integration.yaml")
+        # A channel spec made without the artifact's check still compiles offline.
+        with pytest.raises(SchemaRefused, match=re.escape(
+                f"channel samples schema.allOf[0].$ref is {ref!r}")):
+            ChannelReader(ChannelSpec("samples", tmp_path / "s.jsonl", {"allOf": [{"$ref": ref}]},
+                                      64, 64), lambda: 0.0)
+        assert server.fetched == []
+
+
+def test_relative_source_paths_are_read_below_the_working_directory(tmp_path: Path) -> None:
+    doc = document()
+    doc["sources"][0]["path"] = "out/rank0.jsonl"
+    doc["channels"][0]["path"] = "samples.jsonl"
+    owned = parse(doc, "integration.yaml").sources_of("rank-0", tmp_path / "work")
+    assert [(s.source_id, s.path) for s in owned] == [
+        ("train", tmp_path / "work" / "out" / "rank0.jsonl"), ("tb", Path("/data/tb"))]
+    (_, samples) = parse(doc, "integration.yaml").sources_of("rank-1", tmp_path / "work")
+    assert samples.path == tmp_path / "work" / "samples.jsonl"
+    assert samples.channel is not None
+    assert samples.channel.path == samples.path

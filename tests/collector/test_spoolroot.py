@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
 
 from tuneplane.collector.spool import Spool, SpoolError, status
-from tuneplane.collector.spoolroot import SpoolPlaceError, check_filesystem, network_filesystem
+from tuneplane.collector.spoolroot import (
+    SpoolPlaceError,
+    check_filesystem,
+    grant,
+    member_dir,
+    network_filesystem,
+)
 from tuneplane.telemetry.v1.identity import MemberKey
 
 OWNER = MemberKey("run", 1, "rank-0")
@@ -94,6 +101,47 @@ def test_a_directory_of_another_user_is_refused(tmp_path: Path) -> None:
     os.chown(spool_dir, 12345, 12345)
     with pytest.raises(SpoolError, match="owned by uid 12345"):
         Spool(spool_dir, OWNER)
+
+
+def everything(root: Path) -> set[Path]:
+    return {Path(d) / n for d, dirs, files in os.walk(root) for n in [*dirs, *files]}
+
+
+@pytest.mark.parametrize(("owner", "words"), [
+    (MemberKey("run", 1, "../../x"), "member '../../x' cannot name a spool directory"),
+    (MemberKey("run", 1, ".."), "member '..' cannot name"),
+    (MemberKey("../../etc", 1, "rank-0"), "run '../../etc' cannot name"),
+    (MemberKey("/tmp/abs", 1, "rank-0"), "run '/tmp/abs' cannot name"),
+    (MemberKey("run", 1, "rank-0\n"), "member 'rank-0\\n' cannot name"),
+    (MemberKey("run", 0, "rank-0"), "attempt 0 cannot name"),
+])
+def test_a_member_spool_outside_the_root_is_refused_and_nothing_is_made(
+        tmp_path: Path, owner: MemberKey, words: str) -> None:
+    root = tmp_path / "box" / "spool"
+    root.mkdir(parents=True, mode=0o700)
+    with pytest.raises(SpoolPlaceError, match=re.escape(words)):
+        grant(root, owner)
+    assert everything(tmp_path) == {tmp_path / "box", root}
+
+
+def test_a_symbolic_link_out_of_the_root_is_refused(tmp_path: Path) -> None:
+    root, outside = tmp_path / "spool", tmp_path / "elsewhere"
+    root.mkdir(mode=0o700)
+    outside.mkdir(mode=0o700)
+    (root / "run").symlink_to(outside)
+    with pytest.raises(SpoolPlaceError, match=r"spool/run is a symbolic link to .*elsewhere; "
+                                              r"a spool stays inside"):
+        grant(root, OWNER)
+    assert list(outside.iterdir()) == []
+
+
+def test_a_member_spool_is_made_private_inside_its_root(tmp_path: Path) -> None:
+    root = tmp_path / "spool"
+    directory = grant(root, OWNER)
+    assert directory == member_dir(root, OWNER) == root / "run" / "1" / "rank-0"
+    assert everything(tmp_path) == {root, root / "run", root / "run" / "1", directory}
+    for path in (root, root / "run", root / "run" / "1", directory):
+        assert path.stat().st_mode & 0o777 == 0o700, path
 
 
 def test_a_damaged_spool_database_is_reported_and_kept(tmp_path: Path) -> None:

@@ -1,9 +1,12 @@
 """A full launch on localhost: enroll a node, create a run, the node agent starts the
-training job with a collector beside it, tokens renew mid-run, curves arrive exactly."""
+training job with a collector beside it, tokens renew mid-run, curves arrive exactly; and
+training run as a separate user reads none of the node's credentials."""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -17,14 +20,15 @@ import pytest
 from tests.support.environment import BIN, ROOT, Endpoints, free_port, run_admin
 from tests.support.processes import Process, launch_env, start_control
 from tests.support.readmodels import curve_points, wait_for_points
+from tests.support.users import SYSTEM_PYTHON, public_place, readable_copy, system_user
 
 STEPS = 3000
 TRAINING = [sys.executable, str(ROOT / "examples" / "train_tensorboard.py"), "--steps",
             str(STEPS), "--seconds", "8"]
-INTEGRATION = {"version": 1, "sources": [
-    {"id": "tb", "kind": "tensorboard", "path": "tb", "owner": "rank-0"},
-    {"id": "train", "kind": "jsonl", "path": "metrics.jsonl", "owner": "rank-0"},
-    {"id": "eval", "kind": "jsonl", "path": "eval.jsonl", "owner": "rank-1"}]}
+SOURCES = [{"id": "tb", "kind": "tensorboard", "path": "tb", "owner": "rank-0"},
+           {"id": "train", "kind": "jsonl", "path": "metrics.jsonl", "owner": "rank-0"},
+           {"id": "eval", "kind": "jsonl", "path": "eval.jsonl", "owner": "rank-1"}]
+INTEGRATION = {"version": 1, "sources": SOURCES}
 
 
 def control_cli(*args: str) -> str:
@@ -40,6 +44,7 @@ class Node:
     def __init__(self, control: Process, tls_dir: Path, place: Path) -> None:
         self.name = f"host-{uuid.uuid4().hex[:8]}"
         self.state = place / "node"
+        self.work = place / "work"
         token = place / "enrollment-token"
         token.write_text(control_cli("enrollment-token", "--node", self.name))
         done = subprocess.run(
@@ -48,23 +53,27 @@ class Node:
              "--state-dir", str(self.state)], capture_output=True, text=True, check=False)
         assert done.returncode == 0, done.stderr
 
-    def run_launches(self, count: int, log: Path) -> None:
+    def run_launches(self, count: int, log: Path, *run_as: str) -> None:
+        """Run ``count`` launches, training as ``run_as`` (default: the agent's own user)."""
         with log.open("wb") as out:
             done = subprocess.run([str(BIN / "tuneplane-node"), "run", "--state-dir",
-                                   str(self.state), "--exit-after", str(count)],
+                                   str(self.state), "--work-root", str(self.work),
+                                   *(run_as or ("--allow-same-user",)),
+                                   "--exit-after", str(count)],
                                   stdout=out, stderr=subprocess.STDOUT, timeout=240, check=False)
         assert done.returncode == 0, log.read_text()
 
 
 def launch(endpoints: Endpoints, run_id: str, node: Node, place: Path,
-           *members: str) -> dict[str, object]:
+           *members: str, command: list[str] = TRAINING,
+           artifact: dict[str, object] = INTEGRATION) -> dict[str, object]:
     integration = place / "integration.json"
-    integration.write_text(json.dumps(INTEGRATION))
+    integration.write_text(json.dumps(artifact))
     run_admin(endpoints, "run-create", "--integration", str(integration),
               "--run", run_id)
     member_args = [arg for m in members for arg in ("--member", m)]
     started: dict[str, object] = json.loads(control_cli(
-        "launch", "--run", run_id, "--node", node.name, *member_args, "--", *TRAINING))
+        "launch", "--run", run_id, "--node", node.name, *member_args, "--", *command))
     return started
 
 
@@ -131,3 +140,83 @@ async def test_a_tampered_collector_artifact_refuses_the_launch(
     (launch_dir,) = (node.state / "launches").iterdir()
     assert not (launch_dir / "training.log").exists()  # the training command never started
     assert not (tmp_path / "spool").exists()            # nor was anything spooled
+
+
+#: What the hostile training command tries, each of which must fail with EACCES.
+FORBIDDEN = ("node credential", "own token", "own trust bundle", "own launch record",
+             "launches", "other launch", "other token", "spool root", "spool",
+             "spool database", "agent environment", "agent descriptors", "agent memory",
+             "own log, reopened", *(f"{process} {what}" for process in (
+                 "collector", "collector reader") for what in (
+                 "environment", "descriptors", "memory", "working directory")))
+
+
+async def test_training_run_as_another_user_reads_no_credential_and_curves_arrive_exactly(
+        initialised: Endpoints, ingest: Process, projector: Process, tls_dir: Path,
+        collector_artifact: Path, tmp_path: Path, run_id: str, db: asyncpg.Connection) -> None:
+    steps = 2000
+    with system_user() as user, public_place() as place:
+        # Another tenant's metrics, which only the agent's user (root) may read: the
+        # artifact names them, the collector opens sources as the training user.
+        theirs = place / "theirs" / "metrics.jsonl"
+        theirs.parent.mkdir(mode=0o700)
+        theirs.write_text("".join(json.dumps({"step": s, "wall_time": 1.7e9, "metrics": {
+            "secret": 1.0}}) + "\n" for s in range(10)))
+        artifact = {"version": 1, "sources": [
+            *SOURCES[1:],
+            {"id": "stolen", "kind": "jsonl", "path": str(theirs), "owner": "rank-0"}]}
+        # State and spool where every user may pass by their parents: only their own modes
+        # keep the training user out.
+        control = start_control(tls_dir, free_port(), tmp_path / "control.log",
+                                launch_env(ingest.port, place / "spool", collector_artifact),
+                                "--heartbeat-seconds", "1")
+        try:
+            node = Node(control, tls_dir, place)
+            program = readable_copy(Path(__file__).with_name("hostile_training.py"), place)
+            started = launch(initialised, run_id, node, tmp_path, "rank-0", "rank-1", command=[
+                str(SYSTEM_PYTHON), str(program), "--state", str(node.state), "--spool-root",
+                str(place / "spool"), "--steps", str(steps)], artifact=artifact)
+            node.run_launches(2, tmp_path / "agent.log", "--run-as", user.pw_name)
+        finally:
+            control.stop()
+        ids = started["launches"]
+        assert isinstance(ids, list)
+        assert ids[1] == ids[0] + 1  # the program finds its neighbour's launch so
+        states = launch_states(run_id)
+        assert [(s["member"], s["state"], s["exit_code"]) for s in states] == [
+            ("rank-0", "finished", 0), ("rank-1", "finished", 0)], states
+        for launch_id in ids:
+            workdir = node.work / str(launch_id)
+            assert (workdir.stat().st_uid, workdir.stat().st_mode & 0o777) == (user.pw_uid,
+                                                                               0o700)
+            seen = json.loads((workdir / "attempts.json").read_text())
+            assert (seen["uid"], seen["euid"], seen["gid"]) == (user.pw_uid, user.pw_uid,
+                                                                user.pw_gid)
+            assert seen["groups"] == [user.pw_gid]  # none of the agent's groups
+            assert seen["cwd"] == str(workdir)
+            assert seen["descriptors"] == [0, 1, 2]  # nothing inherited but its output
+            environment: dict[str, str] = seen["environment"]
+            assert not [k for k, v in environment.items() if str(node.state) in v
+                        or str(place / "spool") in v or "token" in k.lower()]
+            assert set(environment) <= {"PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "HOME",
+                                        "USER", "LOGNAME", "PWD", "TUNEPLANE_RUN_ID",
+                                        "TUNEPLANE_ATTEMPT", "TUNEPLANE_MEMBER"}
+            tried = seen["attempts"]
+            assert sorted(tried) == sorted(FORBIDDEN)  # its collector was found and tried
+            for name in FORBIDDEN:
+                assert tried[name]["errno"] == errno.EACCES, (launch_id, name, tried[name])
+                path = Path(tried[name]["path"])
+                assert path.parts[1] == "proc" or path.exists(), (name, path)  # not a typo
+        collector_log = (node.state / "launches" / str(ids[0]) / "collector.log").read_text()
+        assert f"source stolen: refused: {theirs} cannot be opened as {user.pw_name}: " \
+            "Permission denied" in collector_log
+        for launch_dir in (node.state / "launches").iterdir():
+            for path in (launch_dir, *launch_dir.iterdir()):
+                info = path.stat()
+                assert (info.st_uid, info.st_mode & 0o077) == (os.geteuid(), 0), path
+        assert await wait_for_points(db, run_id, 2 * steps) == 2 * steps
+        truth = {("rank-0", "train", "acc", s, s / 8) for s in range(steps)} | {
+            ("rank-1", "eval", "score", s, s / 2) for s in range(steps)}
+        points = await curve_points(db, run_id)
+        assert len(points) == len(truth)
+        assert set(points) == truth

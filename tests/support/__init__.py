@@ -7,5 +7,7 @@
 ``readmodels`` (reading and waiting on the PostgreSQL read models);
 ``kafka`` (the batches topic as ingest fills it, and consumer groups placed at its end);
 ``control`` (node control test helpers: enrollment, nodes, a run with two members);
-``web`` (clients of the web application).
+``web`` (clients of the web application);
+``users`` (real, separate users for what training code can reach; root needed);
+``schemaserver`` (an HTTP server counting fetches of a JSON Schema).
 """

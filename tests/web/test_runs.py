@@ -54,8 +54,23 @@ async def test_bad_runs_are_refused_clearly(client: httpx.AsyncClient) -> None:
     bad = await client.post("/api/v1/runs", json={"integration": broken})
     assert bad.status_code == 422
     assert "artifact.sources must contain at least 1 items" in bad.json()["detail"]
-    named = await client.post("/api/v1/runs", json={"run_id": "bad id!", "integration": ARTIFACT})
-    assert named.status_code == 422
+    for bad_id in ("bad id!", "run\n", "../run"):
+        named = await client.post("/api/v1/runs", json={"run_id": bad_id,
+                                                         "integration": ARTIFACT})
+        assert named.status_code == 422, bad_id
+    escaping = {**ARTIFACT, "sources": [{"id": "train", "kind": "jsonl", "path": "/d/m.jsonl",
+                                         "owner": "../../x"}]}
+    owner = await client.post("/api/v1/runs", json={"integration": escaping})
+    assert owner.status_code == 422
+    assert "artifact.sources[0].owner '../../x' is not a name" in owner.json()["detail"]
+    for ref in ("http://169.254.169.254/latest", "file:///etc/passwd"):
+        fetching = {**ARTIFACT, "channels": [{
+            "id": "c", "path": "/d/c.jsonl", "owner": "rank-0", "max_record_bytes": 64,
+            "max_bytes_per_minute": 64, "schema": {"items": {"$ref": ref}}}]}
+        refused = await client.post("/api/v1/runs", json={"integration": fetching})
+        assert refused.status_code == 422
+        assert f"channels[0].schema.items.$ref is {ref!r}: only local references" in \
+            refused.json()["detail"]
     assert (await client.post("/api/v1/runs/none-such/attempts")).status_code == 404
     assert (await client.get("/api/v1/runs/none-such")).status_code == 404
 

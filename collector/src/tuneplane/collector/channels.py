@@ -6,7 +6,8 @@ Line format::
 
 A record over ``max_record_bytes``, off its schema, or beyond the channel's bytes per
 minute is rejected with its reason and counted — never truncated, never silently
-dropped. Malformed lines are reported with file and line.
+dropped. Malformed lines are reported with file and line. The schema is compiled offline:
+a ``$ref`` outside it is refused, nothing is fetched (``channelschema``).
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ import fastjsonschema
 import orjson
 
 from tuneplane.collector.draft import BatchDraft, Position, ReadStep
-from tuneplane.collector.jsonl import READ_BYTES, skip_overlong
+from tuneplane.collector.fence import OPEN
+from tuneplane.collector.jsonl import READ_BYTES, Opener, skip_overlong
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1.channelschema import compile_offline
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,9 +56,11 @@ class Budget:
 
 
 class ChannelReader:
-    def __init__(self, spec: ChannelSpec, clock: Callable[[], float]) -> None:
+    def __init__(self, spec: ChannelSpec, clock: Callable[[], float],
+                 open_file: Opener = OPEN.open) -> None:
         self.spec = spec
-        self._validate = fastjsonschema.compile(spec.schema)
+        self._open = open_file
+        self._validate = compile_offline(spec.schema, f"channel {spec.channel_id} schema")
         self._clock = clock
         self._budget = Budget(spec.max_bytes_per_minute, clock())
 
@@ -91,7 +96,7 @@ class ChannelReader:
 
     def read(self, start: Position, *, max_bytes: int) -> ReadStep:
         out = ReadStep(BatchDraft(self.spec.channel_id), start)
-        with self.spec.path.open("rb") as handle:
+        with self._open(self.spec.path) as handle:
             handle.seek(start.offset)
             data = handle.read(READ_BYTES)
         offset, line, begin = start.offset, start.line, 0
@@ -120,6 +125,6 @@ class ChannelReader:
             out.at_end = len(data) < READ_BYTES
             if begin == 0 and not out.at_end:  # one line longer than a whole read
                 offset, line, out.at_end = skip_overlong(self.spec.path, offset, line,
-                                                         out.problems)
+                                                         out.problems, self._open)
         out.position = Position(offset, line)
         return out

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import grpc
 
+from tuneplane.collector.fence import OPEN, Fence
 from tuneplane.collector.reader import SourceReader, SourceSpec
 from tuneplane.collector.sender import Sender, Target, TransientSendError
 from tuneplane.collector.spool import Spool
@@ -31,6 +32,7 @@ class CollectorConfig:
     drain_seconds: float = 30.0
     in_flight: int = 4
     poll_seconds: float = 0.5
+    fence: Fence = OPEN  # directories no source is read from (the node agent's state)
     interceptors: list[grpc.UnaryUnaryClientInterceptor] = field(default_factory=list)
 
 
@@ -40,7 +42,8 @@ class Collector:
         self.reader = SourceReader(Spool(config.spool_dir, config.owner), config.sources,
                                    max_points=config.max_batch_points,
                                    max_bytes=config.max_batch_bytes,
-                                   spool_bytes=config.spool_bytes, clock=clock)
+                                   spool_bytes=config.spool_bytes, clock=clock,
+                                   fence=config.fence)
         # One SQLite connection per thread: reader, sender, and this (status) thread.
         self.sender = Sender(Spool(config.spool_dir, config.owner), config.target,
                              in_flight=config.in_flight, interceptors=config.interceptors)

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
 from tuneplane.collector.draft import BatchDraft, Position, ReadStep
+from tuneplane.collector.fence import OPEN
 from tuneplane.telemetry.v1.validation import name_problem
 
 READ_BYTES = 4 * 1024 * 1024
@@ -65,11 +67,14 @@ def parse_line(raw: bytes) -> tuple[int, float, list[tuple[str, float]]]:
     return step, float(wall_time), [(k, parse_value(k, v)) for k, v in metrics.items()]
 
 
-def skip_overlong(path: Path, offset: int, line: int,
-                  problems: list[str]) -> tuple[int, int, bool]:
+Opener = Callable[[Path], BinaryIO]
+
+
+def skip_overlong(path: Path, offset: int, line: int, problems: list[str],
+                  open_file: Opener = OPEN.open) -> tuple[int, int, bool]:
     """A line longer than READ_BYTES starts at ``offset``: skip it, said with file and line,
     once its end is written. Returns the new (offset, line, waiting for its end)."""
-    with path.open("rb") as handle:
+    with open_file(path) as handle:
         handle.seek(offset + READ_BYTES)
         where = offset + READ_BYTES
         while chunk := handle.read(1 << 20):
@@ -84,10 +89,10 @@ def skip_overlong(path: Path, offset: int, line: int,
 
 
 def read(path: Path, source: str, position: Position, max_points: int,
-         max_bytes: int) -> ReadStep:
+         max_bytes: int, open_file: Opener = OPEN.open) -> ReadStep:
     """Read complete lines from ``position`` until a batch bound or the end of the file."""
     result = ReadStep(BatchDraft(source), position)
-    with path.open("rb") as handle:
+    with open_file(path) as handle:
         handle.seek(position.offset)
         data = handle.read(READ_BYTES)
     offset, line, start = position.offset, position.line, 0
@@ -96,7 +101,8 @@ def read(path: Path, source: str, position: Position, max_points: int,
         if end < 0:
             result.at_end = len(data) < READ_BYTES
             if start == 0 and not result.at_end:  # one line longer than a whole read
-                offset, line, result.at_end = skip_overlong(path, offset, line, result.problems)
+                offset, line, result.at_end = skip_overlong(path, offset, line,
+                                                            result.problems, open_file)
             break
         raw = data[start:end]
         try:

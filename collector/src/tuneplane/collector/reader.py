@@ -12,6 +12,7 @@ from pathlib import Path
 from tuneplane.collector import failpoints, jsonl, tensorboard
 from tuneplane.collector.channels import ChannelReader, ChannelSpec
 from tuneplane.collector.draft import Position
+from tuneplane.collector.fence import OPEN, Fence, SourceRefused
 from tuneplane.collector.spool import SavedPosition, Spool
 
 log = logging.getLogger("tuneplane.collector")
@@ -48,17 +49,20 @@ class SourceReader:
     """Steppable: each ``run_once`` seals at most one batch per file of every source."""
 
     def __init__(self, spool: Spool, sources: list[SourceSpec], *, max_points: int,
-                 max_bytes: int, spool_bytes: int, clock: Callable[[], float]) -> None:
+                 max_bytes: int, spool_bytes: int, clock: Callable[[], float],
+                 fence: Fence = OPEN) -> None:
         self._spool = spool
         self._sources = sources
         self._max_points = max_points
         self._max_bytes = max_bytes
         self._spool_bytes = spool_bytes
         self._clock = clock
+        self._open = fence.open
+        self._refused: set[tuple[str, str]] = set()  # (file key, path) said once each
         self.counters = Counters()
         self.problems: list[str] = []
-        self._channels = {s.source_id: ChannelReader(s.channel, clock) for s in sources
-                          if s.channel is not None}
+        self._channels = {s.source_id: ChannelReader(s.channel, clock, fence.open)
+                          for s in sources if s.channel is not None}
 
     @property
     def points_read(self) -> int:
@@ -97,14 +101,24 @@ class SourceReader:
         if stat.st_size == start.offset:
             return True
         resume = Position(start.offset, start.line, start.state)
-        if source.kind is SourceKind.JSONL:
-            step = jsonl.read(path, source.source_id, resume, self._max_points,
-                              self._max_bytes)
-        elif source.kind is SourceKind.CHANNEL:
-            step = self._channels[source.source_id].read(resume, max_bytes=self._max_bytes)
-        else:
-            step = tensorboard.read_file(path, relative, source.source_id, resume,
-                                         max_points=self._max_points, max_bytes=self._max_bytes)
+        try:
+            if source.kind is SourceKind.JSONL:
+                step = jsonl.read(path, source.source_id, resume, self._max_points,
+                                  self._max_bytes, self._open)
+            elif source.kind is SourceKind.CHANNEL:
+                step = self._channels[source.source_id].read(resume,
+                                                             max_bytes=self._max_bytes)
+            else:
+                step = tensorboard.read_file(path, relative, source.source_id, resume,
+                                             max_points=self._max_points,
+                                             max_bytes=self._max_bytes, open_file=self._open)
+        except FileNotFoundError:
+            return True  # gone since it was looked at: as if not written yet
+        except SourceRefused as exc:
+            if (key, str(path)) not in self._refused:  # said once, not at every step
+                self._refused.add((key, str(path)))
+                self._report(f"source {source.source_id}: refused: {exc}")
+            return True
         for problem in step.problems:
             self._report(problem)
         self.counters.refused += sum(step.rejected.values())

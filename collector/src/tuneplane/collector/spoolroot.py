@@ -3,6 +3,11 @@
 Network and cluster filesystems are refused with an error naming the filesystem: their
 locking and fsync semantics do not keep SQLite's promises, and a spool shared between
 hosts would mix members. There is never a fallback to another directory.
+
+A member's spool below a root is ``<root>/<run>/<attempt>/<member>``: each part must be a
+name and the directory must stay inside the root (no ``..``, no absolute part, no symbolic
+link out), checked before anything is created, so no run or artifact can place a spool
+elsewhere.
 """
 
 from __future__ import annotations
@@ -11,6 +16,9 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from tuneplane.telemetry.v1.identity import MemberKey
+from tuneplane.telemetry.v1.names import NAME_RULE, is_name
 
 #: Filesystem types a spool may not live on (as /proc/self/mountinfo names them).
 NETWORK_FILESYSTEMS = {
@@ -95,7 +103,7 @@ def check_filesystem(directory: Path, mountinfo: str | None = None) -> Mount:
     return mount
 
 
-def make_private(directory: Path) -> None:
+def make_private(directory: Path, what: str = "spool directory") -> None:
     """Create ``directory`` (and missing parents) 0700, or check an existing one is private."""
     missing = []
     path = directory
@@ -110,12 +118,12 @@ def make_private(directory: Path) -> None:
         os.chmod(path, 0o700)  # mkdir's mode is masked by the umask
     info = directory.stat()
     if not stat.S_ISDIR(info.st_mode):
-        raise SpoolPlaceError(f"spool directory {directory} is not a directory")
+        raise SpoolPlaceError(f"{what} {directory} is not a directory")
     if info.st_uid != os.geteuid():
-        raise SpoolPlaceError(f"spool directory {directory} is owned by uid {info.st_uid}, "
+        raise SpoolPlaceError(f"{what} {directory} is owned by uid {info.st_uid}, "
                               f"not by the collector's uid {os.geteuid()}")
     if info.st_mode & 0o077:
-        raise SpoolPlaceError(f"spool directory {directory} is mode "
+        raise SpoolPlaceError(f"{what} {directory} is mode "
                               f"{stat.S_IMODE(info.st_mode):04o}; it must be 0700 (private "
                               "to the collector user)")
 
@@ -124,3 +132,32 @@ def prepare(directory: Path, mountinfo: str | None = None) -> None:
     """Refuse a network filesystem first (nothing is created there), then make it private."""
     check_filesystem(directory, mountinfo)
     make_private(directory)
+
+
+def member_dir(root: Path, owner: MemberKey) -> Path:
+    """``<root>/<run>/<attempt>/<member>``, refused unless it stays inside ``root``."""
+    for what, part in (("run", owner.run_id), ("member", owner.member)):
+        if not is_name(part):
+            raise SpoolPlaceError(f"{what} {part!r} cannot name a spool directory below "
+                                  f"{root}: a name is {NAME_RULE}")
+    if owner.attempt < 1:
+        raise SpoolPlaceError(f"attempt {owner.attempt} cannot name a spool directory")
+    directory = root / owner.run_id / str(owner.attempt) / owner.member
+    path = root
+    for part in directory.relative_to(root).parts:
+        path = path / part
+        if path.is_symlink():
+            raise SpoolPlaceError(f"spool directory {directory}: {path} is a symbolic link to "
+                                  f"{os.readlink(path)}; a spool stays inside {root}")
+    if not directory.resolve().is_relative_to(root.resolve()):  # belt and braces
+        raise SpoolPlaceError(f"spool directory {directory} resolves outside {root}")
+    return directory
+
+
+def grant(root: Path, owner: MemberKey, mountinfo: str | None = None) -> Path:
+    """The member's private spool below a private, host-local root; made if missing."""
+    check_filesystem(root, mountinfo)
+    make_private(root, "spool root")
+    directory = member_dir(root, owner)
+    make_private(directory)
+    return directory

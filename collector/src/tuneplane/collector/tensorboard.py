@@ -9,12 +9,13 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
 from tuneplane.collector import tfrecord
 from tuneplane.collector.draft import BatchDraft, Position, ReadStep
+from tuneplane.collector.fence import OPEN
 from tuneplane.collector.tbevents import Decoded, TagPlugins, decode
 from tuneplane.telemetry.v1.limits import MAX_BATCH_SERIES
 from tuneplane.telemetry.v1.validation import escape_controls
@@ -77,11 +78,12 @@ def refuse_oversized(decoded: Decoded, max_bytes: int, where: str, problems: lis
 
 
 def read_file(path: Path, relative: str, source: str, start: Position, *, max_points: int,
-              max_bytes: int) -> ReadStep:
+              max_bytes: int,
+              open_file: Callable[[Path], BinaryIO] = OPEN.open) -> ReadStep:
     """Read complete records of one event file from ``start`` up to the batch bounds."""
     relative = escape_controls(relative)  # a file name may hold what a record field may not
     plugins = load_plugins(start.state)
-    with path.open("rb") as handle:
+    with open_file(path) as handle:
         size = os.fstat(handle.fileno()).st_size
         covered, scan = scan_at(handle, start.offset, limit=max_points)
     result = ReadStep(BatchDraft(source), start)

@@ -11,6 +11,7 @@ import grpc
 
 from tuneplane.collector.node import reports
 from tuneplane.collector.node.client import ControlClient, NodeState
+from tuneplane.collector.node.host import Host
 from tuneplane.collector.node.launch import LaunchRunner
 from tuneplane.node.v1 import node_pb2 as pb
 
@@ -18,8 +19,9 @@ log = logging.getLogger("tuneplane.node")
 
 
 class Agent:
-    def __init__(self, state_dir: Path, client: ControlClient) -> None:
-        self._state_dir = state_dir
+    def __init__(self, host: Host, client: ControlClient) -> None:
+        self._host = host
+        self._state_dir = host.state_dir
         self._client = client
         self.stopping = threading.Event()
         self.runners: dict[int, threading.Thread] = {}
@@ -43,7 +45,7 @@ class Agent:
             return
         directory.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         directory.mkdir(mode=0o700)
-        runner = LaunchRunner(launch, self._client, directory, self.stopping)
+        runner = LaunchRunner(launch, self._client, directory, self._host, self.stopping)
         thread = threading.Thread(target=runner.run, name=f"launch-{launch.launch_id}")
         self.runners[launch.launch_id] = thread
         log.info("launch %d: %s attempt %d member %s: %s", launch.launch_id, launch.run_id,
@@ -86,6 +88,6 @@ class Agent:
             thread.join()
 
 
-def load(state_dir: Path) -> Agent:
-    return Agent(state_dir, ControlClient(NodeState.load(state_dir)))
+def load(host: Host) -> Agent:
+    return Agent(host, ControlClient(NodeState.load(host.state_dir)))
 

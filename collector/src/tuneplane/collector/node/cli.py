@@ -1,14 +1,20 @@
 """``tuneplane-node``: the node agent of an execution host.
 
     tuneplane-node enroll --control HOST:8443 --ca-file CA --token-file F --state-dir DIR
-    tuneplane-node run --state-dir DIR
+    tuneplane-node run --state-dir DIR --work-root WORK --run-as USER
 
 ``enroll`` trades a one-time enrollment token for this node's credential (kept in
 DIR/node.json, 0600). ``run`` beats to Node control and runs each launch it is given:
-it verifies the collector artifact, checks the spool grant, writes the collector's
-configuration and token file, starts the training command with a collector beside it,
+it verifies the collector artifact and the run's integration artifact, checks the spool
+grant, writes the collector's configuration and token file in DIR, makes the launch's
+working directory in WORK (USER's), starts the training command there as USER with a
+collector beside it,
 rewrites the token file on renewal, reports the launch's state, and lets the collector
 drain at the end. SIGTERM stops the agent: training commands get SIGTERM, collectors drain.
+
+The agent runs as root (it switches to USER for training) and DIR is private to it: USER
+reads none of the node credential, workload tokens, trust bundle, spools or collector
+files. It refuses to run training as its own user unless given --allow-same-user.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ from pathlib import Path
 import grpc
 
 from tuneplane.collector.node import agent, client
+from tuneplane.collector.node.host import HostError, open_host
+from tuneplane.collector.node.runas import RunAsError, resolve
 from tuneplane.collector.spoolroot import SpoolPlaceError, make_private
 
 
@@ -47,7 +55,13 @@ def cmd_enroll(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.loglevel.upper(),
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    node = agent.load(args.state_dir)
+    try:
+        run_as = resolve(args.run_as, allow_same_user=args.allow_same_user)
+        host = open_host(args.state_dir, args.work_root, run_as)
+    except (RunAsError, HostError, OSError) as exc:
+        print(f"tuneplane-node run: {exc}", file=sys.stderr)
+        return 2
+    node = agent.load(host)
     signal.signal(signal.SIGTERM, lambda *_: node.stopping.set())
     signal.signal(signal.SIGINT, lambda *_: node.stopping.set())
     node.run(exit_after=args.exit_after)
@@ -70,6 +84,15 @@ def parser() -> argparse.ArgumentParser:
     e.set_defaults(func=cmd_enroll)
     r = sub.add_parser("run", help="beat to Node control and run the launches it assigns")
     r.add_argument("--state-dir", type=Path, required=True, help="as given to enroll")
+    r.add_argument("--work-root", type=Path, required=True,
+                   help="where each launch's working directory is made (WORK/<launch>), "
+                        "outside the state directory; made 0711 when missing")
+    r.add_argument("--run-as", metavar="USER",
+                   help="the unprivileged user training commands run as (default: the "
+                        "agent's own user, refused without --allow-same-user)")
+    r.add_argument("--allow-same-user", action="store_true",
+                   help="let training run as the agent's own user, which can read the node "
+                        "credential and workload tokens: a single-user workstation only")
     r.add_argument("--exit-after", type=int, metavar="N",
                    help="exit once N launches have been taken and all have ended")
     r.add_argument("--loglevel", default="INFO")

@@ -1,89 +1,39 @@
-"""One launch on this node: check what it needs, then run the training command with a
-collector beside it, keep the collector's token fresh, and let the collector drain.
-
-Before anything starts, the launch is refused (with the reason reported to control) when
-the collector artifact does not verify against its manifest and digest, or the spool
-grant (private, host-local, under the configured root, no fallback) cannot be had.
+"""One launch on this node: once it is prepared (``prepare``: checked, granted, written),
+run the training command with a collector beside it, keep the collector's token fresh,
+and let the collector drain.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
 import logging
 import os
 import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from tuneplane.collector import artifact, spool, spoolroot
+from tuneplane.collector import spool
 from tuneplane.collector.node import reports
 from tuneplane.collector.node.client import ControlClient, write_private
+from tuneplane.collector.node.host import Host
+from tuneplane.collector.node.prepare import Prepared, Refused, prepare
 from tuneplane.node.v1 import node_pb2 as pb
 
 log = logging.getLogger("tuneplane.node")
 State = pb.LaunchReport.State
 
 
-class Refused(Exception):
-    """The launch must not start; the message says why."""
-
-
-@dataclass(frozen=True, slots=True)
-class Prepared:
-    directory: Path     # private: configuration, token, logs
-    workdir: Path
-    spool: Path
-    collector: list[str]
-
-
-def prepare(launch: pb.Launch, launch_dir: Path) -> Prepared:
-    """Verify, grant and write; raises Refused. Touches nothing outside the launch's places."""
-    config = launch.collector
-    where = Path(config.artifact_path)
-    if where.name != config.artifact_digest:
-        raise Refused(f"collector artifact {where} is not the one launched "
-                      f"({config.artifact_digest})")
-    try:
-        artifact.verify(where)
-    except artifact.ArtifactError as exc:
-        raise Refused(f"collector artifact refused: {exc}") from None
-    spool_dir = Path(config.spool_root) / launch.run_id / str(launch.attempt) / launch.member
-    try:
-        spoolroot.prepare(spool_dir)
-    except (spoolroot.SpoolPlaceError, OSError) as exc:
-        raise Refused(f"spool grant refused: {exc}") from None
-    spoolroot.make_private(launch_dir)
-    workdir = Path(launch.working_directory) if launch.working_directory else launch_dir / "work"
-    workdir.mkdir(parents=True, exist_ok=True)
-    write_private(launch_dir / "trust-bundle.pem", config.trust_bundle_pem)
-    write_private(launch_dir / "token", launch.token.token)
-    write_private(launch_dir / "integration.json", config.integration_json)
-    collector = [str(where / "bin" / "tuneplane-collector"), "run", "--run", launch.run_id,
-                 "--attempt", str(launch.attempt), "--member", launch.member,
-                 "--integration", str(launch_dir / "integration.json"),
-                 "--spool", str(spool_dir), "--target", config.telemetry_target,
-                 "--ca-file", str(launch_dir / "trust-bundle.pem"),
-                 "--token-file", str(launch_dir / "token")]
-    if config.server_name:
-        collector += ["--server-name", config.server_name]
-    write_private(launch_dir / "launch.json", json.dumps(
-        {"launch": launch.launch_id, "run": launch.run_id, "attempt": launch.attempt,
-         "member": launch.member, "command": list(launch.command), "collector": collector},
-        indent=2))
-    return Prepared(launch_dir, workdir, spool_dir, collector)
-
-
 class LaunchRunner:
     """Runs one launch to its end on a thread of the agent; reports every state change."""
 
     def __init__(self, launch: pb.Launch, client: ControlClient, launch_dir: Path,
-                 stopping: threading.Event) -> None:
+                 host: Host, stopping: threading.Event) -> None:
         self.launch = launch
         self._client = client
         self._dir = launch_dir
+        self._host = host
         self._stopping = stopping
         self._token = launch.token
         self._token_received = time.time()
@@ -95,15 +45,21 @@ class LaunchRunner:
             launch_id=self.launch.launch_id, state=state, exit_code=exit_code, detail=detail,
             undelivered_batches=undelivered), give_up_after=60.0)
 
-    def _env(self, extra: dict[str, str]) -> dict[str, str]:
+    def _env(self) -> dict[str, str]:
+        """The collector's: the agent's environment (it is the agent's user) and settings."""
         config = self.launch.collector
         return {**os.environ, "TUNEPLANE_TELEMETRY_SPOOL_BYTES": str(config.spool_bytes),
-                "TUNEPLANE_TELEMETRY_DRAIN_SECONDS": str(config.drain_seconds), **extra}
+                "TUNEPLANE_TELEMETRY_DRAIN_SECONDS": str(config.drain_seconds)}
 
     def _start_collector(self, prepared: Prepared) -> subprocess.Popen[bytes]:
-        with (prepared.directory / "collector.log").open("ab") as out:
-            return subprocess.Popen(prepared.collector, cwd=prepared.workdir, stdout=out,
-                                    stderr=subprocess.STDOUT, env=self._env({}))
+        log_file = prepared.directory / "collector.log"
+        fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        try:
+            return subprocess.Popen(prepared.collector, cwd=prepared.directory,
+                                    stdin=subprocess.DEVNULL, stdout=fd,
+                                    stderr=subprocess.STDOUT, env=self._env())
+        finally:
+            os.close(fd)
 
     def _renew_if_due(self) -> None:
         lifetime = self._token.expires_at - self._token_received
@@ -124,36 +80,40 @@ class LaunchRunner:
 
     def run(self) -> None:
         try:
-            prepared = prepare(self.launch, self._dir)
+            prepared = prepare(self.launch, self._dir, self._host)
         except Refused as exc:
             self._report(State.STATE_REFUSED, detail=str(exc))
             return
         collector = self._start_collector(prepared)
-        env = {**dict(self.launch.environment), "TUNEPLANE_RUN_ID": self.launch.run_id,
-               "TUNEPLANE_ATTEMPT": str(self.launch.attempt),
-               "TUNEPLANE_MEMBER": self.launch.member}
+        run_as = self._host.run_as
+        env = run_as.environment(prepared.workdir, dict(self.launch.environment), {
+            "TUNEPLANE_RUN_ID": self.launch.run_id, "TUNEPLANE_ATTEMPT": str(self.launch.attempt),
+            "TUNEPLANE_MEMBER": self.launch.member})
         try:
-            with (prepared.directory / "training.log").open("ab") as out:
-                training = subprocess.Popen(list(self.launch.command), cwd=prepared.workdir,
-                                            stdout=out, stderr=subprocess.STDOUT,
-                                            env=self._env(env))
-        except OSError as exc:
+            training = run_as.start(list(self.launch.command), prepared.workdir, env,
+                                    prepared.directory / "training.log")
+        except (OSError, ValueError) as exc:  # ValueError: a NUL or '=' in its environment
             training_error = f"training command could not start: {exc}"
             self._finish(collector, prepared, State.STATE_FAILED, 127, training_error)
             return
         self._report(State.STATE_RUNNING)
         terminated = False
+        pause, started = 0.0, time.monotonic()  # one that keeps exiting is not restarted hot
         while training.poll() is None:
             self._renew_if_due()
-            if collector.poll() is not None:
+            now = time.monotonic()
+            if collector.poll() is not None and now >= started + pause:
+                pause = 0.0 if now - started > 60 else min(max(pause * 2, 1.0), 30.0)
                 log.warning("launch %d: collector exited (%s) while training runs; restarting "
-                            "it (the spool resumes where it was)", self.launch.launch_id,
-                            collector.returncode)
-                collector = self._start_collector(prepared)
+                            "it (the spool resumes where it was)%s", self.launch.launch_id,
+                            collector.returncode,
+                            f"; if it exits again, in {pause:.0f} s" if pause else "")
+                collector, started = self._start_collector(prepared), now
             if self._stopping.is_set() and not terminated:
-                training.send_signal(signal.SIGTERM)
+                signal_group(training.pid, signal.SIGTERM)
                 terminated = True
             time.sleep(0.25)
+        signal_group(training.pid, signal.SIGKILL)  # what it left running ends with it
         code = training.returncode
         state = State.STATE_FINISHED if code == 0 else State.STATE_FAILED
         self._finish(collector, prepared, state, code,
@@ -191,3 +151,9 @@ def undelivered_batches(spool_dir: Path) -> int:
     assert isinstance(pending, dict)
     assert isinstance(quarantined, list)
     return int(pending["batches"]) + len(quarantined)
+
+
+def signal_group(leader: int, signum: int) -> None:
+    """Signal the training command's session (its own process group) if anything is left."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(leader, signum)

@@ -3,7 +3,9 @@
 
 YAML (``.yaml``/``.yml``) or JSON, validated against ``integration-v1.json``
 (fastjsonschema), then the rules a schema cannot say: ids and paths declared once,
-mappings naming declared sources, one mapping per (source, tag).
+mappings naming declared sources, one mapping per (source, tag). The artifact is data, not
+instructions: owners and ids are names (they become path components), and a channel
+schema's ``$ref`` must stay inside the schema (``channelschema``): nothing is fetched.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from typing import Any
 
 import fastjsonschema
 import yaml
+
+from tuneplane.telemetry.v1.channelschema import SchemaRefused, check_schema
+from tuneplane.telemetry.v1.names import NAME_PATTERN, NAME_RULE, is_name
 
 _validate = fastjsonschema.compile(json.loads(
     (resources.files("tuneplane.telemetry.v1") / "integration-v1.json").read_text()))
@@ -48,12 +53,37 @@ def load_document(path: Path) -> Any:
                                f"{exc}") from None
 
 
+def _schema_error(exc: fastjsonschema.JsonSchemaValueException) -> str:
+    place = (exc.name or "data").replace("data", "artifact", 1)
+    if exc.rule == "pattern" and exc.rule_definition == NAME_PATTERN:
+        return f"{place} {exc.value!r} is not a name: {NAME_RULE}"
+    return exc.message.replace("data", "artifact", 1)
+
+
+def check_names_and_paths(document: dict[str, Any], origin: str) -> None:
+    """What the schema cannot say about each source and channel: NUL-free paths, local refs."""
+    for group in ("sources", "channels"):
+        for i, entry in enumerate(document.get(group, [])):
+            for what in ("id", "owner"):
+                if not is_name(entry[what]):  # the schema's pattern, restated: it is a path
+                    raise IntegrationError(f"{origin}: {group}[{i}].{what} {entry[what]!r} is "
+                                           f"not a name: {NAME_RULE}")
+            if "\0" in entry["path"]:
+                raise IntegrationError(f"{origin}: {group}[{i}].path holds a NUL character")
+            if group == "channels":
+                try:
+                    check_schema(entry["schema"], f"{group}[{i}].schema")
+                except SchemaRefused as exc:
+                    raise IntegrationError(f"{origin}: {exc}") from None
+
+
 def check_document(document: Any, origin: str) -> list[MetricMapping]:
     """Validate the whole artifact; returns its metric mapping."""
     try:
         _validate(document)
     except fastjsonschema.JsonSchemaValueException as exc:
-        raise IntegrationError(f"{origin}: {exc.message.replace('data', 'artifact', 1)}") from None
+        raise IntegrationError(f"{origin}: {_schema_error(exc)}") from None
+    check_names_and_paths(document, origin)
     declared = [*document["sources"], *document.get("channels", [])]
     for what in ("id", "path"):
         values = [str(entry[what]) for entry in declared]

@@ -27,7 +27,7 @@ def digest(token: str) -> bytes:
 
 async def new_enrollment_token(conn: Connection, node_name: str, *, created_by: str,
                                now: dt.datetime, ttl: dt.timedelta) -> str:
-    if not NODE_NAME.match(node_name):
+    if not NODE_NAME.fullmatch(node_name):
         raise EnrollmentRefused(f"node name {node_name!r} must be 1-128 of A-Z a-z 0-9 . _ - "
                               "(starting with a letter or digit)")
     token = PREFIX + secrets.token_urlsafe(32)

@@ -35,7 +35,7 @@ async def create_run(conn: Connection, artifact: Any, *, created_by: str, now: d
                      run_id: str | None = None) -> str:
     check_document(artifact, "integration artifact")
     run_id = run_id or new_run_id(now)
-    if not RUN_ID.match(run_id):
+    if not RUN_ID.fullmatch(run_id):  # not .match: its $ would let a final newline by
         raise InvalidRun(f"run id {run_id!r} must be 1-128 of A-Z a-z 0-9 . _ - "
                        "(starting with a letter or digit)")
     try:
