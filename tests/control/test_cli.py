@@ -8,13 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.control import cli as control
 from tests.support.environment import BIN, Endpoints, free_port
 from tests.support.processes import launch_env
-
-
-def control(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BIN / "tuneplane-control"), *args], capture_output=True,
-                          text=True, env={**os.environ, **(env or {})}, check=False, timeout=60)
 
 
 def test_help_explains_each_command() -> None:

@@ -35,6 +35,7 @@ def test_one_variable_declared_twice_with_two_meanings_is_refused() -> None:
 def test_the_table_says_who_needs_what_when_readers_differ() -> None:
     by_name = {row.variable.name: row for row in rows(DEPLOYABLES)}
     assert by_name["TUNEPLANE_DATABASE_URL"].readers["control"][1] == "yes"
-    assert by_name["TUNEPLANE_DATABASE_URL"].readers["ingest"][1] == \
+    assert by_name["TUNEPLANE_DATABASE_URL"].readers["ingest"][1] == "yes"  # token lookups
+    assert by_name["TUNEPLANE_GATEWAY_HOSTNAME"].readers["ingest"][1] == \
         "for the shared gateway identity"
     assert by_name["TUNEPLANE_GATEWAY_HOSTNAME"].readers["admin"] == ("localhost", "no")

@@ -1,12 +1,15 @@
-"""Node control test helpers: enrollment, nodes, a run with two members."""
+"""Node control test helpers: enrollment, nodes, a run with two members, the CLI."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import subprocess
 
 import asyncpg
 
+from tests.support.environment import BIN
 from tuneplane.controlplane import nodes, runs
 from tuneplane.node.v1 import node_pb2 as pb
 from tuneplane.node.v1 import node_pb2_grpc as pb_grpc
@@ -35,3 +38,9 @@ ARTIFACT = {"version": 1, "sources": [
 async def new_run(db: asyncpg.Connection, run_id: str) -> str:
     return await runs.create_run(db, json.loads(json.dumps(ARTIFACT)), created_by="test",
                                  now=dt.datetime.now(dt.UTC), run_id=run_id)
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``tuneplane-control`` run as an operator runs it, with the test environment."""
+    return subprocess.run([str(BIN / "tuneplane-control"), *args], capture_output=True,
+                          text=True, env={**os.environ, **(env or {})}, check=False, timeout=60)

@@ -56,12 +56,12 @@ class Process:
 
 
 def start_ingest(endpoints: Endpoints, tls_dir: Path, port: int, log: Path,
-                 *extra: str) -> Process:
+                 *extra: str, env: dict[str, str] | None = None) -> Process:
     """Ingest with the development TLS identity; ``extra`` arguments as given (for example
-    ``--max-concurrent-rpcs 16``)."""
+    ``--max-concurrent-rpcs 16``), ``env`` added to the environment."""
     return Process([str(BIN / "tuneplane-ingest"), "--host", "127.0.0.1", "--port", str(port),
                     "--tls-dir", str(tls_dir), "--kafka-timeout", "5", *extra], log,
-                   ready="ingest listening", port=port)
+                   ready="ingest listening", port=port, env=env)
 
 
 def start_control(tls_dir: Path, port: int, log: Path, env: dict[str, str],

@@ -38,6 +38,8 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
   value: {{ .Values.s3.bucket | quote }}
 - name: TUNEPLANE_GATEWAY_HOSTNAME
   value: {{ .Values.gateway.hostname | quote }}
+- name: TUNEPLANE_TELEMETRY_DRAIN_SECONDS
+  value: {{ .Values.gateway.drainSeconds | quote }}
 - name: TUNEPLANE_SECRET_ENC_KEY
   valueFrom: {secretKeyRef: {name: {{ include "tuneplane.secretName" . }}, key: TUNEPLANE_SECRET_ENC_KEY}}
 - name: TUNEPLANE_WEB_JWT_SECRET

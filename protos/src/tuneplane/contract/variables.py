@@ -47,4 +47,6 @@ TELEMETRY_SPOOL_BYTES = Variable(
     "reading", parse=positive)
 TELEMETRY_DRAIN_SECONDS = Variable(
     "TUNEPLANE_TELEMETRY_DRAIN_SECONDS", "seconds a stopping collector keeps sending before "
-    "it leaves the rest spooled", parse=positive)
+    "it leaves the rest spooled; ingest and the reporting path refuse an ended attempt's "
+    "workload tokens from 30 s past this after its end (the same value everywhere)",
+    parse=positive)

@@ -3,6 +3,10 @@
 Each kind's HMAC key is derived from ``TUNEPLANE_WEB_JWT_SECRET`` with HKDF-SHA256 and
 the kind as context, so a token of one kind never verifies as another, and each
 listener names the kind and audience it accepts.
+
+A workload token issued by Node control also names the node it was issued through (the
+``node`` claim), so revoking that node ends it; one issued by ``tuneplane-admin token``
+names none.
 """
 
 from __future__ import annotations
@@ -48,6 +52,9 @@ def derive_key(secret: str, kind: TokenKind) -> bytes:
 class WorkloadClaims:
     member: MemberKey
     expires_at: int
+    issued_at: int
+    #: The node the token was issued through (Node control); None for one an admin issued.
+    node: str | None = None
 
 
 class TokenSigner:
@@ -85,8 +92,12 @@ class TokenSigner:
             raise TokenError("token expired")
         return claims
 
-    def issue_workload(self, member: MemberKey, *, now: float, ttl_seconds: int) -> str:
-        binding = {"run": member.run_id, "attempt": member.attempt, "member": member.member}
+    def issue_workload(self, member: MemberKey, *, now: float, ttl_seconds: int,
+                       node: str | None = None) -> str:
+        binding: dict[str, Any] = {"run": member.run_id, "attempt": member.attempt,
+                                   "member": member.member}
+        if node is not None:
+            binding["node"] = node
         return self.issue(TokenKind.WORKLOAD, str(member), binding, now=now,
                           ttl_seconds=ttl_seconds)
 
@@ -94,6 +105,11 @@ class TokenSigner:
         claims = self.verify(token, TokenKind.WORKLOAD, now=now)
         try:
             member = MemberKey(str(claims["run"]), int(claims["attempt"]), str(claims["member"]))
+            issued_at = int(claims["iat"])
         except (KeyError, TypeError, ValueError):
-            raise TokenError("workload token lacks its run/attempt/member binding") from None
-        return WorkloadClaims(member, int(claims["exp"]))
+            raise TokenError("workload token lacks its run/attempt/member binding or its "
+                             "issue time") from None
+        node = claims.get("node")
+        if node is not None and (not isinstance(node, str) or not node):
+            raise TokenError(f"workload token names a malformed node {node!r}")
+        return WorkloadClaims(member, int(claims["exp"]), issued_at, node)

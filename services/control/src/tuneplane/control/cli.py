@@ -83,8 +83,13 @@ async def admin(args: argparse.Namespace, settings: ControlSettings) -> int:
         elif args.command == "nodes":
             for row in await nodes.listing(conn):
                 print(json.dumps(row, default=str))
-        elif not await nodes.revoke(conn, args.node, now=now):
-            raise NodeNotFound(f"no enrolled node {args.node!r} to revoke")
+        else:
+            revoked = await nodes.revoke(conn, args.node, now=now)
+            if not revoked.node and not revoked.cancelled:
+                raise NodeNotFound(f"no enrolled node {args.node!r} to revoke, nor unused "
+                                   "enrollment tokens for it")
+            print(f"node {args.node}: " + ("revoked" if revoked.node else "not enrolled")
+                  + f"; {revoked.cancelled} unused enrollment token(s) cancelled")
     finally:
         await conn.close()
     return 0
@@ -139,7 +144,9 @@ def parser() -> argparse.ArgumentParser:
     ls = sub.add_parser("launches", help="launches and their states, one JSON line each")
     ls.add_argument("--run")
     sub.add_parser("nodes", help="enrolled nodes, one JSON line each")
-    r = sub.add_parser("node-revoke", help="refuse a node's credential from now on")
+    r = sub.add_parser("node-revoke", help="refuse a node's credential and the workload tokens "
+                                           "issued through it from now on, and cancel its "
+                                           "unused enrollment tokens")
     r.add_argument("node")
     return p
 

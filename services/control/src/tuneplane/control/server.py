@@ -96,11 +96,13 @@ class NodeControl(pb_grpc.NodeControlServicer):
                                    ttl_seconds=self._policy.node_ttl)
         return token, int(now) + self._policy.node_ttl
 
-    def _workload_token(self, member: MemberKey) -> pb.WorkloadToken:
+    def _workload_token(self, member: MemberKey, node_id: str) -> pb.WorkloadToken:
+        """A token for the member, naming the node it goes through: revoking the node ends
+        it at ingest."""
         now = self._clock()
         ttl = self._policy.workload_ttl
         return pb.WorkloadToken(token=self._signer.issue_workload(member, now=now,
-                                                                  ttl_seconds=ttl),
+                                                                  ttl_seconds=ttl, node=node_id),
                                 expires_at=int(now) + ttl)
 
     async def Enroll(self, request: pb.EnrollRequest, context: Context) -> pb.EnrollReply:
@@ -131,7 +133,7 @@ class NodeControl(pb_grpc.NodeControlServicer):
             reply.launches.append(pb.Launch(
                 launch_id=a.launch_id, run_id=a.member.run_id, attempt=a.member.attempt,
                 member=a.member.member, command=a.command, environment=a.environment,
-                collector=collector, token=self._workload_token(a.member)))
+                collector=collector, token=self._workload_token(a.member, node_id)))
         return reply
 
     async def ReportLaunch(self, request: pb.LaunchReport,
@@ -160,7 +162,7 @@ class NodeControl(pb_grpc.NodeControlServicer):
                 member = await launches.member_of(conn, node_id, request.launch_id)
             except errors.LaunchError as exc:
                 await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
-        return self._workload_token(member)
+        return self._workload_token(member, node_id)
 
 
 async def abort_unauthenticated(context: Context, message: str) -> NoReturn:

@@ -2,8 +2,12 @@
 
 Enrollment tokens are random, shown once and kept only as their sha256; using one
 consumes it in the same statement that checks it, so two agents racing with one token
-get one node. Enrolling a name again replaces the node's credential: node tokens issued
-before the latest enrollment are refused.
+get one node. Enrolling a name again replaces the node's credential: node tokens (and the
+workload tokens issued through the node) from before the latest enrollment are refused.
+
+Revoking a node refuses its credential and the workload tokens issued through it
+(``tuneplane.controlplane.standing``), and cancels its unused enrollment tokens (their expiry
+set to -infinity: past for every clock): enrolling it again takes a new one from an admin.
 """
 
 from __future__ import annotations
@@ -50,8 +54,9 @@ async def enroll(conn: Connection, token: str, hostname: str, *, now: dt.datetim
             "UPDATE enrollment_tokens SET used_at = $2 WHERE token_sha256 = $1 AND "
             "used_at IS NULL AND expires_at > $2 RETURNING node_name", digest(token), now)
         if name is None:
-            raise EnrollmentRefused("enrollment token is unknown, already used or expired; ask "
-                                  "for a new one (`tuneplane-control enrollment-token`)")
+            why = await refused_because(conn, token)
+            raise EnrollmentRefused(f"enrollment token {why}; ask an admin for a new one "
+                                    "(`tuneplane-control enrollment-token`)")
         node_id = await conn.fetchval(
             "INSERT INTO nodes (node_id, name, hostname, enrolled_at) VALUES ($1, $2, $3, $4) "
             "ON CONFLICT (name) DO UPDATE SET hostname = excluded.hostname, "
@@ -60,6 +65,21 @@ async def enroll(conn: Connection, token: str, hostname: str, *, now: dt.datetim
         await conn.execute("UPDATE enrollment_tokens SET node_id = $2 WHERE token_sha256 = $1",
                            digest(token), node_id)
     return Enrolled(str(node_id), str(name))
+
+
+async def refused_because(conn: Connection, token: str) -> str:
+    """Why ``enroll`` refused the token (it is kept as its sha256 only)."""
+    row = await conn.fetchrow(
+        "SELECT node_name, used_at, expires_at = '-infinity' AS cancelled, CASE WHEN "
+        "expires_at = '-infinity' THEN NULL ELSE expires_at END AS expires_at "
+        "FROM enrollment_tokens WHERE token_sha256 = $1", digest(token))
+    if row is None:
+        return "is unknown"
+    if row["used_at"] is not None:
+        return f"for node {row['node_name']} was already used at {row['used_at']:%F %T}Z"
+    if row["cancelled"]:
+        return f"for node {row['node_name']} was cancelled when the node was revoked"
+    return f"for node {row['node_name']} expired at {row['expires_at']:%F %T}Z"
 
 
 async def check_credential(conn: Connection, node_id: str, issued_at: int,
@@ -76,10 +96,23 @@ async def check_credential(conn: Connection, node_id: str, issued_at: int,
     return None
 
 
-async def revoke(conn: Connection, name: str, *, now: dt.datetime) -> bool:
-    done = await conn.fetchval("UPDATE nodes SET revoked_at = $2 WHERE name = $1 AND "
-                               "revoked_at IS NULL RETURNING 1", name, now)
-    return bool(done)
+@dataclass(frozen=True, slots=True)
+class Revoked:
+    node: bool  # an enrolled node of that name was revoked now
+    cancelled: int  # its unused enrollment tokens cancelled now
+
+
+async def revoke(conn: Connection, name: str, *, now: dt.datetime) -> Revoked:
+    """Revoke the enrolled node as of ``now`` and cancel the name's unused enrollment tokens
+    (also before its first enrollment: a leaked token is cancelled this way)."""
+    async with conn.transaction():
+        done = await conn.fetchval("UPDATE nodes SET revoked_at = $2 WHERE name = $1 AND "
+                                   "revoked_at IS NULL RETURNING 1", name, now)
+        # Expired ones too: another host's clock may still call them valid.
+        cancelled = await conn.fetch("UPDATE enrollment_tokens SET expires_at = '-infinity' "
+                                     "WHERE node_name = $1 AND used_at IS NULL AND "
+                                     "expires_at > '-infinity' RETURNING 1", name)
+    return Revoked(bool(done), len(cancelled))
 
 
 async def listing(conn: Connection) -> list[dict[str, object]]:

@@ -8,12 +8,18 @@ import logging
 import os
 import sys
 
+import asyncpg
+
+from tuneplane.common.db import TRANSIENT_ERRORS
 from tuneplane.common.gateway import listener, shared_identity
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.contract.settings import SettingsError
+from tuneplane.ingest.gate import Admission
+from tuneplane.ingest.inflight import CallsInFlight
 from tuneplane.ingest.server import TelemetryIngest, create_server
 from tuneplane.ingest.settings import IngestSettings
 from tuneplane.ingest.sink import KafkaBatchSink, SinkUnavailable
+from tuneplane.ingest.standing import PostgresFacts, Standing
 
 log = logging.getLogger("tuneplane.ingest")
 
@@ -22,8 +28,10 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="tuneplane-ingest",
         description="Telemetry gRPC front end: accepts batches from collectors and replies "
-                    "only once Kafka holds them. Reads TUNEPLANE_KAFKA_BOOTSTRAP, "
-                    "TUNEPLANE_WEB_JWT_SECRET and the TLS settings below (docs/settings.md).")
+                    "only once Kafka holds them, and refuses workload tokens of attempts "
+                    "ended beyond the drain window or issued through revoked nodes. Reads "
+                    "TUNEPLANE_KAFKA_BOOTSTRAP, TUNEPLANE_WEB_JWT_SECRET, "
+                    "TUNEPLANE_DATABASE_URL and the TLS settings below (docs/settings.md).")
     p.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
     p.add_argument("--port", type=int, default=8444, help="telemetry port (default 8444)")
     listener.add_arguments(p)
@@ -35,18 +43,37 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+async def probe(pool: asyncpg.Pool) -> None:
+    """A database that refuses ingest (a wrong password, no such database) stops it now; one
+    that is unreachable only delays token lookups, which fail open meanwhile."""
+    try:
+        async with pool.acquire(timeout=5):
+            pass
+    except (TimeoutError, *TRANSIENT_ERRORS) as exc:
+        log.warning("PostgreSQL unreachable at start (%r): workload token lookups fail open "
+                    "until it answers", exc)
+
+
 async def serve(args: argparse.Namespace, settings: IngestSettings) -> None:
     credentials = await listener.credentials(args, settings.gateway)
     signer = TokenSigner(settings.jwt_secret)
     sink = KafkaBatchSink(settings.kafka_bootstrap, timeout_seconds=args.kafka_timeout)
     await sink.start()
-    server = create_server(TelemetryIngest(signer, sink),
-                           max_concurrent_rpcs=args.max_concurrent_rpcs)
+    # min_size=0: ingest starts, and serves (failing open), while PostgreSQL is away.
+    pool = await asyncpg.create_pool(settings.database_url, min_size=0,
+                                     max_size=settings.db_pool)
+    await probe(pool)
+    standing = Standing(PostgresFacts(pool), drain_seconds=settings.drain_seconds)
+    admission = Admission(signer, standing, CallsInFlight(settings.calls_per_token))
+    service = TelemetryIngest(admission, sink)
+    server = create_server(service, max_concurrent_rpcs=args.max_concurrent_rpcs)
     server.add_secure_port(f"{args.host}:{args.port}", credentials)
     await server.start()
-    log.info("ingest listening on %s:%d (TLS)", args.host, args.port)
+    log.info("ingest listening on %s:%d (TLS), %d calls at once, %d per workload token",
+             args.host, args.port, args.max_concurrent_rpcs, settings.calls_per_token)
     await listener.serve_until_signalled(server, "ingest")
     await sink.stop()
+    await pool.close()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
         asyncio.run(serve(args, IngestSettings.from_environ(os.environ)))
-    except (SettingsError, SinkUnavailable, OSError, ValueError,
+    except (SettingsError, SinkUnavailable, OSError, ValueError, asyncpg.PostgresError,
             shared_identity.IdentityError) as exc:
         print(f"tuneplane-ingest: {exc}", file=sys.stderr)
         return 2

@@ -1,16 +1,18 @@
-"""The TelemetryIngest gRPC service: authenticate, validate, make durable, then reply."""
+"""The TelemetryIngest gRPC service: admit the call (a valid token, its member under its
+calls in flight, a token that still stands: ``gate``, which also runs before the message is
+read), validate, make durable, then reply."""
 
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable
+from typing import TypeAlias
 
 import grpc
 from google.protobuf.message import DecodeError
 
-from tuneplane.common.gateway.listener import bearer_token
-from tuneplane.common.tokens import TokenError, TokenSigner
+from tuneplane.common.tokens import WorkloadClaims
+from tuneplane.ingest.gate import Admission, Gate, Refused
+from tuneplane.ingest.inflight import TooManyCalls
 from tuneplane.ingest.recent import RecentBatches, Seen
 from tuneplane.ingest.sink import BatchSink, SinkUnavailable
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
@@ -26,26 +28,29 @@ log = logging.getLogger("tuneplane.ingest")
 MAX_RECEIVE_BYTES = 2 * MAX_BATCH_BYTES
 
 
+Context: TypeAlias = "grpc.aio.ServicerContext[pb.PushBatchRequest, pb.PushBatchReply]"
+
+
 class TelemetryIngest(pb_grpc.TelemetryIngestServicer):
-    def __init__(self, signer: TokenSigner, sink: BatchSink,
-                 clock: Callable[[], float] = time.time) -> None:
-        self._signer = signer
+    def __init__(self, admission: Admission, sink: BatchSink) -> None:
+        self.admission = admission
         self._sink = sink
-        self._clock = clock
         self._recent = RecentBatches()
 
-    async def PushBatch(
-        self, request: pb.PushBatchRequest,
-        context: grpc.aio.ServicerContext[pb.PushBatchRequest, pb.PushBatchReply],
-    ) -> pb.PushBatchReply:
-        token = bearer_token(context)
-        if token is None:
-            await context.abort(grpc.StatusCode.UNAUTHENTICATED,
-                                "missing workload token: send 'authorization: Bearer <token>'")
+    async def PushBatch(self, request: pb.PushBatchRequest,
+                        context: Context) -> pb.PushBatchReply:
+        found = await self.admission.check(context.invocation_metadata() or ())
+        if isinstance(found, Refused):
+            await context.abort(found.code, found.message)
         try:
-            claims = self._signer.verify_workload(token, now=self._clock())
-        except TokenError as exc:
-            await context.abort(grpc.StatusCode.UNAUTHENTICATED, f"workload token refused: {exc}")
+            with self.admission.calls.held(found.member):
+                return await self._push(request, found, context)
+        except TooManyCalls as exc:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+        raise AssertionError("unreachable")  # abort raises
+
+    async def _push(self, request: pb.PushBatchRequest, claims: WorkloadClaims,
+                    context: Context) -> pb.PushBatchReply:
         payload = request.batch
         batch = pb.Batch()
         try:
@@ -81,8 +86,10 @@ class TelemetryIngest(pb_grpc.TelemetryIngestServicer):
 
 
 def create_server(service: TelemetryIngest, *, max_concurrent_rpcs: int) -> grpc.aio.Server:
+    """The service behind its gate: calls refused on their metadata are never read."""
     server = grpc.aio.server(
         maximum_concurrent_rpcs=max_concurrent_rpcs,
+        interceptors=[Gate(service.admission)],
         options=[("grpc.max_receive_message_length", MAX_RECEIVE_BYTES),
                  ("grpc.max_send_message_length", 1024 * 1024)],
     )

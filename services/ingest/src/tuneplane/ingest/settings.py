@@ -3,11 +3,28 @@
 from __future__ import annotations
 
 from tuneplane.common.gateway.settings import GatewaySettings
+from tuneplane.contract.parsers import positive
 from tuneplane.contract.settings import Settings, section, setting
-from tuneplane.contract.variables import KAFKA_BOOTSTRAP, WEB_JWT_SECRET
+from tuneplane.contract.variables import (
+    DATABASE_URL,
+    DEFAULT_DRAIN_SECONDS,
+    KAFKA_BOOTSTRAP,
+    TELEMETRY_DRAIN_SECONDS,
+    WEB_JWT_SECRET,
+)
 
 
 class IngestSettings(Settings):
     kafka_bootstrap: str = setting(KAFKA_BOOTSTRAP)
     jwt_secret: str = setting(WEB_JWT_SECRET)
+    database_url: str = setting(DATABASE_URL)
+    drain_seconds: int = setting(TELEMETRY_DRAIN_SECONDS, default=DEFAULT_DRAIN_SECONDS)
+    db_pool: int = setting(
+        "TUNEPLANE_INGEST_DB_POOL", parse=positive, default=2,
+        help="database connections of each ingest replica, for the attempt and node lookups "
+             "that say whether a workload token still stands (cached a few seconds)")
+    calls_per_token: int = setting(
+        "TUNEPLANE_INGEST_CALLS_PER_TOKEN", parse=positive, default=8,
+        help="PushBatch calls one workload token's member may have in flight at once; more "
+             "are answered RESOURCE_EXHAUSTED at once (collectors retry them)")
     gateway: GatewaySettings = section(GatewaySettings)

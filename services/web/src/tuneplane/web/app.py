@@ -1,6 +1,6 @@
 """The web application assembled: ``create_app`` builds it from ``WebSettings`` (its
-state opened in the lifespan, the admission middleware, the exception handlers and one
-router per resource, in ``tuneplane.web.routes``)."""
+state opened in the lifespan, the admission middleware bounding bodies, the exception
+handlers and one router per resource, in ``tuneplane.web.routes``)."""
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -26,7 +26,8 @@ def create_app(settings: WebSettings) -> FastAPI:
                   exception_handlers=exceptions.HANDLERS,
                   description="Bounded queries over training telemetry. Every call but "
                               "/healthz needs a user token: `Authorization: Bearer <token>`.")
-    app.middleware("http")(admission.admit)
+    app.add_middleware(admission.Admission, max_body=settings.max_body_bytes,
+                       limits=reporting.BODY_LIMITS, signer=signer)
     app.include_router(reporting.router)
     app.include_router(destinations.router)
     app.include_router(launches.router)

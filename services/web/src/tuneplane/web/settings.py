@@ -13,7 +13,14 @@ from pathlib import Path
 
 from tuneplane.contract.parsers import positive
 from tuneplane.contract.settings import Needed, Settings, needed, setting
-from tuneplane.contract.variables import DATABASE_URL, S3_BUCKET, S3_ENDPOINT, WEB_JWT_SECRET
+from tuneplane.contract.variables import (
+    DATABASE_URL,
+    DEFAULT_DRAIN_SECONDS,
+    S3_BUCKET,
+    S3_ENDPOINT,
+    TELEMETRY_DRAIN_SECONDS,
+    WEB_JWT_SECRET,
+)
 
 #: uPlot's dist folder, installed by ``npm ci --prefix services/web/ui``.
 UPLOT_DIR = Path(__file__).resolve().parents[3] / "ui" / "node_modules" / "uplot" / "dist"
@@ -29,7 +36,14 @@ class WebSettings(Settings):
     unpack_budget: int = 200_000
     concurrent_queries: int = setting(
         "TUNEPLANE_WEB_CONCURRENT_QUERIES", parse=positive, default=16,
-        help="curve queries a web replica answers at once; more wait their turn")
+        help="authenticated requests a web replica answers at once; more are answered 503 "
+             "with Retry-After at once")
+    max_body_bytes: int = setting(
+        "TUNEPLANE_WEB_MAX_BODY_BYTES", parse=positive, default=1 << 20,
+        shown="1048576 (1 MiB)",
+        help="request body a web replica reads at most (413 beyond it, before parsing); "
+             "the reporting path `/report/v1` has its own bounds")
+    drain_seconds: int = setting(TELEMETRY_DRAIN_SECONDS, default=DEFAULT_DRAIN_SECONDS)
     pool_size: int = 8
     uplot_dir: Path = setting(
         "TUNEPLANE_WEB_UPLOT_DIR", parse=Path, default=UPLOT_DIR,

@@ -28,7 +28,8 @@ class WebState:
     pool: asyncpg.Pool
     #: None when no object store is configured (rich-record downloads answer 503).
     bucket: Bucket | None
-    #: Requests in flight at most; one more is answered 503 at once.
+    #: Authenticated requests in flight at most; one more is answered 503 at once
+    #: (``admission.query_slot``).
     slots: asyncio.Semaphore
 
 

@@ -14,6 +14,7 @@ import datetime as dt
 import functools
 import logging
 import signal
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def bearer_token(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
     """The token of an ``authorization: Bearer <token>`` header, if the call has one."""
-    for key, value in context.invocation_metadata() or ():
+    return bearer_in(context.invocation_metadata() or ())
+
+
+def bearer_in(metadata: Iterable[tuple[str, str | bytes]]) -> str | None:
+    """The token of an ``authorization: Bearer <token>`` header among a call's metadata (what
+    a server interceptor is handed, before the call's message is read)."""
+    for key, value in metadata:
         if key == "authorization" and isinstance(value, str) and value.startswith("Bearer "):
             return value[len("Bearer "):]
     return None

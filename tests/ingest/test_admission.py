@@ -1,0 +1,146 @@
+"""Admission of PushBatch calls: at most N in flight per workload token's member (one more
+is answered RESOURCE_EXHAUSTED at once while another member's call is served), and calls
+refused on their metadata are answered before their message is read. Ingest's service runs
+in this process on a sink that holds one member's batches until released, so the calls in
+flight are known rather than timed."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+
+import grpc
+import pytest
+
+from tests.support.calls import auth, push
+from tests.support.truth import batch
+from tuneplane.common.tokens import TokenSigner
+from tuneplane.controlplane.standing import AttemptFacts, NodeFacts
+from tuneplane.ingest.gate import Admission
+from tuneplane.ingest.inflight import CallsInFlight, TooManyCalls
+from tuneplane.ingest.server import MAX_RECEIVE_BYTES, TelemetryIngest, create_server
+from tuneplane.ingest.standing import Standing
+from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc
+from tuneplane.telemetry.v1.identity import BatchKey, MemberKey
+
+LIMIT = 3
+SECRET = "inflight-test-secret-of-enough-length"
+GREEDY = MemberKey("run-i", 1, "greedy")
+OTHER = MemberKey("run-i", 1, "other")
+
+
+class HeldSink:
+    """Holds the greedy member's batches until ``release``; the others pass at once."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.held: list[BatchKey] = []
+        self.all_held = asyncio.Event()
+        self.stored: list[BatchKey] = []
+
+    async def put(self, key: BatchKey, payload: bytes) -> None:
+        if key.member == GREEDY:
+            self.held.append(key)
+            if len(self.held) == LIMIT:
+                self.all_held.set()
+            await self.release.wait()
+        self.stored.append(key)
+
+
+class NoFacts:
+    """Attempts the control plane never started: every admin token stands."""
+
+    async def attempt(self, key: tuple[str, int]) -> AttemptFacts | None:
+        return None
+
+    async def node(self, node_id: str) -> NodeFacts | None:
+        return None
+
+
+@pytest.fixture
+def sink() -> HeldSink:
+    return HeldSink()
+
+
+@pytest.fixture
+async def stub(sink: HeldSink) -> AsyncIterator[pb_grpc.TelemetryIngestAsyncStub]:
+    service = TelemetryIngest(Admission(TokenSigner(SECRET), Standing(NoFacts(), drain_seconds=30),
+                                        CallsInFlight(LIMIT)), sink)
+    server = create_server(service, max_concurrent_rpcs=64)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        async with grpc.aio.insecure_channel(
+                f"127.0.0.1:{port}", options=[("grpc.max_send_message_length", 64 << 20)],
+        ) as channel:
+            yield pb_grpc.TelemetryIngestStub(channel)
+    finally:
+        await server.stop(None)
+
+
+def token(member: MemberKey) -> str:
+    return TokenSigner(SECRET).issue_workload(member, now=time.time(), ttl_seconds=600)
+
+
+async def test_one_member_past_its_calls_in_flight_is_turned_away_and_others_are_served(
+        stub: pb_grpc.TelemetryIngestAsyncStub, sink: HeldSink) -> None:
+    greedy = token(GREEDY)
+    held = [asyncio.create_task(push(stub, batch(GREEDY, sequence=s), greedy))
+            for s in range(1, LIMIT + 1)]
+    await sink.all_held.wait()
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stub.PushBatch(pb.PushBatchRequest(batch=batch(GREEDY, sequence=99)
+                                                 .SerializeToString()),
+                             metadata=auth(greedy), timeout=30)
+    assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert f"member {GREEDY} already has {LIMIT} PushBatch calls in flight" in (
+        caught.value.details() or "")
+    # a renewed token of the same member is the same member
+    renewed = TokenSigner(SECRET).issue_workload(GREEDY, now=time.time() - 1, ttl_seconds=900)
+    with pytest.raises(grpc.aio.AioRpcError) as again:
+        await push(stub, batch(GREEDY, sequence=98), renewed)
+    assert again.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    other = await push(stub, batch(OTHER), token(OTHER))
+    assert other.outcome == pb.PushBatchReply.OUTCOME_DURABLE
+    assert len(sink.held) == LIMIT
+    assert not any(t.done() for t in held)
+    sink.release.set()
+    assert [r.outcome for r in await asyncio.gather(*held)] == \
+        [pb.PushBatchReply.OUTCOME_DURABLE] * LIMIT
+    after = await push(stub, batch(GREEDY, sequence=99), greedy)  # its slots came back
+    assert after.outcome == pb.PushBatchReply.OUTCOME_DURABLE
+    assert sorted(k.sequence for k in sink.stored if k.member == GREEDY) == [1, 2, 3, 99]
+
+
+def test_calls_are_counted_per_member_and_given_back() -> None:
+    calls = CallsInFlight(2)
+    with calls.held(GREEDY), calls.held(GREEDY):
+        with pytest.raises(TooManyCalls, match="at most 2 per workload token"), \
+                calls.held(GREEDY):
+            pass
+        with calls.held(OTHER):
+            assert (calls.of(GREEDY), calls.of(OTHER)) == (2, 1)
+    assert (calls.of(GREEDY), calls.of(OTHER)) == (0, 0)
+    with pytest.raises(ValueError, match="1 or more"):
+        CallsInFlight(0)
+
+
+async def test_a_call_refused_on_its_metadata_is_answered_before_its_message_is_read(
+        stub: pb_grpc.TelemetryIngestAsyncStub, sink: HeldSink) -> None:
+    # Larger than gRPC lets ingest receive: reading it would answer RESOURCE_EXHAUSTED.
+    oversized = pb.PushBatchRequest(batch=b"\0" * (MAX_RECEIVE_BYTES + 1024))
+    forged = TokenSigner("another-secret-of-enough-length").issue_workload(
+        OTHER, now=time.time(), ttl_seconds=60)
+    for metadata, words in ((None, "missing workload token"),
+                            (auth(forged), "not a valid workload token")):
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await stub.PushBatch(oversized, metadata=metadata, timeout=30)
+        assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        assert words in (caught.value.details() or "")
+    with pytest.raises(grpc.aio.AioRpcError) as read:  # the control: admitted, then read
+        await stub.PushBatch(oversized, metadata=auth(token(OTHER)), timeout=30)
+    assert read.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "larger than max" in (read.value.details() or "")
+    assert not sink.stored
