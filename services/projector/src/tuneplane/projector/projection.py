@@ -134,22 +134,16 @@ def object_key(payload: bytes) -> str:
 
 
 def rich_row(record: pb.RichRecord, index: int) -> RichRow:
-    kind = RICH_KIND_NAMES.get(record.kind)
-    if kind is None:
-        raise PoisonBatch(f"rich record {index} ({record.source}/{record.tag}) has unknown kind "
-                          f"{record.kind}")
-    return RichRow(index, record.source, record.tag, record.step, record.wall_time, kind,
+    """A validated record's row (``validate`` refused kinds outside the enum)."""
+    return RichRow(index, record.source, record.tag, record.step, record.wall_time,
+                   RICH_KIND_NAMES[record.kind],
                    record.plugin_name, record.plugin_content, record.file, record.offset,
                    object_key(record.payload), record.payload)
 
 
 def summarise(chunk: pb.SeriesChunk, index: int) -> ChunkRow:
+    """A validated chunk's row (``validate`` refused empty chunks and unequal columns)."""
     steps, wall_times, values = list(chunk.steps), list(chunk.wall_times), list(chunk.values)
-    if not steps:
-        raise PoisonBatch(f"chunk {index} ({chunk.source}/{chunk.tag}) is empty")
-    if not len(steps) == len(wall_times) == len(values):
-        raise PoisonBatch(f"chunk {index} ({chunk.source}/{chunk.tag}) has columns of "
-                          f"unequal length: {len(steps)}/{len(wall_times)}/{len(values)}")
     low, high = finite_range(values)
     return ChunkRow(
         source=chunk.source, tag=chunk.tag, chunk_index=index,
