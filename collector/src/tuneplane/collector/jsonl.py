@@ -23,12 +23,9 @@ import orjson
 
 from tuneplane.collector.draft import BatchDraft, Position, ReadStep
 from tuneplane.collector.fence import OPEN
-from tuneplane.telemetry.v1.limits import MAX_NAME_BYTES
 from tuneplane.telemetry.v1.validation import name_problem
 
 READ_BYTES = 4 * 1024 * 1024
-#: A printable name this long is a name whatever its characters (4 UTF-8 bytes at most each).
-FAST_NAME_CHARS = MAX_NAME_BYTES // 4
 NON_FINITE = {"NaN": math.nan, "nan": math.nan, "Infinity": math.inf, "inf": math.inf,
               "-Infinity": -math.inf, "-inf": -math.inf}
 
@@ -65,9 +62,7 @@ def parse_line(raw: bytes) -> tuple[int, float, list[tuple[str, float]]]:
     if not isinstance(metrics, dict) or not metrics:
         raise LineError("'metrics' must be a non-empty object of name: number")
     for name in metrics:
-        # isprintable() is the fast path; name_problem says why a name is not one
-        if not (name.isprintable() and 0 < len(name) <= FAST_NAME_CHARS) and \
-                (problem := name_problem(name)) is not None:
+        if (problem := name_problem(name)) is not None:
             raise LineError(f"metric name {problem}")
     return step, float(wall_time), [(k, parse_value(k, v)) for k, v in metrics.items()]
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from google.protobuf.message import DecodeError
 
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
-from tuneplane.telemetry.v1.limits import MAX_NAME_BYTES
 from tuneplane.telemetry.v1.validation import name_problem
 from tuneplane.tensorboard.v1 import event_pb2 as tb
 
@@ -117,9 +116,7 @@ def decode(data: bytes, *, source: str, file: str, offset: int, plugins: TagPlug
 def _value(value: tb.Summary.Value, event: tb.Event, source: str, file: str, offset: int,
            plugins: TagPlugins, out: Decoded) -> None:
     tag = value.tag or value.node_name
-    # isprintable() is the fast path; name_problem says why a tag is not a name
-    if not (tag.isprintable() and 0 < len(tag) <= MAX_NAME_BYTES // 4) and \
-            (problem := name_problem(tag)) is not None:
+    if (problem := name_problem(tag)) is not None:
         out.problems.append(f"{file}@{offset}: tag {problem}; value skipped")
         return
     if value.HasField("metadata") and tag not in plugins:

@@ -37,6 +37,8 @@ class InvalidBatch(ValueError):
 
 def name_problem(value: str, limit: int = MAX_NAME_BYTES, *, required: bool = True) -> str | None:
     """Why ``value`` cannot be a name, or None. The collector asks this before sealing."""
+    if value.isprintable() and 0 < len(value) <= limit // 4:
+        return None  # the fast path: no control character, and at most 4 bytes a character
     if not value:
         return "is empty" if required else None
     size = len(value.encode())
