@@ -20,15 +20,13 @@ from typing import Any, ClassVar
 
 import asyncpg
 import pytest
-from aiokafka import AIOKafkaProducer
 
 from tests.support.environment import BIN, Endpoints, free_port
-from tests.support.kafka import produce
+from tests.support.kafka import produce, produce_payloads
 from tests.support.processes import Process
 from tests.support.truth import member_batch
-from tuneplane.common.kafka import topics
 from tuneplane.controlplane.destinations import store
-from tuneplane.telemetry.v1.identity import MemberKey
+from tuneplane.telemetry.v1.identity import BatchKey, MemberKey
 
 
 class Capture(BaseHTTPRequestHandler):
@@ -114,15 +112,6 @@ async def wait_for(check: Any, what: str, seconds: float = 60.0) -> None:
         await asyncio.sleep(0.2)
 
 
-async def produce_raw(bootstrap: str, value: bytes) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
-    await producer.start()
-    try:
-        await producer.send_and_wait(topics.BATCHES, value, key=b"crafted/poison")
-    finally:
-        await producer.stop()
-
-
 def rotate(token_file: Path, token: str) -> None:
     fresh = token_file.with_name(".token.new")
     fresh.write_text(token)
@@ -171,7 +160,9 @@ async def test_destinations_turn_export_on_and_off_and_a_rotated_token_is_used(
         rotate(token_file, "token-2")
         await asyncio.sleep(1.5)  # the extension notices the file changed
         # A poison record ahead of the next batches: stepped over, export goes on.
-        await produce_raw(initialised.kafka_bootstrap, b"\x08\xff\xff not a batch")
+        crafted = BatchKey(MemberKey("crafted", 1, "poison"), "e", 0)
+        await produce_payloads(initialised.kafka_bootstrap,
+                               [(crafted, b"\x08\xff\xff not a batch")])
         await produce(initialised.kafka_bootstrap, [member_batch(member, s, 100)
                                                     for s in range(11, 21)])
         second = truth(member, range(11, 21))

@@ -15,17 +15,14 @@ from pathlib import Path
 import asyncpg
 import grpc
 import pytest
-from aiokafka import AIOKafkaProducer
 
 from tests.support.calls import auth, push
 from tests.support.environment import Endpoints
-from tests.support.kafka import group_at_end, produce
+from tests.support.kafka import group_at_end, produce, produce_payloads
 from tests.support.processes import Process, start_projector
 from tests.support.readmodels import wait_for_points
 from tests.support.truth import member_batch
-from tuneplane.common.kafka import topics
 from tuneplane.common.tokens import TokenSigner
-from tuneplane.ingest.sink import partition_for
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc
 from tuneplane.telemetry.v1.identity import BatchKey, MemberKey
@@ -170,22 +167,6 @@ async def test_one_token_sending_every_refusal_class_stops_nobody(
     assert not await db.fetchval("SELECT count(*) FROM batch_ledger WHERE run_id = $1", run_id)
 
 
-async def produce_raw(bootstrap: str, member: MemberKey, payloads: list[bytes]) -> None:
-    """Records written to the topic around ingest, keyed and placed as ingest would."""
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all",
-                                max_request_size=8 << 20)
-    await producer.start()
-    try:
-        partitions = len(await producer.partitions_for(topics.BATCHES))
-        for sequence, payload in enumerate(payloads):
-            key = BatchKey(member, "e", sequence)
-            await producer.send(topics.BATCHES, payload, key=key.kafka_key(),
-                                partition=partition_for(key, partitions))
-        await producer.flush()
-    finally:
-        await producer.stop()
-
-
 async def test_poison_already_in_the_topic_is_passed_by_a_fresh_projector_group(
         initialised: Endpoints, projector: Process, run_id: str, tmp_path: Path,
         db: asyncpg.Connection) -> None:
@@ -193,7 +174,8 @@ async def test_poison_already_in_the_topic_is_passed_by_a_fresh_projector_group(
     hostile = MemberKey(run_id, 1, "rank-0")
     makers = [make for _, make, _, count in CASES for _ in range(min(count, 20))]
     poison = [make(hostile, sequence) for sequence, make in enumerate(makers)]
-    await produce_raw(initialised.kafka_bootstrap, hostile, poison)
+    await produce_payloads(initialised.kafka_bootstrap,
+                           [(BatchKey(hostile, "e", i), p) for i, p in enumerate(poison)])
     innocent = MemberKey(f"{run_id}-innocent", 1, "rank-0")
     await produce(initialised.kafka_bootstrap, [member_batch(innocent, s, 100)
                                                 for s in range(1, 6)])

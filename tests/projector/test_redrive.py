@@ -8,9 +8,9 @@ import subprocess
 
 import asyncpg
 import pytest
-from aiokafka import AIOKafkaProducer
 
 from tests.support.environment import BIN, Endpoints
+from tests.support.kafka import produce_payloads
 from tests.support.readmodels import wait_for_points
 from tests.support.truth import member_batch
 from tuneplane.common.kafka import topics
@@ -31,17 +31,9 @@ async def test_a_dead_lettered_batch_is_redriven_exactly_once(
         initialised: Endpoints, run_id: str, db: asyncpg.Connection) -> None:
     member = MemberKey(run_id, 1, "rank-0")
     batch = member_batch(member, 1, 50)
-    producer = AIOKafkaProducer(bootstrap_servers=initialised.kafka_bootstrap, acks="all")
-    await producer.start()
-    try:  # as a projector with a since-fixed bug would have dead-lettered it
-        await producer.send_and_wait(
-            topics.BATCHES_DLQ, batch.SerializeToString(),
-            key=BatchKey.from_proto(batch.identity).kafka_key(), partition=0,
-            headers=[("reason", b"a bug since fixed")])
-        await producer.send_and_wait(topics.BATCHES_DLQ, b"\x08\xff\xff still poison",
-                                     key=f"{run_id}/1/rank-0/e-2".encode(), partition=0)
-    finally:
-        await producer.stop()
+    await produce_payloads(initialised.kafka_bootstrap, [  # as a since-fixed bug dead-lettered
+        (BatchKey.from_proto(batch.identity), batch.SerializeToString()),
+        (BatchKey(member, "e", 2), b"\x08\xff\xff still poison")], topic=topics.BATCHES_DLQ)
     first = redrive()
     assert first["applied"] >= 1
     assert first["poison"] >= 1  # stepped over, still in the DLQ

@@ -14,18 +14,23 @@ from tuneplane.telemetry.v1.identity import BatchKey
 
 async def produce(bootstrap: str, batches: list[pb.Batch]) -> None:
     """Put batches on the topic exactly as ingest does (key, partition, acks=all)."""
+    await produce_payloads(bootstrap, [(BatchKey.from_proto(b.identity), b.SerializeToString())
+                                       for b in batches])
+
+
+async def produce_payloads(bootstrap: str, records: list[tuple[BatchKey, bytes]],
+                           topic: str = topics.BATCHES) -> None:
+    """Put records on ``topic`` keyed and placed as ingest would, whatever their bytes (poison
+    written around ingest, or into the dead-letter topic)."""
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all",
                                 enable_idempotence=True, max_request_size=8 << 20,
                                 linger_ms=5)
     await producer.start()
     try:
-        partitions = len(await producer.partitions_for(topics.BATCHES))
-        sent = []
-        for batch in batches:
-            key = BatchKey.from_proto(batch.identity)
-            sent.append(await producer.send(topics.BATCHES, batch.SerializeToString(),
-                                            key=key.kafka_key(),
-                                            partition=partition_for(key, partitions)))
+        partitions = len(await producer.partitions_for(topic))
+        sent = [await producer.send(topic, payload, key=key.kafka_key(),
+                                    partition=partition_for(key, partitions))
+                for key, payload in records]
         await asyncio.gather(*sent)
     finally:
         await producer.stop()
