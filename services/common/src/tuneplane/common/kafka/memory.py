@@ -49,10 +49,6 @@ class MemoryConsumer:
     async def commit(self) -> None:
         self._broker.committed[self._group] = dict(enumerate(self._positions))
 
-    def lag(self) -> int:
-        return sum(len(log) - self._positions[p]
-                   for p, log in enumerate(self._broker.partitions))
-
 
 class MemoryDeadLetters:
     def __init__(self) -> None:

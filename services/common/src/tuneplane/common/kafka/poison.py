@@ -87,11 +87,9 @@ class PoisonPolicy:
         self._dead_letters = dead_letters
         self._guard = DeadLetterGuard(limit, window, runs) if limit is not None else None
         self._clock = clock
-        self.handled = 0
 
     async def handle(self, message: Message, error: InvalidMessage) -> None:
         """Dead-letter ``message`` with the reason, or raise DeadLetterLimit."""
         if self._guard is not None:
             self._guard.admit(self._clock(), run_of(message))
         await self._dead_letters.send(message, str(error))
-        self.handled += 1
