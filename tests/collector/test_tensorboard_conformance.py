@@ -24,14 +24,15 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboard.util import tensor_util
 from tensorboardX import SummaryWriter
 
-from tuneplane.collector import records, tensorboard
+from tuneplane.collector import records
+from tuneplane.collector.logdir import event_files
 
 
 def tensorboard_truth(logdir: Path) -> tuple[list[tuple[Any, ...]], dict[str, int]]:
     """Scalars (file, tag, step, wall_time, value) and counts of other plugins, per TensorBoard."""
     scalars: list[tuple[Any, ...]] = []
     others: dict[str, int] = {}
-    for path in tensorboard.event_files(logdir):
+    for path in event_files(logdir).files:
         relative = path.relative_to(logdir).as_posix()
         plugins: dict[str, str] = {}
         for event in EventFileLoader(str(path)).Load():

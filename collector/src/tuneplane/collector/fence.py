@@ -60,21 +60,41 @@ class Fence:
                         "never read from")
         return None
 
-    def open(self, path: Path) -> BinaryIO:
-        """``path`` opened for reading, once the file opened is known to be allowed.
-        FileNotFoundError when it is gone; SourceRefused for any other reason."""
+    def open_directory(self, path: Path) -> int:
+        """``path`` opened as a directory to list, once it is known to be allowed: a
+        descriptor the caller closes. FileNotFoundError when it is gone,
+        NotADirectoryError when it is something else, SourceRefused for any other reason."""
+        fd = self._opened(path)
         try:
-            fd = self.open_fd(path)
+            self._check_fenced(path, fd)
+            if not stat.S_ISDIR(os.fstat(fd).st_mode):
+                raise NotADirectoryError(f"{path} is not a directory")
+            return fd
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def _opened(self, path: Path) -> int:
+        try:
+            return self.open_fd(path)
         except (SourceRefused, FileNotFoundError):
             raise
         except OSError as exc:
             raise SourceRefused(f"{path} cannot be opened: {exc.strerror}", exc.errno) from None
+
+    def _check_fenced(self, path: Path, fd: int) -> None:
+        opened = Path(os.readlink(f"/proc/self/fd/{fd}"))
+        for directory in self.forbidden:
+            if inside(opened, directory):
+                raise SourceRefused(f"{path} is {opened}, inside {directory}, which "
+                                    "sources are never read from")
+
+    def open(self, path: Path) -> BinaryIO:
+        """``path`` opened for reading, once the file opened is known to be allowed.
+        FileNotFoundError when it is gone; SourceRefused for any other reason."""
+        fd = self._opened(path)
         try:
-            opened = Path(os.readlink(f"/proc/self/fd/{fd}"))
-            for directory in self.forbidden:
-                if inside(opened, directory):
-                    raise SourceRefused(f"{path} is {opened}, inside {directory}, which "
-                                        "sources are never read from")
+            self._check_fenced(path, fd)
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise SourceRefused(f"{path} is not a regular file")
             os.set_blocking(fd, True)

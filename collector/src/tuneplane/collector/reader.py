@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tuneplane.collector import failpoints, jsonl, tensorboard
+from tuneplane.collector import failpoints, jsonl, logdir, tensorboard
 from tuneplane.collector.channels import ChannelReader, ChannelSpec
 from tuneplane.collector.draft import Position
 from tuneplane.collector.fence import OPEN, Fence, SourceRefused
@@ -57,8 +57,9 @@ class SourceReader:
         self._max_bytes = max_bytes
         self._spool_bytes = spool_bytes
         self._clock = clock
+        self._fence = fence
         self._open = fence.open
-        self._refused: set[tuple[str, str]] = set()  # (file key, path) said once each
+        self._refused: set[tuple[str, str]] = set()  # (file key or problem, path) said once
         self.counters = Counters()
         self.problems: list[str] = []
         self._channels = {s.source_id: ChannelReader(s.channel, clock, fence.open)
@@ -75,16 +76,29 @@ class SourceReader:
         """Returns True when every source is read to its end (nothing more to read now)."""
         idle = True
         for source in self._sources:
-            files = ([(source.path, "")] if source.kind is not SourceKind.TENSORBOARD else
-                     [(p, p.relative_to(source.path).as_posix() if p != source.path else p.name)
-                      for p in tensorboard.event_files(source.path)])
-            for path, relative in files:
+            for path, relative in self._files(source):
                 if self.spool_full():
                     log.warning("spool holds %d bytes (cap %d): reading paused, sources keep "
                                 "the data", self._spool.stored_bytes(), self._spool_bytes)
                     return False
                 idle &= self._step(source, path, relative)
         return idle
+
+    def _files(self, source: SourceSpec) -> list[tuple[Path, str]]:
+        """The source's files, each with its name relative to the source."""
+        if source.kind is not SourceKind.TENSORBOARD:
+            return [(source.path, "")]
+        listing = logdir.event_files(source.path, self._fence)
+        for problem in listing.problems:
+            self._report_once(source.path, problem)
+        return [(p, p.relative_to(source.path).as_posix() if p != source.path else p.name)
+                for p in listing.files]
+
+    def _report_once(self, path: Path, problem: str, key: str = "") -> None:
+        """``problem`` reported the first time it is seen for (``key``, ``path``)."""
+        if (key or problem, str(path)) not in self._refused:
+            self._refused.add((key or problem, str(path)))
+            self._report(problem)
 
     def _step(self, source: SourceSpec, path: Path, relative: str) -> bool:
         try:
@@ -115,9 +129,7 @@ class SourceReader:
         except FileNotFoundError:
             return True  # gone since it was looked at: as if not written yet
         except SourceRefused as exc:
-            if (key, str(path)) not in self._refused:  # said once, not at every step
-                self._refused.add((key, str(path)))
-                self._report(f"source {source.source_id}: refused: {exc}")
+            self._report_once(path, f"source {source.source_id}: refused: {exc}", key)
             return True
         for problem in step.problems:
             self._report(problem)

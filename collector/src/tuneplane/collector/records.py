@@ -6,13 +6,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from tuneplane.collector import jsonl, tensorboard
+from tuneplane.collector import jsonl, logdir, tensorboard
 from tuneplane.collector.tbevents import Decoded, TagPlugins, decode
 from tuneplane.telemetry.v1.names import RICH_KIND_NAMES, json_number
 
 
 def tensorboard_records(root: Path, report: Callable[[str], None]) -> Iterator[dict[str, Any]]:
-    files = list(tensorboard.event_files(root))
+    listing = logdir.event_files(root)
+    for problem in listing.problems:
+        report(problem)
+    files = listing.files
     if not files:
         raise FileNotFoundError(f"{root}: no *tfevents* files")
     for path in files:

@@ -1,4 +1,5 @@
-"""A TensorBoard log directory as a source: every ``*tfevents*`` file below it.
+"""A TensorBoard log directory as a source: every ``*tfevents*`` file below it (listed by
+``logdir``).
 
 Each file keeps its own identity, offset and the plugin metadata its tags
 declared, saved in the spool with the batch that advances it.
@@ -9,7 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -21,17 +22,6 @@ from tuneplane.telemetry.v1.limits import MAX_BATCH_SERIES
 from tuneplane.telemetry.v1.validation import escape_controls
 
 READ_BYTES = 8 * 1024 * 1024
-
-
-def event_files(root: Path) -> Iterator[Path]:
-    """Event files below ``root`` (sub-directories too: ``add_scalars`` writes there)."""
-    if root.is_file():
-        yield root
-        return
-    for directory, _, names in sorted(os.walk(root)):
-        for name in sorted(names):
-            if "tfevents" in name:
-                yield Path(directory) / name
 
 
 def load_plugins(state: str) -> TagPlugins:
