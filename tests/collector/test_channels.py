@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tests.support.clock import Clock
 from tuneplane.collector.channels import Budget, ChannelReader, ChannelSpec
 from tuneplane.collector.draft import Position
 from tuneplane.collector.reader import SourceKind, SourceReader, SourceSpec
@@ -13,14 +14,6 @@ from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.identity import MemberKey
 
 SCHEMA = {"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}}
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def spec(path: Path, per_minute: int = 1_000_000) -> ChannelSpec:

@@ -1,7 +1,8 @@
 """Hostile tenants on the data path: one workload token sends every kind of batch the
 projector could not store, a thousand times over; ingest refuses each one naming the field,
 and another run's telemetry still arrives with no projector exiting. Poison written to
-Kafka around ingest (as from before the check) is passed by a fresh projector group."""
+Kafka around ingest (as from before the check) is passed by a fresh projector group. An
+attempt at its series bound is refused new series at ingest, and still logs its own."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ import grpc
 import pytest
 
 from tests.support.calls import auth, push
-from tests.support.environment import Endpoints
+from tests.support.environment import Endpoints, free_port
 from tests.support.kafka import group_at_end, produce, produce_payloads
-from tests.support.processes import Process, start_projector
+from tests.support.processes import Process, start_ingest, start_projector
 from tests.support.readmodels import wait_for_points
 from tests.support.truth import member_batch
 from tuneplane.common.tokens import TokenSigner
@@ -87,13 +88,13 @@ CASES = [
     ("NUL in a marker's file", craft(marker(file="f\x00")),
      "session_starts[0].file holds the control character", 1000),
     ("invalid UTF-8 in a chunk's tag", craft(chunk("tag", MARK), broken=True),
-     "String field had bad UTF-8", 1000),
+     "chunks[0].tag is not valid UTF-8", 1000),
     ("invalid UTF-8 in a rich record's file", craft(rich(file=MARK), broken=True),
-     "String field had bad UTF-8", 1000),
+     "rich[0].file is not valid UTF-8", 1000),
     ("invalid UTF-8 in a plugin name", craft(rich(plugin_name=MARK), broken=True),
-     "String field had bad UTF-8", 1000),
+     "rich[0].plugin_name is not valid UTF-8", 1000),
     ("invalid UTF-8 in a marker's source", craft(marker(source=MARK), broken=True),
-     "String field had bad UTF-8", 1000),
+     "session_starts[0].source is not valid UTF-8", 1000),
     ("too many series", craft(many_series), "more than 2000 distinct series", 100),
     ("too many rich records", craft(many_rich), "5001 rich records, over the 5000 bound",
      100),
@@ -196,3 +197,46 @@ async def test_poison_already_in_the_topic_is_passed_by_a_fresh_projector_group(
         fresh.stop()
     assert projector.proc is not None
     assert projector.proc.poll() is None, projector.tail()
+
+
+def named(member: MemberKey, sequence: int, tags: list[str]) -> pb.Batch:
+    """A batch of ``member`` with one chunk per tag in ``tags``."""
+    batch = member_batch(member, sequence, 2 * len(tags), tags=len(tags))
+    for chunk, tag in zip(batch.chunks, tags, strict=True):
+        chunk.tag = tag
+    return batch
+
+
+async def test_an_attempt_past_its_series_bound_is_refused_at_ingest(
+        initialised: Endpoints, projector: Process, tls_dir: Path, tmp_path: Path,
+        run_id: str, db: asyncpg.Connection) -> None:
+    bounded = start_ingest(initialised, tls_dir, free_port(), tmp_path / "ingest.log",
+                           env={"TUNEPLANE_TELEMETRY_MAX_SERIES": "30"})
+    signer = TokenSigner(initialised.jwt_secret)
+    first, second = MemberKey(run_id, 1, "rank-0"), MemberKey(run_id, 1, "rank-1")
+    tokens = {m: signer.issue_workload(m, now=time.time(), ttl_seconds=3600)
+              for m in (first, second)}
+    credentials = grpc.ssl_channel_credentials((tls_dir / "ca.pem").read_bytes())
+    try:
+        async with grpc.aio.secure_channel(f"localhost:{bounded.port}", credentials) as ch:
+            stub = pb_grpc.TelemetryIngestStub(ch)
+            for sequence in range(3):  # 30 series: up to the bound
+                tags = [f"m{sequence}-{i}" for i in range(10)]
+                reply = await push(stub, named(first, sequence + 1, tags), tokens[first])
+                assert reply.outcome == pb.PushBatchReply.OUTCOME_DURABLE
+            assert await wait_for_points(db, run_id, 60, timeout=60) == 60
+            refused = []
+            for member, tags in [(first, ["m0-0", "m0-1", "new"]), (second, ["m0-0"])]:
+                with pytest.raises(grpc.aio.AioRpcError) as caught:
+                    await push(stub, named(member, 10, tags), tokens[member])
+                refused.append((caught.value.code(), caught.value.details() or ""))
+            again = await push(stub, named(first, 11, ["m2-9", "m0-0"]), tokens[first])
+    finally:
+        bounded.stop()
+    assert refused[0][0] == refused[1][0] == grpc.StatusCode.INVALID_ARGUMENT
+    assert ("chunks[2] (train/new) would be a new series of run "
+            f"{run_id!r} attempt 1, which has 30 series: over the bound of 30") in refused[0][1]
+    assert "chunks[0] (train/m0-0) would be a new series" in refused[1][1]
+    assert again.outcome == pb.PushBatchReply.OUTCOME_DURABLE  # existing series still log
+    assert await wait_for_points(db, run_id, 64, timeout=60) == 64
+    assert await db.fetchval("SELECT count(*) FROM series WHERE run_id = $1", run_id) == 30

@@ -1,5 +1,5 @@
-"""Admission of PushBatch calls: at most N in flight per workload token's member (one more
-is answered RESOURCE_EXHAUSTED at once while another member's call is served), and calls
+"""Admission of PushBatch calls: at most N in flight per workload token's member and M per
+run (one more is answered RESOURCE_EXHAUSTED at once while another's call is served), and calls
 refused on their metadata are answered before their message is read. Ingest's service runs
 in this process on a sink that holds one member's batches until released, so the calls in
 flight are known rather than timed."""
@@ -7,8 +7,9 @@ flight are known rather than timed."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import grpc
 import pytest
@@ -26,24 +27,29 @@ from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc
 from tuneplane.telemetry.v1.identity import BatchKey, MemberKey
 
 LIMIT = 3
+RUN_LIMIT = 4
 SECRET = "inflight-test-secret-of-enough-length"
 GREEDY = MemberKey("run-i", 1, "greedy")
 OTHER = MemberKey("run-i", 1, "other")
 
 
 class HeldSink:
-    """Holds the greedy member's batches until ``release``; the others pass at once."""
+    """Holds the batches ``holds`` picks (the greedy member's) until ``release``; the others
+    pass at once. ``all_held`` is set once ``expect`` are held."""
 
-    def __init__(self) -> None:
+    def __init__(self, holds: Callable[[BatchKey], bool] = lambda k: k.member == GREEDY,
+                 expect: int = LIMIT) -> None:
+        self._holds = holds
+        self._expect = expect
         self.release = asyncio.Event()
         self.held: list[BatchKey] = []
         self.all_held = asyncio.Event()
         self.stored: list[BatchKey] = []
 
     async def put(self, key: BatchKey, payload: bytes) -> None:
-        if key.member == GREEDY:
+        if self._holds(key):
             self.held.append(key)
-            if len(self.held) == LIMIT:
+            if len(self.held) == self._expect:
                 self.all_held.set()
             await self.release.wait()
         self.stored.append(key)
@@ -64,10 +70,12 @@ def sink() -> HeldSink:
     return HeldSink()
 
 
-@pytest.fixture
-async def stub(sink: HeldSink) -> AsyncIterator[pb_grpc.TelemetryIngestAsyncStub]:
-    service = TelemetryIngest(Admission(TokenSigner(SECRET), Standing(NoFacts(), drain_seconds=30),
-                                        CallsInFlight(LIMIT)), sink)
+@contextlib.asynccontextmanager
+async def serving(sink: HeldSink, calls: CallsInFlight,
+                  ) -> AsyncIterator[pb_grpc.TelemetryIngestAsyncStub]:
+    """Ingest's service in this process, on ``sink``, admitting by ``calls``."""
+    standing = Standing(NoFacts(), drain_seconds=30)
+    service = TelemetryIngest(Admission(TokenSigner(SECRET), standing, calls), sink)
     server = create_server(service, max_concurrent_rpcs=64)
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
@@ -78,6 +86,12 @@ async def stub(sink: HeldSink) -> AsyncIterator[pb_grpc.TelemetryIngestAsyncStub
             yield pb_grpc.TelemetryIngestStub(channel)
     finally:
         await server.stop(None)
+
+
+@pytest.fixture
+async def stub(sink: HeldSink) -> AsyncIterator[pb_grpc.TelemetryIngestAsyncStub]:
+    async with serving(sink, CallsInFlight(LIMIT)) as stub:
+        yield stub
 
 
 def token(member: MemberKey) -> str:
@@ -112,6 +126,41 @@ async def test_one_member_past_its_calls_in_flight_is_turned_away_and_others_are
     after = await push(stub, batch(GREEDY, sequence=99), greedy)  # its slots came back
     assert after.outcome == pb.PushBatchReply.OUTCOME_DURABLE
     assert sorted(k.sequence for k in sink.stored if k.member == GREEDY) == [1, 2, 3, 99]
+
+
+async def test_a_run_of_many_members_past_its_calls_in_flight_leaves_other_runs_served(
+        ) -> None:
+    wide = [MemberKey("run-wide", 1, f"rank-{i}") for i in range(RUN_LIMIT + 1)]
+    sink = HeldSink(holds=lambda k: k.member.run_id == "run-wide", expect=RUN_LIMIT)
+    async with serving(sink, CallsInFlight(LIMIT, RUN_LIMIT)) as stub:
+        held = [asyncio.create_task(push(stub, batch(m), token(m))) for m in wide[:-1]]
+        await sink.all_held.wait()
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await push(stub, batch(wide[-1]), token(wide[-1]))
+        other = await push(stub, batch(OTHER), token(OTHER))
+        assert not any(t.done() for t in held)
+        sink.release.set()
+        outcomes = [r.outcome for r in await asyncio.gather(*held)]
+        after = await push(stub, batch(wide[-1], sequence=2), token(wide[-1]))
+    assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert (f"run 'run-wide' already has {RUN_LIMIT} PushBatch calls in flight across its "
+            f"members (at most {RUN_LIMIT} per run)") in (caught.value.details() or "")
+    assert other.outcome == pb.PushBatchReply.OUTCOME_DURABLE
+    assert outcomes == [pb.PushBatchReply.OUTCOME_DURABLE] * RUN_LIMIT
+    assert after.outcome == pb.PushBatchReply.OUTCOME_DURABLE
+
+
+def test_calls_are_counted_per_run_across_its_members() -> None:
+    calls = CallsInFlight(2, run_limit=3)
+    first, second = MemberKey("run-r", 1, "a"), MemberKey("run-r", 2, "b")
+    with calls.held(first), calls.held(first), calls.held(second):
+        with pytest.raises(TooManyCalls, match="at most 3 per run"), calls.held(second):
+            pass
+        with calls.held(OTHER):
+            assert (calls.of_run("run-r"), calls.of_run(OTHER.run_id)) == (3, 1)
+    assert (calls.of_run("run-r"), calls.of(first), calls.of(second)) == (0, 0, 0)
+    with pytest.raises(ValueError, match="per run must be 1 or more"):
+        CallsInFlight(2, run_limit=0)
 
 
 def test_calls_are_counted_per_member_and_given_back() -> None:

@@ -12,6 +12,7 @@ import logging
 import asyncpg
 import pytest
 
+from tests.support.clock import Clock
 from tests.support.environment import free_port
 from tuneplane.common.tokens import WorkloadClaims
 from tuneplane.controlplane.standing import DRAIN_MARGIN_SECONDS, AttemptFacts, NodeFacts
@@ -23,14 +24,6 @@ DRAIN = 30
 WINDOW = DRAIN + DRAIN_MARGIN_SECONDS
 MEMBER = MemberKey("run-s", 1, "rank-0")
 KEY = (MEMBER.run_id, MEMBER.attempt)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Facts:

@@ -49,7 +49,7 @@ async def test_poison_is_set_aside_and_the_rest_is_projected(
                                   PoisonPolicy(dead, 10), max_records=64)
     group = await pipeline.run_once()
     assert (group.applied, group.poison) == (2, 1)
-    assert [(m, reason.startswith("undecodable")) for m, reason in dead.kept] == [(junk, True)]
+    assert [(m, "undecodable batch" in reason) for m, reason in dead.kept] == [(junk, True)]
     assert await ledger(db, run_id) == [("e-0", 0), ("e-1", 2)]
     assert broker.committed["p"] == {0: 3}
 

@@ -45,7 +45,7 @@ def test_all_non_finite_chunk_has_no_min_max() -> None:
 
 
 @pytest.mark.parametrize(("data", "key", "reason"), [
-    (b"\xff\xff", None, "undecodable batch at 0/5"),
+    (b"\xff\xff", None, "batch at 0/5: undecodable batch"),
     (pb.Batch().SerializeToString(), None, "has no identity"),
     (payload([1.0]), b"other-key", "does not match batch identity"),
 ])

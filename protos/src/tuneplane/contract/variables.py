@@ -11,6 +11,7 @@ from tuneplane.contract.settings import Variable
 
 DEFAULT_SPOOL_BYTES = 256 * 1024 * 1024
 DEFAULT_DRAIN_SECONDS = 30
+DEFAULT_MAX_SERIES = 100_000
 
 # The gateway's stores and shared secrets.
 DATABASE_URL = Variable(
@@ -49,4 +50,11 @@ TELEMETRY_DRAIN_SECONDS = Variable(
     "TUNEPLANE_TELEMETRY_DRAIN_SECONDS", "seconds a stopping collector keeps sending before "
     "it leaves the rest spooled; ingest and the reporting path refuse an ended attempt's "
     "workload tokens from 30 s past this after its end (the same value everywhere)",
+    parse=positive)
+
+# Bounds the gateway holds every attempt to.
+TELEMETRY_MAX_SERIES = Variable(
+    "TUNEPLANE_TELEMETRY_MAX_SERIES", "distinct series one attempt may have, across its "
+    "members: ingest refuses a batch that would pass it (INVALID_ARGUMENT naming the chunk), "
+    "and the projector dead-letters one that still does (ingest's count lags projection)",
     parse=positive)

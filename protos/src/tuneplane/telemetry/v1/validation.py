@@ -4,13 +4,16 @@ projector on every record it reads (a record that fails is poison, dead-lettered
 
 Every string the read models keep is a name: not empty where it identifies something, no
 NUL or other control character (PostgreSQL's text refuses NUL; the others break logs and
-pages), bounded in bytes. Invalid UTF-8 never gets this far: protobuf refuses to decode it.
-Enums are known values; counts and numbers fit the read models' columns.
+pages), bounded in bytes. Invalid UTF-8 never gets this far: protobuf refuses to decode it,
+and ``parse`` names the field that held it. Enums are known values; counts and numbers fit
+the read models' columns.
 """
 
 from __future__ import annotations
 
 import re
+
+from google.protobuf.message import DecodeError
 
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.limits import (
@@ -25,6 +28,7 @@ from tuneplane.telemetry.v1.limits import (
     MAX_PATH_BYTES,
 )
 from tuneplane.telemetry.v1.names import RICH_KIND_NAMES
+from tuneplane.telemetry.v1.wire import Malformed, bad_utf8
 
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 #: Largest wall time or seal time accepted: year 9999, as seconds since the epoch.
@@ -33,6 +37,19 @@ MAX_SECONDS = 253_402_300_799.0
 
 class InvalidBatch(ValueError):
     """The batch breaks the contract; the message says what and where."""
+
+
+def parse(payload: bytes) -> pb.Batch:
+    """The batch in ``payload``, or InvalidBatch saying why it does not decode (naming the
+    field, for a string that is not UTF-8)."""
+    try:
+        return pb.Batch.FromString(payload)
+    except DecodeError as exc:
+        try:
+            found = bad_utf8(pb.Batch.DESCRIPTOR, payload)
+        except Malformed as malformed:
+            found = str(malformed)
+        raise InvalidBatch(f"undecodable batch: {found or exc}") from None
 
 
 def name_problem(value: str, limit: int = MAX_NAME_BYTES, *, required: bool = True) -> str | None:

@@ -19,7 +19,6 @@ from collections.abc import Sequence
 
 import asyncpg
 import grpc
-from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2_grpc as otlp_grpc
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
@@ -37,8 +36,7 @@ from tuneplane.controlplane.destinations.compose import dumps, render
 from tuneplane.exporter.collector import ComposedCollector
 from tuneplane.exporter.otlp import points, to_request
 from tuneplane.exporter.settings import ExporterSettings
-from tuneplane.telemetry.v1 import telemetry_pb2 as pb
-from tuneplane.telemetry.v1.validation import InvalidBatch, validate
+from tuneplane.telemetry.v1.validation import InvalidBatch, parse, validate
 
 log = logging.getLogger("tuneplane.exporter")
 
@@ -150,10 +148,8 @@ class Exporter:
 def decode(message: Message) -> ExportMetricsServiceRequest:
     """The pure step: a batch record → its metrics request, or InvalidMessage."""
     try:
-        batch = pb.Batch.FromString(message.value)
+        batch = parse(message.value)
         validate(batch, len(message.value))
-    except DecodeError as exc:
-        raise InvalidMessage(f"undecodable batch: {exc}") from None
     except InvalidBatch as exc:
         raise InvalidMessage(str(exc)) from None
     return to_request(batch)

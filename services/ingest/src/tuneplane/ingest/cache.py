@@ -28,6 +28,7 @@ class LookupFailed(Exception):
 class Known(Generic[V]):
     value: V
     age: float  # seconds since the value was read from the source
+    read_at: float  # when it was read, on the cache's clock
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +58,7 @@ class FactCache(Generic[K, V]):
             self._entries.move_to_end(key)
         if entry is None or entry.known is None:
             return None
-        return Known(entry.known[0], self._clock() - entry.read_at)
+        return Known(entry.known[0], self._clock() - entry.read_at, entry.read_at)
 
     def _lookup(self, key: K) -> asyncio.Task[None]:
         task = self._pending.get(key)

@@ -16,6 +16,7 @@ from tuneplane.common.tokens import TokenSigner
 from tuneplane.contract.settings import SettingsError
 from tuneplane.ingest.gate import Admission
 from tuneplane.ingest.inflight import CallsInFlight
+from tuneplane.ingest.series import SeriesBound
 from tuneplane.ingest.server import TelemetryIngest, create_server
 from tuneplane.ingest.settings import IngestSettings
 from tuneplane.ingest.sink import KafkaBatchSink, SinkUnavailable
@@ -63,14 +64,17 @@ async def serve(args: argparse.Namespace, settings: IngestSettings) -> None:
     pool = await asyncpg.create_pool(settings.database_url, min_size=0,
                                      max_size=settings.db_pool)
     await probe(pool)
-    standing = Standing(PostgresFacts(pool), drain_seconds=settings.drain_seconds)
-    admission = Admission(signer, standing, CallsInFlight(settings.calls_per_token))
-    service = TelemetryIngest(admission, sink)
+    facts = PostgresFacts(pool)
+    standing = Standing(facts, drain_seconds=settings.drain_seconds)
+    calls = CallsInFlight(settings.calls_per_token, settings.calls_per_run)
+    admission = Admission(signer, standing, calls)
+    service = TelemetryIngest(admission, sink, SeriesBound(facts, settings.max_series))
     server = create_server(service, max_concurrent_rpcs=args.max_concurrent_rpcs)
     server.add_secure_port(f"{args.host}:{args.port}", credentials)
     await server.start()
-    log.info("ingest listening on %s:%d (TLS), %d calls at once, %d per workload token",
-             args.host, args.port, args.max_concurrent_rpcs, settings.calls_per_token)
+    log.info("ingest listening on %s:%d (TLS), %d calls at once, %d per workload token, "
+             "%d per run", args.host, args.port, args.max_concurrent_rpcs,
+             settings.calls_per_token, settings.calls_per_run)
     await listener.serve_until_signalled(server, "ingest")
     await sink.stop()
     await pool.close()

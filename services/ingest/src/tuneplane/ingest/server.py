@@ -1,6 +1,7 @@
 """The TelemetryIngest gRPC service: admit the call (a valid token, its member under its
 calls in flight, a token that still stands: ``gate``, which also runs before the message is
-read), validate, make durable, then reply."""
+read), validate (the contract, then the attempt's series bound), make durable, then
+reply."""
 
 from __future__ import annotations
 
@@ -8,18 +9,18 @@ import logging
 from typing import TypeAlias
 
 import grpc
-from google.protobuf.message import DecodeError
 
 from tuneplane.common.tokens import WorkloadClaims
 from tuneplane.ingest.gate import Admission, Gate, Refused
 from tuneplane.ingest.inflight import TooManyCalls
 from tuneplane.ingest.recent import RecentBatches, Seen
+from tuneplane.ingest.series import SeriesBound
 from tuneplane.ingest.sink import BatchSink, SinkUnavailable
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc
 from tuneplane.telemetry.v1.identity import BatchKey
 from tuneplane.telemetry.v1.limits import MAX_BATCH_BYTES
-from tuneplane.telemetry.v1.validation import InvalidBatch, validate
+from tuneplane.telemetry.v1.validation import InvalidBatch, parse, validate
 
 log = logging.getLogger("tuneplane.ingest")
 
@@ -32,9 +33,11 @@ Context: TypeAlias = "grpc.aio.ServicerContext[pb.PushBatchRequest, pb.PushBatch
 
 
 class TelemetryIngest(pb_grpc.TelemetryIngestServicer):
-    def __init__(self, admission: Admission, sink: BatchSink) -> None:
+    def __init__(self, admission: Admission, sink: BatchSink,
+                 series: SeriesBound | None = None) -> None:
         self.admission = admission
         self._sink = sink
+        self._series = series  # None: no bound on an attempt's series
         self._recent = RecentBatches()
 
     async def PushBatch(self, request: pb.PushBatchRequest,
@@ -52,11 +55,10 @@ class TelemetryIngest(pb_grpc.TelemetryIngestServicer):
     async def _push(self, request: pb.PushBatchRequest, claims: WorkloadClaims,
                     context: Context) -> pb.PushBatchReply:
         payload = request.batch
-        batch = pb.Batch()
         try:
-            batch.ParseFromString(payload)
-        except DecodeError as exc:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"undecodable batch: {exc}")
+            batch = parse(payload)
+        except InvalidBatch as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         key = BatchKey.from_proto(batch.identity)
         if key.member != claims.member:
             await context.abort(grpc.StatusCode.PERMISSION_DENIED,
@@ -75,6 +77,10 @@ class TelemetryIngest(pb_grpc.TelemetryIngestServicer):
             return pb.PushBatchReply(outcome=pb.PushBatchReply.OUTCOME_REJECTED, points=points,
                                      reason=f"batch identity {key} was already made durable "
                                             "with different content")
+        if self._series is not None:
+            why = await self._series.refusal(key.member, batch)
+            if why is not None:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"batch {key}: {why}")
         try:
             await self._sink.put(key, payload)
         except SinkUnavailable as exc:

@@ -8,8 +8,10 @@ from tuneplane.contract.settings import Settings, section, setting
 from tuneplane.contract.variables import (
     DATABASE_URL,
     DEFAULT_DRAIN_SECONDS,
+    DEFAULT_MAX_SERIES,
     KAFKA_BOOTSTRAP,
     TELEMETRY_DRAIN_SECONDS,
+    TELEMETRY_MAX_SERIES,
     WEB_JWT_SECRET,
 )
 
@@ -27,4 +29,10 @@ class IngestSettings(Settings):
         "TUNEPLANE_INGEST_CALLS_PER_TOKEN", parse=positive, default=8,
         help="PushBatch calls one workload token's member may have in flight at once; more "
              "are answered RESOURCE_EXHAUSTED at once (collectors retry them)")
+    calls_per_run: int = setting(
+        "TUNEPLANE_INGEST_CALLS_PER_RUN", parse=positive, default=64,
+        help="PushBatch calls the members of one run may have in flight at once, together "
+             "(a run of many members cannot take every call slot); more are answered "
+             "RESOURCE_EXHAUSTED at once (collectors retry them)")
+    max_series: int = setting(TELEMETRY_MAX_SERIES, default=DEFAULT_MAX_SERIES)
     gateway: GatewaySettings = section(GatewaySettings)

@@ -25,6 +25,7 @@ from tuneplane.common.tokens import WorkloadClaims
 from tuneplane.controlplane import standing
 from tuneplane.controlplane.standing import UNKNOWN, AttemptFacts, NodeFacts
 from tuneplane.ingest.cache import FactCache, Known, LookupFailed
+from tuneplane.telemetry.v1.identity import MemberKey
 
 log = logging.getLogger("tuneplane.ingest")
 
@@ -42,6 +43,13 @@ UNANSWERED = (*TRANSIENT_ERRORS, asyncpg.InsufficientResourcesError,
               asyncpg.QueryCanceledError)
 
 
+SERIES_COUNT = "SELECT count(*) FROM series WHERE run_id = $1 AND attempt = $2"
+EXISTING_SERIES = """
+    SELECT s.source, s.tag FROM series s
+    JOIN unnest($4::text[], $5::text[]) AS b(source, tag) USING (source, tag)
+    WHERE s.run_id = $1 AND s.attempt = $2 AND s.member = $3"""
+
+
 class Facts(Protocol):
     """Where the facts come from; raises ``LookupFailed`` when it cannot answer now."""
 
@@ -51,7 +59,8 @@ class Facts(Protocol):
 
 
 class PostgresFacts:
-    """The facts from PostgreSQL, through ``pool`` (ingest's own, with its own limit)."""
+    """The facts ingest looks up (a token's standing, an attempt's series) from PostgreSQL,
+    through ``pool`` (ingest's own, with its own limit)."""
 
     def __init__(self, pool: asyncpg.Pool, *, wait_seconds: float = 2.0) -> None:
         self._pool = pool
@@ -75,6 +84,23 @@ class PostgresFacts:
     async def node(self, node_id: str) -> NodeFacts | None:
         return await self._read(lambda conn: standing.node_facts(conn, node_id),
                                 f"node {node_id}")
+
+    async def series_count(self, key: tuple[str, int]) -> int:
+        run_id, attempt = key
+        count = await self._read(lambda conn: conn.fetchval(SERIES_COUNT, run_id, attempt),
+                                 f"series of run {run_id!r} attempt {attempt}")
+        return int(count)
+
+    async def series_of(self, member: MemberKey, pairs: list[tuple[str, str]],
+                        ) -> tuple[int, set[tuple[str, str]]]:
+        sources, tags = [p[0] for p in pairs], [p[1] for p in pairs]
+
+        async def query(conn: Connection) -> tuple[int, set[tuple[str, str]]]:
+            count = await conn.fetchval(SERIES_COUNT, member.run_id, member.attempt)
+            rows = await conn.fetch(EXISTING_SERIES, member.run_id, member.attempt,
+                                    member.member, sources, tags)
+            return int(count), {(row["source"], row["tag"]) for row in rows}
+        return await self._read(query, f"series of {member}")
 
 
 class Standing:

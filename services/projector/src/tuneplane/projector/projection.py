@@ -7,13 +7,11 @@ import itertools
 import math
 from dataclasses import dataclass, field
 
-from google.protobuf.message import DecodeError
-
 from tuneplane.common.kafka.message import InvalidMessage
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.identity import BatchKey
 from tuneplane.telemetry.v1.names import RICH_KIND_NAMES
-from tuneplane.telemetry.v1.validation import InvalidBatch, validate
+from tuneplane.telemetry.v1.validation import InvalidBatch, parse, validate
 
 
 class PoisonBatch(InvalidMessage):
@@ -154,14 +152,10 @@ def summarise(chunk: pb.SeriesChunk, index: int) -> ChunkRow:
 
 
 def project(payload: bytes, meta: RecordMeta) -> Projection:
-    batch = pb.Batch()
-    try:
-        batch.ParseFromString(payload)
-    except DecodeError as exc:
-        raise PoisonBatch(f"undecodable batch at {meta.partition}/{meta.offset}: {exc}") from None
-    if not batch.HasField("identity") or not batch.identity.run_id:
-        raise PoisonBatch(f"batch at {meta.partition}/{meta.offset} has no identity")
     try:  # what ingest checks; a record that bypassed it, or older than the check, is poison
+        batch = parse(payload)
+        if not batch.HasField("identity") or not batch.identity.run_id:
+            raise InvalidBatch("batch has no identity")
         validate(batch, len(payload))
     except InvalidBatch as exc:
         raise PoisonBatch(f"batch at {meta.partition}/{meta.offset}: {exc}") from None

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from tuneplane.contract.parsers import positive
 from tuneplane.contract.settings import Settings, setting
-from tuneplane.contract.variables import DATABASE_URL, KAFKA_BOOTSTRAP, S3_BUCKET, S3_ENDPOINT
+from tuneplane.contract.variables import (
+    DATABASE_URL,
+    DEFAULT_MAX_SERIES,
+    KAFKA_BOOTSTRAP,
+    S3_BUCKET,
+    S3_ENDPOINT,
+    TELEMETRY_MAX_SERIES,
+)
 
 CONSUMER_GROUP = "tuneplane-projector"
 
@@ -29,10 +36,7 @@ class ProjectorSettings(Settings):
         "TUNEPLANE_PROJECTOR_DEAD_LETTERS_PER_MINUTE", parse=positive, default=100,
         help="poison batches a projector sends to the dead-letter topic per minute before it "
              "stops instead")
-    max_series: int = setting(
-        "TUNEPLANE_PROJECTOR_MAX_SERIES", parse=positive, default=100_000,
-        help="distinct series one attempt may have; a batch that would pass it is "
-             "dead-lettered alone")
+    max_series: int = setting(TELEMETRY_MAX_SERIES, default=DEFAULT_MAX_SERIES)
     poison_runs: int = setting(
         "TUNEPLANE_PROJECTOR_POISON_RUNS", parse=positive, default=10,
         help="distinct runs whose poison, past the per-minute limit, stops a projector (a "

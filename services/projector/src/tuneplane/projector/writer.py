@@ -126,7 +126,7 @@ class PostgresWriter:
         if self._max_series is not None and count > self._max_series:
             raise TooManySeries(f"batch {projection.key} would give run {member.run_id} "
                                 f"attempt {member.attempt} {count} series, over the bound of "
-                                f"{self._max_series} (TUNEPLANE_PROJECTOR_MAX_SERIES)")
+                                f"{self._max_series} (TUNEPLANE_TELEMETRY_MAX_SERIES)")
 
     async def _apply(self, conn: Connection, projection: Projection) -> bool:
         key, member = projection.key, projection.key.member
