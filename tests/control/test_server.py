@@ -146,6 +146,35 @@ async def test_a_launch_is_delivered_until_running_and_ends_its_attempt(
     assert (await launches.create(db, run_id, name, ["rank-0", "rank-1"], ["python"], {}))[0] == 2
 
 
+async def test_a_launch_reported_waiting_stays_delivered_with_its_reason(
+        stub: Stub, db: asyncpg.Connection, run_id: str) -> None:
+    name = node_name()
+    node = await enroll(stub, db, name)
+    await new_run(db, run_id)
+    _, (launch_id,) = await launches.create(db, run_id, name, ["rank-0"], ["true"], {})
+    await stub.Heartbeat(pb.HeartbeatRequest(), metadata=auth(node.node_token), timeout=10)
+    reason = "waiting for a free run-as user: all 2 are busy"
+    reply = await stub.ReportLaunch(pb.LaunchReport(
+        launch_id=launch_id, state=pb.LaunchReport.STATE_WAITING, detail=reason),
+        metadata=auth(node.node_token), timeout=10)
+    assert reply.attempt_state == "running"
+    (listed,) = await launches.listing(db, run_id)
+    assert (listed["state"], listed["detail"]) == ("delivered", reason)
+    again = await stub.Heartbeat(pb.HeartbeatRequest(), metadata=auth(node.node_token),
+                                 timeout=10)
+    assert [launch.launch_id for launch in again.launches] == [launch_id]  # not lost
+    await stub.ReportLaunch(pb.LaunchReport(launch_id=launch_id,
+                                            state=pb.LaunchReport.STATE_RUNNING),
+                            metadata=auth(node.node_token), timeout=10)
+    (listed,) = await launches.listing(db, run_id)
+    assert (listed["state"], listed["detail"]) == ("running", "")
+    await stub.ReportLaunch(pb.LaunchReport(  # late: changes nothing
+        launch_id=launch_id, state=pb.LaunchReport.STATE_WAITING, detail=reason),
+        metadata=auth(node.node_token), timeout=10)
+    (listed,) = await launches.listing(db, run_id)
+    assert (listed["state"], listed["detail"]) == ("running", "")
+
+
 async def test_a_node_cannot_touch_another_nodes_launch(
         stub: Stub, db: asyncpg.Connection, run_id: str) -> None:
     owner, other = node_name(), node_name()

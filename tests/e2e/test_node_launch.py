@@ -1,6 +1,7 @@
 """A full launch on localhost: enroll a node, create a run, the node agent starts the
 training job with a collector beside it, tokens renew mid-run, curves arrive exactly; and
-training run as a separate user reads none of the node's credentials."""
+training run as a separate user reads none of the node's credentials, its launches taking
+turns on that one user."""
 
 from __future__ import annotations
 
@@ -8,16 +9,15 @@ import errno
 import json
 import os
 import shutil
-import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import asyncpg
 import pytest
 
-from tests.support.environment import BIN, ROOT, Endpoints, free_port, run_admin
+from tests.support.environment import ROOT, Endpoints, free_port
+from tests.support.nodes import Node, enrolled_node, launch, launch_states
 from tests.support.processes import Process, launch_env, start_control
 from tests.support.readmodels import curve_points, wait_for_points
 from tests.support.users import SYSTEM_PYTHON, public_place, readable_copy, system_user
@@ -29,56 +29,6 @@ SOURCES = [{"id": "tb", "kind": "tensorboard", "path": "tb", "owner": "rank-0"},
            {"id": "train", "kind": "jsonl", "path": "metrics.jsonl", "owner": "rank-0"},
            {"id": "eval", "kind": "jsonl", "path": "eval.jsonl", "owner": "rank-1"}]
 INTEGRATION = {"version": 1, "sources": SOURCES}
-
-
-def control_cli(*args: str) -> str:
-    done = subprocess.run([str(BIN / "tuneplane-control"), *args], capture_output=True,
-                          text=True, check=False)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
-class Node:
-    """An enrolled node: its state directory and the agent's command."""
-
-    def __init__(self, control: Process, tls_dir: Path, place: Path) -> None:
-        self.name = f"host-{uuid.uuid4().hex[:8]}"
-        self.state = place / "node"
-        self.work = place / "work"
-        token = place / "enrollment-token"
-        token.write_text(control_cli("enrollment-token", "--node", self.name))
-        done = subprocess.run(
-            [str(BIN / "tuneplane-node"), "enroll", "--control", f"localhost:{control.port}",
-             "--ca-file", str(tls_dir / "ca.pem"), "--token-file", str(token),
-             "--state-dir", str(self.state)], capture_output=True, text=True, check=False)
-        assert done.returncode == 0, done.stderr
-
-    def run_launches(self, count: int, log: Path, *run_as: str) -> None:
-        """Run ``count`` launches, training as ``run_as`` (default: the agent's own user)."""
-        with log.open("wb") as out:
-            done = subprocess.run([str(BIN / "tuneplane-node"), "run", "--state-dir",
-                                   str(self.state), "--work-root", str(self.work),
-                                   *(run_as or ("--allow-same-user",)),
-                                   "--exit-after", str(count)],
-                                  stdout=out, stderr=subprocess.STDOUT, timeout=240, check=False)
-        assert done.returncode == 0, log.read_text()
-
-
-def launch(endpoints: Endpoints, run_id: str, node: Node, place: Path,
-           *members: str, command: list[str] = TRAINING,
-           artifact: dict[str, object] = INTEGRATION) -> dict[str, object]:
-    integration = place / "integration.json"
-    integration.write_text(json.dumps(artifact))
-    run_admin(endpoints, "run-create", "--integration", str(integration),
-              "--run", run_id)
-    member_args = [arg for m in members for arg in ("--member", m)]
-    started: dict[str, object] = json.loads(control_cli(
-        "launch", "--run", run_id, "--node", node.name, *member_args, "--", *command))
-    return started
-
-
-def launch_states(run_id: str) -> list[dict[str, object]]:
-    return [json.loads(line) for line in control_cli("launches", "--run", run_id).splitlines()]
 
 
 @pytest.fixture
@@ -95,10 +45,11 @@ async def test_a_launch_runs_training_beside_a_collector_and_curves_arrive_exact
         initialised: Endpoints, control: Process, projector: Process, tls_dir: Path,
         tmp_path: Path, run_id: str, db: asyncpg.Connection) -> None:
     node = Node(control, tls_dir, tmp_path)
-    started = launch(initialised, run_id, node, tmp_path, "rank-0", "rank-1")
+    started = launch(initialised, run_id, node, tmp_path, "rank-0", "rank-1",
+                     command=TRAINING, artifact=INTEGRATION)
     assert started["attempt"] == 1
     agent_log = tmp_path / "agent.log"
-    node.run_launches(2, agent_log)
+    node.run_launches(2, agent_log, "--allow-same-user", "--share-run-as")  # both at once
     states = launch_states(run_id)
     assert [(s["member"], s["state"], s["exit_code"], s["undelivered"]) for s in states] == [
         ("rank-0", "finished", 0, 0), ("rank-1", "finished", 0, 0)], states
@@ -129,7 +80,8 @@ async def test_a_tampered_collector_artifact_refuses_the_launch(
                             launch_env(ingest.port, tmp_path / "spool", tampered))
     try:
         node = Node(control, tls_dir, tmp_path)
-        launch(initialised, run_id, node, tmp_path, "rank-0")
+        launch(initialised, run_id, node, tmp_path, "rank-0", command=TRAINING,
+               artifact=INTEGRATION)
         node.run_launches(1, tmp_path / "agent.log")
     finally:
         control.stop()
@@ -167,29 +119,29 @@ async def test_training_run_as_another_user_reads_no_credential_and_curves_arriv
             {"id": "stolen", "kind": "jsonl", "path": str(theirs), "owner": "rank-0"}]}
         # State and spool where every user may pass by their parents: only their own modes
         # keep the training user out.
-        control = start_control(tls_dir, free_port(), tmp_path / "control.log",
-                                launch_env(ingest.port, place / "spool", collector_artifact),
-                                "--heartbeat-seconds", "1")
-        try:
-            node = Node(control, tls_dir, place)
+        with enrolled_node(tls_dir, ingest, collector_artifact, place,
+                           tmp_path / "control.log") as node:
             program = readable_copy(Path(__file__).with_name("hostile_training.py"), place)
             started = launch(initialised, run_id, node, tmp_path, "rank-0", "rank-1", command=[
                 str(SYSTEM_PYTHON), str(program), "--state", str(node.state), "--spool-root",
                 str(place / "spool"), "--steps", str(steps)], artifact=artifact)
             node.run_launches(2, tmp_path / "agent.log", "--run-as", user.pw_name)
-        finally:
-            control.stop()
         ids = started["launches"]
         assert isinstance(ids, list)
         assert ids[1] == ids[0] + 1  # the program finds its neighbour's launch so
         states = launch_states(run_id)
         assert [(s["member"], s["state"], s["exit_code"]) for s in states] == [
             ("rank-0", "finished", 0), ("rank-1", "finished", 0)], states
+        # One user: the launches took turns on it (no --share-run-as).
+        agent_log = (tmp_path / "agent.log").read_text()
+        assert agent_log.count(": waiting for a free run-as user: the only one is busy") == 1, \
+            agent_log
         for launch_id in ids:
-            workdir = node.work / str(launch_id)
-            assert (workdir.stat().st_uid, workdir.stat().st_mode & 0o777) == (user.pw_uid,
+            workdir = node.work / str(launch_id)  # the agent's again once the launch ended
+            assert (workdir.stat().st_uid, workdir.stat().st_mode & 0o777) == (os.geteuid(),
                                                                                0o700)
             seen = json.loads((workdir / "attempts.json").read_text())
+            assert seen["workdir"] == {"uid": user.pw_uid, "mode": 0o700}  # while it ran
             assert (seen["uid"], seen["euid"], seen["gid"]) == (user.pw_uid, user.pw_uid,
                                                                 user.pw_gid)
             assert seen["groups"] == [user.pw_gid]  # none of the agent's groups

@@ -32,12 +32,14 @@ def require_root(what: str) -> None:
 
 
 @contextmanager
-def system_user() -> Iterator[pwd.struct_passwd]:
-    """A new unprivileged system user with no home, deleted afterwards."""
+def system_user(alias_of: pwd.struct_passwd | None = None) -> Iterator[pwd.struct_passwd]:
+    """A new unprivileged system user with no home (a second name of ``alias_of``'s uid
+    when given), deleted afterwards."""
     require_root("a test with separate users")
     name = f"tuneplane-train-test-{uuid.uuid4().hex[:8]}"
+    alias = ["--non-unique", "--uid", str(alias_of.pw_uid)] if alias_of else []
     subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
-                    name], check=True, capture_output=True)
+                    *alias, name], check=True, capture_output=True)
     try:
         yield pwd.getpwnam(name)
     finally:

@@ -11,9 +11,10 @@ import pytest
 
 from tests.support.users import public_place, system_user
 from tuneplane.collector.node.host import HostError, open_host
+from tuneplane.collector.node.pool import UserPool
 from tuneplane.collector.node.runas import resolve
 
-SAME_USER = resolve(None, allow_same_user=True)
+SAME_USER = UserPool([resolve(None, allow_same_user=True)])
 
 
 def test_the_work_root_is_made_passable_but_not_listable(tmp_path: Path) -> None:
@@ -48,15 +49,24 @@ def test_a_state_directory_open_to_others_is_refused(tmp_path: Path) -> None:
         open_host(tmp_path / "state", tmp_path / "work", SAME_USER)
 
 
-def test_a_work_root_the_training_user_cannot_reach_is_refused(tmp_path: Path) -> None:
-    with system_user() as user, public_place() as place:
-        run_as = resolve(user.pw_name, allow_same_user=False)
+def test_a_work_root_a_training_user_cannot_reach_is_refused_naming_that_user(
+        tmp_path: Path) -> None:
+    with system_user() as first, system_user() as second, public_place() as place:
+        users = [resolve(user.pw_name, allow_same_user=False) for user in (first, second)]
         hidden = tmp_path / "deep"  # pytest's tmp: its parents are private to root
-        with pytest.raises(HostError, match=rf"the run-as user {user.pw_name} cannot reach the "
+        with pytest.raises(HostError, match=rf"the run-as user {first.pw_name} cannot reach the "
                                             r"work root .*/deep/work: .* mode 0700"):
-            open_host(tmp_path / "state", hidden / "work", run_as)
-        host = open_host(tmp_path / "state", place / "work", run_as)
-        assert host.run_as.uid == user.pw_uid
+            open_host(tmp_path / "state", hidden / "work", UserPool(users))
+        gate = place / "gate"  # only the first user's group may pass
+        gate.mkdir()
+        os.chown(gate, os.geteuid(), first.pw_gid)
+        gate.chmod(0o710)
+        with pytest.raises(HostError, match=rf"the run-as user {second.pw_name} cannot reach "
+                                            rf"the work root {gate}/work: {gate} is uid 0 gid "
+                                            rf"{first.pw_gid} mode 0710"):
+            open_host(tmp_path / "state", gate / "work", UserPool(users))
+        host = open_host(tmp_path / "state", place / "work", UserPool(users))
+        assert host.users.users == tuple(users)
 
 
 def test_a_node_credential_open_to_others_is_refused(tmp_path: Path) -> None:

@@ -15,10 +15,12 @@ import pytest
 from tests.support.users import public_place, system_user
 from tuneplane.collector.node.client import NodeState, write_private
 from tuneplane.collector.node.host import Host
-from tuneplane.collector.node.prepare import Refused, prepare
+from tuneplane.collector.node.pool import UserPool
+from tuneplane.collector.node.prepare import Refused, prepare, wanted_user
 from tuneplane.collector.node.runas import resolve
 from tuneplane.node.v1 import node_pb2 as pb
 
+SAME_USER = resolve(None, allow_same_user=True)
 SOURCES = [{"id": "train", "kind": "jsonl", "path": "metrics.jsonl", "owner": "rank-0"},
            {"id": "tb", "kind": "tensorboard", "path": "/data/tb", "owner": "rank-0"},
            {"id": "eval", "kind": "jsonl", "path": "eval.jsonl", "owner": "rank-1"}]
@@ -47,7 +49,7 @@ def host(tmp_path: Path) -> Host:
     (state / "node.json").write_text("{}")
     (state / "launches").mkdir(mode=0o700)
     (tmp_path / "work").mkdir(mode=0o711)
-    return Host(state, tmp_path / "work", resolve(None, allow_same_user=True))
+    return Host(state, tmp_path / "work", UserPool([SAME_USER]))
 
 
 def launch_dir(host: Host) -> Path:
@@ -64,7 +66,8 @@ def mode(path: Path) -> int:
 
 def test_a_verified_launch_gets_private_configuration_and_its_collector_command(
         collector_artifact: Path, tmp_path: Path, host: Host) -> None:
-    prepared = prepare(launch(collector_artifact, tmp_path / "spool"), launch_dir(host), host)
+    prepared = prepare(launch(collector_artifact, tmp_path / "spool"), launch_dir(host), host,
+                       SAME_USER)
     assert prepared.spool == tmp_path / "spool" / "run-a" / "2" / "rank-0"
     assert mode(prepared.spool) == 0o700
     assert mode(tmp_path / "spool") == 0o700
@@ -94,7 +97,7 @@ def test_an_artifact_other_than_the_one_launched_is_refused(
     request = launch(collector_artifact, tmp_path / "spool")
     request.collector.artifact_digest = "f" * 64
     with pytest.raises(Refused, match="is not the one launched"):
-        prepare(request, launch_dir(host), host)
+        prepare(request, launch_dir(host), host, SAME_USER)
 
 
 @pytest.mark.parametrize(("change", "words"), [
@@ -114,7 +117,7 @@ def test_a_tampered_artifact_is_refused_before_anything_is_made(
     else:
         launcher.unlink()
     with pytest.raises(Refused, match=re.escape(words)):
-        prepare(launch(copy, tmp_path / "spool"), launch_dir(host), host)
+        prepare(launch(copy, tmp_path / "spool"), launch_dir(host), host, SAME_USER)
     assert not (tmp_path / "spool").exists()
     assert not launch_dir(host).exists()
     assert not (host.work_root / "7").exists()
@@ -127,7 +130,7 @@ def test_a_spool_root_that_is_not_private_is_refused_with_no_fallback(
     shared.chmod(0o755)
     with pytest.raises(Refused, match=r"spool grant refused: spool root .* mode 0755; it must "
                                       r"be 0700"):
-        prepare(launch(collector_artifact, shared), launch_dir(host), host)
+        prepare(launch(collector_artifact, shared), launch_dir(host), host, SAME_USER)
     assert not launch_dir(host).exists()
     assert list(shared.iterdir()) == []
 
@@ -143,7 +146,7 @@ def test_a_source_path_into_the_agents_state_or_the_spool_is_refused(
                                       r"agent's state directory|spool root) .*; training "
                                       r"output is never read from there"):
         prepare(launch(collector_artifact, tmp_path / "spool", artifact_with(sources=sources)),
-                launch_dir(host), host)
+                launch_dir(host), host, SAME_USER)
     assert everything(tmp_path) == before  # nothing made: no spool, workdir, launch files
 
 
@@ -156,11 +159,11 @@ def test_a_working_directory_linking_into_the_agents_state_is_refused(
     request.working_directory = str(given)
     with pytest.raises(Refused, match=r"source train: .*given/metrics.jsonl resolves to "
                                       r".*state/node.json, inside the node agent's state"):
-        prepare(request, launch_dir(host), host)
+        prepare(request, launch_dir(host), host, SAME_USER)
     request.working_directory = str(host.state_dir / "launches")
     with pytest.raises(Refused, match=r"working directory .*/state/launches resolves to .*, "
                                       r"inside the node agent's state directory"):
-        prepare(request, launch_dir(host), host)
+        prepare(request, launch_dir(host), host, SAME_USER)
     assert not (tmp_path / "spool").exists()
 
 
@@ -172,7 +175,7 @@ def test_an_owner_that_is_a_path_is_refused_and_nothing_is_made_outside_the_spoo
     with pytest.raises(Refused, match=r"integration artifact refused: .*sources\[0\].owner "
                                       r"'../../x' is not a name: 1-128 of"):
         prepare(launch(collector_artifact, tmp_path / "spool", artifact_with(sources=sources),
-                       member="../../x"), launch_dir(host), host)
+                       member="../../x"), launch_dir(host), host, SAME_USER)
     assert everything(tmp_path) == before
 
 
@@ -185,36 +188,47 @@ def test_a_channel_schema_with_a_remote_ref_is_refused(
             "integration artifact refused: the run's integration artifact: "
             "channels[0].schema.items[0].$ref is 'file:///etc/passwd': only local references")):
         prepare(launch(collector_artifact, tmp_path / "spool", artifact_with(
-            channels=[channel])), launch_dir(host), host)
+            channels=[channel])), launch_dir(host), host, SAME_USER)
 
 
 def test_a_member_owning_nothing_is_refused(
         collector_artifact: Path, tmp_path: Path, host: Host) -> None:
     with pytest.raises(Refused, match="member 'rank-9' owns no source"):
         prepare(launch(collector_artifact, tmp_path / "spool", member="rank-9"),
-                launch_dir(host), host)
+                launch_dir(host), host, SAME_USER)
 
 
-def test_the_working_directory_is_the_run_as_users_and_no_one_elses(
+def test_each_launchs_working_directory_is_its_run_as_users_and_no_one_elses(
         collector_artifact: Path, tmp_path: Path, host: Host) -> None:
-    with system_user() as user, public_place() as place:
-        run_as = resolve(user.pw_name, allow_same_user=False)
+    with system_user() as first, system_user() as second, public_place() as place:
+        users = [resolve(user.pw_name, allow_same_user=False) for user in (first, second)]
         (place / "work").mkdir(mode=0o711)
-        as_user = Host(host.state_dir, place / "work", run_as)
-        prepared = prepare(launch(collector_artifact, tmp_path / "spool"), launch_dir(host),
-                           as_user)
-        info = prepared.workdir.stat()
-        assert (info.st_uid, info.st_gid, mode(prepared.workdir)) == (user.pw_uid,
-                                                                     user.pw_gid, 0o700)
-        for path in (prepared.directory, *prepared.directory.iterdir(), prepared.spool):
-            assert path.stat().st_uid == os.geteuid(), path
+        pool_host = Host(host.state_dir, place / "work", UserPool(users))
+        for launch_id, member, run_as in ((7, "rank-0", users[0]), (8, "rank-1", users[1])):
+            request = launch(collector_artifact, tmp_path / "spool", member=member)
+            request.launch_id = launch_id
+            prepared = prepare(request, host.state_dir / "launches" / str(launch_id),
+                               pool_host, run_as)
+            info = prepared.workdir.stat()
+            assert (info.st_uid, info.st_gid, mode(prepared.workdir)) == (run_as.uid,
+                                                                         run_as.gid, 0o700)
+            args = prepared.collector
+            assert args[args.index("--read-as") + 1] == run_as.name
+            for path in (prepared.directory, *prepared.directory.iterdir(), prepared.spool):
+                assert path.stat().st_uid == os.geteuid(), path
         theirs = place / "theirs"
         theirs.mkdir()
         request = launch(collector_artifact, tmp_path / "spool")
-        request.launch_id, request.working_directory = 8, str(theirs)
+        request.launch_id, request.working_directory = 9, str(theirs)
         with pytest.raises(Refused, match=rf"working directory {theirs} is uid {os.geteuid()}'s,"
-                                          rf" not the run-as user {user.pw_name}'s"):
-            prepare(request, host.state_dir / "launches" / "8", as_user)
+                                          rf" not a run-as user's \({first.pw_name}, "
+                                          rf"{second.pw_name}\)"):
+            wanted_user(request, users)
+        os.chown(theirs, second.pw_uid, second.pw_gid)
+        assert wanted_user(request, users) == users[1]  # it waits for that user alone
+        with pytest.raises(Refused, match=rf"working directory {theirs} is uid {second.pw_uid}'s,"
+                                          rf" not the run-as user {first.pw_name}'s"):
+            prepare(request, host.state_dir / "launches" / "9", pool_host, users[0])
 
 
 def test_state_and_token_files_are_replaced_whole_and_private(tmp_path: Path) -> None:

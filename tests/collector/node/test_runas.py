@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.users import SYSTEM_PYTHON, public_place, system_user
 from tuneplane.collector.node.cli import main
-from tuneplane.collector.node.runas import PASSED_ON, RunAsError, resolve
+from tuneplane.collector.node.runas import PASSED_ON, RunAsError, resolve, resolve_pool
 
 PROBE = """
 import json, os
@@ -100,3 +100,41 @@ def test_root_is_never_a_run_as_user_of_another_agent_user() -> None:
     else:
         with pytest.raises(RunAsError, match="--run-as root: training never runs as root"):
             resolve("root", allow_same_user=False)
+
+
+def test_a_pool_is_refused_naming_the_user_given_twice_or_under_two_names() -> None:
+    with system_user() as first, system_user(alias_of=first) as alias, \
+            system_user() as second:
+        with pytest.raises(RunAsError, match=rf"--run-as {first.pw_name} is given twice; each "
+                                             r"launch gets a user of its own, so name each "
+                                             r"user once"):
+            resolve_pool([first.pw_name, second.pw_name, first.pw_name],
+                         allow_same_user=False)
+        with pytest.raises(RunAsError, match=rf"--run-as {alias.pw_name} is uid "
+                                             rf"{first.pw_uid}, the same user as --run-as "
+                                             rf"{first.pw_name}"):
+            resolve_pool([first.pw_name, alias.pw_name], allow_same_user=False)
+        with pytest.raises(RunAsError, match="training would run as the agent's own user "
+                                             "root"):  # the tests run as root
+            resolve_pool([first.pw_name, "root"], allow_same_user=False)
+        with pytest.raises(RunAsError, match=r"--run-as root: the agent's own user cannot be "
+                                             r"in a pool with others"):
+            resolve_pool([first.pw_name, None], allow_same_user=True)
+        with pytest.raises(RunAsError, match=rf"--run-as {first.pw_name},{second.pw_name}: no "
+                                             r"such user on this host \(give each user of a "
+                                             r"pool its own --run-as\)"):
+            resolve_pool([f"{first.pw_name},{second.pw_name}"], allow_same_user=False)
+        pool = resolve_pool([first.pw_name, second.pw_name], allow_same_user=False)
+        assert [(u.name, u.uid) for u in pool] == [(first.pw_name, first.pw_uid),
+                                                   (second.pw_name, second.pw_uid)]
+
+
+def test_the_cli_names_the_pool_user_it_refuses(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with system_user() as first:
+        assert main(["run", "--state-dir", str(tmp_path / "state"), "--work-root",
+                     str(tmp_path / "work"), "--run-as", first.pw_name, "--run-as",
+                     "no-such-user-x"]) == 2
+    assert capsys.readouterr().err == ("tuneplane-node run: --run-as no-such-user-x: no such "
+                                       "user on this host\n")
+    assert not (tmp_path / "work").exists()

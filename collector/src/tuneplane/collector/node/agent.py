@@ -36,15 +36,14 @@ class Agent:
         if directory.exists():
             if (directory / reports.PENDING).exists():
                 return  # it ended; its final report is on its way (resend_pending)
-            # Taken by an earlier life of this agent that died before reporting it started:
-            # its processes may still run, so it is never started twice.
+            # Taken by an earlier life of this agent that died before reporting it started
+            # (the runner makes the directory once it has a user): its processes may still
+            # run, so it is never started twice.
             reports.send(self._client, directory, pb.LaunchReport(
                 launch_id=launch.launch_id, state=pb.LaunchReport.STATE_FAILED, exit_code=-1,
                 detail="the node agent restarted before the launch was reported running; "
                        f"not started twice (see {directory})"), give_up_after=30.0)
             return
-        directory.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        directory.mkdir(mode=0o700)
         runner = LaunchRunner(launch, self._client, directory, self._host, self.stopping)
         thread = threading.Thread(target=runner.run, name=f"launch-{launch.launch_id}")
         self.runners[launch.launch_id] = thread

@@ -1,16 +1,25 @@
 """``tuneplane-node``: the node agent of an execution host.
 
     tuneplane-node enroll --control HOST:8443 --ca-file CA --token-file F --state-dir DIR
-    tuneplane-node run --state-dir DIR --work-root WORK --run-as USER
+    tuneplane-node run --state-dir DIR --work-root WORK --run-as USER [--run-as USER ...]
 
 ``enroll`` trades a one-time enrollment token for this node's credential (kept in
 DIR/node.json, 0600). ``run`` beats to Node control and runs each launch it is given:
-it verifies the collector artifact and the run's integration artifact, checks the spool
-grant, writes the collector's configuration and token file in DIR, makes the launch's
-working directory in WORK (USER's), starts the training command there as USER with a
-collector beside it,
-rewrites the token file on renewal, reports the launch's state, and lets the collector
-drain at the end. SIGTERM stops the agent: training commands get SIGTERM, collectors drain.
+it takes a run-as USER of its own, verifies the collector artifact and the run's
+integration artifact, checks the spool grant, writes the collector's configuration and
+token file in DIR, makes the launch's working directory in WORK (USER's, 0700), starts the
+training command there as USER with a collector beside it, rewrites the token file on
+renewal, reports the launch's state, lets the collector drain at the end, then ends what
+the launch left running as USER and gives USER back. SIGTERM stops the agent: training
+commands get SIGTERM, collectors drain.
+
+The run-as users are a pool (--run-as once per user): each running launch holds one user
+alone, so no launch reads another's working directory or signals its processes; launches
+beyond the pool wait in order for a free user, reported waiting with the reason (control
+lists them delivered). Isolation is the default, so a single --run-as USER runs one launch
+at a time: one tenant's training must never read, stop or change another's.
+--share-run-as lets launches run at once as the same users, as all did before pools: only
+where every launch of the node is one tenant's.
 
 The agent runs as root (it switches to USER for training) and DIR is private to it: USER
 reads none of the node credential, workload tokens, trust bundle, spools or collector
@@ -30,7 +39,8 @@ import grpc
 
 from tuneplane.collector.node import agent, client
 from tuneplane.collector.node.host import HostError, open_host
-from tuneplane.collector.node.runas import RunAsError, resolve
+from tuneplane.collector.node.pool import UserPool
+from tuneplane.collector.node.runas import RunAsError, resolve_pool
 from tuneplane.collector.spoolroot import SpoolPlaceError, make_private
 
 
@@ -56,11 +66,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.loglevel.upper(),
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
-        run_as = resolve(args.run_as, allow_same_user=args.allow_same_user)
-        host = open_host(args.state_dir, args.work_root, run_as)
+        users = resolve_pool(args.run_as or [None], allow_same_user=args.allow_same_user)
+        host = open_host(args.state_dir, args.work_root,
+                         UserPool(users, shared=args.share_run_as))
     except (RunAsError, HostError, OSError) as exc:
         print(f"tuneplane-node run: {exc}", file=sys.stderr)
         return 2
+    logging.getLogger("tuneplane.node").info(
+        "training runs as %s, %s", ", ".join(user.name for user in users),
+        "shared by launches (--share-run-as)" if args.share_run_as else
+        f"one launch per user: at most {len(users)} at once")
     node = agent.load(host)
     signal.signal(signal.SIGTERM, lambda *_: node.stopping.set())
     signal.signal(signal.SIGINT, lambda *_: node.stopping.set())
@@ -87,9 +102,18 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--work-root", type=Path, required=True,
                    help="where each launch's working directory is made (WORK/<launch>), "
                         "outside the state directory; made 0711 when missing")
-    r.add_argument("--run-as", metavar="USER",
-                   help="the unprivileged user training commands run as (default: the "
-                        "agent's own user, refused without --allow-same-user)")
+    r.add_argument("--run-as", metavar="USER", action="append",
+                   help="an unprivileged user training commands run as; repeat it for a pool "
+                        "(--run-as train-1 --run-as train-2). Each running launch holds a "
+                        "user of its own, which must run nothing else on this host: what "
+                        "runs as it when its launch ends is killed. Launches beyond the "
+                        "pool wait for a free user (default: the agent's own user, refused "
+                        "without --allow-same-user)")
+    r.add_argument("--share-run-as", action="store_true",
+                   help="let launches run at once as one user (the least busy of the pool) "
+                        "instead of waiting for a user of their own: they can then read each "
+                        "other's working directories and signal each other's processes, so "
+                        "only where every launch of the node is one tenant's")
     r.add_argument("--allow-same-user", action="store_true",
                    help="let training run as the agent's own user, which can read the node "
                         "credential and workload tokens: a single-user workstation only")

@@ -1,9 +1,9 @@
-"""This node's places and its training user, checked once when the agent starts.
+"""This node's places and its training users, checked once when the agent starts.
 
 The state directory (the node credential, every launch's token, configuration and logs) is
 private to the agent's user. Working directories live under a separate work root, outside
-it, which the training user can pass through (not list) to reach its own working directory
-and nothing of the agent's.
+it, which every training user can pass through (not list) to reach its own working
+directory and nothing of the agent's.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 
 from tuneplane.collector.fence import inside
 from tuneplane.collector.node.client import STATE_FILE
+from tuneplane.collector.node.pool import UserPool
 from tuneplane.collector.node.runas import RunAs
 from tuneplane.collector.spoolroot import SpoolPlaceError, make_private
 
@@ -26,11 +27,11 @@ class HostError(RuntimeError):
 @dataclass(frozen=True, slots=True)
 class Host:
     """This node's places: the agent's private state, where working directories go, and
-    the user training runs as."""
+    the users training runs as."""
 
     state_dir: Path
     work_root: Path
-    run_as: RunAs
+    users: UserPool
 
 
 def open_work_root(work_root: Path, state_dir: Path) -> None:
@@ -72,7 +73,7 @@ def check_credential(state_dir: Path) -> None:
                             f"{stat.S_IMODE(info.st_mode):04o}")
 
 
-def open_host(state_dir: Path, work_root: Path, run_as: RunAs) -> Host:
+def open_host(state_dir: Path, work_root: Path, users: UserPool) -> Host:
     """The host's places, checked (and the work root made); raises HostError."""
     try:
         make_private(state_dir, "state directory")
@@ -80,5 +81,6 @@ def open_host(state_dir: Path, work_root: Path, run_as: RunAs) -> Host:
         raise HostError(str(exc)) from None
     check_credential(state_dir)
     open_work_root(work_root, state_dir)
-    check_reachable(work_root, run_as)
-    return Host(state_dir, work_root, run_as)
+    for run_as in users.users:
+        check_reachable(work_root, run_as)
+    return Host(state_dir, work_root, users)

@@ -1,6 +1,7 @@
-"""One launch on this node: once it is prepared (``prepare``: checked, granted, written),
-run the training command with a collector beside it, keep the collector's token fresh,
-and let the collector drain.
+"""One launch on this node: once it holds a run-as user of its own (``pool``; it waits for
+one, reported waiting) and is prepared (``prepare``: checked, granted, written), run the
+training command as that user with a collector beside it, keep the collector's token fresh,
+let the collector drain, end what the launch left running and give the user back.
 """
 
 from __future__ import annotations
@@ -9,16 +10,18 @@ import contextlib
 import logging
 import os
 import signal
+import stat
 import subprocess
 import threading
 import time
 from pathlib import Path
 
 from tuneplane.collector import spool
-from tuneplane.collector.node import reports
+from tuneplane.collector.node import processes, reports
 from tuneplane.collector.node.client import ControlClient, write_private
 from tuneplane.collector.node.host import Host
-from tuneplane.collector.node.prepare import Prepared, Refused, prepare
+from tuneplane.collector.node.prepare import Prepared, Refused, prepare, wanted_user
+from tuneplane.collector.node.runas import RunAs
 from tuneplane.node.v1 import node_pb2 as pb
 
 log = logging.getLogger("tuneplane.node")
@@ -40,10 +43,16 @@ class LaunchRunner:
         self.renewals = 0
 
     def _report(self, state: State.ValueType, *, exit_code: int = 0, detail: str = "",
-                undelivered: int = 0) -> None:
+                undelivered: int = 0, give_up_after: float = 60.0) -> None:
         reports.send(self._client, self._dir, pb.LaunchReport(
             launch_id=self.launch.launch_id, state=state, exit_code=exit_code, detail=detail,
-            undelivered_batches=undelivered), give_up_after=60.0)
+            undelivered_batches=undelivered), give_up_after=give_up_after)
+
+    def _claim(self) -> None:
+        """The launch's directory: once it exists, an agent restarted never starts the
+        launch again (so it is made only when something of the launch may start)."""
+        self._dir.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._dir.mkdir(mode=0o700)
 
     def _env(self) -> dict[str, str]:
         """The collector's: the agent's environment (it is the agent's user) and settings."""
@@ -79,13 +88,66 @@ class LaunchRunner:
                  fresh.expires_at)
 
     def run(self) -> None:
+        """Wait for a run-as user, run the launch as it, then give the user back."""
         try:
-            prepared = prepare(self.launch, self._dir, self._host)
+            wanted = wanted_user(self.launch, self._host.users.users)
+        except Refused as exc:
+            self._claim()
+            self._report(State.STATE_REFUSED, detail=str(exc))
+            return
+        run_as = self._wait_for_user(wanted)
+        if run_as is None:
+            log.info("launch %d: not started, the agent stops first; control delivers it "
+                     "again", self.launch.launch_id)
+            return
+        try:
+            self._claim()
+            self._renew_if_due()  # one that waited long may hold a token near its end
+            self.launch.token.CopyFrom(self._token)
+            self._run_as(run_as)
+        finally:
+            self._give_back(run_as)
+
+    def _wait_for_user(self, wanted: RunAs | None) -> RunAs | None:
+        users, launch_id = self._host.users, self.launch.launch_id
+        try:
+            run_as = users.take(launch_id, wanted)
+            if run_as is None:
+                reason = users.reason(launch_id)
+                log.info("launch %d: %s", launch_id, reason)
+                self._report(State.STATE_WAITING, detail=reason, give_up_after=10.0)
+                run_as = users.wait(launch_id, self._stopping)
+        finally:
+            users.leave(launch_id)
+        if run_as is not None:
+            log.info("launch %d: runs as %s", launch_id, run_as.name)
+        return run_as
+
+    def _give_back(self, run_as: RunAs) -> None:
+        """The user goes back to the pool once nothing of the launch runs as it, and the
+        working directory the agent made for it is the agent's again: the next launch
+        given the user enters neither."""
+        users = self._host.users
+        try:
+            if users.exclusive(run_as):
+                left = processes.end_all(run_as)
+                if left:  # the pool gives a user still running processes to no launch
+                    log.error("launch %d: processes %s of %s outlived it; %s runs no launch "
+                              "until they have exited", self.launch.launch_id, left,
+                              run_as.name, run_as.name)
+                if not self.launch.working_directory:
+                    hand_back(self._host.work_root / str(self.launch.launch_id), run_as)
+        finally:
+            users.release(self.launch.launch_id)
+
+    def _run_as(self, run_as: RunAs) -> None:
+        """Prepare, then run training as ``run_as`` and its collector to the end."""
+        try:
+            prepared = prepare(self.launch, self._dir, self._host, run_as)
         except Refused as exc:
             self._report(State.STATE_REFUSED, detail=str(exc))
             return
         collector = self._start_collector(prepared)
-        run_as = self._host.run_as
         env = run_as.environment(prepared.workdir, dict(self.launch.environment), {
             "TUNEPLANE_RUN_ID": self.launch.run_id, "TUNEPLANE_ATTEMPT": str(self.launch.attempt),
             "TUNEPLANE_MEMBER": self.launch.member})
@@ -151,6 +213,14 @@ def undelivered_batches(spool_dir: Path) -> int:
     assert isinstance(pending, dict)
     assert isinstance(quarantined, list)
     return int(pending["batches"]) + len(quarantined)
+
+
+def hand_back(workdir: Path, run_as: RunAs) -> None:
+    """A working directory the agent made for ``run_as`` becomes the agent's (still 0700)."""
+    with contextlib.suppress(FileNotFoundError):
+        info = os.lstat(workdir)
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == run_as.uid:
+            os.chown(workdir, os.geteuid(), os.getegid(), follow_symlinks=False)
 
 
 def signal_group(leader: int, signum: int) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from tuneplane.collector import artifact, spoolroot
 from tuneplane.collector.fence import inside
 from tuneplane.collector.node.client import write_private
 from tuneplane.collector.node.host import Host
+from tuneplane.collector.node.runas import RunAs
 from tuneplane.node.v1 import node_pb2 as pb
 from tuneplane.telemetry.v1.identity import MemberKey
 from tuneplane.telemetry.v1.integration import IntegrationError, check_document
@@ -63,33 +65,57 @@ def check_place(what: str, path: Path, forbidden: dict[str, Path]) -> None:
                           "training output is never read from there")
 
 
-def working_directory(launch: pb.Launch, host: Host, forbidden: dict[str, Path]) -> Path:
-    """The launch's own (``<work root>/<launch>``) unless it names an existing one, which
-    must be the run-as user's."""
+def given_directory(launch: pb.Launch) -> Path | None:
+    """The existing working directory the launch names, if it names one."""
     if not launch.working_directory:
+        return None
+    workdir = Path(launch.working_directory)
+    if not workdir.is_absolute() or not workdir.is_dir():
+        raise Refused(f"working directory {workdir} is not an existing directory named by "
+                      "an absolute path")
+    return workdir
+
+
+def wanted_user(launch: pb.Launch, users: Sequence[RunAs]) -> RunAs | None:
+    """The run-as user the launch must wait for: the owner of the working directory it
+    names (None: any user, it gets a new one)."""
+    workdir = given_directory(launch)
+    if workdir is None:
+        return None
+    owner = workdir.stat().st_uid
+    found = next((user for user in users if user.uid == owner), None)
+    if found is None:
+        raise Refused(f"working directory {workdir} is uid {owner}'s, not a run-as user's "
+                      f"({', '.join(user.name for user in users)})")
+    return found
+
+
+def working_directory(launch: pb.Launch, host: Host, run_as: RunAs,
+                      forbidden: dict[str, Path]) -> Path:
+    """The launch's own (``<work root>/<launch>``) unless it names an existing one, which
+    must be its run-as user's."""
+    workdir = given_directory(launch)
+    if workdir is None:
         workdir = host.work_root / str(launch.launch_id)
         check_place("working directory", workdir, forbidden)
         if workdir.exists() or workdir.is_symlink():
             raise Refused(f"working directory {workdir} exists already; a launch gets a new one")
         return workdir
-    workdir = Path(launch.working_directory)
-    if not workdir.is_absolute() or not workdir.is_dir():
-        raise Refused(f"working directory {workdir} is not an existing directory named by "
-                      "an absolute path")
     check_place("working directory", workdir, forbidden)
     owner = workdir.stat().st_uid
-    if owner != host.run_as.uid:
+    if owner != run_as.uid:
         raise Refused(f"working directory {workdir} is uid {owner}'s, not the run-as user "
-                      f"{host.run_as.name}'s (uid {host.run_as.uid})")
+                      f"{run_as.name}'s (uid {run_as.uid})")
     return workdir
 
 
-def make_working_directory(workdir: Path, host: Host) -> None:
-    """Private to the run-as user: the training command's, and the collector's (root)."""
+def make_working_directory(workdir: Path, run_as: RunAs) -> None:
+    """Private to the launch's run-as user: the training command's, and the collector's
+    (root); no other launch's user enters it."""
     workdir.mkdir(mode=0o700)
     os.chmod(workdir, 0o700)
-    if not host.run_as.same_user:
-        os.chown(workdir, host.run_as.uid, host.run_as.gid)
+    if not run_as.same_user:
+        os.chown(workdir, run_as.uid, run_as.gid)
 
 
 def sources(launch: pb.Launch, workdir: Path, forbidden: dict[str, Path]) -> None:
@@ -112,13 +138,14 @@ def sources(launch: pb.Launch, workdir: Path, forbidden: dict[str, Path]) -> Non
         check_place(f"source {source_id}:", path, forbidden)
 
 
-def prepare(launch: pb.Launch, launch_dir: Path, host: Host) -> Prepared:
-    """Verify, grant and write; raises Refused. Touches nothing outside the launch's places."""
+def prepare(launch: pb.Launch, launch_dir: Path, host: Host, run_as: RunAs) -> Prepared:
+    """Verify, grant and write for the launch run as ``run_as``; raises Refused. Touches
+    nothing outside the launch's places."""
     config = launch.collector
     where = check_artifact(config)
     spool_root = Path(config.spool_root)
     forbidden = fenced(host, spool_root)
-    workdir = working_directory(launch, host, forbidden)
+    workdir = working_directory(launch, host, run_as, forbidden)
     sources(launch, workdir, forbidden)
     try:
         spool_dir = spoolroot.grant(spool_root, MemberKey(launch.run_id, launch.attempt,
@@ -127,7 +154,7 @@ def prepare(launch: pb.Launch, launch_dir: Path, host: Host) -> Prepared:
         raise Refused(f"spool grant refused: {exc}") from None
     spoolroot.make_private(launch_dir, "launch directory")
     if not launch.working_directory:
-        make_working_directory(workdir, host)
+        make_working_directory(workdir, run_as)
     write_private(launch_dir / "trust-bundle.pem", config.trust_bundle_pem)
     write_private(launch_dir / "token", launch.token.token)
     write_private(launch_dir / "integration.json", config.integration_json)
@@ -141,8 +168,8 @@ def prepare(launch: pb.Launch, launch_dir: Path, host: Host) -> Prepared:
                  "--token-file", str(launch_dir / "token")]
     if config.server_name:
         collector += ["--server-name", config.server_name]
-    if not host.run_as.same_user:  # sources are opened with the training user's rights
-        collector += ["--read-as", host.run_as.name]
+    if not run_as.same_user:  # sources are opened with the training user's rights
+        collector += ["--read-as", run_as.name]
     write_private(launch_dir / "launch.json", json.dumps(
         {"launch": launch.launch_id, "run": launch.run_id, "attempt": launch.attempt,
          "member": launch.member, "command": list(launch.command), "collector": collector},

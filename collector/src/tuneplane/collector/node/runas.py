@@ -1,9 +1,10 @@
-"""The user training commands run as, and how one is started as that user.
+"""The users training commands run as, and how one is started as such a user.
 
 The node agent's user holds the node credential, every launch's workload token, the trust
-bundle and the spools. Training code runs as another, unprivileged user (``--run-as``), so
-none of that is open to it: the agent refuses to start training as its own user unless told
-to (``--allow-same-user``, a single-user workstation). The training process gets its
+bundle and the spools. Training code runs as other, unprivileged users (``--run-as``, one
+or several: a pool, so that each running launch has a user of its own), and none of that
+is open to it: the agent refuses to start training as its own user unless told to
+(``--allow-same-user``, a single-user workstation). The training process gets its
 working directory, an environment of its own (a few of the agent's variables such as
 ``PATH``, the launch's, its identity) and nothing else: no inherited descriptor, no path
 into the agent's state, its own session.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import os
 import pwd
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,7 +83,8 @@ def resolve(name: str | None, *, allow_same_user: bool) -> RunAs:
     try:
         entry = pwd.getpwuid(me) if name is None else pwd.getpwnam(name)
     except KeyError:
-        raise RunAsError(f"--run-as {name}: no such user on this host") from None
+        hint = " (give each user of a pool its own --run-as)" if name and "," in name else ""
+        raise RunAsError(f"--run-as {name}: no such user on this host{hint}") from None
     same = entry.pw_uid == me
     if same and not allow_same_user:
         raise RunAsError(
@@ -95,3 +98,24 @@ def resolve(name: str | None, *, allow_same_user: bool) -> RunAs:
                          f"root (or with CAP_SETUID and CAP_SETGID); it runs as uid {me}")
     groups = tuple(os.getgrouplist(entry.pw_name, entry.pw_gid))
     return RunAs(entry.pw_name, entry.pw_uid, entry.pw_gid, groups, entry.pw_dir, same)
+
+
+def resolve_pool(names: Sequence[str | None], *, allow_same_user: bool) -> tuple[RunAs, ...]:
+    """The run-as users by name (None: the agent's own), each a different user and each
+    checked as ``resolve`` does; raises RunAsError naming the user refused."""
+    users: list[RunAs] = []
+    for name in names:
+        user = resolve(name, allow_same_user=allow_same_user)
+        twin = next((u for u in users if u.uid == user.uid), None)
+        if twin is not None:
+            what = "is given twice" if twin.name == user.name else \
+                f"is uid {user.uid}, the same user as --run-as {twin.name}"
+            raise RunAsError(f"--run-as {user.name} {what}; each launch gets a user of its "
+                             "own, so name each user once")
+        users.append(user)
+    own = next((u for u in users if u.same_user), None)
+    if own is not None and len(users) > 1:
+        raise RunAsError(f"--run-as {own.name}: the agent's own user cannot be in a pool with "
+                         "others: training as it reads every launch's token and working "
+                         "directory; give it alone (--allow-same-user) or leave it out")
+    return tuple(users)

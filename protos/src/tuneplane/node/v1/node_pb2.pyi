@@ -296,6 +296,10 @@ class LaunchReport(_message.Message):
         """training command exited non-zero or could not start"""
         STATE_REFUSED: LaunchReport._State.ValueType  # 4
         """refused before starting: bad artifact, spool grant, config"""
+        STATE_WAITING: LaunchReport._State.ValueType  # 5
+        """Taken but not started: it waits for a run-as user of its own (all are busy).
+        Not an end: the launch stays delivered (detail says why) until it runs.
+        """
 
     class State(_State, metaclass=_StateEnumTypeWrapper): ...
     STATE_UNSPECIFIED: LaunchReport.State.ValueType  # 0
@@ -307,6 +311,10 @@ class LaunchReport(_message.Message):
     """training command exited non-zero or could not start"""
     STATE_REFUSED: LaunchReport.State.ValueType  # 4
     """refused before starting: bad artifact, spool grant, config"""
+    STATE_WAITING: LaunchReport.State.ValueType  # 5
+    """Taken but not started: it waits for a run-as user of its own (all are busy).
+    Not an end: the launch stays delivered (detail says why) until it runs.
+    """
 
     LAUNCH_ID_FIELD_NUMBER: _builtins.int
     STATE_FIELD_NUMBER: _builtins.int
@@ -317,7 +325,7 @@ class LaunchReport(_message.Message):
     state: Global___LaunchReport.State.ValueType
     exit_code: _builtins.int
     detail: _builtins.str
-    """the reason, for FAILED and REFUSED"""
+    """the reason, for FAILED, REFUSED and WAITING"""
     undelivered_batches: _builtins.int
     """left in the spool after the drain"""
     def __init__(

@@ -25,7 +25,8 @@ log = logging.getLogger("tuneplane.control")
 
 Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
 REPORTED = {pb.LaunchReport.STATE_RUNNING: "running", pb.LaunchReport.STATE_FINISHED: "finished",
-            pb.LaunchReport.STATE_FAILED: "failed", pb.LaunchReport.STATE_REFUSED: "refused"}
+            pb.LaunchReport.STATE_FAILED: "failed", pb.LaunchReport.STATE_REFUSED: "refused",
+            pb.LaunchReport.STATE_WAITING: launches.WAITING}
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,8 @@ Creating launches starts the run's next attempt (freezing its mapping) in the sa
 transaction. A node receives its launches on heartbeats until it reports them running
 (at least once; the agent ignores a launch it already handles), reports how each ends,
 and the attempt ends when its last launch does: finished when all finished, else failed.
+A launch the node has taken but cannot start yet (every run-as user busy) is reported
+waiting: it stays delivered, its detail says why, until it is reported running.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from tuneplane.controlplane.errors import InvalidLaunch, LaunchEnded, LaunchNotA
 from tuneplane.telemetry.v1.identity import MemberKey
 
 ENDED = ("finished", "failed", "refused")
-STATES = ("running", *ENDED)
+WAITING = "waiting"  # not a state of its own: the launch stays delivered, with the reason
+STATES = ("running", WAITING, *ENDED)
 
 
 def owners(artifact: dict[str, Any]) -> set[str]:
@@ -106,7 +109,10 @@ async def report(conn: Connection, node_id: str, launch_id: int, state: str, *,
             raise LaunchNotAssigned(f"launch {launch_id} is not assigned to this node")
         if row["state"] in ENDED and row["state"] != state:
             raise LaunchEnded(f"launch {launch_id} already ended as {row['state']}")
-        if row["state"] not in ENDED:
+        if state == WAITING:
+            await conn.execute("UPDATE launches SET detail = $2 WHERE launch_id = $1 AND "
+                               "state IN ('pending', 'delivered')", launch_id, detail[:4000])
+        elif row["state"] not in ENDED:
             await conn.execute(
                 "UPDATE launches SET state = $2, exit_code = $3, detail = $4, undelivered = $5,"
                 " ended_at = CASE WHEN $2 = ANY($6::text[]) THEN $7::timestamptz END "
