@@ -1,5 +1,6 @@
 """The Charts tab in headless Chromium (Debian's, driven by Playwright), on a run the real
-pipeline projected: curves drawn, reduced indicator, zoom, inspector switching source."""
+pipeline projected: curves drawn, reduced indicator, zoom, inspector switching source, all
+under the page's Content-Security-Policy with no violation."""
 
 from __future__ import annotations
 
@@ -53,7 +54,12 @@ async def test_charts_tab_draws_curves_and_the_inspector_switches_source(
         page = await browser.new_page(viewport={"width": 1280, "height": 1000})
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
-        await page.goto(f"http://127.0.0.1:{web.port}/runs/{run_id}/charts#token={user_token}")
+        # A violation of the page's Content-Security-Policy is a console error ("Refused to").
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        answer = await page.goto(
+            f"http://127.0.0.1:{web.port}/runs/{run_id}/charts#token={user_token}")
+        assert answer is not None
+        assert "script-src 'self'" in answer.headers["content-security-policy"]
         await page.wait_for_selector("body[data-ready=true]", timeout=30_000)
         curve = page.locator('[data-curve="loss"]')
         assert await curve.locator("canvas").count() >= 1
@@ -67,8 +73,8 @@ async def test_charts_tab_draws_curves_and_the_inspector_switches_source(
         assert "rank-0 · eval · tag0" in first
         assert "exact: 5 points" in first  # the first source, sorted: every point shown
         await page.select_option("#inspect-source", label="rank-1 / train")
-        await page.wait_for_function(
-            "document.querySelector('#inspector').innerText.includes('rank-1 · train · tag0')")
+        # Waits by locator: a string to evaluate would be refused by the policy (no eval).
+        await page.locator("#inspector", has_text="rank-1 · train · tag0").wait_for()
         switched = await inspector.inner_text()
         assert re.search(r"reduced: [\d,]+ of 10,000 points", switched), switched
         assert await inspector.locator("canvas").count() >= 1
@@ -78,8 +84,7 @@ async def test_charts_tab_draws_curves_and_the_inspector_switches_source(
         await page.mouse.down()  # drag-select a window: the page fetches finer data for it
         await page.mouse.move(box["x"] + box["width"] * 0.45, box["y"] + 50, steps=5)
         await page.mouse.up()
-        await page.wait_for_function(
-            "/exact: \\d+ points/.test(document.querySelector('#inspector').innerText)")
+        await page.locator("#inspector", has_text=re.compile(r"exact: \d+ points")).wait_for()
         await page.screenshot(path=str(ARTIFACTS / "charts.png"), full_page=True)
         await browser.close()
     assert errors == []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import asyncpg
 import httpx
 import pytest
@@ -53,9 +55,27 @@ async def test_a_control_plane_error_is_answered_by_its_kind(
     (DestinationError("spec.sinks: must contain at least 1 items"), 422,
      "spec.sinks: must contain at least 1 items"),
     (IntegrationError("artifact.sources exists"), 422, "artifact.sources exists"),
-    (asyncpg.DataError("invalid input"), 400, "a parameter PostgreSQL cannot take: "
-                                             "invalid input")],
-    ids=["DestinationError", "IntegrationError", "DataError"])
+    (asyncpg.DataError("invalid input"), 400, "a parameter is outside what the database can "
+                                             "store or compare (too large, or not valid text)"),
+    (asyncpg.UndefinedTableError('relation "runs" does not exist'), 500,
+     "internal error (the database refused the request); it is logged"),
+    (asyncpg.CannotConnectNowError("the database system is starting up"), 503,
+     "the database is not answering; retry shortly")],
+    ids=["DestinationError", "IntegrationError", "DataError", "UndefinedTable", "Starting"])
 async def test_other_typed_errors(error: Exception, status: int, detail: str) -> None:
     response = await answer(error)
     assert (response.status_code, response.json()) == (status, {"detail": detail})
+
+
+@pytest.mark.parametrize("error", [asyncpg.DataError('value "9e99" is out of range for type '
+                                                    "bigint"),
+                                   asyncpg.UndefinedTableError('relation "runs" does not exist'),
+                                   asyncpg.PostgresConnectionError("password authentication "
+                                                                   "failed for user tuneplane")])
+async def test_database_error_text_never_reaches_the_client(
+        error: Exception, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "tuneplane.web")
+    response = await answer(error)
+    assert str(error) not in response.text
+    assert not any(word in response.text for word in ("bigint", "relation", "password"))
+    assert str(error) in caplog.text  # the operator still has it

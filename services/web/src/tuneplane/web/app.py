@@ -1,6 +1,7 @@
 """The web application assembled: ``create_app`` builds it from ``WebSettings`` (its
-state opened in the lifespan, the admission middleware bounding bodies, the exception
-handlers and one router per resource, in ``tuneplane.web.routes``)."""
+state opened in the lifespan, the admission middleware bounding bodies, security headers
+on every answer, the exception handlers and one router per resource, in
+``tuneplane.web.routes``)."""
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -8,7 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from tuneplane.common.tokens import TokenSigner
-from tuneplane.web import admission, exceptions, state
+from tuneplane.web import admission, exceptions, headers, state
 from tuneplane.web.routes import destinations, launches, pages, reporting, rich, runs, series
 from tuneplane.web.settings import WebSettings
 
@@ -22,12 +23,15 @@ def create_app(settings: WebSettings) -> FastAPI:
             app.state.web = web
             yield
 
+    # No /docs or /redoc: their assets come from a CDN, which the policy (and a machine
+    # without the internet) refuses. The document itself is served at /openapi.json.
     app = FastAPI(title="Tuneplane telemetry", version="1", lifespan=lifespan,
-                  exception_handlers=exceptions.HANDLERS,
+                  exception_handlers=exceptions.HANDLERS, docs_url=None, redoc_url=None,
                   description="Bounded queries over training telemetry. Every call but "
                               "/healthz needs a user token: `Authorization: Bearer <token>`.")
     app.add_middleware(admission.Admission, max_body=settings.max_body_bytes,
                        limits=reporting.BODY_LIMITS, signer=signer)
+    app.add_middleware(headers.SecurityHeaders)  # outermost: on every answer, refusals too
     app.include_router(reporting.router)
     app.include_router(destinations.router)
     app.include_router(launches.router)

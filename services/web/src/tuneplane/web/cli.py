@@ -16,8 +16,8 @@ from tuneplane.web.settings import WebSettings
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="tuneplane-web",
-        description="Bounded curve queries over HTTP (OpenAPI at /openapi.json, docs at "
-                    "/docs), the Charts page at /runs/<run>/charts and the HTTP reporting "
+        description="Bounded curve queries over HTTP (the OpenAPI document at "
+                    "/openapi.json), the Charts page at /runs/<run>/charts and the HTTP reporting "
                     "path at /report/v1 (what TUNEPLANE_INGEST_URL points at). Reads "
                     "TUNEPLANE_DATABASE_URL, TUNEPLANE_WEB_JWT_SECRET and, for rich-record "
                     "downloads, TUNEPLANE_S3_ENDPOINT/TUNEPLANE_S3_BUCKET.")

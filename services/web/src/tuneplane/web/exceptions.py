@@ -1,10 +1,12 @@
 """How typed errors become HTTP answers, by kind and never by message text: a control-plane
 ``NotFound`` is 404, ``Conflict`` 409, ``Invalid`` 422 (a ``DestinationError`` is one); an
-integration artifact refused is 422; a value PostgreSQL cannot take is 400. The error's
-message is the answer's ``detail``, as with ``HTTPException``."""
+integration artifact refused is 422. The error's message is the answer's ``detail``, as with
+``HTTPException``. Database errors are answered without their text (it is logged): a
+value PostgreSQL cannot take is 400, PostgreSQL away 503, any other database error 500."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -14,6 +16,13 @@ from fastapi.responses import JSONResponse
 
 from tuneplane.controlplane import errors
 from tuneplane.telemetry.v1.integration import IntegrationError
+
+log = logging.getLogger("tuneplane.web")
+
+#: PostgreSQL away: the request may pass when retried.
+DATABASE_AWAY = (asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
+                 asyncpg.CannotConnectNowError, asyncpg.AdminShutdownError,
+                 asyncpg.TooManyConnectionsError)
 
 Handler = Callable[[Request, Any], Coroutine[Any, Any, Response]]
 
@@ -26,8 +35,21 @@ def answer(status: int) -> Handler:
 
 
 async def bad_value(request: Request, exc: asyncpg.DataError) -> Response:
-    return JSONResponse({"detail": f"a parameter PostgreSQL cannot take: {exc}"},
-                        status_code=400)
+    log.info("%s %s: a value PostgreSQL refused: %r", request.method, request.url.path, exc)
+    return JSONResponse({"detail": "a parameter is outside what the database can store or "
+                                   "compare (too large, or not valid text)"}, status_code=400)
+
+
+async def database_away(request: Request, exc: Exception) -> Response:
+    log.warning("%s %s: PostgreSQL did not answer: %r", request.method, request.url.path, exc)
+    return JSONResponse({"detail": "the database is not answering; retry shortly"},
+                        status_code=503, headers={"Retry-After": "5"})
+
+
+async def database_error(request: Request, exc: asyncpg.PostgresError) -> Response:
+    log.error("%s %s: database error: %r", request.method, request.url.path, exc)
+    return JSONResponse({"detail": "internal error (the database refused the request); it "
+                                   "is logged"}, status_code=500)
 
 
 #: For ``FastAPI(exception_handlers=...)``: Starlette picks the nearest class in the error's
@@ -38,4 +60,6 @@ HANDLERS: dict[int | type[Exception], Handler] = {
     errors.Invalid: answer(422),
     IntegrationError: answer(422),
     asyncpg.DataError: bad_value,
+    asyncpg.PostgresError: database_error,
+    **{error: database_away for error in DATABASE_AWAY},
 }
