@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.support.environment import BIN, Endpoints, free_port, run_admin
 from tests.support.processes import Process
 from tuneplane.common.tokens import TokenSigner
-from tuneplane.controlplane import users
+from tuneplane.controlplane import projects, users
 from tuneplane.controlplane.mapping import freeze
 from tuneplane.projector.projection import RecordMeta, project
 from tuneplane.projector.writer import PostgresWriter
@@ -97,7 +97,8 @@ async def main() -> None:
     await fill(endpoints.database_url, run_id)
     db = await asyncpg.connect(endpoints.database_url)
     try:
-        await users.add_user(db, name)
+        await users.add_user(db, name)  # a viewer of the run's project
+        await projects.grant(db, projects.DEFAULT, name, projects.Role.VIEWER)
     finally:
         await db.close()
     token = users.issue(TokenSigner(endpoints.jwt_secret), name, now=time.time(),

@@ -58,3 +58,35 @@ def test_a_replica_killed_holding_the_lock_does_not_block_the_next(scratch_datab
 def test_a_non_postgres_url_is_refused_clearly() -> None:
     with pytest.raises(ValueError, match="must be a postgresql:// URL"):
         yoyo_url("mysql://x/y")
+
+
+def test_runs_and_users_from_before_projects_land_in_the_default_project(
+        scratch_database: str) -> None:
+    from yoyo import get_backend, read_migrations
+    from yoyo.migrations import MigrationList
+
+    from tuneplane.admin.migrate import apply_migrations
+    backend = get_backend(yoyo_url(scratch_database))
+    every = read_migrations(str(ROOT / "services/controlplane/src/tuneplane/controlplane"
+                                       "/migrations"))
+    with backend.lock():
+        backend.apply_migrations(MigrationList([m for m in backend.to_apply(every)
+                                                if m.id < "0011"]))
+    backend.connection.close()
+    with psycopg.connect(scratch_database) as conn:  # filled before the change
+        conn.execute("INSERT INTO users (username, is_admin) VALUES ('root-a', true), "
+                     "('alice', false)")
+        conn.execute("INSERT INTO runs (run_id, artifact, created_by) VALUES "
+                     "('old-run', '{}', 'alice')")
+        conn.execute("INSERT INTO readmodel.batch_ledger (run_id, attempt, member, batch_id, "
+                     "kafka_partition, kafka_offset, points, sealed_at) VALUES "
+                     "('by-hand', 1, 'm', 'b', 0, 0, 1, 0)")
+    assert apply_migrations(scratch_database)[0] == "0011.projects"
+    with psycopg.connect(scratch_database) as conn:
+        assert conn.execute("SELECT run_id, project FROM runs").fetchall() == [
+            ("old-run", "default")]
+        assert conn.execute("SELECT project, username, role FROM project_roles").fetchall() \
+            == [("default", "root-a", "owner")]  # the admins of the day own it; alice: none
+        assert conn.execute("SELECT username, disabled_at FROM users ORDER BY username"
+                            ).fetchall() == [("alice", None), ("root-a", None)]
+        assert conn.execute("SELECT projects FROM nodes").fetchall() == []

@@ -7,7 +7,8 @@ import inspect
 from tuneplane.controlplane import errors
 
 KINDS = (errors.NotFound, errors.Conflict, errors.Invalid)
-FAMILIES = (errors.RunError, errors.LaunchError, errors.EnrollmentError, errors.UserError)
+FAMILIES = (errors.RunError, errors.LaunchError, errors.EnrollmentError, errors.UserError,
+            errors.ProjectError)
 
 
 def concrete() -> list[type[errors.ControlPlaneError]]:

@@ -152,7 +152,8 @@ async def test_training_run_as_another_user_reads_no_credential_and_curves_arriv
                         or str(place / "spool") in v or "token" in k.lower()]
             assert set(environment) <= {"PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "HOME",
                                         "USER", "LOGNAME", "PWD", "TUNEPLANE_RUN_ID",
-                                        "TUNEPLANE_ATTEMPT", "TUNEPLANE_MEMBER"}
+                                        "TUNEPLANE_ATTEMPT", "TUNEPLANE_MEMBER",
+                                        "TUNEPLANE_PROJECT"}
             tried = seen["attempts"]
             assert sorted(tried) == sorted(FORBIDDEN)  # its collector was found and tried
             for name in FORBIDDEN:

@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.serialization import Encoding
 
 from tests.support.environment import Endpoints
 from tuneplane.common.tokens import TokenSigner
-from tuneplane.controlplane import users
+from tuneplane.controlplane import projects, users
 from tuneplane.telemetry.v1.identity import MemberKey
 
 
@@ -36,15 +36,34 @@ def served_certificate(port: int, ca_pem: bytes) -> bytes:
     return x509.load_der_x509_certificate(der).public_bytes(Encoding.PEM)
 
 
-def new_user_token(endpoints: Endpoints, prefix: str, *, admin: bool = False) -> str:
+async def add_user(conn: asyncpg.Connection, prefix: str, *, admin: bool = False,
+                   roles: dict[str, str] | None = None) -> str:
+    """A new user named ``<prefix>-<random>`` holding ``roles`` (project: role name; each
+    project made if missing); returns its name."""
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    await users.add_user(conn, name, admin=admin)
+    for project, role in (roles or {}).items():
+        if not await projects.exists(conn, project):
+            await projects.create(conn, project)
+        await projects.grant(conn, project, name, projects.Role.named(role))
+    return name
 
-    async def add() -> None:
-        conn = await asyncpg.connect(endpoints.database_url)
-        try:
-            await users.add_user(conn, name, admin=admin)
-        finally:
-            await conn.close()
-    asyncio.run(add())
+
+async def user_token(conn: asyncpg.Connection, endpoints: Endpoints, prefix: str, *,
+                     admin: bool = False, roles: dict[str, str] | None = None) -> str:
+    """A token of a new user (``add_user``), from within a running event loop."""
+    name = await add_user(conn, prefix, admin=admin, roles=roles)
     return users.issue(TokenSigner(endpoints.jwt_secret), name, now=time.time(),
                        ttl_seconds=3600)
+
+
+def new_user_token(endpoints: Endpoints, prefix: str, *, admin: bool = False,
+                   roles: dict[str, str] | None = None) -> str:
+    """``user_token`` from synchronous code (session fixtures)."""
+    async def add() -> str:
+        conn = await asyncpg.connect(endpoints.database_url)
+        try:
+            return await user_token(conn, endpoints, prefix, admin=admin, roles=roles)
+        finally:
+            await conn.close()
+    return asyncio.run(add())

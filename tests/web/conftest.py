@@ -55,7 +55,8 @@ def web(initialised: Endpoints, tmp_path_factory: pytest.TempPathFactory) -> Ite
 
 @pytest.fixture(scope="session")
 def user_token(initialised: Endpoints) -> str:
-    return new_user_token(initialised, "tester")
+    """A user editing the default project (where runs known only by telemetry are)."""
+    return new_user_token(initialised, "tester", roles={"default": "editor"})
 
 
 @pytest.fixture(scope="session")

@@ -88,12 +88,14 @@ async def test_a_sink_name_taken_by_another_destination_is_refused(
         await admin.delete(f"/api/v1/destinations/{name}")
 
 
-async def test_only_admins_change_destinations(client: httpx.AsyncClient, api: Connect,
-                                               name: str) -> None:
+async def test_only_admins_read_or_change_destinations(client: httpx.AsyncClient,
+                                                       api: Connect, name: str) -> None:
     denied = await client.put(f"/api/v1/destinations/{name}", json=resource(name, "x"))
     assert denied.status_code == 403
     assert "not an admin" in denied.json()["detail"]
-    assert (await client.get("/api/v1/destinations")).status_code == 200
+    for path in ("/api/v1/destinations", f"/api/v1/destinations/{name}",
+                 "/api/v1/telemetry-collector/config"):
+        assert (await client.get(path)).status_code == 403, path
     async with api() as anonymous:
         assert (await anonymous.get("/api/v1/destinations")).status_code == 401
 

@@ -38,7 +38,8 @@ async def answer(error: Exception) -> httpx.Response:
 
 def test_every_concrete_control_plane_error_has_a_kind() -> None:
     assert len(CONCRETE) >= 15
-    families = (errors.RunError, errors.LaunchError, errors.EnrollmentError, errors.UserError)
+    families = (errors.RunError, errors.LaunchError, errors.EnrollmentError, errors.UserError,
+                errors.ProjectError)
     assert all(issubclass(e, families) for e in CONCRETE)
 
 

@@ -1,5 +1,6 @@
-"""Nodes and launches over the web API (in this process): admins hand out enrollment tokens
-and launch; users list; mistakes are refused with what and where."""
+"""Nodes and launches over the web API (in this process): admins hand out enrollment tokens,
+list nodes and scope them to projects; a run's editors launch and its viewers list its
+launches; mistakes are refused with what and where."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ import asyncpg
 import httpx
 from fastapi import FastAPI
 
+from tests.support.credentials import user_token
+from tests.support.environment import Endpoints
+from tests.support.web import Connect
 from tuneplane.controlplane import nodes
 from tuneplane.web import dependencies
 
@@ -26,11 +30,12 @@ async def test_an_admin_enrolls_a_node_and_launches_a_run_on_it(
     token = issued.json()["enrollment_token"]
     assert token.startswith("tpe_")
     enrolled = await nodes.enroll(db, token, "gpu-17", now=dt.datetime.now(dt.UTC))
-    assert node in [n["name"] for n in (await client.get("/api/v1/nodes")).json()]
+    assert node in [n["name"] for n in (await admin.get("/api/v1/nodes")).json()]
+    assert (await client.get("/api/v1/nodes")).status_code == 403
     run_id = f"launched-{uuid.uuid4().hex[:8]}"
     assert (await client.post("/api/v1/runs", json={"run_id": run_id,
                                                     "integration": ARTIFACT})).status_code == 201
-    launched = await admin.post(f"/api/v1/runs/{run_id}/launches", json={
+    launched = await client.post(f"/api/v1/runs/{run_id}/launches", json={
         "node": node, "members": ["rank-0", "rank-1"], "command": ["python", "train.py"],
         "environment": {"LR": "0.1"}})
     assert launched.status_code == 201, launched.text
@@ -47,24 +52,46 @@ async def test_an_admin_enrolls_a_node_and_launches_a_run_on_it(
     assert enrolled.name == node
 
 
-async def test_launch_mistakes_and_non_admins_are_refused(
-        admin: httpx.AsyncClient, client: httpx.AsyncClient) -> None:
+async def test_launch_mistakes_viewers_and_scoped_nodes_are_refused(
+        admin: httpx.AsyncClient, client: httpx.AsyncClient, api: Connect,
+        initialised: Endpoints, db: asyncpg.Connection) -> None:
     run_id = f"refused-{uuid.uuid4().hex[:8]}"
     await client.post("/api/v1/runs", json={"run_id": run_id, "integration": ARTIFACT})
     body = {"node": "nowhere", "members": ["rank-0"], "command": ["true"]}
-    denied = await client.post(f"/api/v1/runs/{run_id}/launches", json=body)
-    assert denied.status_code == 403
-    assert "not an admin" in denied.json()["detail"]
+    viewer = await user_token(db, initialised, "viewer", roles={"default": "viewer"})
+    async with api(viewer) as reader:
+        denied = await reader.post(f"/api/v1/runs/{run_id}/launches", json=body)
+        assert denied.status_code == 403
+        assert "is a viewer of project 'default'; this needs editor" in denied.json()["detail"]
+        assert (await reader.get(f"/api/v1/runs/{run_id}/launches")).status_code == 200
     assert (await client.post("/api/v1/nodes/x/enrollment-token", json={})).status_code == 403
-    unknown = await admin.post(f"/api/v1/runs/{run_id}/launches", json=body)
+    unknown = await client.post(f"/api/v1/runs/{run_id}/launches", json=body)
     assert unknown.status_code == 422
     assert "no enrolled node 'nowhere'" in unknown.json()["detail"]
-    empty = await admin.post(f"/api/v1/runs/{run_id}/launches", json={**body, "command": []})
+    empty = await client.post(f"/api/v1/runs/{run_id}/launches", json={**body, "command": []})
     assert empty.status_code == 422
     assert "command" in str(empty.json()["detail"])
     bad_name = await admin.post("/api/v1/nodes/Bad%20Name/enrollment-token", json={})
     assert bad_name.status_code == 422
     assert "node name 'Bad Name'" in bad_name.json()["detail"]
+    node = f"scoped-{uuid.uuid4().hex[:8]}"
+    issued = (await admin.post(f"/api/v1/nodes/{node}/enrollment-token", json={})).json()
+    await nodes.enroll(db, issued["enrollment_token"], "gpu-1", now=dt.datetime.now(dt.UTC))
+    other = f"team-{uuid.uuid4().hex[:8]}"
+    assert (await admin.post("/api/v1/projects", json={"name": other})).status_code == 201
+    scope = {"projects": [other]}
+    assert (await client.put(f"/api/v1/nodes/{node}/projects", json=scope)).status_code == 403
+    assert (await admin.put(f"/api/v1/nodes/{node}/projects", json=scope)).status_code == 200
+    scoped = await client.post(f"/api/v1/runs/{run_id}/launches", json={**body, "node": node})
+    assert scoped.status_code == 422
+    assert scoped.json()["detail"] == (f"node {node!r} takes launches of project(s) {other} "
+                                       f"only; run {run_id!r} is in project 'default'")
+    missing = await admin.put(f"/api/v1/nodes/{node}/projects", json={"projects": ["nope-x"]})
+    assert (missing.status_code, missing.json()["detail"]) == (404, "no project 'nope-x'")
+    assert (await admin.put(f"/api/v1/nodes/{node}/projects",
+                            json={"projects": None})).status_code == 200
+    launched = await client.post(f"/api/v1/runs/{run_id}/launches", json={**body, "node": node})
+    assert launched.status_code == 201, launched.text
 
 
 async def test_the_clock_is_injected(web_app: FastAPI, admin: httpx.AsyncClient) -> None:

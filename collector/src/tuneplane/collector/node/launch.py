@@ -150,7 +150,7 @@ class LaunchRunner:
         collector = self._start_collector(prepared)
         env = run_as.environment(prepared.workdir, dict(self.launch.environment), {
             "TUNEPLANE_RUN_ID": self.launch.run_id, "TUNEPLANE_ATTEMPT": str(self.launch.attempt),
-            "TUNEPLANE_MEMBER": self.launch.member})
+            "TUNEPLANE_MEMBER": self.launch.member, "TUNEPLANE_PROJECT": self.launch.project})
         try:
             training = run_as.start(list(self.launch.command), prepared.workdir, env,
                                     prepared.directory / "training.log")

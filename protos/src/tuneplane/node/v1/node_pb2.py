@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1ctuneplane/node/v1/node.proto\x12\x11tuneplane.node.v1\"R\n\rEnrollRequest\x12\x18\n\x10\x65nrollment_token\x18\x01 \x01(\t\x12\x10\n\x08hostname\x18\x02 \x01(\t\x12\x15\n\ragent_version\x18\x03 \x01(\t\"Q\n\x0b\x45nrollReply\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x12\n\nnode_token\x18\x02 \x01(\t\x12\x1d\n\x15node_token_expires_at\x18\x03 \x01(\x03\".\n\x10HeartbeatRequest\x12\x1a\n\x12running_launch_ids\x18\x01 \x03(\x03\"y\n\x0eHeartbeatReply\x12+\n\x08launches\x18\x01 \x03(\x0b\x32\x19.tuneplane.node.v1.Launch\x12\x1e\n\x16next_heartbeat_seconds\x18\x02 \x01(\x05\x12\x1a\n\x12renewed_node_token\x18\x03 \x01(\t\"\xd5\x02\n\x06Launch\x12\x11\n\tlaunch_id\x18\x01 \x01(\x03\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x03 \x01(\x05\x12\x0e\n\x06member\x18\x04 \x01(\t\x12\x0f\n\x07\x63ommand\x18\x05 \x03(\t\x12?\n\x0b\x65nvironment\x18\x06 \x03(\x0b\x32*.tuneplane.node.v1.Launch.EnvironmentEntry\x12\x19\n\x11working_directory\x18\x07 \x01(\t\x12\x35\n\tcollector\x18\x08 \x01(\x0b\x32\".tuneplane.node.v1.CollectorConfig\x12/\n\x05token\x18\t \x01(\x0b\x32 .tuneplane.node.v1.WorkloadToken\x1a\x32\n\x10\x45nvironmentEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xe4\x01\n\x0f\x43ollectorConfig\x12\x18\n\x10telemetry_target\x18\x01 \x01(\t\x12\x18\n\x10trust_bundle_pem\x18\x02 \x01(\t\x12\x13\n\x0bserver_name\x18\x03 \x01(\t\x12\x12\n\nspool_root\x18\x04 \x01(\t\x12\x13\n\x0bspool_bytes\x18\x05 \x01(\x03\x12\x15\n\rdrain_seconds\x18\x06 \x01(\x05\x12\x15\n\rartifact_path\x18\x07 \x01(\t\x12\x17\n\x0f\x61rtifact_digest\x18\x08 \x01(\t\x12\x18\n\x10integration_json\x18\t \x01(\t\"2\n\rWorkloadToken\x12\r\n\x05token\x18\x01 \x01(\t\x12\x12\n\nexpires_at\x18\x02 \x01(\x03\"\x96\x02\n\x0cLaunchReport\x12\x11\n\tlaunch_id\x18\x01 \x01(\x03\x12\x34\n\x05state\x18\x02 \x01(\x0e\x32%.tuneplane.node.v1.LaunchReport.State\x12\x11\n\texit_code\x18\x03 \x01(\x05\x12\x0e\n\x06\x64\x65tail\x18\x04 \x01(\t\x12\x1b\n\x13undelivered_batches\x18\x05 \x01(\x03\"}\n\x05State\x12\x15\n\x11STATE_UNSPECIFIED\x10\x00\x12\x11\n\rSTATE_RUNNING\x10\x01\x12\x12\n\x0eSTATE_FINISHED\x10\x02\x12\x10\n\x0cSTATE_FAILED\x10\x03\x12\x11\n\rSTATE_REFUSED\x10\x04\x12\x11\n\rSTATE_WAITING\x10\x05\"*\n\x11LaunchReportReply\x12\x15\n\rattempt_state\x18\x01 \x01(\t\"!\n\x0cRenewRequest\x12\x11\n\tlaunch_id\x18\x01 \x01(\x03\x32\xde\x02\n\x0bNodeControl\x12J\n\x06\x45nroll\x12 .tuneplane.node.v1.EnrollRequest\x1a\x1e.tuneplane.node.v1.EnrollReply\x12S\n\tHeartbeat\x12#.tuneplane.node.v1.HeartbeatRequest\x1a!.tuneplane.node.v1.HeartbeatReply\x12U\n\x0cReportLaunch\x12\x1f.tuneplane.node.v1.LaunchReport\x1a$.tuneplane.node.v1.LaunchReportReply\x12W\n\x12RenewWorkloadToken\x12\x1f.tuneplane.node.v1.RenewRequest\x1a .tuneplane.node.v1.WorkloadTokenb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1ctuneplane/node/v1/node.proto\x12\x11tuneplane.node.v1\"R\n\rEnrollRequest\x12\x18\n\x10\x65nrollment_token\x18\x01 \x01(\t\x12\x10\n\x08hostname\x18\x02 \x01(\t\x12\x15\n\ragent_version\x18\x03 \x01(\t\"Q\n\x0b\x45nrollReply\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x12\n\nnode_token\x18\x02 \x01(\t\x12\x1d\n\x15node_token_expires_at\x18\x03 \x01(\x03\".\n\x10HeartbeatRequest\x12\x1a\n\x12running_launch_ids\x18\x01 \x03(\x03\"y\n\x0eHeartbeatReply\x12+\n\x08launches\x18\x01 \x03(\x0b\x32\x19.tuneplane.node.v1.Launch\x12\x1e\n\x16next_heartbeat_seconds\x18\x02 \x01(\x05\x12\x1a\n\x12renewed_node_token\x18\x03 \x01(\t\"\xe6\x02\n\x06Launch\x12\x11\n\tlaunch_id\x18\x01 \x01(\x03\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x03 \x01(\x05\x12\x0e\n\x06member\x18\x04 \x01(\t\x12\x0f\n\x07\x63ommand\x18\x05 \x03(\t\x12?\n\x0b\x65nvironment\x18\x06 \x03(\x0b\x32*.tuneplane.node.v1.Launch.EnvironmentEntry\x12\x19\n\x11working_directory\x18\x07 \x01(\t\x12\x35\n\tcollector\x18\x08 \x01(\x0b\x32\".tuneplane.node.v1.CollectorConfig\x12/\n\x05token\x18\t \x01(\x0b\x32 .tuneplane.node.v1.WorkloadToken\x12\x0f\n\x07project\x18\n \x01(\t\x1a\x32\n\x10\x45nvironmentEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xe4\x01\n\x0f\x43ollectorConfig\x12\x18\n\x10telemetry_target\x18\x01 \x01(\t\x12\x18\n\x10trust_bundle_pem\x18\x02 \x01(\t\x12\x13\n\x0bserver_name\x18\x03 \x01(\t\x12\x12\n\nspool_root\x18\x04 \x01(\t\x12\x13\n\x0bspool_bytes\x18\x05 \x01(\x03\x12\x15\n\rdrain_seconds\x18\x06 \x01(\x05\x12\x15\n\rartifact_path\x18\x07 \x01(\t\x12\x17\n\x0f\x61rtifact_digest\x18\x08 \x01(\t\x12\x18\n\x10integration_json\x18\t \x01(\t\"2\n\rWorkloadToken\x12\r\n\x05token\x18\x01 \x01(\t\x12\x12\n\nexpires_at\x18\x02 \x01(\x03\"\x96\x02\n\x0cLaunchReport\x12\x11\n\tlaunch_id\x18\x01 \x01(\x03\x12\x34\n\x05state\x18\x02 \x01(\x0e\x32%.tuneplane.node.v1.LaunchReport.State\x12\x11\n\texit_code\x18\x03 \x01(\x05\x12\x0e\n\x06\x64\x65tail\x18\x04 \x01(\t\x12\x1b\n\x13undelivered_batches\x18\x05 \x01(\x03\"}\n\x05State\x12\x15\n\x11STATE_UNSPECIFIED\x10\x00\x12\x11\n\rSTATE_RUNNING\x10\x01\x12\x12\n\x0eSTATE_FINISHED\x10\x02\x12\x10\n\x0cSTATE_FAILED\x10\x03\x12\x11\n\rSTATE_REFUSED\x10\x04\x12\x11\n\rSTATE_WAITING\x10\x05\"*\n\x11LaunchReportReply\x12\x15\n\rattempt_state\x18\x01 \x01(\t\"!\n\x0cRenewRequest\x12\x11\n\tlaunch_id\x18\x01 \x01(\x03\x32\xde\x02\n\x0bNodeControl\x12J\n\x06\x45nroll\x12 .tuneplane.node.v1.EnrollRequest\x1a\x1e.tuneplane.node.v1.EnrollReply\x12S\n\tHeartbeat\x12#.tuneplane.node.v1.HeartbeatRequest\x1a!.tuneplane.node.v1.HeartbeatReply\x12U\n\x0cReportLaunch\x12\x1f.tuneplane.node.v1.LaunchReport\x1a$.tuneplane.node.v1.LaunchReportReply\x12W\n\x12RenewWorkloadToken\x12\x1f.tuneplane.node.v1.RenewRequest\x1a .tuneplane.node.v1.WorkloadTokenb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -42,21 +42,21 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_HEARTBEATREPLY']._serialized_start=266
   _globals['_HEARTBEATREPLY']._serialized_end=387
   _globals['_LAUNCH']._serialized_start=390
-  _globals['_LAUNCH']._serialized_end=731
-  _globals['_LAUNCH_ENVIRONMENTENTRY']._serialized_start=681
-  _globals['_LAUNCH_ENVIRONMENTENTRY']._serialized_end=731
-  _globals['_COLLECTORCONFIG']._serialized_start=734
-  _globals['_COLLECTORCONFIG']._serialized_end=962
-  _globals['_WORKLOADTOKEN']._serialized_start=964
-  _globals['_WORKLOADTOKEN']._serialized_end=1014
-  _globals['_LAUNCHREPORT']._serialized_start=1017
-  _globals['_LAUNCHREPORT']._serialized_end=1295
-  _globals['_LAUNCHREPORT_STATE']._serialized_start=1170
-  _globals['_LAUNCHREPORT_STATE']._serialized_end=1295
-  _globals['_LAUNCHREPORTREPLY']._serialized_start=1297
-  _globals['_LAUNCHREPORTREPLY']._serialized_end=1339
-  _globals['_RENEWREQUEST']._serialized_start=1341
-  _globals['_RENEWREQUEST']._serialized_end=1374
-  _globals['_NODECONTROL']._serialized_start=1377
-  _globals['_NODECONTROL']._serialized_end=1727
+  _globals['_LAUNCH']._serialized_end=748
+  _globals['_LAUNCH_ENVIRONMENTENTRY']._serialized_start=698
+  _globals['_LAUNCH_ENVIRONMENTENTRY']._serialized_end=748
+  _globals['_COLLECTORCONFIG']._serialized_start=751
+  _globals['_COLLECTORCONFIG']._serialized_end=979
+  _globals['_WORKLOADTOKEN']._serialized_start=981
+  _globals['_WORKLOADTOKEN']._serialized_end=1031
+  _globals['_LAUNCHREPORT']._serialized_start=1034
+  _globals['_LAUNCHREPORT']._serialized_end=1312
+  _globals['_LAUNCHREPORT_STATE']._serialized_start=1187
+  _globals['_LAUNCHREPORT_STATE']._serialized_end=1312
+  _globals['_LAUNCHREPORTREPLY']._serialized_start=1314
+  _globals['_LAUNCHREPORTREPLY']._serialized_end=1356
+  _globals['_RENEWREQUEST']._serialized_start=1358
+  _globals['_RENEWREQUEST']._serialized_end=1391
+  _globals['_NODECONTROL']._serialized_start=1394
+  _globals['_NODECONTROL']._serialized_end=1744
 # @@protoc_insertion_point(module_scope)

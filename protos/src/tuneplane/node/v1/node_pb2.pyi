@@ -163,12 +163,15 @@ class Launch(_message.Message):
     WORKING_DIRECTORY_FIELD_NUMBER: _builtins.int
     COLLECTOR_FIELD_NUMBER: _builtins.int
     TOKEN_FIELD_NUMBER: _builtins.int
+    PROJECT_FIELD_NUMBER: _builtins.int
     launch_id: _builtins.int
     run_id: _builtins.str
     attempt: _builtins.int
     member: _builtins.str
     working_directory: _builtins.str
     """empty: a fresh directory the agent makes"""
+    project: _builtins.str
+    """the run's project"""
     @_builtins.property
     def command(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """argv of the training command"""
@@ -193,10 +196,11 @@ class Launch(_message.Message):
         working_directory: _builtins.str = ...,
         collector: Global___CollectorConfig | None = ...,
         token: Global___WorkloadToken | None = ...,
+        project: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["collector", b"collector", "token", b"token"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "collector", b"collector", "command", b"command", "environment", b"environment", "launch_id", b"launch_id", "member", b"member", "run_id", b"run_id", "token", b"token", "working_directory", b"working_directory"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "collector", b"collector", "command", b"command", "environment", b"environment", "launch_id", b"launch_id", "member", b"member", "project", b"project", "run_id", b"run_id", "token", b"token", "working_directory", b"working_directory"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -1,4 +1,5 @@
-"""``tuneplane-admin``: set up storage, issue credentials, manage runs and look at curves."""
+"""``tuneplane-admin``: set up storage, issue credentials, manage projects and runs, and look
+at curves."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import argparse
 import os
 import sys
 
-from tuneplane.admin import credentials, curves, run_commands, storage
+from tuneplane.admin import credentials, curves, project_commands, run_commands, storage
 from tuneplane.admin.settings import AdminSettings
 from tuneplane.contract.settings import SettingsError
 
@@ -14,7 +15,7 @@ from tuneplane.contract.settings import SettingsError
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tuneplane-admin", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
-    for commands in (storage, credentials, run_commands, curves):
+    for commands in (storage, credentials, project_commands, run_commands, curves):
         commands.register(sub)
     return p
 

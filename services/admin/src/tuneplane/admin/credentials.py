@@ -53,8 +53,12 @@ async def user_command(args: argparse.Namespace, settings: AdminSettings) -> int
                 raise UserExists("an admin exists already; issue tokens with user-token")
         elif args.command == "user-add":
             await users.add_user(conn, args.user, admin=args.admin)
-        elif not await users.exists(conn, args.user):
-            raise UserNotFound(f"no user {args.user!r}; add it with user-add")
+        else:
+            found = await users.active(conn, args.user)
+            if found is None:
+                raise UserNotFound(f"no user {args.user!r}; add it with user-add")
+            if found[1]:
+                raise UserNotFound(f"user {args.user!r} is disabled; its tokens are refused")
     finally:
         await conn.close()
     print(users.issue(signer, args.user, now=time.time(), ttl_seconds=args.ttl))

@@ -10,7 +10,7 @@ from pathlib import Path
 import asyncpg
 
 from tuneplane.admin.settings import AdminSettings
-from tuneplane.controlplane import mapping, runs
+from tuneplane.controlplane import mapping, projects, runs
 from tuneplane.controlplane.errors import RunNotFound
 from tuneplane.telemetry.v1.integration import check_document, load_document
 
@@ -21,7 +21,8 @@ async def run_command(args: argparse.Namespace, database_url: str) -> int:
         if args.command == "run-create":
             path = Path(args.integration)
             print(await runs.create_run(conn, load_document(path), created_by="cli",
-                                        now=dt.datetime.now(dt.UTC), run_id=args.run))
+                                        now=dt.datetime.now(dt.UTC), run_id=args.run,
+                                        project=args.project))
         elif args.command == "attempt-start":
             print(await runs.start_attempt(conn, args.run))
         elif args.command == "attempt-end":
@@ -32,7 +33,8 @@ async def run_command(args: argparse.Namespace, database_url: str) -> int:
             found = await runs.describe(conn, args.run)
             if found is None:
                 raise RunNotFound(f"no run {args.run!r}")
-            print(f"run {found['run_id']} (created by {found['created_by']} "
+            print(f"run {found['run_id']} in project {found['project']} (created by "
+                  f"{found['created_by']} "
                   f"{found['created_at']:%Y-%m-%d %H:%M:%S})")
             for a in found["attempts"]:
                 print(f"  attempt {a['attempt']}: {a['state']}")
@@ -66,6 +68,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     rc = sub.add_parser("run-create", help="create a run with its integration artifact")
     rc.add_argument("--integration", required=True, help="the artifact (YAML or JSON)")
     rc.add_argument("--run", help="run id (default: run-<time>-<random>)")
+    rc.add_argument("--project", default=projects.DEFAULT,
+                    help="the project it belongs to (default: default)")
     rc.set_defaults(func=cmd_run)
     st = sub.add_parser("attempt-start", help="start the run's next attempt (freezes its "
                                               "metric mapping); prints its number")

@@ -83,6 +83,10 @@ async def admin(args: argparse.Namespace, settings: ControlSettings) -> int:
         elif args.command == "nodes":
             for row in await nodes.listing(conn):
                 print(json.dumps(row, default=str))
+        elif args.command == "node-scope":
+            await nodes.scope(conn, args.node, None if args.any else args.project)
+            print(f"node {args.node}: takes launches of "
+                  + ("every project" if args.any else "project(s) " + ", ".join(args.project)))
         else:
             revoked = await nodes.revoke(conn, args.node, now=now)
             if not revoked.node and not revoked.cancelled:
@@ -144,6 +148,14 @@ def parser() -> argparse.ArgumentParser:
     ls = sub.add_parser("launches", help="launches and their states, one JSON line each")
     ls.add_argument("--run")
     sub.add_parser("nodes", help="enrolled nodes, one JSON line each")
+    sc = sub.add_parser("node-scope", help="which projects' launches a node takes (a fleet "
+                                            "of one team's nodes)")
+    sc.add_argument("node")
+    which = sc.add_mutually_exclusive_group(required=True)
+    which.add_argument("--project", action="append", metavar="PROJECT",
+                       help="a project whose runs may launch on the node (repeatable)")
+    which.add_argument("--any", action="store_true", help="launches of every project "
+                                                          "(the default of a new node)")
     r = sub.add_parser("node-revoke", help="refuse a node's credential and the workload tokens "
                                            "issued through it from now on, and cancel its "
                                            "unused enrollment tokens")
@@ -162,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         return asyncio.run(admin(args, settings))
     except (SettingsError, OSError, ValueError, shared_identity.IdentityError,
-            errors.RunError) as exc:
+            errors.ControlPlaneError) as exc:
         print(f"tuneplane-control {args.command}: {exc}", file=sys.stderr)
         return 2
 

@@ -134,7 +134,8 @@ class NodeControl(pb_grpc.NodeControlServicer):
             reply.launches.append(pb.Launch(
                 launch_id=a.launch_id, run_id=a.member.run_id, attempt=a.member.attempt,
                 member=a.member.member, command=a.command, environment=a.environment,
-                collector=collector, token=self._workload_token(a.member, node_id)))
+                collector=collector, token=self._workload_token(a.member, node_id),
+                project=a.project))
         return reply
 
     async def ReportLaunch(self, request: pb.LaunchReport,

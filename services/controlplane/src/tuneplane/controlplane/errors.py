@@ -99,3 +99,19 @@ class UserExists(UserError, Conflict):
 
 class InvalidUserName(UserError, Invalid):
     pass
+
+
+class ProjectError(ControlPlaneError):
+    """Projects and the roles users hold in them."""
+
+
+class ProjectNotFound(ProjectError, NotFound):
+    pass
+
+
+class ProjectExists(ProjectError, Conflict):
+    pass
+
+
+class InvalidProject(ProjectError, Invalid):
+    pass

@@ -38,14 +38,20 @@ async def create(conn: Connection, run_id: str, node_name: str, members: list[st
     if not members or len(set(members)) != len(members):
         raise InvalidLaunch("name each member once")
     async with conn.transaction():
-        node = await conn.fetchrow("SELECT node_id, revoked_at FROM nodes WHERE name = $1",
-                                   node_name)
+        node = await conn.fetchrow("SELECT node_id, revoked_at, projects FROM nodes "
+                                   "WHERE name = $1", node_name)
         if node is None or node["revoked_at"] is not None:
             raise InvalidLaunch(f"no enrolled node {node_name!r}")
-        document = await conn.fetchval("SELECT artifact::text FROM runs WHERE run_id = $1",
-                                       run_id)
-        if document is None:
+        run = await conn.fetchrow("SELECT artifact::text AS document, project FROM runs "
+                                  "WHERE run_id = $1", run_id)
+        if run is None:
             raise InvalidLaunch(f"no run {run_id!r}")
+        document, project = run["document"], run["project"]
+        scope = node["projects"]
+        if scope is not None and project not in scope:
+            raise InvalidLaunch(f"node {node_name!r} takes launches of project(s) "
+                                f"{', '.join(sorted(scope)) or '(none)'} only; run {run_id!r} "
+                                f"is in project {project!r}")
         unowned = sorted(set(members) - owners(json.loads(document)))
         if unowned:
             raise InvalidLaunch(f"member(s) {', '.join(unowned)} own no source or channel in run "
@@ -66,6 +72,7 @@ class Assignment:
     command: list[str]
     environment: dict[str, str]
     artifact: str  # the run's integration artifact, JSON
+    project: str
 
 
 async def deliver(conn: Connection, node_id: str, *, now: dt.datetime) -> list[Assignment]:
@@ -74,9 +81,10 @@ async def deliver(conn: Connection, node_id: str, *, now: dt.datetime) -> list[A
         "UPDATE launches l SET state = 'delivered', delivered_at = coalesce(delivered_at, $2) "
         "FROM runs r WHERE l.node_id = $1 AND l.state IN ('pending', 'delivered') "
         "AND r.run_id = l.run_id RETURNING l.launch_id, l.run_id, l.attempt, l.member, "
-        "l.command::text, l.environment::text, r.artifact::text", node_id, now)
+        "l.command::text, l.environment::text, r.artifact::text, r.project", node_id, now)
     return [Assignment(r["launch_id"], MemberKey(r["run_id"], r["attempt"], r["member"]),
-                       json.loads(r["command"]), json.loads(r["environment"]), r["artifact"])
+                       json.loads(r["command"]), json.loads(r["environment"]), r["artifact"],
+                       r["project"])
             for r in sorted(rows, key=lambda r: int(r["launch_id"]))]
 
 

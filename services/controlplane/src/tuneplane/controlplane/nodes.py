@@ -19,7 +19,7 @@ import secrets
 from dataclasses import dataclass
 
 from tuneplane.common.db import Connection
-from tuneplane.controlplane.errors import EnrollmentRefused
+from tuneplane.controlplane.errors import EnrollmentRefused, NodeNotFound, ProjectNotFound
 
 PREFIX = "tpe_"
 NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -116,6 +116,21 @@ async def revoke(conn: Connection, name: str, *, now: dt.datetime) -> Revoked:
 
 
 async def listing(conn: Connection) -> list[dict[str, object]]:
-    rows = await conn.fetch("SELECT node_id, name, hostname, enrolled_at, last_seen, revoked_at "
-                            "FROM nodes ORDER BY name")
+    rows = await conn.fetch("SELECT node_id, name, hostname, enrolled_at, last_seen, revoked_at, "
+                            "projects FROM nodes ORDER BY name")
     return [dict(r) for r in rows]
+
+
+async def scope(conn: Connection, name: str, projects: list[str] | None) -> None:
+    """The node takes launches of ``projects`` only (None: of every project); raises
+    NodeNotFound, or ProjectNotFound naming a project that does not exist."""
+    if projects is not None:
+        known = {r["project"] for r in await conn.fetch(
+            "SELECT project FROM projects WHERE project = ANY($1::text[])", projects)}
+        missing = sorted(set(projects) - known)
+        if missing:
+            raise ProjectNotFound(f"no project {', '.join(map(repr, missing))}")
+    done = await conn.fetchval("UPDATE nodes SET projects = $2 WHERE name = $1 RETURNING 1",
+                               name, None if projects is None else sorted(set(projects)))
+    if done is None:
+        raise NodeNotFound(f"no enrolled node {name!r}")

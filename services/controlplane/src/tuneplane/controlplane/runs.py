@@ -18,9 +18,11 @@ from tuneplane.controlplane.errors import (
     AttemptNotFound,
     AttemptStillRunning,
     InvalidRun,
+    ProjectNotFound,
     RunExists,
     RunNotFound,
 )
+from tuneplane.controlplane.projects import DEFAULT
 from tuneplane.telemetry.v1.integration import check_document
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -32,18 +34,20 @@ def new_run_id(now: dt.datetime) -> str:
 
 
 async def create_run(conn: Connection, artifact: Any, *, created_by: str, now: dt.datetime,
-                     run_id: str | None = None) -> str:
+                     run_id: str | None = None, project: str = DEFAULT) -> str:
     check_document(artifact, "integration artifact")
     run_id = run_id or new_run_id(now)
     if not RUN_ID.fullmatch(run_id):  # not .match: its $ would let a final newline by
         raise InvalidRun(f"run id {run_id!r} must be 1-128 of A-Z a-z 0-9 . _ - "
                        "(starting with a letter or digit)")
     try:
-        await conn.execute("INSERT INTO runs (run_id, artifact, created_by) "
-                           "VALUES ($1, $2::jsonb, $3)", run_id, json.dumps(artifact),
-                           created_by)
+        await conn.execute("INSERT INTO runs (run_id, artifact, created_by, project) "
+                           "VALUES ($1, $2::jsonb, $3, $4)", run_id, json.dumps(artifact),
+                           created_by, project)
     except asyncpg.UniqueViolationError:
         raise RunExists(f"run {run_id!r} exists") from None
+    except asyncpg.ForeignKeyViolationError:
+        raise ProjectNotFound(f"no project {project!r}") from None
     return run_id
 
 
@@ -87,7 +91,7 @@ async def end_attempt(conn: Connection, run_id: str, attempt: int, state: str) -
 
 
 async def describe(conn: Connection, run_id: str) -> dict[str, Any] | None:
-    run = await conn.fetchrow("SELECT run_id, created_by, created_at FROM runs "
+    run = await conn.fetchrow("SELECT run_id, project, created_by, created_at FROM runs "
                               "WHERE run_id = $1", run_id)
     if run is None:
         return None

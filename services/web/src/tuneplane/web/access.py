@@ -1,18 +1,32 @@
-"""Who is calling and what they may do: the user behind a bearer token (401 otherwise), and
-the admin check the routers share (403). A caller whose token verifies holds one of the
-replica's query slots from then until its answer (``admission.query_slot``); one whose token
-does not never takes one."""
+"""Who is calling and what they may do.
+
+``caller`` is the user behind a bearer token (401 otherwise: no token, a bad one, a user
+that no longer exists or is disabled), with the roles it holds by project; it holds one of
+the replica's query slots from then until its answer (``admission.query_slot``), so a
+caller whose token does not verify never takes one. Every route names what it needs
+through one of the dependencies below, and ``tests/web/test_authorization.py`` checks every
+route of the OpenAPI document against every role:
+
+- ``admin_only``: nodes, destinations, users, projects' creation;
+- ``on_run(role)``: a run's data and actions, by the role held in the run's project;
+- ``on_project(role)``: a project's membership.
+
+A run or project the caller holds no role in answers 404, as one that does not exist: no
+existence leaks across projects. A role too low answers 403.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from fastapi import Depends, HTTPException
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from tuneplane.common.tokens import TokenError, TokenKind
-from tuneplane.controlplane import users
+from tuneplane.controlplane import projects, users
+from tuneplane.controlplane.projects import Role
 from tuneplane.web.admission import query_slot
 from tuneplane.web.dependencies import Now, Pool, Signer, State
 
@@ -20,35 +34,92 @@ bearer = HTTPBearer(auto_error=False)
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 
 
+@dataclass(frozen=True, slots=True)
+class Caller:
+    name: str
+    admin: bool = False
+    roles: Mapping[str, Role] = field(default_factory=dict)
+
+    def role_in(self, project: str) -> Role | None:
+        """The role held in ``project``: every role, for an admin."""
+        return Role.OWNER if self.admin else self.roles.get(project)
+
+    def projects(self, least: Role = Role.VIEWER) -> list[str] | None:
+        """The projects where the caller holds ``least`` or more; None: every project."""
+        if self.admin:
+            return None
+        return sorted(p for p, role in self.roles.items() if role >= least)
+
+
 def unauthorised(detail: str) -> HTTPException:
     return HTTPException(401, detail, headers={"WWW-Authenticate": "Bearer"})
 
 
-async def user(credentials: Credentials, signer: Signer, pool: Pool, web: State,
-               now: Now) -> AsyncIterator[str]:
-    """The calling user's name, from a valid user token of a user who still exists."""
+async def caller(credentials: Credentials, signer: Signer, pool: Pool, web: State,
+                 now: Now) -> AsyncIterator[Caller]:
+    """The calling user, from a valid user token of a user who exists and is not disabled."""
     if credentials is None:
         raise unauthorised("a user token is required")
     try:
         claims = signer.verify(credentials.credentials, TokenKind.USER, now=now.timestamp())
     except TokenError as exc:
         raise unauthorised(f"user token refused: {exc}") from None
+    name = str(claims["sub"])
     async with query_slot(web.slots):
         async with pool.acquire() as conn:
-            if not await users.exists(conn, str(claims["sub"])):
+            found = await users.active(conn, name)
+            if found is None:
                 raise unauthorised("the token's user no longer exists")
-        yield str(claims["sub"])
+            admin, disabled = found
+            if disabled:
+                raise unauthorised(f"user {name!r} is disabled")
+            roles = {} if admin else await projects.roles_of(conn, name)
+        yield Caller(name, admin, roles)
 
 
-User = Annotated[str, Depends(user)]
+Who = Annotated[Caller, Depends(caller)]
 
 
-def admin_only(what: str) -> Callable[..., Awaitable[str]]:
-    """A dependency giving the calling user's name when it is an admin (403 otherwise);
-    ``what`` says what is reserved to admins."""
-    async def admin(who: User, pool: Pool) -> str:
-        async with pool.acquire() as conn:
-            if not await users.is_admin(conn, who):
-                raise HTTPException(403, f"user {who!r} is not an admin; {what} are for admins")
+def require(who: Caller, project: str | None, role: Role, what: str) -> None:
+    """404 when the caller holds no role in ``project`` (or there is none), 403 when the
+    role it holds is below ``role``."""
+    held = None if project is None else who.role_in(project)
+    if held is None:
+        raise HTTPException(404, f"no {what}")
+    if held < role:
+        raise HTTPException(403, f"user {who.name!r} is a {held.label} of project "
+                                 f"{project!r}; this needs {role.label}")
+
+
+def admin_only(what: str) -> Callable[..., Awaitable[Caller]]:
+    """The caller when it is an admin (403 otherwise); ``what`` says what is reserved."""
+    async def admin(who: Who) -> Caller:
+        if not who.admin:
+            raise HTTPException(403, f"user {who.name!r} is not an admin; {what} are for "
+                                     "admins")
         return who
     return admin
+
+
+def on_run(role: Role) -> Callable[..., Awaitable[Caller]]:
+    """The caller when it holds ``role`` in the project of the path's ``run_id``."""
+    async def check(who: Who, pool: Pool, run_id: str) -> Caller:
+        async with pool.acquire() as conn:
+            project = await projects.of_run(conn, run_id)
+        require(who, project, role, f"run {run_id!r}")
+        return who
+    return check
+
+
+def on_project(role: Role) -> Callable[..., Awaitable[Caller]]:
+    """The caller when it holds ``role`` in the path's ``project``."""
+    async def check(who: Who, pool: Pool, project: str) -> Caller:
+        async with pool.acquire() as conn:
+            known = await projects.exists(conn, project)
+        require(who, project if known else None, role, f"project {project!r}")
+        return who
+    return check
+
+
+Viewer = Annotated[Caller, Depends(on_run(Role.VIEWER))]
+Editor = Annotated[Caller, Depends(on_run(Role.EDITOR))]

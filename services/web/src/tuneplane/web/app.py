@@ -10,7 +10,17 @@ from fastapi import FastAPI
 
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.web import admission, exceptions, headers, state
-from tuneplane.web.routes import destinations, launches, pages, reporting, rich, runs, series
+from tuneplane.web.routes import (
+    destinations,
+    launches,
+    pages,
+    projects,
+    reporting,
+    rich,
+    runs,
+    series,
+    users,
+)
 from tuneplane.web.settings import WebSettings
 
 
@@ -41,4 +51,6 @@ def create_app(settings: WebSettings) -> FastAPI:
     app.include_router(series.router(max_points_cap=settings.max_points_cap,
                                      max_series_cap=settings.max_series_cap))
     app.include_router(rich.router)
+    app.include_router(projects.router)
+    app.include_router(users.router)
     return app

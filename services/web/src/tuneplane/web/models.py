@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 class Run(BaseModel):
     run_id: str
+    project: str
     attempts: int
     batches: int
     points: int
@@ -102,6 +103,8 @@ class RichRecord(BaseModel):
 
 class RunCreate(BaseModel):
     run_id: str | None = Field(default=None, description="default: run-<time>-<random>")
+    project: str = Field(default="default", max_length=64,
+                         description="the project the run belongs to (the caller edits it)")
     integration: dict[str, Any] = Field(description="the integration artifact (JSON)")
 
 
@@ -118,6 +121,7 @@ class ManagedAttempt(BaseModel):
 
 class ManagedRun(BaseModel):
     run_id: str
+    project: str
     created_by: str
     created_at: datetime
     attempts: list[ManagedAttempt]

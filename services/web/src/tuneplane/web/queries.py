@@ -14,10 +14,13 @@ from tuneplane.web.downsample import Answer, Arrays, ChunkRef, ChunkSummary, Uni
 from tuneplane.web.downsample import chunks_to_unpack as plan
 
 RUNS = """
-SELECT run_id, count(DISTINCT attempt) AS attempts, count(*) AS batches,
-       sum(points)::bigint AS points, max(projected_at) AS last_batch_at
-FROM batch_ledger WHERE ($1::text IS NULL OR run_id > $1)
-GROUP BY run_id ORDER BY run_id LIMIT $2
+SELECT l.run_id, coalesce(min(r.project), 'default') AS project,
+       count(DISTINCT l.attempt) AS attempts, count(*) AS batches,
+       sum(l.points)::bigint AS points, max(l.projected_at) AS last_batch_at
+FROM batch_ledger l LEFT JOIN runs r ON r.run_id = l.run_id
+WHERE ($1::text IS NULL OR l.run_id > $1)
+  AND ($3::text[] IS NULL OR coalesce(r.project, 'default') = ANY($3::text[]))
+GROUP BY l.run_id ORDER BY l.run_id LIMIT $2
 """
 
 ATTEMPTS = """

@@ -1,7 +1,7 @@
 """Nodes and launches over HTTP, for platforms that drive Tuneplane from their own
 scheduler: enrollment tokens for new nodes, and launches (the run's next attempt, one
-launch per member on an enrolled node). Reading needs a user token; enrolling and
-launching, which run commands on execution hosts, need an admin's.
+launch per member on an enrolled node). Nodes and their enrollment are for admins; a
+run's launches are read by its project's viewers and made by its editors.
 
 Refusals (``EnrollmentError``, ``LaunchError``, ``RunError``) propagate as typed errors;
 ``tuneplane.web.exceptions`` answers them by kind.
@@ -14,7 +14,7 @@ from fastapi import APIRouter, Depends
 from pydantic import BaseModel, Field
 
 from tuneplane.controlplane import launches, nodes
-from tuneplane.web.access import User, admin_only
+from tuneplane.web.access import Caller, Editor, Viewer, admin_only
 from tuneplane.web.dependencies import Now, Pool
 
 Word = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[^\x00]+$")]
@@ -35,7 +35,7 @@ class EnrollmentTokenCreate(BaseModel):
 
 router = APIRouter(prefix="/api/v1", tags=["nodes and launches"])
 
-Admin = Annotated[str, Depends(admin_only("enrolling nodes and launching"))]
+Admin = Annotated[Caller, Depends(admin_only("nodes and their enrollment"))]
 
 
 @router.post("/nodes/{name}/enrollment-token", status_code=201)
@@ -43,18 +43,31 @@ async def enrollment_token(who: Admin, pool: Pool, now: Now, name: str,
                            body: EnrollmentTokenCreate) -> dict[str, Any]:
     ttl = dt.timedelta(seconds=body.ttl_seconds)
     async with pool.acquire() as conn:
-        token = await nodes.new_enrollment_token(conn, name, created_by=who, now=now, ttl=ttl)
+        token = await nodes.new_enrollment_token(conn, name, created_by=who.name, now=now, ttl=ttl)
     return {"node": name, "enrollment_token": token, "expires_at": (now + ttl).isoformat()}
 
 
+class NodeScope(BaseModel):
+    projects: list[Annotated[str, Field(max_length=64)]] | None = Field(
+        description="projects whose runs may launch on the node; null: every project")
+
+
+@router.put("/nodes/{name}/projects")
+async def node_scope(_: Admin, pool: Pool, name: str, body: NodeScope) -> dict[str, Any]:
+    """Which projects' launches the node takes (a fleet of one team's nodes)."""
+    async with pool.acquire() as conn:
+        await nodes.scope(conn, name, body.projects)
+    return {"name": name, "projects": body.projects}
+
+
 @router.get("/nodes")
-async def node_list(_: User, pool: Pool) -> list[dict[str, Any]]:
+async def node_list(_: Admin, pool: Pool) -> list[dict[str, Any]]:
     async with pool.acquire() as conn:
         return await nodes.listing(conn)
 
 
 @router.post("/runs/{run_id}/launches", status_code=201)
-async def launch(_: Admin, pool: Pool, run_id: str, body: LaunchCreate) -> dict[str, Any]:
+async def launch(_: Editor, pool: Pool, run_id: str, body: LaunchCreate) -> dict[str, Any]:
     async with pool.acquire() as conn:
         attempt, ids = await launches.create(conn, run_id, body.node, body.members,
                                              body.command, body.environment)
@@ -62,6 +75,6 @@ async def launch(_: Admin, pool: Pool, run_id: str, body: LaunchCreate) -> dict[
 
 
 @router.get("/runs/{run_id}/launches")
-async def launch_list(_: User, pool: Pool, run_id: str) -> list[dict[str, Any]]:
+async def launch_list(_: Viewer, pool: Pool, run_id: str) -> list[dict[str, Any]]:
     async with pool.acquire() as conn:
         return await launches.listing(conn, run_id)

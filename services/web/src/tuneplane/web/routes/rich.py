@@ -9,8 +9,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Response
 
+from tuneplane.controlplane import projects
 from tuneplane.web import models, queries
-from tuneplane.web.access import User
+from tuneplane.web.access import Viewer, Who
 from tuneplane.web.dependencies import Objects, Pool
 from tuneplane.web.routes.params import AttemptNo, Step
 
@@ -21,7 +22,7 @@ FIRST_STEP = -(2**63)
 
 
 @router.get("/runs/{run_id}/attempts/{attempt}/rich", response_model=list[models.RichRecord])
-async def rich(_: User, pool: Pool, run_id: str, attempt: AttemptNo, member: str | None = None,
+async def rich(_: Viewer, pool: Pool, run_id: str, attempt: AttemptNo, member: str | None = None,
                source: str | None = None, tag: str | None = None, from_step: Step = None,
                limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[dict[str, Any]]:
     async with pool.acquire() as conn:
@@ -31,10 +32,12 @@ async def rich(_: User, pool: Pool, run_id: str, attempt: AttemptNo, member: str
 
 @router.get("/rich/{object_key:path}", response_class=Response,
             responses={200: {"content": {"application/octet-stream": {}}}})
-async def download(_: User, pool: Pool, bucket: Objects, object_key: str) -> Response:
+async def download(who: Who, pool: Pool, bucket: Objects, object_key: str) -> Response:
+    """The object's bytes, to a caller who may view a run holding it (404 otherwise, as
+    for an object nobody holds)."""
     async with pool.acquire() as conn:
-        known = await queries.rich_record_stored(conn, object_key)
-    if not known:
+        holders = await projects.of_object(conn, object_key)
+    if not any(who.role_in(project) is not None for project in holders):
         raise HTTPException(404, f"no rich record stored as {object_key!r}")
     if bucket is None:
         raise HTTPException(503, "no object store configured (TUNEPLANE_S3_ENDPOINT)")

@@ -1,5 +1,6 @@
 """Runs and their attempts over HTTP: list runs, create one, describe it; start and end its
-attempts, list them and the members an attempt's telemetry came from.
+attempts, list them and the members an attempt's telemetry came from. Reading needs a
+viewer of the run's project, creating and starting or ending an editor.
 
 Control-plane refusals propagate as typed errors; ``tuneplane.web.exceptions`` answers them.
 """
@@ -8,9 +9,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
 
+from tuneplane.controlplane import projects
 from tuneplane.controlplane import runs as run_management
+from tuneplane.controlplane.projects import Role
 from tuneplane.web import models, queries
-from tuneplane.web.access import User
+from tuneplane.web.access import Editor, Viewer, Who, require
 from tuneplane.web.dependencies import Now, Pool
 from tuneplane.web.routes.params import AttemptNo
 
@@ -18,24 +21,29 @@ router = APIRouter(prefix="/api/v1")
 
 
 @router.get("/runs", response_model=list[models.Run])
-async def runs(_: User, pool: Pool, after: str | None = None,
+async def runs(who: Who, pool: Pool, after: str | None = None,
                limit: Annotated[int, Query(ge=1, le=500)] = 100) -> list[dict[str, Any]]:
+    """Runs with telemetry, of the projects the caller may view."""
     async with pool.acquire() as conn:
-        return await queries.records(conn, queries.RUNS, after, limit)
+        return await queries.records(conn, queries.RUNS, after, limit, who.projects())
 
 
 @router.post("/runs", status_code=201, response_model=models.RunCreated)
-async def create_run(who: User, pool: Pool, now: Now,
+async def create_run(who: Who, pool: Pool, now: Now,
                      body: models.RunCreate) -> models.RunCreated:
-    """Create a run with its integration artifact (checked against its schema)."""
+    """Create a run in a project the caller edits, with its integration artifact (checked
+    against its schema)."""
     async with pool.acquire() as conn:
-        run_id = await run_management.create_run(conn, body.integration, created_by=who,
-                                                  now=now, run_id=body.run_id)
+        known = await projects.exists(conn, body.project)
+        require(who, body.project if known else None, Role.EDITOR, f"project {body.project!r}")
+        run_id = await run_management.create_run(conn, body.integration, created_by=who.name,
+                                                  now=now, run_id=body.run_id,
+                                                  project=body.project)
     return models.RunCreated(run_id=run_id)
 
 
 @router.get("/runs/{run_id}", response_model=models.ManagedRun)
-async def run_detail(_: User, pool: Pool, run_id: str) -> dict[str, Any]:
+async def run_detail(_: Viewer, pool: Pool, run_id: str) -> dict[str, Any]:
     async with pool.acquire() as conn:
         found = await run_management.describe(conn, run_id)
     if found is None:
@@ -44,7 +52,7 @@ async def run_detail(_: User, pool: Pool, run_id: str) -> dict[str, Any]:
 
 
 @router.post("/runs/{run_id}/attempts", status_code=201, response_model=models.AttemptStarted)
-async def start_attempt(_: User, pool: Pool, run_id: str) -> models.AttemptStarted:
+async def start_attempt(_: Editor, pool: Pool, run_id: str) -> models.AttemptStarted:
     """Start the run's next attempt; its metric mapping is frozen from the artifact."""
     async with pool.acquire() as conn:
         attempt = await run_management.start_attempt(conn, run_id)
@@ -52,7 +60,7 @@ async def start_attempt(_: User, pool: Pool, run_id: str) -> models.AttemptStart
 
 
 @router.post("/runs/{run_id}/attempts/{attempt}/end", response_model=models.Ended)
-async def end_attempt(_: User, pool: Pool, run_id: str, attempt: AttemptNo,
+async def end_attempt(_: Editor, pool: Pool, run_id: str, attempt: AttemptNo,
                       body: models.End) -> models.Ended:
     async with pool.acquire() as conn:
         ended = await run_management.end_attempt(conn, run_id, attempt, body.state)
@@ -60,7 +68,7 @@ async def end_attempt(_: User, pool: Pool, run_id: str, attempt: AttemptNo,
 
 
 @router.get("/runs/{run_id}/attempts", response_model=list[models.Attempt])
-async def attempts(_: User, pool: Pool, run_id: str) -> list[dict[str, Any]]:
+async def attempts(_: Viewer, pool: Pool, run_id: str) -> list[dict[str, Any]]:
     async with pool.acquire() as conn:
         found = await queries.records(conn, queries.ATTEMPTS, run_id)
     if not found:
@@ -69,7 +77,7 @@ async def attempts(_: User, pool: Pool, run_id: str) -> list[dict[str, Any]]:
 
 
 @router.get("/runs/{run_id}/attempts/{attempt}/members", response_model=list[models.Member])
-async def members(_: User, pool: Pool, run_id: str, attempt: AttemptNo,
+async def members(_: Viewer, pool: Pool, run_id: str, attempt: AttemptNo,
                   limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
                   ) -> list[dict[str, Any]]:
     async with pool.acquire() as conn:

@@ -14,7 +14,7 @@ from fastapi import APIRouter, HTTPException, Query, Response
 from tuneplane.controlplane import mapping
 from tuneplane.telemetry.v1.names import json_number
 from tuneplane.web import models, queries
-from tuneplane.web.access import User
+from tuneplane.web.access import Viewer
 from tuneplane.web.dependencies import Pool, State
 from tuneplane.web.downsample import METHOD, Answer
 from tuneplane.web.routes.params import AttemptNo, Step
@@ -48,7 +48,7 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
     MaxSeries = Annotated[int, Query(ge=1, le=max_series_cap)]
 
     @api.get("/runs/{run_id}/attempts/{attempt}/series", response_model=list[models.Series])
-    async def series(_: User, pool: Pool, run_id: str, attempt: AttemptNo,
+    async def series(_: Viewer, pool: Pool, run_id: str, attempt: AttemptNo,
                      member: str | None = None, source: str | None = None,
                      limit: Annotated[int, Query(ge=1, le=1000)] = 500) -> list[dict[str, Any]]:
         async with pool.acquire() as conn:
@@ -57,7 +57,7 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
         return [{k: v for k, v in r.items() if k != "series_id"} for r in rows]
 
     @api.get("/runs/{run_id}/attempts/{attempt}/scalars", response_model=models.SeriesData)
-    async def scalars(_: User, pool: Pool, web: State, run_id: str, attempt: AttemptNo,
+    async def scalars(_: Viewer, pool: Pool, web: State, run_id: str, attempt: AttemptNo,
                       member: str, source: str, tag: str, step_min: Step = None,
                       step_max: Step = None, max_points: MaxPoints = 2000) -> Response:
         """Raw scalars of one source's tag for one member: the inspector's view."""
@@ -73,7 +73,7 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
 
     @api.get("/runs/{run_id}/attempts/{attempt}/canonical",
              response_model=models.CanonicalIndex)
-    async def canonical_index(_: User, pool: Pool, run_id: str,
+    async def canonical_index(_: Viewer, pool: Pool, run_id: str,
                               attempt: AttemptNo) -> models.CanonicalIndex:
         async with pool.acquire() as conn:
             frozen = await mapping.frozen_mapping(conn, run_id, attempt)
@@ -87,7 +87,7 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
 
     @api.get("/runs/{run_id}/attempts/{attempt}/curves/{name}",
              response_model=models.CanonicalCurve)
-    async def curve(_: User, pool: Pool, web: State, run_id: str, attempt: AttemptNo,
+    async def curve(_: Viewer, pool: Pool, web: State, run_id: str, attempt: AttemptNo,
                     name: str, step_min: Step = None, step_max: Step = None,
                     max_points: MaxPoints = 2000, max_series: MaxSeries = 20) -> Response:
         """A canonical curve through the attempt's frozen mapping: one series per member."""

@@ -1,0 +1,65 @@
+"""``tuneplane-admin`` projects and who may do what in them: create a project, grant or
+revoke a user's role in it, list its members, and disable a user (its tokens are refused
+from that moment)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+import asyncpg
+
+from tuneplane.admin.settings import AdminSettings
+from tuneplane.controlplane import projects, users
+from tuneplane.controlplane.projects import Role
+
+
+async def project_command(args: argparse.Namespace, database_url: str) -> int:
+    conn = await asyncpg.connect(database_url)
+    try:
+        if args.command == "project-create":
+            await projects.create(conn, args.project, owner=args.owner)
+            print(f"project {args.project} created"
+                  + (f", owned by {args.owner}" if args.owner else ""))
+        elif args.command == "project-grant":
+            await projects.grant(conn, args.project, args.user, Role.named(args.role))
+            print(f"{args.user} is a {args.role} of project {args.project}")
+        elif args.command == "project-revoke":
+            held = await projects.revoke(conn, args.project, args.user)
+            print(f"{args.user} holds no role in project {args.project}"
+                  + ("" if held else " (held none)"))
+        elif args.command == "project-members":
+            for member in await projects.members(conn, args.project):
+                print(f"{member.username}\t{member.role.label}")
+        else:
+            changed = await users.disable(conn, args.user)
+            print(f"user {args.user} " + ("disabled: its tokens are refused from now on"
+                                          if changed else "was disabled already"))
+    finally:
+        await conn.close()
+    return 0
+
+
+def cmd_project(args: argparse.Namespace, settings: AdminSettings) -> int:
+    return asyncio.run(project_command(args, settings.database_url.get()))
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    c = sub.add_parser("project-create", help="create a project (runs belong to one)")
+    c.add_argument("project")
+    c.add_argument("--owner", help="a user to own it (admins own every project anyway)")
+    g = sub.add_parser("project-grant", help="give a user a role in a project (viewer reads, "
+                                             "editor also runs and launches, owner also "
+                                             "manages members)")
+    g.add_argument("project")
+    g.add_argument("user")
+    g.add_argument("role", choices=[r.label for r in Role])
+    r = sub.add_parser("project-revoke", help="take a user's role in a project away")
+    r.add_argument("project")
+    r.add_argument("user")
+    m = sub.add_parser("project-members", help="who holds which role in a project")
+    m.add_argument("project")
+    d = sub.add_parser("user-disable", help="disable a user: its tokens are refused at once")
+    d.add_argument("user")
+    for each in (c, g, r, m, d):
+        each.set_defaults(func=cmd_project)

@@ -1,0 +1,130 @@
+"""Projects and the roles users hold in them.
+
+Every run belongs to a project (``runs.project``); a run with telemetry but no ``runs`` row
+(a workload token issued by hand) belongs to ``DEFAULT``. A user holds at most one role per
+project, ordered ``viewer`` < ``editor`` < ``owner``: viewers read a project's runs, curves
+and rich records; editors also create runs, start and end attempts and launch; owners also
+manage who holds which role. Admins hold every role in every project without a row here.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+from typing import Final
+
+import asyncpg
+
+from tuneplane.common.db import Connection
+from tuneplane.controlplane.errors import (
+    InvalidProject,
+    ProjectExists,
+    ProjectNotFound,
+    UserNotFound,
+)
+
+DEFAULT: Final = "default"
+NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+class Role(enum.IntEnum):
+    VIEWER = 1
+    EDITOR = 2
+    OWNER = 3
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def named(cls, name: str) -> Role:
+        try:
+            return cls[name.upper()]
+        except KeyError:
+            raise InvalidProject(f"role {name!r} is not one of viewer, editor, owner") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    username: str
+    role: Role
+
+
+def check_name(project: str) -> None:
+    if not NAME.fullmatch(project):
+        raise InvalidProject(f"project name {project!r} must be 1-64 of A-Z a-z 0-9 . _ - "
+                             "(starting with a letter or digit)")
+
+
+async def create(conn: Connection, project: str, *, owner: str | None = None) -> None:
+    """A new project, with ``owner`` (a user) as its first owner."""
+    check_name(project)
+    async with conn.transaction():
+        try:
+            await conn.execute("INSERT INTO projects (project) VALUES ($1)", project)
+        except asyncpg.UniqueViolationError:
+            raise ProjectExists(f"project {project!r} exists") from None
+        if owner is not None:
+            await grant(conn, project, owner, Role.OWNER)
+
+
+async def exists(conn: Connection, project: str) -> bool:
+    return bool(await conn.fetchval("SELECT 1 FROM projects WHERE project = $1", project))
+
+
+async def names(conn: Connection) -> list[str]:
+    return [r["project"] for r in await conn.fetch("SELECT project FROM projects "
+                                                   "ORDER BY project")]
+
+
+async def grant(conn: Connection, project: str, username: str, role: Role) -> None:
+    """``username`` holds ``role`` in ``project`` (replacing the role it held)."""
+    try:
+        await conn.execute(
+            "INSERT INTO project_roles (project, username, role) VALUES ($1, $2, $3) "
+            "ON CONFLICT (project, username) DO UPDATE SET role = EXCLUDED.role",
+            project, username, role.label)
+    except asyncpg.ForeignKeyViolationError as exc:
+        if "username" in str(exc.detail or ""):
+            raise UserNotFound(f"no user {username!r}") from None
+        raise ProjectNotFound(f"no project {project!r}") from None
+
+
+async def revoke(conn: Connection, project: str, username: str) -> bool:
+    """``username`` holds no role in ``project`` any more; False when it held none."""
+    return await conn.fetchval("DELETE FROM project_roles WHERE project = $1 AND "
+                               "username = $2 RETURNING true", project, username) is not None
+
+
+async def members(conn: Connection, project: str) -> list[Member]:
+    rows = await conn.fetch("SELECT username, role FROM project_roles WHERE project = $1 "
+                            "ORDER BY username", project)
+    return [Member(r["username"], Role.named(r["role"])) for r in rows]
+
+
+async def roles_of(conn: Connection, username: str) -> dict[str, Role]:
+    """The roles ``username`` holds, by project."""
+    rows = await conn.fetch("SELECT project, role FROM project_roles WHERE username = $1",
+                            username)
+    return {r["project"]: Role.named(r["role"]) for r in rows}
+
+
+async def of_run(conn: Connection, run_id: str) -> str | None:
+    """The project ``run_id`` belongs to: its ``runs`` row's, or ``DEFAULT`` for a run
+    known only by its telemetry (a token issued by hand); None when nothing of it is known,
+    so a run that does not exist and one of another project look alike."""
+    found = await conn.fetchval(
+        "SELECT coalesce((SELECT project FROM runs WHERE run_id = $1), "
+        "(SELECT $2::text FROM batch_ledger WHERE run_id = $1 LIMIT 1))", run_id, DEFAULT)
+    return None if found is None else str(found)
+
+
+async def of_object(conn: Connection, object_key: str) -> set[str]:
+    """The projects of every run holding a rich record stored as ``object_key`` (one
+    object may serve several runs: keys are the content's digest)."""
+    rows = await conn.fetch(
+        "SELECT DISTINCT coalesce(r.project, $2) AS project FROM rich_records rr "
+        "LEFT JOIN runs r ON r.run_id = rr.run_id WHERE rr.object_key = $1",
+        object_key, DEFAULT)
+    return {r["project"] for r in rows}

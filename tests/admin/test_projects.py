@@ -1,0 +1,59 @@
+"""Projects and users from the command line: create a project with an owner, grant and
+revoke roles, list members, create a run in the project, and disable a user (no new token
+for it; its old ones are refused by the web)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import uuid
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from tests.support.environment import BIN, Endpoints
+
+pytestmark = pytest.mark.services
+
+ARTIFACT = {"version": 1,
+            "sources": [{"id": "train", "kind": "jsonl", "path": "m.jsonl", "owner": "rank-0"}]}
+
+
+def admin(*args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([str(BIN / "tuneplane-admin"), *args], capture_output=True,
+                          text=True, check=False, env=os.environ)
+    assert (done.returncode == 0) is ok, (args, done.stdout, done.stderr)
+    return done
+
+
+async def test_projects_roles_and_disabled_users_from_the_cli(
+        initialised: Endpoints, tmp_path: Path, db: asyncpg.Connection) -> None:
+    team, alice, bob = (f"{x}-{uuid.uuid4().hex[:6]}" for x in ("team", "alice", "bob"))
+    for user in (alice, bob):
+        admin("user-add", "--user", user)
+    assert admin("project-create", team, "--owner", alice).stdout.strip() == \
+        f"project {team} created, owned by {alice}"
+    assert admin("project-grant", team, bob, "viewer").stdout.strip() == \
+        f"{bob} is a viewer of project {team}"
+    assert admin("project-members", team).stdout.splitlines() == [f"{alice}\towner",
+                                                                   f"{bob}\tviewer"]
+    assert "no user 'nobody-x'" in admin("project-grant", team, "nobody-x", "editor",
+                                         ok=False).stderr
+    assert f"project {team!r} exists" in admin("project-create", team, ok=False).stderr
+    assert "must be 1-64 of" in admin("project-create", "../x", ok=False).stderr
+    admin("project-revoke", team, bob)
+    assert admin("project-members", team).stdout.splitlines() == [f"{alice}\towner"]
+    artifact = tmp_path / "integration.json"
+    artifact.write_text(json.dumps(ARTIFACT))
+    run_id = admin("run-create", "--integration", str(artifact), "--project", team
+                   ).stdout.strip()
+    assert await db.fetchval("SELECT project FROM runs WHERE run_id = $1", run_id) == team
+    assert f"in project {team}" in admin("run-show", run_id).stdout
+    assert "no project 'absent-p'" in admin("run-create", "--integration", str(artifact),
+                                            "--project", "absent-p", ok=False).stderr
+    assert "disabled: its tokens are refused" in admin("user-disable", bob).stdout
+    assert "was disabled already" in admin("user-disable", bob).stdout
+    assert f"user {bob!r} is disabled" in admin("user-token", "--user", bob, ok=False).stderr
+    assert "no user 'nobody-y'" in admin("user-disable", "nobody-y", ok=False).stderr

@@ -1,0 +1,219 @@
+"""Every route of the OpenAPI document against every role, on a run of project A: the
+status each caller gets is the one its role allows. A route missing from ``REQUIRED`` fails
+the test, so a new route cannot ship without saying who may call it.
+
+Roles: no token, a viewer, an editor and an owner of A, an admin, and a stranger (the owner
+of another project). Expected: no token 401; a stranger 404 on A's resources (as for ones
+that do not exist) and 403 on admin routes; a role below the route's 403; a role at or
+above it neither 401, 403 nor 404 (the resources exist; a deliberately invalid body answers
+422, so nothing is changed). Reporting routes take workload tokens only: 401 for every user.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import asyncpg
+import pytest
+from fastapi import FastAPI
+
+from tests.support.credentials import add_user, user_token
+from tests.support.environment import Endpoints
+from tests.support.kafka import produce
+from tests.support.processes import Process
+from tests.support.truth import member_batch
+from tests.support.web import Connect
+from tuneplane.common.tokens import TokenSigner
+from tuneplane.controlplane import projects, users
+from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1.identity import MemberKey
+
+ROLES = ["none", "viewer", "editor", "owner", "admin", "stranger"]
+RANK = {"viewer": 1, "editor": 2, "owner": 3}
+
+#: (method, path) → who may call it: a role of A ("viewer", "editor", "owner"), "admin",
+#: "user" (anyone signed in) or "workload" (a workload token; no user).
+REQUIRED = {
+    ("POST", "/report/v1/lifecycle"): "workload",
+    ("POST", "/report/v1/logs"): "workload",
+    ("POST", "/report/v1/reports"): "workload",
+    ("GET", "/api/v1/destinations"): "admin",
+    ("GET", "/api/v1/destinations/{name}"): "admin",
+    ("PUT", "/api/v1/destinations/{name}"): "admin",
+    ("DELETE", "/api/v1/destinations/{name}"): "admin",
+    ("GET", "/api/v1/telemetry-collector/config"): "admin",
+    ("POST", "/api/v1/nodes/{name}/enrollment-token"): "admin",
+    ("PUT", "/api/v1/nodes/{name}/projects"): "admin",
+    ("GET", "/api/v1/nodes"): "admin",
+    ("POST", "/api/v1/runs/{run_id}/launches"): "editor",
+    ("GET", "/api/v1/runs/{run_id}/launches"): "viewer",
+    ("GET", "/api/v1/runs"): "user",
+    ("POST", "/api/v1/runs"): "editor",
+    ("GET", "/api/v1/runs/{run_id}"): "viewer",
+    ("POST", "/api/v1/runs/{run_id}/attempts"): "editor",
+    ("GET", "/api/v1/runs/{run_id}/attempts"): "viewer",
+    ("POST", "/api/v1/runs/{run_id}/attempts/{attempt}/end"): "editor",
+    ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/members"): "viewer",
+    ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/series"): "viewer",
+    ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/scalars"): "viewer",
+    ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/canonical"): "viewer",
+    ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/curves/{name}"): "viewer",
+    ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/rich"): "viewer",
+    ("GET", "/api/v1/rich/{object_key}"): "viewer",
+    ("GET", "/api/v1/projects"): "user",
+    ("POST", "/api/v1/projects"): "admin",
+    ("GET", "/api/v1/projects/{project}/members"): "owner",
+    ("PUT", "/api/v1/projects/{project}/members/{username}"): "owner",
+    ("DELETE", "/api/v1/projects/{project}/members/{username}"): "owner",
+    ("GET", "/api/v1/users"): "admin",
+    ("POST", "/api/v1/users/{username}/disable"): "admin",
+}
+
+#: Bodies that pass every check but the body's own: a caller allowed gets 422, so no call
+#: changes anything. "{project}" is project A.
+BODIES: dict[tuple[str, str], Any] = {
+    ("POST", "/api/v1/runs"): {"project": "{project}", "integration": {}},
+    ("POST", "/api/v1/runs/{run_id}/launches"): {},
+    ("POST", "/api/v1/runs/{run_id}/attempts/{attempt}/end"): {"state": "bogus"},
+    ("PUT", "/api/v1/destinations/{name}"): {},
+    ("PUT", "/api/v1/nodes/{name}/projects"): {},
+    ("POST", "/api/v1/nodes/{name}/enrollment-token"): {"ttl_seconds": 1},
+    ("POST", "/api/v1/projects"): {"name": ""},
+    ("PUT", "/api/v1/projects/{project}/members/{username}"): {"role": "king"},
+    ("POST", "/report/v1/lifecycle"): {},
+    ("POST", "/report/v1/logs"): {},
+    ("POST", "/report/v1/reports"): {},
+}
+QUERIES = {"/api/v1/runs/{run_id}/attempts/{attempt}/scalars":
+           {"member": "rank-0", "source": "train", "tag": "tag0"}}
+
+
+def expected(level: str, role: str) -> str:
+    """What ``role`` gets from a route needing ``level``: a status, or "allowed"."""
+    if role == "none" or level == "workload":
+        return "401"
+    if level == "user" or role == "admin":
+        return "allowed"
+    if level == "admin":
+        return "403"
+    if role == "stranger":
+        return "404"
+    return "allowed" if RANK[role] >= RANK[level] else "403"
+
+
+def seen(status: int, level: str) -> str:
+    """A status as the matrix counts it: an admin route's 404 is an absent name (any will
+    do there), so admin routes are allowed unless 401 or 403."""
+    refused = (401, 403) if level == "admin" else (401, 403, 404)
+    return str(status) if status in refused else "allowed"
+
+
+def body(method: str, path: str, a: dict[str, Any]) -> Any:
+    if method not in ("POST", "PUT"):
+        return None
+    given = BODIES.get((method, path))
+    if isinstance(given, dict):
+        return {k: a["project"] if v == "{project}" else v for k, v in given.items()}
+    return given
+
+
+@pytest.fixture
+async def project_a(initialised: Endpoints, projector: Process, db: asyncpg.Connection,
+                    api: Connect, run_id: str) -> dict[str, Any]:
+    """Project A with a run holding telemetry (curve "loss", a rich record), the callers,
+    a spare member to revoke and a user to disable."""
+    a = f"authz-{uuid.uuid4().hex[:8]}"
+    tokens = {role: await user_token(db, initialised, role, roles={a: role})
+              for role in ("viewer", "editor", "owner")}
+    tokens["admin"] = await user_token(db, initialised, "admin", admin=True)
+    tokens["stranger"] = await user_token(db, initialised, "stranger",
+                                          roles={f"other-{a}": "owner"})
+    spare = await add_user(db, "spare", roles={a: "viewer"})
+    artifact = {"version": 1, "mappings": [{"tag": "tag0", "name": "loss", "goal": "minimize"}],
+                "sources": [{"id": "train", "kind": "jsonl", "path": "m.jsonl",
+                             "owner": "rank-0"}]}
+    async with api(tokens["owner"]) as owner:
+        made = await owner.post("/api/v1/runs", json={"run_id": run_id, "project": a,
+                                                      "integration": artifact})
+        assert made.status_code == 201, made.text
+        assert (await owner.post(f"/api/v1/runs/{run_id}/attempts")).status_code == 201
+    batch = member_batch(MemberKey(run_id, 1, "rank-0"), 1, 20)
+    batch.rich.add(source="train", tag="img", step=1, wall_time=1.0, payload=b"PNG-a",
+                   kind=pb.RichRecord.KIND_IMAGE, plugin_name="images", file="f", offset=0)
+    await produce(initialised.kafka_bootstrap, [batch])
+    deadline = time.monotonic() + 60
+    while not await db.fetchval("SELECT count(*) FROM rich_records WHERE run_id = $1", run_id):
+        assert time.monotonic() < deadline, "the run's batch was not projected"
+        await asyncio.sleep(0.1)
+    key = await db.fetchval("SELECT object_key FROM rich_records WHERE run_id = $1", run_id)
+    return {"project": a, "run_id": run_id, "tokens": tokens, "object_key": key,
+            "spare": spare, "disable": await add_user(db, "leaver")}
+
+
+def concrete(path: str, a: dict[str, Any]) -> str:
+    name = ("loss" if path.endswith("/curves/{name}") else
+            f"absent-{uuid.uuid4().hex[:6]}")  # nodes and destinations: any name will do
+    username = a["disable"] if path.endswith("/disable") else a["spare"]
+    return path.format(run_id=a["run_id"], attempt=1, name=name, project=a["project"],
+                       object_key=a["object_key"], username=username)
+
+
+async def test_every_route_answers_every_role_as_its_role_allows(
+        web_app: FastAPI, api: Connect, db: asyncpg.Connection,
+        project_a: dict[str, Any]) -> None:
+    routes = {(method.upper(), path) for path, ops in web_app.openapi()["paths"].items()
+              for method in ops}
+    assert routes == set(REQUIRED), ("routes without a declared requirement (or gone): "
+                                     f"{sorted(routes ^ set(REQUIRED))}")
+    restore: dict[str, Callable[[], Any]] = {
+        "DELETE": lambda: projects.grant(db, project_a["project"], project_a["spare"],
+                                         projects.Role.VIEWER)}
+    wrong: list[str] = []
+    for method, path in sorted(REQUIRED):
+        for role in ROLES:
+            token = project_a["tokens"].get(role)
+            async with api(token) as http:
+                response = await http.request(method, concrete(path, project_a),
+                                              params=QUERIES.get(path, {}),
+                                              json=body(method, path, project_a))
+            level = REQUIRED[(method, path)]
+            want, got = expected(level, role), seen(response.status_code, level)
+            if want != got:
+                wrong.append(f"{method} {path} as {role}: {response.status_code} "
+                             f"{response.text[:120]} (want {want})")
+            if method in restore and got == "allowed":
+                await restore[method]()
+    assert not wrong, "\n".join(wrong)
+
+
+async def test_lists_hold_only_what_the_caller_may_view(
+        api: Connect, project_a: dict[str, Any]) -> None:
+    run_id, tokens = project_a["run_id"], project_a["tokens"]
+    for role, sees in [("viewer", True), ("admin", True), ("stranger", False)]:
+        async with api(tokens[role]) as http:
+            listed = [r["run_id"] for r in
+                      (await http.get("/api/v1/runs", params={"after": run_id[:-1]})).json()]
+            mine = {p["project"] for p in (await http.get("/api/v1/projects")).json()}
+        assert (run_id in listed) is sees, role
+        assert (project_a["project"] in mine) is sees, role
+
+
+async def test_a_disabled_user_is_refused_at_once(api: Connect, db: asyncpg.Connection,
+                                                  initialised: Endpoints,
+                                                  project_a: dict[str, Any]) -> None:
+    name = await add_user(db, "soon-gone", roles={project_a["project"]: "viewer"})
+    token = users.issue(TokenSigner(initialised.jwt_secret), name, now=time.time(),
+                        ttl_seconds=600)
+    path = f"/api/v1/runs/{project_a['run_id']}"
+    async with api(token) as http:
+        assert (await http.get(path)).status_code == 200
+        async with api(project_a["tokens"]["admin"]) as admin:
+            done = await admin.post(f"/api/v1/users/{name}/disable")
+        assert done.json() == {"username": name, "disabled": True, "changed": True}
+        refused = await http.get(path)
+    assert refused.status_code == 401
+    assert refused.json()["detail"] == f"user {name!r} is disabled"
