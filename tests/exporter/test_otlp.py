@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 
 from tests.support.truth import member_batch
+from tuneplane.common.kafka.message import Message
 from tuneplane.exporter.otlp import metric_name, points, to_request
+from tuneplane.exporter.service import decode
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.identity import MemberKey
 
@@ -47,3 +49,17 @@ def test_a_batch_without_curves_exports_no_metric() -> None:
     batch = pb.Batch(identity=pb.BatchIdentity(run_id="r", attempt=1, member="m"))
     batch.rich.add(source="s", tag="img", kind=pb.RichRecord.KIND_IMAGE, payload=b"x")
     assert points(to_request(batch)) == 0
+
+
+def test_points_whose_wall_time_no_data_point_can_carry_are_left_out_not_fatal() -> None:
+    """Ingest keeps wall times as sent (NaN, infinite, before 1970, after 2554); a data
+    point's time is unsigned nanoseconds. Such a batch must not stop the exporter."""
+    walls = [math.nan, math.inf, -math.inf, -1.0, 1e12, 1.7e9]
+    batch = pb.Batch(identity=pb.BatchIdentity(run_id="r", attempt=1, member="m",
+                                               spool_epoch="e", sequence=1),
+                     chunks=[pb.SeriesChunk(source="s", tag="t", steps=list(range(len(walls))),
+                                            wall_times=walls, values=[1.0] * len(walls))])
+    data = batch.SerializeToString()
+    request = decode(Message(0, 0, b"r/1/m/e-1", data))
+    (metric,) = request.resource_metrics[0].scope_metrics[0].metrics
+    assert [p.time_unix_nano for p in metric.gauge.data_points] == [int(1.7e9 * 1e9)]

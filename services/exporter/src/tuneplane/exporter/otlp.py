@@ -1,6 +1,11 @@
 """Curves as OpenTelemetry metrics: each series chunk of a batch becomes a gauge named by
 its tag, one data point per point, with run, attempt, member, source and tag as the
-point's attributes and the point's wall time as its time."""
+point's attributes and the point's wall time as its time.
+
+Wall times are kept as the job sent them (ingest and the read models take NaN, infinities
+and any double); a data point's time is nanoseconds since the epoch in an unsigned 64-bit
+field. A point whose wall time that cannot hold (not a number, before 1970, after 2554) is
+left out of the export, never allowed to stop it: it stays in the read models."""
 
 from __future__ import annotations
 
@@ -35,6 +40,16 @@ def metric_name(tag: str) -> str:
     return name[:255]
 
 
+#: A data point's time is a fixed64: nanoseconds below this.
+NANOS_BOUND = float(2**64)
+
+
+def nanos(wall: float) -> int | None:
+    """``wall`` (seconds since the epoch) as a data point's time, or None when it is none."""
+    scaled = wall * 1e9
+    return int(scaled) if 0 <= scaled < NANOS_BOUND else None  # NaN fails too
+
+
 def text(key: str, value: str) -> KeyValue:
     return KeyValue(key=key, value=AnyValue(string_value=value))
 
@@ -47,9 +62,11 @@ def to_request(batch: pb.Batch) -> ExportMetricsServiceRequest:
     metrics = []
     for chunk in batch.chunks:
         attributes = [*common, text("source", chunk.source), text("tag", chunk.tag)]
-        points = [NumberDataPoint(attributes=attributes, time_unix_nano=int(wall * 1e9),
-                                  as_double=value)
-                  for wall, value in zip(chunk.wall_times, chunk.values, strict=True)]
+        times = [nanos(wall) for wall in chunk.wall_times]
+        points = [NumberDataPoint(attributes=attributes, time_unix_nano=time, as_double=value)
+                  for time, value in zip(times, chunk.values, strict=True) if time is not None]
+        if not points:
+            continue
         metrics.append(Metric(name=metric_name(chunk.tag), gauge=Gauge(data_points=points)))
     return ExportMetricsServiceRequest(resource_metrics=[ResourceMetrics(
         resource=RESOURCE, scope_metrics=[ScopeMetrics(scope=SCOPE, metrics=metrics)])])
