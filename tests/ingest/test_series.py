@@ -4,7 +4,9 @@ free), a refusal names the first chunk past the bound, and an unanswered lookup 
 
 from __future__ import annotations
 
+import asyncio
 import collections
+import time
 import uuid
 from collections.abc import Iterable
 
@@ -13,6 +15,7 @@ import pytest
 
 from tests.support.clock import Clock
 from tests.support.environment import Endpoints
+from tuneplane.contract.variables import DEFAULT_MAX_SERIES
 from tuneplane.ingest.cache import LookupFailed
 from tuneplane.ingest.series import CACHE_SECONDS, Pair, SeriesBound, series_in
 from tuneplane.ingest.standing import PostgresFacts
@@ -159,3 +162,44 @@ async def test_postgres_answers_the_count_and_the_member_s_existing_series(
         assert await facts.series_count((run_id, 2)) == 0
         assert await facts.series_of(member, [("train", "a"), ("train", "c"), ("x", "b")],
                                      ) == (3, {("train", "a")})
+
+
+@pytest.mark.services
+async def test_one_attempt_s_checks_at_its_bound_leave_token_standing_a_connection(
+        initialised: Endpoints) -> None:
+    """A job at its attempt's bound makes every batch it sends an exact check; with its
+    calls in flight (8) and ingest's pool (2), those checks must not take every connection
+    and make other tokens' standing lookups time out (fail open) or wait seconds."""
+    run_id, limit = f"series-{uuid.uuid4().hex[:8]}", DEFAULT_MAX_SERIES
+    member, name = MemberKey(run_id, 1, "rank-0"), "x" * 500
+    async with asyncpg.create_pool(initialised.database_url, min_size=1, max_size=1) as pool, \
+            pool.acquire() as conn:
+        await conn.execute("INSERT INTO series (run_id, attempt, member, source, tag) "
+                           "SELECT $1, 1, 'rank-0', 'train', 't' || g "
+                           "FROM generate_series(1, $2) AS g", run_id, limit)
+    heavy = pb.Batch()
+    for i in range(2000):
+        heavy.chunks.add(source=name, tag=f"{i}{name}", steps=[1], wall_times=[1.0],
+                         values=[1.0])
+    async with asyncpg.create_pool(initialised.database_url, min_size=2, max_size=2) as pool:
+        facts = PostgresFacts(pool)
+        hostile = SeriesBound(facts, limit)
+        stop = asyncio.Event()
+
+        async def flood() -> None:
+            while not stop.is_set():
+                await hostile.refusal(member, heavy)
+        floods = [asyncio.create_task(flood()) for _ in range(8)]
+        await asyncio.sleep(0.5)
+        waits = []
+        try:
+            for _ in range(10):
+                started = time.monotonic()
+                await facts.attempt((f"other-{uuid.uuid4().hex[:8]}", 1))  # raises if it fails
+                waits.append(time.monotonic() - started)
+        finally:
+            stop.set()
+            await asyncio.gather(*floods)
+        async with pool.acquire() as conn:
+            await conn.execute("DELETE FROM series WHERE run_id = $1", run_id)
+    assert max(waits) < 0.1, f"standing lookups waited {max(waits):.2f} s behind series checks"

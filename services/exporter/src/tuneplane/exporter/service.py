@@ -34,7 +34,7 @@ from tuneplane.contract.errors import retryable
 from tuneplane.controlplane.destinations import store
 from tuneplane.controlplane.destinations.compose import dumps, render
 from tuneplane.exporter.collector import ComposedCollector
-from tuneplane.exporter.otlp import points, to_request
+from tuneplane.exporter.otlp import points, to_requests
 from tuneplane.exporter.settings import ExporterSettings
 from tuneplane.telemetry.v1.validation import InvalidBatch, parse, validate
 
@@ -48,7 +48,7 @@ class Exporter:
                                            settings.config_path.with_suffix(".log"))
         self.exported_points = 0
         self._consumer: KafkaGroupConsumer | None = None
-        self._pipeline: Pipeline[ExportMetricsServiceRequest] | None = None
+        self._pipeline: Pipeline[list[ExportMetricsServiceRequest]] | None = None
         self._poison = PoisonPolicy(StepOver("exporter"), settings.dead_letters_per_minute)
         self._generation: int | None = None
         self._stop = asyncio.Event()
@@ -90,13 +90,13 @@ class Exporter:
             self._consumer = self._pipeline = None
             log.info("export off: no destination; consumer stopped, nothing buffered")
 
-    async def _export(self, requests: Sequence[ExportMetricsServiceRequest]) -> list[bool]:
+    async def _export(self, batches: Sequence[list[ExportMetricsServiceRequest]]) -> list[bool]:
         """The write step: each batch's metrics to the collector, retried while it says
         it is busy or restarting; offsets are committed only after this returns. A request
         the collector refuses for good makes the pipeline send the group again batch by
         batch and step over the one refused."""
         assert self._stub is not None, "run() sets the collector's stub before consuming"
-        for request in requests:
+        for request in (request for requests in batches for request in requests):
             count = points(request)
             if not count:
                 continue  # rich records and markers only: nothing to export as metrics
@@ -113,7 +113,7 @@ class Exporter:
                 raise InvalidMessage(f"the collector refused it: {exc.code().name}: "
                                      f"{exc.details()}") from exc
             self.exported_points += count
-        return [True] * len(requests)
+        return [True] * len(batches)
 
     async def _pump(self) -> None:
         assert self._pipeline is not None
@@ -145,11 +145,11 @@ class Exporter:
             await conn.close()
 
 
-def decode(message: Message) -> ExportMetricsServiceRequest:
-    """The pure step: a batch record → its metrics request, or InvalidMessage."""
+def decode(message: Message) -> list[ExportMetricsServiceRequest]:
+    """The pure step: a batch record → its metrics requests, or InvalidMessage."""
     try:
         batch = parse(message.value)
         validate(batch, len(message.value))
     except InvalidBatch as exc:
         raise InvalidMessage(str(exc)) from None
-    return to_request(batch)
+    return to_requests(batch)

@@ -13,6 +13,7 @@ database too.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -65,10 +66,19 @@ class PostgresFacts:
     def __init__(self, pool: asyncpg.Pool, *, wait_seconds: float = 2.0) -> None:
         self._pool = pool
         self._wait = wait_seconds
+        #: Series lookups take all of the pool's connections but one. An attempt at its
+        #: series bound makes each of its batches an exact check, as many at once as its
+        #: calls in flight: were they to hold every connection, every other token's standing
+        #: lookup would wait behind them, and past ``wait_seconds`` fail open.
+        self._series_slots = asyncio.Semaphore(max(pool.get_max_size() - 1, 1))
 
-    async def _read(self, query: Callable[[Connection], Awaitable[T]], what: str) -> T:
+    async def _read(self, query: Callable[[Connection], Awaitable[T]], what: str,
+                    slots: asyncio.Semaphore | None = None) -> T:
+        """``query``'s answer within ``wait_seconds``, holding one of ``slots`` (if given)
+        while it waits for a connection and runs; LookupFailed otherwise."""
         try:
-            async with asyncio.timeout(self._wait), self._pool.acquire() as conn:
+            async with (asyncio.timeout(self._wait), slots or contextlib.nullcontext(),
+                        self._pool.acquire() as conn):
                 return await query(conn)
         except TimeoutError:
             raise LookupFailed(f"{what}: no answer from PostgreSQL within {self._wait} s "
@@ -88,7 +98,8 @@ class PostgresFacts:
     async def series_count(self, key: tuple[str, int]) -> int:
         run_id, attempt = key
         count = await self._read(lambda conn: conn.fetchval(SERIES_COUNT, run_id, attempt),
-                                 f"series of run {run_id!r} attempt {attempt}")
+                                 f"series of run {run_id!r} attempt {attempt}",
+                                 self._series_slots)
         return int(count)
 
     async def series_of(self, member: MemberKey, pairs: list[tuple[str, str]],
@@ -100,7 +111,7 @@ class PostgresFacts:
             rows = await conn.fetch(EXISTING_SERIES, member.run_id, member.attempt,
                                     member.member, sources, tags)
             return int(count), {(row["source"], row["tag"]) for row in rows}
-        return await self._read(query, f"series of {member}")
+        return await self._read(query, f"series of {member}", self._series_slots)
 
 
 class Standing:
