@@ -1,15 +1,16 @@
 """Export end to end, with a real OpenTelemetry Collector built by the official builder
 (`scripts/otelcol build`) from the composed configuration: curves from the pipeline reach
-a `file` exporter and an `otlp_http` sink; the sink's bearer token file is rotated mid-run
-and the next requests carry the new token without a restart; a poison record on the way is
-stepped over; with no destination the exporter does no export work and holds no backlog; a
-killed exporter skips nothing."""
+a `file` exporter (writing in its sink's directory) and an `otlp_http` sink; the sink's
+bearer token file is rotated mid-run and the next requests carry the new token without a
+restart; the collector holds none of the exporter's secrets in its environment; a poison
+record on the way is stepped over; with no destination the exporter does no export work
+and holds no backlog; a killed exporter skips nothing."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
+import re
 import threading
 import time
 import uuid
@@ -23,7 +24,7 @@ import pytest
 
 from tests.support.environment import BIN, Endpoints, free_port
 from tests.support.kafka import produce, produce_payloads
-from tests.support.processes import Process
+from tests.support.processes import Process, environment
 from tests.support.truth import member_batch
 from tuneplane.controlplane.destinations import store
 from tuneplane.telemetry.v1.identity import BatchKey, MemberKey
@@ -57,14 +58,6 @@ def capture() -> Iterator[int]:
     server.server_close()
 
 
-def otelcol() -> Path:
-    binary = os.environ.get("TUNEPLANE_OTELCOL", "")
-    if not binary or not Path(binary).exists():
-        pytest.fail("TUNEPLANE_OTELCOL is not set: build the collector with "
-                    "`export TUNEPLANE_OTELCOL=$(scripts/otelcol build)`", pytrace=False)
-    return Path(binary)
-
-
 def exported(path: Path) -> dict[tuple[str, str, str, int], float]:
     """(run, member, tag, wall time in ns) → value, from the file exporter's JSON lines."""
     found: dict[tuple[str, str, str, int], float] = {}
@@ -84,7 +77,7 @@ def exported(path: Path) -> dict[tuple[str, str, str, int], float]:
     return found
 
 
-def destination(sink_dir: Path, file_path: Path, port: int) -> dict[str, Any]:
+def destination(port: int) -> dict[str, Any]:
     return {"apiVersion": "tuneplane.dev/v1", "kind": "TelemetryDestination",
             "metadata": {"name": "observability"},
             "spec": {"sinks": [
@@ -93,7 +86,7 @@ def destination(sink_dir: Path, file_path: Path, port: int) -> dict[str, Any]:
                  "auth": {"bearerToken": {"key": "token"}},
                  "config": {"compression": "none", "retry_on_failure": {"enabled": True}}},
                 {"name": "lake", "exporter": "file",
-                 "config": {"path": str(file_path), "flush_interval": "100ms"}}]}}
+                 "config": {"path": "lake.jsonl", "flush_interval": "100ms"}}]}}
 
 
 def truth(member: MemberKey, sequences: range) -> dict[tuple[str, str, str, int], float]:
@@ -119,15 +112,17 @@ def rotate(token_file: Path, token: str) -> None:
 
 
 async def test_destinations_turn_export_on_and_off_and_a_rotated_token_is_used(
-        initialised: Endpoints, fresh: str, capture: int, tmp_path: Path) -> None:
+        initialised: Endpoints, fresh: str, capture: int, otelcol: Path,
+        tmp_path: Path) -> None:
     secrets = tmp_path / "secrets"
     (secrets / "capture").mkdir(parents=True)
+    (secrets / "lake").mkdir()
     token_file = secrets / "capture" / "token"
     token_file.write_text("token-1")
-    lake, config = tmp_path / "lake.jsonl", tmp_path / "otelcol.json"
+    lake, config = secrets / "lake" / "lake.jsonl", tmp_path / "otelcol.json"
     exporter = Process(
         [str(BIN / "tuneplane-exporter"), "--config-path", str(config), "--otelcol",
-         str(otelcol()), "--otlp-endpoint", f"127.0.0.1:{free_port()}", "--secrets-root",
+         str(otelcol), "--otlp-endpoint", f"127.0.0.1:{free_port()}", "--secrets-root",
          str(secrets), "--group", f"exporter-{uuid.uuid4().hex[:8]}", "--poll-seconds", "0.5"],
         tmp_path / "exporter.log", ready="exporter watching destinations",
         env={"TUNEPLANE_DATABASE_URL": fresh})
@@ -142,12 +137,17 @@ async def test_destinations_turn_export_on_and_off_and_a_rotated_token_is_used(
         assert "export on" not in exporter.tail()
         assert "composed collector started" not in exporter.tail()
 
-        applied = await store.apply(db, destination(secrets / "capture", lake, capture))
+        applied = await store.apply(db, destination(capture))
         assert applied.result == "created"
         await wait_for(lambda: "export on" in exporter.tail(), "export never turned on")
         composed = json.loads(config.read_text())
         assert composed["extensions"]["bearertokenauth/capture"] == {"filename":
                                                                      str(token_file)}
+        assert composed["exporters"]["file/lake"]["path"] == str(lake)
+        pid = int(re.findall(r"composed collector started \(pid (\d+)\)", exporter.tail())[-1])
+        assert not [name for name in environment(pid)
+                    if name.startswith(("TUNEPLANE_", "AWS_"))], environment(pid)
+        assert fresh.encode() not in Path(f"/proc/{pid}/environ").read_bytes()
         member = MemberKey(f"on-{uuid.uuid4().hex[:8]}", 1, "rank-0")
         await asyncio.sleep(2.0)  # the collector's receiver is listening
         await produce(initialised.kafka_bootstrap, [member_batch(member, s, 100)

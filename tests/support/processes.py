@@ -55,6 +55,12 @@ class Process:
                 self.kill()
 
 
+def environment(pid: int) -> dict[str, str]:
+    """A running process's environment, as /proc shows it."""
+    entries = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(e.decode(errors="replace").partition("=")[::2] for e in entries if e)
+
+
 def start_ingest(endpoints: Endpoints, tls_dir: Path, port: int, log: Path,
                  *extra: str, env: dict[str, str] | None = None) -> Process:
     """Ingest with the development TLS identity; ``extra`` arguments as given (for example

@@ -1,6 +1,7 @@
 """TelemetryDestinations over the web API (in this process) and the `tuneplane` command line
 (against tuneplane-web served by uvicorn): apply with generations, get, list, delete,
-render; admins change them, clear errors name the field."""
+render; only admins read or change them, secret values are redacted in answers, clear
+errors name the field."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ def resource(name: str, sink: str) -> dict[str, Any]:
                                 "endpoint": "https://otel.example:4318",
                                 "secretRef": {"name": f"{sink}-secret"},
                                 "auth": {"bearerToken": {"key": "token"}},
-                                "config": {"zeta": 1, "alpha": {"z": [3, 1], "a": "${env:X}"}}}],
+                                "config": {"zeta": 1, "alpha": {"z": [3, 1], "a": "$${env:X}"},
+                                           "headers": {"x-api-key": "k-secret"}}}],
                      "extensions": {f"health_check/{sink}": {"endpoint": "0.0.0.0:13133"}}}}
 
 
@@ -48,12 +50,14 @@ async def test_apply_get_list_and_delete_with_generations(
     assert configured.json() == {"name": name, "generation": 2, "result": "configured"}
     stored = (await admin.get(f"/api/v1/destinations/{name}")).json()
     assert stored["metadata"]["generation"] == 2
-    assert list(stored["spec"]["sinks"][0]["config"]) == ["zeta", "alpha"]  # order kept
-    assert stored["spec"]["sinks"][0]["config"]["alpha"] == {"z": [3, 1], "a": "${env:X}"}
+    assert list(stored["spec"]["sinks"][0]["config"]) == ["zeta", "alpha", "headers"]  # kept
+    assert stored["spec"]["sinks"][0]["config"]["alpha"] == {"z": [3, 1], "a": "$${env:X}"}
+    assert stored["spec"]["sinks"][0]["config"]["headers"] == {"x-api-key": "<redacted>"}
     assert name in [d["metadata"]["name"] for d in (await admin.get("/api/v1/destinations"))
                     .json()]
     composed = (await admin.get("/api/v1/telemetry-collector/config")).json()
-    assert f"otlphttp/s-{name}" in composed["config"]["exporters"]
+    assert composed["config"]["exporters"][f"otlphttp/s-{name}"]["headers"] == {
+        "x-api-key": "<redacted>"}
     assert (await admin.delete(f"/api/v1/destinations/{name}")).json() == {
         "name": name, "result": "deleted"}
     assert (await admin.get(f"/api/v1/destinations/{name}")).status_code == 404
@@ -88,16 +92,58 @@ async def test_a_sink_name_taken_by_another_destination_is_refused(
         await admin.delete(f"/api/v1/destinations/{name}")
 
 
-async def test_only_admins_read_or_change_destinations(client: httpx.AsyncClient,
-                                                       api: Connect, name: str) -> None:
-    denied = await client.put(f"/api/v1/destinations/{name}", json=resource(name, "x"))
-    assert denied.status_code == 403
-    assert "not an admin" in denied.json()["detail"]
-    for path in ("/api/v1/destinations", f"/api/v1/destinations/{name}",
-                 "/api/v1/telemetry-collector/config"):
-        assert (await client.get(path)).status_code == 403, path
-    async with api() as anonymous:
-        assert (await anonymous.get("/api/v1/destinations")).status_code == 401
+async def test_only_admins_read_and_change_destinations(
+        admin: httpx.AsyncClient, client: httpx.AsyncClient, api: Connect, name: str) -> None:
+    assert (await admin.put(f"/api/v1/destinations/{name}", json=resource(name, f"s-{name}"))
+            ).status_code == 200
+    try:
+        denied = await client.put(f"/api/v1/destinations/{name}", json=resource(name, "x"))
+        assert denied.status_code == 403
+        assert "not an admin" in denied.json()["detail"]
+        for path in ("/api/v1/destinations", f"/api/v1/destinations/{name}",
+                     "/api/v1/telemetry-collector/config"):
+            read = await client.get(path)
+            assert read.status_code == 403, path
+            assert read.json()["detail"].endswith(
+                "is not an admin; destinations and the collector configuration composed from "
+                "them are for admins")
+            assert "k-secret" not in read.text
+            async with api() as anonymous:
+                assert (await anonymous.get(path)).status_code == 401
+    finally:
+        await admin.delete(f"/api/v1/destinations/{name}")
+
+
+async def test_no_answer_carries_a_secret_and_a_redacted_one_is_not_applied_back(
+        admin: httpx.AsyncClient, name: str) -> None:
+    assert (await admin.put(f"/api/v1/destinations/{name}", json=resource(name, f"s-{name}"))
+            ).status_code == 200
+    try:
+        answers = [await admin.get(path) for path in (
+            "/api/v1/destinations", f"/api/v1/destinations/{name}",
+            "/api/v1/telemetry-collector/config")]
+        assert all(a.status_code == 200 and "k-secret" not in a.text for a in answers)
+        read_back = answers[1].json()
+        refused = await admin.put(f"/api/v1/destinations/{name}", json=read_back)
+        assert refused.status_code == 422
+        assert refused.json()["detail"] == (
+            f"destination {name}: spec.sinks[0].config.headers.x-api-key: '<redacted>' stands "
+            "for a secret in answers; give the value itself")
+    finally:
+        await admin.delete(f"/api/v1/destinations/{name}")
+
+
+async def test_an_expansion_is_refused_with_its_field_path(admin: httpx.AsyncClient,
+                                                           name: str) -> None:
+    bad = resource(name, f"s-{name}")
+    bad["spec"]["sinks"][0]["config"]["headers"] = {
+        "authorization": "Bearer ${env:TUNEPLANE_WEB_JWT_SECRET}"}
+    refused = await admin.put(f"/api/v1/destinations/{name}", json=bad)
+    assert refused.status_code == 422
+    assert refused.json()["detail"].startswith(
+        f"destination {name}: spec.sinks[0].config.headers.authorization: "
+        "'${env:TUNEPLANE_WEB_JWT_SECRET}' would be expanded by the collector")
+    assert (await admin.get(f"/api/v1/destinations/{name}")).status_code == 404
 
 
 def tool(base_url: str, token: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -108,7 +154,7 @@ def tool(base_url: str, token: str, *args: str) -> subprocess.CompletedProcess[s
 
 
 def test_the_command_line_applies_lists_renders_and_deletes(
-        base_url: str, admin_token: str, name: str, tmp_path: Path) -> None:
+        base_url: str, admin_token: str, user_token: str, name: str, tmp_path: Path) -> None:
     path = tmp_path / "destinations.yaml"
     second = resource(f"b-{name}", f"t-{name}")
     path.write_text(yaml.safe_dump(resource(name, f"s-{name}"), sort_keys=False) + "---\n"
@@ -123,8 +169,13 @@ def test_the_command_line_applies_lists_renders_and_deletes(
     assert f"{name}\tgeneration 1\totlphttp/s-{name}" in listed
     got = yaml.safe_load(tool(base_url, admin_token, "destinations", "get", name).stdout)
     assert got["spec"]["sinks"][0]["name"] == f"s-{name}"
+    assert got["spec"]["sinks"][0]["config"]["headers"] == {"x-api-key": "<redacted>"}
     rendered = tool(base_url, admin_token, "destinations", "render")
     assert f'"otlphttp/t-{name}"' in rendered.stdout
+    assert "k-secret" not in rendered.stdout
+    user = tool(base_url, user_token, "destinations", "list")
+    assert user.returncode == 1
+    assert "is not an admin; destinations and the collector configuration" in user.stderr
     offline = tool(base_url, "", "destinations", "render", "-f", str(path))
     assert offline.returncode == 0, offline.stderr
     assert f'"bearertokenauth/s-{name}"' in offline.stdout

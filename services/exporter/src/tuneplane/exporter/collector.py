@@ -1,7 +1,8 @@
 """The composed OpenTelemetry Collector: its configuration file, and its process when the
 exporter runs it (``--otelcol``). A changed configuration restarts it (a renamed sink
 means a new exporter, authenticator and credential directory); no configuration stops it
-and removes the file."""
+and removes the file. The collector runs with a clean environment: none of the platform's
+secrets or store settings, only ``PASSED`` (time zone, CA bundle, proxies)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,19 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 log = logging.getLogger("tuneplane.exporter")
+
+#: What of the exporter's environment the collector is given; nothing else.
+PASSED = ("TZ", "SSL_CERT_FILE", "SSL_CERT_DIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
+          "http_proxy", "https_proxy", "no_proxy")
+
+
+def collector_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The collector's whole environment, taken from the exporter's ``environ``."""
+    return {name: environ[name] for name in PASSED if name in environ}
 
 
 def with_parent(command: list[str]) -> list[str]:
@@ -25,10 +36,12 @@ def with_parent(command: list[str]) -> list[str]:
 
 
 class ComposedCollector:
-    def __init__(self, config_path: Path, binary: Path | None, log_path: Path) -> None:
+    def __init__(self, config_path: Path, binary: Path | None, log_path: Path,
+                 environ: Mapping[str, str]) -> None:
         self.config_path = config_path
         self._binary = binary
         self._log_path = log_path
+        self._environment = collector_environment(environ)
         self._text: str | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self.starts = 0
@@ -36,6 +49,11 @@ class ComposedCollector:
     @property
     def text(self) -> str | None:
         return self._text
+
+    @property
+    def pid(self) -> int | None:
+        """The collector's process id while the exporter runs it."""
+        return None if self._process is None else self._process.pid
 
     def apply(self, text: str | None) -> None:
         """Make the collector run on ``text`` (None: nothing); restart only on a change, or
@@ -71,7 +89,7 @@ class ComposedCollector:
         with self._log_path.open("ab") as out:
             self._process = subprocess.Popen(
                 with_parent([str(self._binary), f"--config={self.config_path}"]), stdout=out,
-                stderr=subprocess.STDOUT)
+                stderr=subprocess.STDOUT, env=self._environment)
         self.starts += 1
         log.info("composed collector started (pid %d) on %s", self._process.pid,
                  self.config_path)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import asyncpg
 import grpc
@@ -42,10 +42,12 @@ log = logging.getLogger("tuneplane.exporter")
 
 
 class Exporter:
-    def __init__(self, settings: ExporterSettings) -> None:
+    def __init__(self, settings: ExporterSettings, environ: Mapping[str, str]) -> None:
+        """``environ``: the exporter's environment; the collector it runs gets only what
+        ``collector_environment`` keeps of it."""
         self.settings = settings
         self.collector = ComposedCollector(settings.config_path, settings.otelcol,
-                                           settings.config_path.with_suffix(".log"))
+                                           settings.config_path.with_suffix(".log"), environ)
         self.exported_points = 0
         self._consumer: KafkaGroupConsumer | None = None
         self._pipeline: Pipeline[list[ExportMetricsServiceRequest]] | None = None

@@ -5,8 +5,9 @@
     tuneplane destinations render [-f FILE ...]          the composed collector config
 
 Talks to ``--url`` (TUNEPLANE_URL, default http://127.0.0.1:8080) with the user token in
-``--token`` (TUNEPLANE_TOKEN; `tuneplane-admin user-token` prints one). ``render -f``
-composes the given files offline, without a server.
+``--token`` (TUNEPLANE_TOKEN; `tuneplane-admin user-token` prints one); destinations are
+read and changed by admins only, and the server shows their secret values redacted.
+``render -f`` composes the given files offline, without a server (nothing redacted).
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """Composition: every TelemetryDestination → one OpenTelemetry Collector configuration.
 
 Pure and deterministic: destinations in name order, sinks in their order, passthrough
-``config`` and ``extensions`` emitted exactly as given (same keys, order and values).
-Per sink: exporter ``<exporter>/<sink>``; with ``auth.bearerToken``, an extension
-``bearertokenauth/<sink>`` reading the token from the sink's secret directory (the
-collector re-reads the file when it changes, so a rotated token needs no restart). With
-no destination nothing is composed at all.
+``config`` and ``extensions`` emitted as given (same keys, order and values) but for file
+fields, made paths in the sink's directory (``passthrough``). Per sink: exporter
+``<exporter>/<sink>``; with ``auth.bearerToken``, an extension ``bearertokenauth/<sink>``
+reading the token from the sink's secret directory (the collector re-reads the file when
+it changes, so a rotated token needs no restart). With no destination nothing is
+composed at all.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from tuneplane.controlplane.destinations.passthrough import Refused, resolve, values
 from tuneplane.controlplane.destinations.resource import SECRETS_ROOT, Destination, DestinationError
 
 #: Where the exporter service sends OTLP to the composed collector.
@@ -22,11 +24,12 @@ RECEIVER_ENDPOINT = "127.0.0.1:4317"
 
 def check_together(destinations: Sequence[Destination]) -> None:
     """Sink names (and so exporter, authenticator and secret directory) and extension ids
-    are unique across all destinations."""
+    are unique across all destinations; an extension is not named for another
+    destination's sink, and a destination names no other destination's extension."""
     sinks: dict[str, str] = {}
     extensions: dict[str, str] = {}
-    composed = {s.authenticator_id for d in destinations for s in d.sinks if s.bearer_key}
-    for destination in sorted(destinations, key=lambda d: d.name):
+    ordered = sorted(destinations, key=lambda d: d.name)
+    for destination in ordered:
         for sink in destination.sinks:
             other = sinks.setdefault(sink.name, destination.name)
             if other != destination.name:
@@ -37,10 +40,21 @@ def check_together(destinations: Sequence[Destination]) -> None:
             if other != destination.name:
                 raise DestinationError(f"destination {destination.name!r}: extension {key!r} "
                                        f"is already declared by destination {other!r}")
-        clash = composed & set(destination.extensions)
-        if clash:
-            raise DestinationError(f"destination {destination.name!r}: extension "
-                                   f"{sorted(clash)[0]!r} is composed for a sink")
+    owned = {cid: d.name for d in ordered for cid in d.owners()}
+    for destination in ordered:
+        for key in destination.extensions:
+            name = key.partition("/")[2]
+            other = sinks.get(name, destination.name)
+            if other != destination.name:
+                raise DestinationError(f"destination {destination.name!r}: extension {key!r} "
+                                       f"is named for sink {name!r} of destination {other!r}")
+        for path, _, _, settings in destination.passthrough():
+            for where, _, text in values(settings, path):
+                other = owned.get(text, destination.name)
+                if other != destination.name:
+                    raise DestinationError(
+                        f"destination {destination.name!r}: {where}: {text!r} is an extension "
+                        f"of destination {other!r}; a destination names only its own")
 
 
 def render(destinations: Sequence[Destination], *, receiver_endpoint: str = RECEIVER_ENDPOINT,
@@ -54,7 +68,7 @@ def render(destinations: Sequence[Destination], *, receiver_endpoint: str = RECE
     extensions: dict[str, Any] = {}
     exporters: dict[str, Any] = {}
     for destination in ordered:
-        for sink in destination.sinks:
+        for i, sink in enumerate(destination.sinks):
             exporter: dict[str, Any] = {}
             if sink.endpoint is not None:
                 exporter["endpoint"] = sink.endpoint
@@ -62,9 +76,13 @@ def render(destinations: Sequence[Destination], *, receiver_endpoint: str = RECE
                 exporter["auth"] = {"authenticator": sink.authenticator_id}
                 extensions[sink.authenticator_id] = {
                     "filename": f"{sink.secret_dir(secrets_root)}/{sink.bearer_key}"}
-            exporter.update(sink.config)
+            exporter.update(within(destination, sink.config, sink.exporter, sink.name,
+                                   f"spec.sinks[{i}].config", secrets_root))
             exporters[sink.exporter_id] = exporter
-        extensions.update(destination.extensions)
+        for key, value in destination.extensions.items():
+            extensions[key] = within(destination, value, key.partition("/")[0],
+                                     destination.owner(key), f"spec.extensions.{key}",
+                                     secrets_root)
     service: dict[str, Any] = {}
     if extensions:
         service["extensions"] = list(extensions)
@@ -76,6 +94,16 @@ def render(destinations: Sequence[Destination], *, receiver_endpoint: str = RECE
     config["exporters"] = exporters
     config["service"] = service
     return config
+
+
+def within(destination: Destination, settings: Any, component: str, sink: str | None,
+           path: str, secrets_root: str) -> Any:
+    """Passthrough settings with their file fields in the sink's directory."""
+    directory = None if sink is None else f"{secrets_root}/{sink}"
+    try:
+        return resolve(settings, component, directory, secrets_root, path)
+    except Refused as exc:
+        raise DestinationError(f"destination {destination.name!r}: {exc}") from None
 
 
 def dumps(config: dict[str, Any]) -> str:

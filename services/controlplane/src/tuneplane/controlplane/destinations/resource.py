@@ -4,7 +4,9 @@ the bad field in every error.
 The schema (``destination-v1.json``, fastjsonschema) says the shape; this module says
 what a schema cannot: sink names unique, a bearer token needs the secret it is read from,
 an endpoint that parses, settings Tuneplane composes not set twice through ``config``.
-``config`` and ``spec.extensions`` are otherwise passed through unread.
+``config`` and ``spec.extensions`` are passed through, but for what would reach past
+their sink (``passthrough``): expansions, files outside the sink's directory, another
+sink's extensions.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -19,6 +22,8 @@ from urllib.parse import urlsplit
 
 import fastjsonschema
 
+from tuneplane.controlplane.destinations.passthrough import Refused, check, check_text
+from tuneplane.controlplane.destinations.redaction import redacted
 from tuneplane.controlplane.errors import Invalid
 
 API_VERSION = "tuneplane.dev/v1"
@@ -64,21 +69,42 @@ class Destination:
     extensions: dict[str, Any]
     document: dict[str, Any]
 
+    def owner(self, extension: str) -> str | None:
+        """The sink an extension belongs to: the one it is named for (``<type>/<sink>``);
+        None for one the destination's sinks share."""
+        name = extension.partition("/")[2]
+        return name if any(sink.name == name for sink in self.sinks) else None
+
+    def owners(self) -> dict[str, str | None]:
+        """Every extension composed for or declared by the destination, with its owner."""
+        return {**{s.authenticator_id: s.name for s in self.sinks if s.bearer_key},
+                **{key: self.owner(key) for key in self.extensions}}
+
+    def passthrough(self) -> Iterator[tuple[str, str, str | None, Any]]:
+        """(path, component type, owning sink or None, settings) of each part passed
+        through to the collector."""
+        for i, sink in enumerate(self.sinks):
+            yield f"spec.sinks[{i}].config", sink.exporter, sink.name, sink.config
+        for key, value in self.extensions.items():
+            yield f"spec.extensions.{key}", key.partition("/")[0], self.owner(key), value
+
 
 def check_endpoint(path: str, endpoint: str) -> None:
-    """A URL with a scheme and host, or host:port; nothing else is guessed at."""
+    """A URL with a scheme and host, or host:port; nothing else is guessed at. Errors show
+    it without its user information."""
+    shown = redacted(endpoint)
     if "://" in endpoint:
         parts = urlsplit(endpoint)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise DestinationError(f"{path}: {endpoint!r} is not an http(s) URL with a host")
+            raise DestinationError(f"{path}: {shown!r} is not an http(s) URL with a host")
         try:
             parts.port  # noqa: B018  (raises on a bad port)
         except ValueError as exc:
-            raise DestinationError(f"{path}: {endpoint!r}: {exc}") from None
+            raise DestinationError(f"{path}: {shown!r}: {exc}") from None
         return
     host, sep, port = endpoint.rpartition(":")
     if not sep or not port.isdigit() or not 0 < int(port) < 65536 or not host:
-        raise DestinationError(f"{path}: {endpoint!r} is neither an http(s) URL nor host:port")
+        raise DestinationError(f"{path}: {shown!r} is neither an http(s) URL nor host:port")
     bare = host.strip("[]")
     if bare != host:
         try:
@@ -103,11 +129,15 @@ def parse(document: Any, origin: str = "destination") -> Destination:
                                    f"name of spec.sinks[{seen[raw['name']]}]")
         seen[raw["name"]] = i
         if "endpoint" in raw:
+            check_plain(origin, f"{where}.endpoint", raw["endpoint"])
             check_endpoint(f"{origin}: {where}.endpoint", raw["endpoint"])
         bearer = raw.get("auth", {}).get("bearerToken")
         if bearer is not None and "secretRef" not in raw:
             raise DestinationError(f"{origin}: {where}.auth.bearerToken: needs {where}."
                                    "secretRef, the secret holding the token")
+        if bearer is not None and bearer["key"] in (".", ".."):
+            raise DestinationError(f"{origin}: {where}.auth.bearerToken.key: {bearer['key']!r} "
+                                   "is not a file in the sink's directory")
         config = raw.get("config", {})
         for key, composed in (("endpoint", "endpoint" in raw), ("auth", bearer is not None)):
             if composed and key in config:
@@ -118,10 +148,26 @@ def parse(document: Any, origin: str = "destination") -> Destination:
                           bearer["key"] if bearer else None, config))
     extensions = document["spec"].get("extensions", {})
     for key in extensions:
+        check_plain(origin, f"spec.extensions.{key}", key)
         if not COMPONENT_ID.match(key):
             raise DestinationError(f"{origin}: spec.extensions.{key}: not an OpenTelemetry "
                                    "component id (type or type/name)")
         if key.startswith("bearertokenauth/") and key.split("/", 1)[1] in seen:
             raise DestinationError(f"{origin}: spec.extensions.{key}: composed for sink "
                                    f"{key.split('/', 1)[1]!r}; name it otherwise")
-    return Destination(document["metadata"]["name"], tuple(sinks), extensions, document)
+    destination = Destination(document["metadata"]["name"], tuple(sinks), extensions, document)
+    owners = destination.owners()
+    try:
+        for path, component, scope, settings in destination.passthrough():
+            check(settings, path, component, scope, owners, SECRETS_ROOT)
+    except Refused as exc:
+        raise DestinationError(f"{origin}: {exc}") from None
+    return destination
+
+
+def check_plain(origin: str, where: str, text: str) -> None:
+    """A field Tuneplane composes itself, checked as passthrough text is."""
+    try:
+        check_text(where, text)
+    except Refused as exc:
+        raise DestinationError(f"{origin}: {exc}") from None

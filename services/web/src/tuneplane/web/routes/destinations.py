@@ -1,27 +1,29 @@
 """TelemetryDestinations over HTTP: apply (PUT), get, list, delete, and the composed
-OpenTelemetry Collector configuration, for admins only (a destination names where the
-fleet's telemetry goes and how it authenticates there). A destination refused
-(``DestinationError``, an ``Invalid``) is answered 422 by ``tuneplane.web.exceptions``.
+OpenTelemetry Collector configuration. Reading and changing them both need an admin's
+token (they say where the fleet's telemetry goes and with which credentials); answers
+show secret values redacted (``redaction``). A destination refused (``DestinationError``,
+an ``Invalid``) is answered 422 by ``tuneplane.web.exceptions``.
 """
 
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, HTTPException
 
-from tuneplane.controlplane.destinations import store
+from tuneplane.controlplane.destinations import redaction, store
 from tuneplane.controlplane.destinations.compose import render
 from tuneplane.web.access import Caller, admin_only
 from tuneplane.web.dependencies import Pool
 
 router = APIRouter(prefix="/api/v1", tags=["destinations"])
 
-Admin = Annotated[Caller, Depends(admin_only("destinations and the composed collector"))]
+Admin = Annotated[Caller, Depends(admin_only(
+    "destinations and the collector configuration composed from them"))]
 
 
 @router.get("/destinations")
 async def listing(_: Admin, pool: Pool) -> list[dict[str, Any]]:
     async with pool.acquire() as conn:
-        return await store.listing(conn)
+        return [redaction.document(d) for d in await store.listing(conn)]
 
 
 @router.get("/destinations/{name}")
@@ -30,7 +32,7 @@ async def get(_: Admin, pool: Pool, name: str) -> dict[str, Any]:
         found = await store.get(conn, name)
     if found is None:
         raise HTTPException(404, f"no destination {name!r}")
-    return found
+    return redaction.document(found)
 
 
 @router.put("/destinations/{name}")
@@ -55,9 +57,9 @@ async def delete(_: Admin, pool: Pool, name: str) -> dict[str, Any]:
 
 @router.get("/telemetry-collector/config")
 async def composed(_: Admin, pool: Pool) -> dict[str, Any]:
-    """The OpenTelemetry Collector configuration composed from every destination;
-    ``config`` is null when there is none (export is off)."""
+    """The OpenTelemetry Collector configuration composed from every destination, secret
+    values redacted; ``config`` is null when there is none (export is off)."""
     async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read"):
         generation = await store.fleet_generation(conn)
         destinations = await store.load_all(conn)
-    return {"generation": generation, "config": render(destinations)}
+    return {"generation": generation, "config": redaction.config(render(destinations))}
