@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime as dt
 import math
 import os
 import statistics
@@ -32,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.support.environment import BIN, Endpoints, free_port, run_admin
 from tests.support.processes import Process
 from tuneplane.common.tokens import TokenSigner
-from tuneplane.controlplane import projects, users
+from tuneplane.controlplane import api_tokens, projects, users
 from tuneplane.controlplane.mapping import freeze
 from tuneplane.projector.projection import RecordMeta, project
 from tuneplane.projector.writer import PostgresWriter
@@ -99,10 +100,10 @@ async def main() -> None:
     try:
         await users.add_user(db, name)  # a viewer of the run's project
         await projects.grant(db, projects.DEFAULT, name, projects.Role.VIEWER)
+        _, token, _ = await api_tokens.issue(db, TokenSigner(endpoints.jwt_secret), name,
+                                             name="bench", now=dt.datetime.now(dt.UTC))
     finally:
         await db.close()
-    token = users.issue(TokenSigner(endpoints.jwt_secret), name, now=time.time(),
-                        ttl_seconds=3600)
     port = free_port()
     web = Process([str(BIN / "tuneplane-web"), "--host", "127.0.0.1", "--port", str(port)],
                   Path(tempfile.mkdtemp()) / "web.log", ready="Uvicorn running on", port=port)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import socket
 import ssl
 import time
@@ -15,7 +16,7 @@ from cryptography.hazmat.primitives.serialization import Encoding
 
 from tests.support.environment import Endpoints
 from tuneplane.common.tokens import TokenSigner
-from tuneplane.controlplane import projects, users
+from tuneplane.controlplane import api_tokens, projects, users
 from tuneplane.telemetry.v1.identity import MemberKey
 
 
@@ -53,8 +54,9 @@ async def user_token(conn: asyncpg.Connection, endpoints: Endpoints, prefix: str
                      admin: bool = False, roles: dict[str, str] | None = None) -> str:
     """A token of a new user (``add_user``), from within a running event loop."""
     name = await add_user(conn, prefix, admin=admin, roles=roles)
-    return users.issue(TokenSigner(endpoints.jwt_secret), name, now=time.time(),
-                       ttl_seconds=3600)
+    _, token, _ = await api_tokens.issue(conn, TokenSigner(endpoints.jwt_secret), name,
+                                         name="tests", now=dt.datetime.now(dt.UTC))
+    return token
 
 
 def new_user_token(endpoints: Endpoints, prefix: str, *, admin: bool = False,

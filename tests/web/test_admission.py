@@ -18,8 +18,8 @@ from fastapi import FastAPI
 from tests.support.control import new_run
 from tests.support.environment import Endpoints
 from tests.support.web import Connect
-from tuneplane.common.tokens import TokenSigner
-from tuneplane.controlplane import runs, users
+from tuneplane.common.tokens import TokenKind, TokenSigner
+from tuneplane.controlplane import runs
 from tuneplane.telemetry.v1.identity import MemberKey
 from tuneplane.web import state
 from tuneplane.web.app import create_app
@@ -155,8 +155,8 @@ async def test_a_body_without_a_signed_token_is_refused_before_it_is_read(
 
 async def test_an_unauthenticated_request_never_holds_a_query_slot(
         one_slot: FastAPI, initialised: Endpoints, user_token: str) -> None:
-    expired = users.issue(TokenSigner(initialised.jwt_secret), "someone",
-                          now=time.time() - 7200, ttl_seconds=60)
+    expired = TokenSigner(initialised.jwt_secret).issue(
+        TokenKind.USER, "someone", {"jti": "tok_gone"}, now=time.time() - 7200, ttl_seconds=60)
     slow = Body(4, pause=True)
     async with connect(one_slot, expired) as stale, connect(one_slot, user_token) as user:
         pending = asyncio.create_task(stale.post(

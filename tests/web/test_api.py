@@ -4,6 +4,7 @@ this process), and one smoke test of tuneplane-web served by uvicorn."""
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import time
 
 import asyncpg
@@ -16,11 +17,15 @@ from tests.support.processes import Process
 from tests.support.truth import member_batch
 from tests.support.web import Connect
 from tuneplane.common.tokens import TokenKind, TokenSigner
-from tuneplane.controlplane import users
+from tuneplane.controlplane import api_tokens, users
 from tuneplane.controlplane.mapping import freeze
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.identity import MemberKey
 from tuneplane.telemetry.v1.integration import MetricMapping
+
+
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
 
 
 @pytest.fixture
@@ -57,10 +62,16 @@ async def test_every_api_call_needs_a_user_token(api: Connect, initialised: Endp
             assert refused.status_code == 401, token
             assert "user token refused" in refused.json()["detail"]
         await users.add_user(db, "leaver")
-        token = users.issue(signer, "leaver", now=time.time(), ttl_seconds=60)
+        _, token, _ = await api_tokens.issue(db, signer, "leaver", name="t", now=utc_now())
         await db.execute("DELETE FROM users WHERE username = 'leaver'")
         gone = await anonymous.get("/api/v1/runs", headers={"Authorization": f"Bearer {token}"})
         assert gone.status_code == 401
+        assert "the token is not known here" in gone.json()["detail"]
+        legacy = signer.issue(TokenKind.USER, "anyone", {"user": "anyone"}, now=time.time(),
+                              ttl_seconds=60)  # from before personal tokens: no jti
+        old = await anonymous.get("/api/v1/runs", headers={"Authorization": f"Bearer {legacy}"})
+        assert old.status_code == 401
+        assert "names no personal token" in old.json()["detail"]
         assert (await anonymous.get("/healthz")).status_code == 200
 
 

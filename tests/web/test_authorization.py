@@ -12,6 +12,7 @@ above it neither 401, 403 nor 404 (the resources exist; a deliberately invalid b
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import time
 import uuid
 from collections.abc import Callable
@@ -28,7 +29,7 @@ from tests.support.processes import Process
 from tests.support.truth import member_batch
 from tests.support.web import Connect
 from tuneplane.common.tokens import TokenSigner
-from tuneplane.controlplane import projects, users
+from tuneplane.controlplane import api_tokens, projects
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.identity import MemberKey
 
@@ -70,6 +71,9 @@ REQUIRED = {
     ("PUT", "/api/v1/projects/{project}/members/{username}"): "owner",
     ("DELETE", "/api/v1/projects/{project}/members/{username}"): "owner",
     ("GET", "/api/v1/users"): "admin",
+    ("GET", "/api/v1/tokens"): "user",
+    ("POST", "/api/v1/tokens"): "user",
+    ("DELETE", "/api/v1/tokens/{token_id}"): "user",
     ("POST", "/api/v1/users/{username}/disable"): "admin",
 }
 
@@ -84,6 +88,7 @@ BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/api/v1/nodes/{name}/enrollment-token"): {"ttl_seconds": 1},
     ("POST", "/api/v1/projects"): {"name": ""},
     ("PUT", "/api/v1/projects/{project}/members/{username}"): {"role": "king"},
+    ("POST", "/api/v1/tokens"): {"name": ""},
     ("POST", "/report/v1/lifecycle"): {},
     ("POST", "/report/v1/logs"): {},
     ("POST", "/report/v1/reports"): {},
@@ -106,9 +111,9 @@ def expected(level: str, role: str) -> str:
 
 
 def seen(status: int, level: str) -> str:
-    """A status as the matrix counts it: an admin route's 404 is an absent name (any will
-    do there), so admin routes are allowed unless 401 or 403."""
-    refused = (401, 403) if level == "admin" else (401, 403, 404)
+    """A status as the matrix counts it: on an admin's or any user's route, a 404 is an
+    absent name (any will do there), so those are allowed unless 401 or 403."""
+    refused = (401, 403) if level in ("admin", "user") else (401, 403, 404)
     return str(status) if status in refused else "allowed"
 
 
@@ -159,7 +164,7 @@ def concrete(path: str, a: dict[str, Any]) -> str:
             f"absent-{uuid.uuid4().hex[:6]}")  # nodes and destinations: any name will do
     username = a["disable"] if path.endswith("/disable") else a["spare"]
     return path.format(run_id=a["run_id"], attempt=1, name=name, project=a["project"],
-                       object_key=a["object_key"], username=username)
+                       object_key=a["object_key"], username=username, token_id="tok_absent")
 
 
 async def test_every_route_answers_every_role_as_its_role_allows(
@@ -206,8 +211,8 @@ async def test_a_disabled_user_is_refused_at_once(api: Connect, db: asyncpg.Conn
                                                   initialised: Endpoints,
                                                   project_a: dict[str, Any]) -> None:
     name = await add_user(db, "soon-gone", roles={project_a["project"]: "viewer"})
-    token = users.issue(TokenSigner(initialised.jwt_secret), name, now=time.time(),
-                        ttl_seconds=600)
+    _, token, _ = await api_tokens.issue(db, TokenSigner(initialised.jwt_secret), name,
+                                         name="t", now=dt.datetime.now(dt.UTC))
     path = f"/api/v1/runs/{project_a['run_id']}"
     async with api(token) as http:
         assert (await http.get(path)).status_code == 200
@@ -216,4 +221,4 @@ async def test_a_disabled_user_is_refused_at_once(api: Connect, db: asyncpg.Conn
         assert done.json() == {"username": name, "disabled": True, "changed": True}
         refused = await http.get(path)
     assert refused.status_code == 401
-    assert refused.json()["detail"] == f"user {name!r} is disabled"
+    assert refused.json()["detail"] == f"user token refused: user {name!r} is disabled"

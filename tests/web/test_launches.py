@@ -97,7 +97,7 @@ async def test_launch_mistakes_viewers_and_scoped_nodes_are_refused(
 async def test_the_clock_is_injected(web_app: FastAPI, admin: httpx.AsyncClient) -> None:
     """Token checks and expiry times read one clock, which tests may set."""
     soon = dt.datetime.now(dt.UTC).replace(microsecond=0) + dt.timedelta(minutes=1)
-    later = soon + dt.timedelta(days=1)  # past the admin's user token (one hour)
+    later = soon + dt.timedelta(days=100)  # past the admin's user token (90 days)
     url = f"/api/v1/nodes/host-{uuid.uuid4().hex[:8]}/enrollment-token"
     try:
         web_app.dependency_overrides[dependencies.now] = lambda: soon

@@ -15,7 +15,7 @@ import asyncpg
 from tuneplane.admin.settings import AdminSettings
 from tuneplane.common.gateway import shared_identity, tls
 from tuneplane.common.tokens import TokenSigner
-from tuneplane.controlplane import users
+from tuneplane.controlplane import api_tokens, users
 from tuneplane.controlplane.errors import UserExists, UserNotFound
 from tuneplane.telemetry.v1.identity import MemberKey
 
@@ -59,9 +59,12 @@ async def user_command(args: argparse.Namespace, settings: AdminSettings) -> int
                 raise UserNotFound(f"no user {args.user!r}; add it with user-add")
             if found[1]:
                 raise UserNotFound(f"user {args.user!r} is disabled; its tokens are refused")
+        _, token, _ = await api_tokens.issue(
+            conn, signer, args.user, name=args.name or f"tuneplane-admin {args.command}",
+            now=dt.datetime.now(dt.UTC), days=args.days, projects=args.project or None)
     finally:
         await conn.close()
-    print(users.issue(signer, args.user, now=time.time(), ttl_seconds=args.ttl))
+    print(token)
     return 0
 
 
@@ -118,6 +121,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        required=name != "bootstrap-admin")
         if name == "user-add":
             u.add_argument("--admin", action="store_true")
-        u.add_argument("--ttl", type=int, default=30 * 86400,
-                       help="token lifetime in seconds (default 30 days)")
+        u.add_argument("--days", type=int, default=api_tokens.DEFAULT_DAYS,
+                       help=f"token lifetime in days (default {api_tokens.DEFAULT_DAYS}, at "
+                            f"most {api_tokens.MAX_DAYS}); listed and revocable in the web "
+                            "API (/api/v1/tokens)")
+        u.add_argument("--name", help="what the token is for (shown in its listing)")
+        u.add_argument("--project", action="append", metavar="PROJECT",
+                       help="scope the token to this project (repeatable; default: all of "
+                            "the user's, and admin rights)")
         u.set_defaults(func=cmd_user)

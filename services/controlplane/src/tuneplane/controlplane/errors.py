@@ -115,3 +115,11 @@ class ProjectExists(ProjectError, Conflict):
 
 class InvalidProject(ProjectError, Invalid):
     pass
+
+
+class TokenNotFound(UserError, NotFound):
+    pass
+
+
+class InvalidToken(UserError, Invalid):
+    pass

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncpg
 
 from tuneplane.common.db import Connection
-from tuneplane.common.tokens import TokenKind, TokenSigner
 from tuneplane.controlplane.errors import InvalidUserName, UserExists, UserNotFound
 
 
@@ -29,11 +28,6 @@ async def add_user(conn: Connection, username: str, *, admin: bool = False) -> N
     except asyncpg.CheckViolationError:
         raise InvalidUserName(
             f"user name {username!r} must be 1-128 of A-Z a-z 0-9 . _ @ -") from None
-
-
-def issue(signer: TokenSigner, username: str, *, now: float, ttl_seconds: int) -> str:
-    return signer.issue(TokenKind.USER, username, {"user": username}, now=now,
-                        ttl_seconds=ttl_seconds)
 
 
 async def is_admin(conn: Connection, username: str) -> bool:

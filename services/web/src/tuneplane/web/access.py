@@ -25,7 +25,7 @@ from fastapi import Depends, HTTPException
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from tuneplane.common.tokens import TokenError, TokenKind
-from tuneplane.controlplane import projects, users
+from tuneplane.controlplane import api_tokens, projects
 from tuneplane.controlplane.projects import Role
 from tuneplane.web.admission import query_slot
 from tuneplane.web.dependencies import Now, Pool, Signer, State
@@ -39,6 +39,8 @@ class Caller:
     name: str
     admin: bool = False
     roles: Mapping[str, Role] = field(default_factory=dict)
+    token: str | None = None  # the personal token's id; None for a browser session
+    scope: tuple[str, ...] | None = None  # a scoped token's projects; None: unscoped
 
     def role_in(self, project: str) -> Role | None:
         """The role held in ``project``: every role, for an admin."""
@@ -64,17 +66,19 @@ async def caller(credentials: Credentials, signer: Signer, pool: Pool, web: Stat
         claims = signer.verify(credentials.credentials, TokenKind.USER, now=now.timestamp())
     except TokenError as exc:
         raise unauthorised(f"user token refused: {exc}") from None
-    name = str(claims["sub"])
+    name, ident = str(claims["sub"]), claims.get("jti")
+    if not isinstance(ident, str):
+        raise unauthorised("user token refused: it names no personal token (issued before "
+                           "tokens could be revoked); issue a new one")
     async with query_slot(web.slots):
         async with pool.acquire() as conn:
-            found = await users.active(conn, name)
-            if found is None:
-                raise unauthorised("the token's user no longer exists")
-            admin, disabled = found
-            if disabled:
-                raise unauthorised(f"user {name!r} is disabled")
-            roles = {} if admin else await projects.roles_of(conn, name)
-        yield Caller(name, admin, roles)
+            found = await api_tokens.standing(conn, ident, name)
+            if found.refusal is not None:
+                raise unauthorised(f"user token refused: {found.refusal}")
+            roles = {} if found.admin else await projects.roles_of(conn, name)
+        if found.projects is not None:  # a scoped token: its projects only
+            roles = {p: r for p, r in roles.items() if p in found.projects}
+        yield Caller(name, found.admin, roles, token=ident, scope=found.projects)
 
 
 Who = Annotated[Caller, Depends(caller)]

@@ -19,6 +19,7 @@ from tuneplane.web.routes import (
     rich,
     runs,
     series,
+    tokens,
     users,
 )
 from tuneplane.web.settings import WebSettings
@@ -53,4 +54,5 @@ def create_app(settings: WebSettings) -> FastAPI:
     app.include_router(rich.router)
     app.include_router(projects.router)
     app.include_router(users.router)
+    app.include_router(tokens.router)
     return app

@@ -1,0 +1,99 @@
+"""Personal API tokens: a user token (signed, kind ``user``) whose ``jti`` names a row here,
+so each is listed, expires (90 days by default), can be revoked, and may be scoped to some
+of its user's projects. A token is honoured only while its row stands (not revoked, not
+expired) and its user is enabled; a scoped token carries no admin rights.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from dataclasses import dataclass
+from typing import Any, Final
+
+import asyncpg
+
+from tuneplane.common.db import Connection
+from tuneplane.common.tokens import TokenKind, TokenSigner
+from tuneplane.controlplane.errors import InvalidToken, TokenNotFound, UserNotFound
+
+DEFAULT_DAYS: Final = 90
+MAX_DAYS: Final = 365
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """What a token's row says, read at each request."""
+
+    username: str
+    admin: bool
+    projects: tuple[str, ...] | None  # None: unscoped
+    refusal: str | None  # why it is refused now, or None
+
+
+def token_id() -> str:
+    return f"tok_{secrets.token_urlsafe(12)}"
+
+
+async def issue(conn: Connection, signer: TokenSigner, username: str, *, name: str,
+                now: dt.datetime, days: int = DEFAULT_DAYS,
+                projects: list[str] | None = None) -> tuple[str, str, dt.datetime]:
+    """A new token of ``username``: (its id, the token, when it expires)."""
+    if not 1 <= days <= MAX_DAYS:
+        raise InvalidToken(f"a token lives 1 to {MAX_DAYS} days, not {days}")
+    expires = now + dt.timedelta(days=days)
+    ident = token_id()
+    try:
+        await conn.execute(
+            "INSERT INTO api_tokens (token_id, username, name, projects, created_at, "
+            "expires_at) VALUES ($1, $2, $3, $4, $5, $6)", ident, username, name,
+            None if projects is None else sorted(set(projects)), now, expires)
+    except asyncpg.ForeignKeyViolationError:
+        raise UserNotFound(f"no user {username!r}") from None
+    except asyncpg.CheckViolationError:
+        raise InvalidToken(f"a token's name is 1-128 characters, not {name!r}") from None
+    token = signer.issue(TokenKind.USER, username, {"user": username, "jti": ident},
+                         now=now.timestamp(), ttl_seconds=days * 86400)
+    return ident, token, expires
+
+
+async def standing(conn: Connection, ident: str, username: str) -> Standing:
+    """The token's row and its user, as of now; marks it used (once a minute at most)."""
+    row = await conn.fetchrow(
+        "UPDATE api_tokens t SET last_used_at = now() FROM users u "
+        "WHERE t.token_id = $1 AND u.username = t.username "
+        "AND (t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute') "
+        "RETURNING t.username, t.projects, t.revoked_at, t.expires_at <= now() AS expired, "
+        "u.is_admin, u.disabled_at", ident)
+    if row is None:  # used within the minute, or unknown
+        row = await conn.fetchrow(
+            "SELECT t.username, t.projects, t.revoked_at, t.expires_at <= now() AS expired, "
+            "u.is_admin, u.disabled_at FROM api_tokens t JOIN users u USING (username) "
+            "WHERE t.token_id = $1", ident)
+    if row is None or row["username"] != username:
+        return Standing(username, False, (), "the token is not known here (revoked and "
+                                                "removed, or never issued)")
+    refusal = (f"user {username!r} is disabled" if row["disabled_at"] is not None else
+               "the token was revoked" if row["revoked_at"] is not None else
+               "token expired" if row["expired"] else None)
+    scope = None if row["projects"] is None else tuple(row["projects"])
+    return Standing(username, bool(row["is_admin"]) and scope is None, scope, refusal)
+
+
+async def listing(conn: Connection, username: str) -> list[dict[str, Any]]:
+    rows = await conn.fetch(
+        "SELECT token_id, name, projects, created_at, expires_at, revoked_at, last_used_at "
+        "FROM api_tokens WHERE username = $1 ORDER BY created_at, token_id", username)
+    return [dict(r) for r in rows]
+
+
+async def revoke(conn: Connection, ident: str, *, username: str | None) -> bool:
+    """Revoke a token (of ``username``, or anyone's when None: an admin); False when it was
+    already revoked. Raises TokenNotFound."""
+    row = await conn.fetchrow(
+        "UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE token_id = $1 "
+        "AND ($2::text IS NULL OR username = $2) RETURNING revoked_at = now() AS now_revoked",
+        ident, username)
+    if row is None:
+        raise TokenNotFound(f"no token {ident!r}")
+    return bool(row["now_revoked"])
