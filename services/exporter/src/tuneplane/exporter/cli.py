@@ -55,7 +55,8 @@ async def serve(settings: ExporterSettings) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     logging.getLogger("tuneplane.exporter").info("exporter watching destinations")
-    await Exporter(settings, os.environ).run(stop)
+    # Handed on to the collector's process, which keeps only collector.PASSED of it.
+    await Exporter(settings, {**os.environ}).run(stop)
 
 
 def main(argv: list[str] | None = None) -> int:
