@@ -1,12 +1,15 @@
 """compose/compose.yaml agrees with the code: the settings each service's deployable requires
-(from its settings class), ports, profiles."""
+(from its settings class), ports, profiles; no password or key has a default
+(scripts/compose-secrets makes them) and the stores are not published."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import stat
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +20,11 @@ from tests.support.environment import ROOT
 
 COMPOSE = ROOT / "compose" / "compose.yaml"
 FALLBACK = re.compile(r"^\$\{(TUNEPLANE_[A-Z_]+):-(.*)\}$")
+INTERPOLATION = re.compile(r"\$\{(\w+)(:?[-?+])?([^}]*)\}")
+#: Names of passwords and keys (not of paths to them, like TUNEPLANE_TELEMETRY_SECRETS_DIR).
+SECRET = re.compile(r"PASSWORD$|_SECRET$|_KEY_ID$|(SECRET|ACCESS|ENC)_KEY$|TOKEN$")
+GENERATE = "run scripts/compose-secrets"
+STORES = ("postgres", "kafka", "s3")
 
 
 def compose() -> dict[str, Any]:
@@ -63,6 +71,7 @@ def test_gateway_profile_and_ports() -> None:
         {"init", "ingest", "control", "projector", "web", "exporter"}
     assert services["ingest"]["ports"] == ["8444:8444"]
     assert services["control"]["ports"] == ["8443:8443"]
+    assert services["web"]["ports"] == ["8080:8080"]
     assert {"postgres", "kafka", "s3"} <= {n for n, s in services.items()
                                            if "profiles" not in s}
 
@@ -125,19 +134,28 @@ def test_images_are_small_runtime_stages_running_as_a_non_root_user() -> None:
     assert found["runtime"][0] == "python:3.11-slim"
 
 
-def docker_compose(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def docker_compose(*args: str, env: dict[str, str],
+                   env_file: Path = Path(os.devnull)) -> subprocess.CompletedProcess[str]:
+    """``docker compose -f compose/compose.yaml ARGS`` with only ``env`` and ``env_file`` set
+    (never a compose/.env of this checkout, nor the shell's settings)."""
     binary = os.environ.get("TUNEPLANE_DOCKER_COMPOSE", "")
     if not binary:
         pytest.fail("TUNEPLANE_DOCKER_COMPOSE is not set: "
                     "`export TUNEPLANE_DOCKER_COMPOSE=$(scripts/docker-compose)`",
                     pytrace=False)
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("TUNEPLANE_", "AWS_"))}
-    return subprocess.run([binary, "-f", str(COMPOSE), *args], capture_output=True,
-                          text=True, check=False, timeout=120, env={**clean, **env})
+    return subprocess.run([binary, "-f", str(COMPOSE), "--env-file", str(env_file), *args],
+                          capture_output=True, text=True, check=False, timeout=120,
+                          env={**clean, **env})
 
 
-REQUIRED_ENV = {"TUNEPLANE_WEB_JWT_SECRET": "a-jwt-secret-of-enough-length",
-                "TUNEPLANE_SECRET_ENC_KEY": "an-encryption-key-of-enough-length",
+#: The passwords and keys compose requires without a default (scripts/compose-secrets).
+SECRETS_ENV = {"TUNEPLANE_POSTGRES_PASSWORD": "postgres-password-given",
+               "TUNEPLANE_S3_ACCESS_KEY": "s3-access-key-given",
+               "TUNEPLANE_S3_SECRET_KEY": "s3-secret-key-given",
+               "TUNEPLANE_WEB_JWT_SECRET": "a-jwt-secret-of-enough-length",
+               "TUNEPLANE_SECRET_ENC_KEY": "an-encryption-key-of-enough-length"}
+REQUIRED_ENV = {**SECRETS_ENV,
                 "TUNEPLANE_TELEMETRY_COLLECTOR_ARTIFACT": "/opt/tuneplane/artifacts/" + "0" * 64}
 
 
@@ -160,3 +178,136 @@ def test_docker_compose_refuses_to_start_without_a_required_setting(missing: str
     done = docker_compose("--profile", "gateway", "config", env=env)
     assert done.returncode != 0
     assert missing in done.stderr
+    if missing in SECRETS_ENV:  # the message says how to make one
+        assert GENERATE in done.stderr, done.stderr
+
+
+def test_without_any_setting_compose_refuses_and_says_how_to_make_the_secrets() -> None:
+    for profile in ((), ("--profile", "gateway")):  # the stores alone, too
+        done = docker_compose(*profile, "config", env={})
+        assert done.returncode != 0
+        assert "required variable" in done.stderr, done.stderr
+        assert GENERATE in done.stderr, done.stderr
+
+
+def test_no_password_or_key_has_a_default() -> None:
+    """Each is ``${NAME:?...}`` (required, saying how to make it), never a literal."""
+    text = COMPOSE.read_text()
+    interpolated = INTERPOLATION.findall(text)
+    secrets = {name for name, _, _ in interpolated if SECRET.search(name)}
+    assert secrets == set(SECRETS_ENV)
+    for name, operator, message in interpolated:
+        if name in secrets:
+            written = f"${{{name}{operator}{message}}}"
+            assert operator == ":?", written
+            assert GENERATE in message, written
+    for name, service in compose()["services"].items():
+        for key, value in (service.get("environment") or {}).items():
+            if SECRET.search(key):
+                assert INTERPOLATION.fullmatch(str(value)), f"{name}: {key} is a literal"
+    url = compose()["x-settings"]["TUNEPLANE_DATABASE_URL"]
+    assert "${TUNEPLANE_POSTGRES_PASSWORD:?" in url
+
+
+def test_rendered_passwords_and_keys_are_the_ones_given() -> None:
+    done = docker_compose("--profile", "gateway", "config", "--format", "json",
+                          env=REQUIRED_ENV)
+    assert done.returncode == 0, done.stderr
+    given = set(SECRETS_ENV.values())
+    password = SECRETS_ENV["TUNEPLANE_POSTGRES_PASSWORD"]
+    for name, service in json.loads(done.stdout)["services"].items():
+        environment = service.get("environment") or {}
+        for key, value in environment.items():
+            if SECRET.search(key):
+                assert value in given, f"{name}: {key} is not a value given"
+        if "TUNEPLANE_DATABASE_URL" in environment:
+            assert environment["TUNEPLANE_DATABASE_URL"] == \
+                f"postgresql://tuneplane:{password}@postgres:5432/tuneplane"
+    stores = json.loads(done.stdout)["services"]
+    assert stores["postgres"]["environment"]["POSTGRES_PASSWORD"] == password
+    assert stores["s3"]["environment"]["AWS_SECRET_ACCESS_KEY"] == \
+        SECRETS_ENV["TUNEPLANE_S3_SECRET_KEY"]
+
+
+def test_only_the_gateway_listeners_and_web_are_published() -> None:
+    """PostgreSQL, Kafka and the S3 API are reached on the compose network only."""
+    done = docker_compose("--profile", "gateway", "config", "--format", "json",
+                          env=REQUIRED_ENV)
+    assert done.returncode == 0, done.stderr
+    services = json.loads(done.stdout)["services"]
+    for name in STORES:
+        assert not services[name].get("ports"), f"{name} is published"
+        assert "network_mode" not in services[name]
+    published = {(name, p["target"], p["published"]) for name, s in services.items()
+                 for p in s.get("ports", [])}
+    assert published == {("ingest", 8444, "8444"), ("control", 8443, "8443"),
+                         ("web", 8080, "8080")}
+
+
+def test_web_serves_https_only_when_given_a_certificate_directory(tmp_path: Path) -> None:
+    plain = docker_compose("--profile", "gateway", "config", "--format", "json",
+                           env=REQUIRED_ENV)
+    assert plain.returncode == 0, plain.stderr
+    web = json.loads(plain.stdout)["services"]["web"]["environment"]
+    assert not web["TUNEPLANE_WEB_TLS_CERT"]
+    assert not web["TUNEPLANE_WEB_TLS_KEY"]
+    tls = docker_compose("--profile", "gateway", "config", "--format", "json",
+                         env={**REQUIRED_ENV, "TUNEPLANE_WEB_TLS_DIR": str(tmp_path)})
+    assert tls.returncode == 0, tls.stderr
+    service = json.loads(tls.stdout)["services"]["web"]
+    assert service["environment"]["TUNEPLANE_WEB_TLS_CERT"] == "/etc/tuneplane/web-tls/tls.crt"
+    assert service["environment"]["TUNEPLANE_WEB_TLS_KEY"] == "/etc/tuneplane/web-tls/tls.key"
+    assert {(v["source"], v["target"], v.get("read_only")) for v in service["volumes"]} == \
+        {(str(tmp_path), "/etc/tuneplane/web-tls", True)}
+
+
+def compose_secrets(env_file: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(ROOT / "scripts" / "compose-secrets"), "--env-file",
+                           str(env_file)], capture_output=True, text=True, check=True,
+                          timeout=60)
+
+
+def env_values(env_file: Path) -> dict[str, str]:
+    lines = env_file.read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if "=" in line)
+
+
+def test_compose_secrets_makes_each_value_once_readable_by_its_owner_only(
+        tmp_path: Path) -> None:
+    env_file = tmp_path / ".env"
+    compose_secrets(env_file)
+    assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
+    made = env_values(env_file)
+    assert set(made) == set(SECRETS_ENV)
+    assert len(set(made.values())) == len(made)
+    assert all(re.fullmatch(r"[0-9a-f]{20,}", value) for value in made.values())
+    # Run again, after a hand edit and a blanked value: kept, kept, made anew.
+    env_file.write_text(env_file.read_text().replace(
+        f"TUNEPLANE_S3_SECRET_KEY={made['TUNEPLANE_S3_SECRET_KEY']}",
+        "TUNEPLANE_S3_SECRET_KEY=") + "# mine\nTUNEPLANE_WEB_TLS_DIR=/etc/certs\n")
+    env_file.chmod(0o644)
+    compose_secrets(env_file)
+    again = env_values(env_file)
+    assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
+    assert again["TUNEPLANE_WEB_TLS_DIR"] == "/etc/certs"
+    assert "# mine" in env_file.read_text()
+    assert again["TUNEPLANE_S3_SECRET_KEY"] not in ("", made["TUNEPLANE_S3_SECRET_KEY"])
+    assert {k: v for k, v in again.items() if k != "TUNEPLANE_S3_SECRET_KEY"} == \
+        {k: v for k, v in made.items() if k != "TUNEPLANE_S3_SECRET_KEY"} | \
+        {"TUNEPLANE_WEB_TLS_DIR": "/etc/certs"}
+
+
+def test_compose_renders_from_the_file_compose_secrets_wrote(tmp_path: Path) -> None:
+    env_file = tmp_path / ".env"
+    compose_secrets(env_file)
+    artifact = {"TUNEPLANE_TELEMETRY_COLLECTOR_ARTIFACT":
+                REQUIRED_ENV["TUNEPLANE_TELEMETRY_COLLECTOR_ARTIFACT"]}
+    done = docker_compose("--profile", "gateway", "config", "--format", "json",
+                          env=artifact, env_file=env_file)
+    assert done.returncode == 0, done.stderr
+    made = env_values(env_file)
+    services = json.loads(done.stdout)["services"]
+    assert services["postgres"]["environment"]["POSTGRES_PASSWORD"] == \
+        made["TUNEPLANE_POSTGRES_PASSWORD"]
+    assert services["ingest"]["environment"]["TUNEPLANE_SECRET_ENC_KEY"] == \
+        made["TUNEPLANE_SECRET_ENC_KEY"]

@@ -1,9 +1,12 @@
 """The Helm chart, rendered by `helm template` (Helm from scripts/helm): defaults, and the
-gateway with an externally managed certificate; ports, secret mounts and settings."""
+gateway with an externally managed certificate; ports, secret mounts and settings; no
+password with a default, none in a pod spec; NetworkPolicies; web over TLS."""
 
 from __future__ import annotations
 
+import base64
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -13,10 +16,16 @@ import yaml
 
 from tests.support.deployables import IMAGES, required
 from tests.support.environment import ROOT
+from tuneplane.contract.settings import describe
 
 CHART = ROOT / "deploy" / "helm" / "tuneplane"
 REPOSITORY = yaml.safe_load((CHART / "values.yaml").read_text())["image"]["repository"]
 SHARED = {"TUNEPLANE_SECRET_ENC_KEY", "TUNEPLANE_WEB_JWT_SECRET"}
+PASSWORD = "a-password-given"
+DATABASE_URL = f"postgresql://tuneplane:{PASSWORD}@postgres:5432/tuneplane"
+#: The one value the chart cannot do without (it has no default password).
+GIVEN = (f"database.url={DATABASE_URL}",)
+POD_LABELS = {"app.kubernetes.io/name": "tuneplane", "app.kubernetes.io/instance": "rel"}
 
 
 def helm() -> str:
@@ -27,11 +36,15 @@ def helm() -> str:
     return binary
 
 
-def render(*settings: str) -> list[dict[str, Any]]:
+def template(*settings: str) -> subprocess.CompletedProcess[str]:
     args = [helm(), "template", "rel", str(CHART), "--namespace", "ml"]
     for setting in settings:
         args += ["--set", setting]
-    done = subprocess.run(args, capture_output=True, text=True, check=False, timeout=120)
+    return subprocess.run(args, capture_output=True, text=True, check=False, timeout=120)
+
+
+def render(*settings: str, given: tuple[str, ...] = GIVEN) -> list[dict[str, Any]]:
+    done = template(*given, *settings)
     assert done.returncode == 0, done.stderr
     return [d for d in yaml.safe_load_all(done.stdout) if d]
 
@@ -95,7 +108,8 @@ def test_defaults_render_the_workers_and_the_migration_job_without_the_gateway()
 def test_the_gateway_with_an_external_certificate_exposes_both_tls_ports() -> None:
     documents = render("gateway.enabled=true", "gateway.tlsSecret=gw-tls",
                        "secrets.existingSecret=shared", "gateway.route.enabled=true",
-                       "gateway.route.gatewayName=edge")
+                       "gateway.route.gatewayName=edge", "database.existingSecret=db",
+                       given=())
     for component, port, name in (("ingest", 8444, "telemetry"),
                                   ("control", 8443, "node-control")):
         deployment = find(documents, "Deployment", f"rel-tuneplane-{component}")
@@ -111,6 +125,7 @@ def test_the_gateway_with_an_external_certificate_exposes_both_tls_ports() -> No
         assert values["TUNEPLANE_TELEMETRY_TRUST_BUNDLE"] == "/etc/tuneplane/tls/ca.crt"
         for key in SHARED:
             assert values[key] == {"secretKeyRef": {"name": "shared", "key": key}}
+        assert values["TUNEPLANE_DATABASE_URL"] == {"secretKeyRef": {"name": "db", "key": "url"}}
         service = find(documents, "Service", f"rel-tuneplane-{component}")
         assert service["spec"]["ports"] == [{"name": name, "port": port, "targetPort": port,
                                              "protocol": "TCP", "appProtocol": "tls"}]
@@ -121,7 +136,7 @@ def test_the_gateway_with_an_external_certificate_exposes_both_tls_ports() -> No
     control = env(container(find(documents, "Deployment", "rel-tuneplane-control")))
     assert {"TUNEPLANE_TELEMETRY_TARGET", "TUNEPLANE_TELEMETRY_SPOOL_ROOT",
             "TUNEPLANE_TELEMETRY_COLLECTOR_ARTIFACT"} <= set(control)
-    assert not [d for d in documents if d["kind"] == "Secret"]  # the existing one is used
+    assert not [d for d in documents if d["kind"] == "Secret"]  # the existing ones are used
 
 
 def test_without_an_external_certificate_the_gateway_uses_the_shared_identity() -> None:
@@ -142,8 +157,180 @@ def test_exporter_sink_secrets_mount_one_directory_per_sink() -> None:
         {"name": "sink-mimir", "secret": {"secretName": "mimir-credentials"}}]
 
 
+def lint(*settings: str) -> subprocess.CompletedProcess[str]:
+    args = [helm(), "lint", "--strict", str(CHART)]
+    for setting in settings:
+        args += ["--set", setting]
+    return subprocess.run(args, capture_output=True, text=True, check=False, timeout=120)
+
+
 def test_the_chart_lints_clean() -> None:
-    for settings in ([], ["--set", "gateway.enabled=true", "--set", "gateway.tlsSecret=gw"]):
-        done = subprocess.run([helm(), "lint", "--strict", str(CHART), *settings],
-                              capture_output=True, text=True, check=False, timeout=120)
+    for settings in ((), ("gateway.enabled=true", "gateway.tlsSecret=gw"),
+                     ("web.tlsSecret=web-tls", "networkPolicy.stores.kafka.podSelector.app=kafka",
+                      "networkPolicy.webFrom[0].namespaceSelector.matchLabels.edge=yes")):
+        done = lint(*GIVEN, *settings)
         assert done.returncode == 0, done.stdout + done.stderr
+
+
+REFUSAL = "set database.existingSecret (a Secret with key url) or database.url: " \
+          "the chart has no default database password"
+
+
+def test_without_a_database_the_chart_refuses_to_render_saying_what_to_set() -> None:
+    done = template()
+    assert done.returncode != 0
+    assert REFUSAL in done.stderr
+    assert REFUSAL in (linted := lint()).stdout + linted.stderr
+    assert template("database.existingSecret=db").returncode == 0
+    assert not [v for v in strings(yaml.safe_load((CHART / "values.yaml").read_text()))
+                if re.search(r"://[^/@\s]*:[^/@\s]*@", v)], "a URL with a password in values"
+
+
+def strings(value: Any) -> list[str]:
+    """Every string in a parsed YAML document."""
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in strings(v)]
+    return [value] if isinstance(value, str) else []
+
+
+def decoded(secret: dict[str, Any]) -> dict[str, str]:
+    return {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
+
+
+def workloads(documents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [d for d in documents if d["kind"] in ("Deployment", "Job")]
+
+
+def test_no_password_or_key_is_a_default_or_a_value_in_a_pod_spec() -> None:
+    """The database URL lives in a Secret, the shared keys are random, and every container
+    reads all of them from Secrets."""
+    documents = render("gateway.enabled=true")
+    assert decoded(find(documents, "Secret", "rel-tuneplane-database")) == {
+        "url": DATABASE_URL}
+    for document in workloads(documents):
+        values = env(container(document))
+        for key in (*SHARED, "TUNEPLANE_DATABASE_URL"):
+            assert "secretKeyRef" in values[key], (document["metadata"]["name"], key)
+        assert PASSWORD not in yaml.safe_dump(document)
+    first, second = (decoded(find(render(), "Secret", "rel-tuneplane-secrets"))
+                     for _ in range(2))
+    assert set(first) == SHARED
+    for key in SHARED:  # made on install (and kept on upgrade by lookup), never a default
+        assert first[key] != second[key]
+        assert len(first[key]) >= 32
+
+
+def test_the_secrets_are_made_before_the_migration_hook_reads_them() -> None:
+    """A pre-install hook runs before the release's other resources exist."""
+    documents = render()
+    job = find(documents, "Job", "rel-tuneplane-init")["metadata"]["annotations"]
+    for name in ("rel-tuneplane-secrets", "rel-tuneplane-database"):
+        annotations = find(documents, "Secret", name)["metadata"]["annotations"]
+        assert annotations["helm.sh/hook"] == job["helm.sh/hook"]
+        assert int(annotations["helm.sh/hook-weight"]) < int(job["helm.sh/hook-weight"])
+        # Not deleted once the hooks succeed: the pods read it after them.
+        assert "hook-succeeded" not in annotations.get("helm.sh/hook-delete-policy", "")
+
+
+def policies(documents: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {d["metadata"]["name"]: d["spec"] for d in documents
+            if d["kind"] == "NetworkPolicy"}
+
+
+def pod_labels(document: dict[str, Any]) -> dict[str, str]:
+    return dict(document["spec"]["template"]["metadata"]["labels"])
+
+
+@pytest.mark.parametrize("settings", [(), ("gateway.enabled=true",)])
+def test_pods_take_traffic_only_on_the_port_they_serve(settings: tuple[str, ...]) -> None:
+    documents = render(*settings)
+    found = policies(documents)
+    deny = found.pop("rel-tuneplane-default-deny")
+    assert deny == {"podSelector": {"matchLabels": POD_LABELS}, "policyTypes": ["Ingress"]}
+    served = {"web": 8080} | ({"ingest": 8444, "control": 8443} if settings else {})
+    for document in workloads(documents):  # the Job too: deny selects every pod
+        labels = pod_labels(document)
+        assert POD_LABELS.items() <= labels.items()
+        component = labels["app.kubernetes.io/component"]
+        allowing = [spec for spec in found.values()
+                    if spec["podSelector"]["matchLabels"].get(
+                        "app.kubernetes.io/component") == component]
+        if component not in served:  # projector, exporter, init: no ingress at all
+            assert not allowing, component
+            continue
+        (spec,) = allowing
+        assert spec["podSelector"]["matchLabels"] == {
+            **POD_LABELS, "app.kubernetes.io/component": component}
+        assert spec["ingress"] == [{"ports": [{"port": served[component], "protocol": "TCP"}]}]
+    assert set(found) == {f"rel-tuneplane-{c}" for c in served}  # no store policy unasked
+
+
+def test_web_peers_can_be_narrowed() -> None:
+    peer = {"namespaceSelector": {"matchLabels": {"edge": "yes"}}}
+    spec = policies(render("networkPolicy.webFrom[0].namespaceSelector.matchLabels.edge=yes")
+                    )["rel-tuneplane-web"]
+    assert spec["ingress"] == [{"ports": [{"port": 8080, "protocol": "TCP"}], "from": [peer]}]
+
+
+#: The chart's component for each image, where they differ (the migration job).
+COMPONENT = {"admin": "init"}
+STORES = {"kafka": ("TUNEPLANE_KAFKA_BOOTSTRAP", 9092),
+          "postgresql": ("TUNEPLANE_DATABASE_URL", 5432),
+          "s3": ("TUNEPLANE_S3_ENDPOINT", 8333)}
+
+
+def readers(variable: str) -> set[str]:
+    """The chart components whose deployable reads ``variable`` (their settings classes)."""
+    return {COMPONENT.get(image, image) for image, (settings, _) in IMAGES.items()
+            if variable in {d.variable.name for d in describe(settings)}}
+
+
+@pytest.mark.parametrize("store", sorted(STORES))
+def test_a_store_in_the_cluster_is_reached_only_by_the_pods_that_use_it(store: str) -> None:
+    variable, port = STORES[store]
+    documents = render("gateway.enabled=true",
+                       f"networkPolicy.stores.{store}.podSelector.app={store}",
+                       f"networkPolicy.stores.{store}.from[0].podSelector.matchLabels.m=yes")
+    spec = policies(documents)[f"rel-tuneplane-{store}"]
+    assert spec["podSelector"] == {"matchLabels": {"app": store}}
+    assert spec["policyTypes"] == ["Ingress"]
+    clients, own, extra = spec["ingress"]
+    (peer,) = clients["from"]
+    assert peer["podSelector"]["matchLabels"] == POD_LABELS
+    (components,) = peer["podSelector"]["matchExpressions"]
+    assert components["key"] == "app.kubernetes.io/component"
+    assert components["operator"] == "In"
+    assert set(components["values"]) == readers(variable)
+    assert readers(variable) <= {pod_labels(d)["app.kubernetes.io/component"]
+                                 for d in workloads(documents)}
+    assert clients["ports"] == [{"port": port, "protocol": "TCP"}]
+    assert own == {"from": [{"podSelector": {"matchLabels": {"app": store}}}]}
+    assert extra == {"from": [{"podSelector": {"matchLabels": {"m": "yes"}}}]}
+    assert {name for name in policies(documents) if name.endswith(tuple(STORES))} == {
+        f"rel-tuneplane-{store}"}
+
+
+def test_network_policies_can_be_turned_off() -> None:
+    assert not policies(render("networkPolicy.enabled=false"))
+
+
+def test_web_serves_https_with_a_given_certificate() -> None:
+    documents = render("web.tlsSecret=web-tls")
+    deployment = find(documents, "Deployment", "rel-tuneplane-web")
+    c = container(deployment)
+    values = env(c)
+    assert values["TUNEPLANE_WEB_TLS_CERT"] == "/etc/tuneplane/web-tls/tls.crt"
+    assert values["TUNEPLANE_WEB_TLS_KEY"] == "/etc/tuneplane/web-tls/tls.key"
+    assert c["volumeMounts"] == [{"name": "web-tls", "mountPath": "/etc/tuneplane/web-tls",
+                                  "readOnly": True}]
+    assert deployment["spec"]["template"]["spec"]["volumes"] == [
+        {"name": "web-tls", "secret": {"secretName": "web-tls"}}]
+    assert c["readinessProbe"]["httpGet"]["scheme"] == "HTTPS"
+    service = find(documents, "Service", "rel-tuneplane-web")
+    assert service["spec"]["ports"][0]["name"] == "https"
+    plain = container(find(render(), "Deployment", "rel-tuneplane-web"))
+    assert "TUNEPLANE_WEB_TLS_CERT" not in env(plain)
+    assert "volumeMounts" not in plain
+    assert plain["readinessProbe"]["httpGet"]["scheme"] == "HTTP"

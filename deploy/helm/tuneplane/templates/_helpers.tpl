@@ -6,9 +6,18 @@
 {{- default (printf "%s-secrets" (include "tuneplane.fullname" .)) .Values.secrets.existingSecret -}}
 {{- end -}}
 
-{{- define "tuneplane.labels" -}}
+{{- define "tuneplane.databaseSecret" -}}
+{{- default (printf "%s-database" (include "tuneplane.fullname" .)) .Values.database.existingSecret -}}
+{{- end -}}
+
+{{/* Labels on every pod of this release, and nobody else's (NetworkPolicy selectors). */}}
+{{- define "tuneplane.podLabels" -}}
 app.kubernetes.io/name: tuneplane
 app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "tuneplane.labels" -}}
+{{ include "tuneplane.podLabels" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 {{- end -}}
 
@@ -16,14 +25,11 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 {{ .root.Values.image.repository }}-{{ .target }}:{{ .root.Values.image.tag }}
 {{- end -}}
 
-{{/* Settings every service reads; the two shared secrets come from one Secret. */}}
+{{/* Settings every service reads; the database URL (its password) and the two shared
+secrets come from Secrets, never from a value in the pod spec. */}}
 {{- define "tuneplane.env" -}}
 - name: TUNEPLANE_DATABASE_URL
-{{- if .Values.database.existingSecret }}
-  valueFrom: {secretKeyRef: {name: {{ .Values.database.existingSecret }}, key: url}}
-{{- else }}
-  value: {{ .Values.database.url | quote }}
-{{- end }}
+  valueFrom: {secretKeyRef: {name: {{ include "tuneplane.databaseSecret" . }}, key: url}}
 - name: TUNEPLANE_KAFKA_BOOTSTRAP
   value: {{ .Values.kafka.bootstrap | quote }}
 - name: TUNEPLANE_TOPIC_REPLICATION

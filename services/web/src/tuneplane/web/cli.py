@@ -19,17 +19,21 @@ def main(argv: list[str] | None = None) -> int:
         description="Bounded curve queries over HTTP (the OpenAPI document at "
                     "/openapi.json), the Charts page at /runs/<run>/charts and the HTTP reporting "
                     "path at /report/v1 (what TUNEPLANE_INGEST_URL points at). Reads "
-                    "TUNEPLANE_DATABASE_URL, TUNEPLANE_WEB_JWT_SECRET and, for rich-record "
-                    "downloads, TUNEPLANE_S3_ENDPOINT/TUNEPLANE_S3_BUCKET.")
+                    "TUNEPLANE_DATABASE_URL, TUNEPLANE_WEB_JWT_SECRET, for rich-record "
+                    "downloads TUNEPLANE_S3_ENDPOINT/TUNEPLANE_S3_BUCKET and, to serve HTTPS, "
+                    "TUNEPLANE_WEB_TLS_CERT/TUNEPLANE_WEB_TLS_KEY.")
     parser.add_argument("--host", default="0.0.0.0")
     parser.add_argument("--port", type=int, default=8080)
     args = parser.parse_args(argv)
     try:
-        app = create_app(WebSettings.from_environ(os.environ))
+        settings = WebSettings.from_environ(os.environ)
+        app = create_app(settings)
     except (SettingsError, ValueError) as exc:
         print(f"tuneplane-web: {exc}", file=sys.stderr)
         return 2
-    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+    # With a certificate uvicorn serves HTTPS: the scheme is https, so answers carry HSTS.
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info",
+                ssl_certfile=settings.tls_cert, ssl_keyfile=settings.tls_key)
     return 0
 
 

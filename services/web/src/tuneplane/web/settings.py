@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tuneplane.contract.parsers import positive
-from tuneplane.contract.settings import Needed, Settings, needed, setting
+from tuneplane.contract.settings import Needed, Settings, SettingsError, needed, setting
 from tuneplane.contract.variables import (
     DATABASE_URL,
     DEFAULT_DRAIN_SECONDS,
@@ -22,8 +22,19 @@ from tuneplane.contract.variables import (
     WEB_JWT_SECRET,
 )
 
+TLS_CERT = "TUNEPLANE_WEB_TLS_CERT"
+TLS_KEY = "TUNEPLANE_WEB_TLS_KEY"
+
 #: uPlot's dist folder, installed by ``npm ci --prefix services/web/ui``.
 UPLOT_DIR = Path(__file__).resolve().parents[3] / "ui" / "node_modules" / "uplot" / "dist"
+
+
+def existing_file(raw: str) -> Path:
+    """A path naming a file there now: a wrong mount stops the service at its start."""
+    path = Path(raw)
+    if not path.is_file():
+        raise ValueError(f"names no file: {raw}")
+    return path
 
 
 class WebSettings(Settings):
@@ -49,6 +60,18 @@ class WebSettings(Settings):
         "TUNEPLANE_WEB_UPLOT_DIR", parse=Path, default=UPLOT_DIR,
         shown="services/web/ui/node_modules/uplot/dist",
         help="uPlot's `dist` directory, served to the Charts page")
+    tls_cert: Path | None = setting(
+        TLS_CERT, parse=existing_file, default=None,
+        help=f"server certificate (PEM, its chain after it) to serve HTTPS with, with "
+             f"`{TLS_KEY}`; unset: plain HTTP (TLS ended in front of the service)")
+    tls_key: Path | None = setting(
+        TLS_KEY, parse=existing_file, default=None,
+        help=f"the private key (PEM) of `{TLS_CERT}`")
+
+    def __post_init__(self) -> None:
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise SettingsError(f"{TLS_CERT} and {TLS_KEY} go together: set both or neither",
+                                (TLS_CERT, TLS_KEY))
 
 
 class ToolSettings(Settings):
