@@ -194,7 +194,8 @@ async def test_the_served_api_answers_over_http(base_url: str, user_token: str) 
         assert "/api/v1/runs" in (await http.get("/openapi.json")).json()["paths"]
         anonymous = await http.get("/api/v1/runs")
         assert anonymous.status_code == 401
-        assert anonymous.json() == {"detail": "a user token is required"}
+        assert anonymous.json() == {"detail": "sign in at /login, or send a user token "
+                                              "(Authorization: Bearer <token>)"}
         auth = {"Authorization": f"Bearer {user_token}"}
         assert (await http.get("/api/v1/runs", headers=auth)).status_code == 200
         missing = await http.get("/api/v1/runs/none-such", headers=auth)

@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import asyncpg
 import pytest
 from fastapi import FastAPI
+from fastapi.routing import APIRoute
 
 from tests.support.credentials import add_user, user_token
 from tests.support.environment import Endpoints
@@ -77,6 +79,18 @@ REQUIRED = {
     ("POST", "/api/v1/users/{username}/disable"): "admin",
 }
 
+#: Routes outside the OpenAPI document, and who may call them: the sign-in pages and the
+#: liveness check anyone; a page anyone (its data comes from the API, checked above); the
+#: session's own routes a signed-in caller.
+OUTSIDE = {
+    ("GET", "/healthz"): "anyone",
+    ("GET", "/login"): "anyone",
+    ("POST", "/auth/login"): "anyone",
+    ("GET", "/runs/{run_id}/charts"): "anyone",
+    ("POST", "/auth/logout"): "user",
+    ("GET", "/auth/session"): "user",
+}
+
 #: Bodies that pass every check but the body's own: a caller allowed gets 422, so no call
 #: changes anything. "{project}" is project A.
 BODIES: dict[tuple[str, str], Any] = {
@@ -95,6 +109,18 @@ BODIES: dict[tuple[str, str], Any] = {
 }
 QUERIES = {"/api/v1/runs/{run_id}/attempts/{attempt}/scalars":
            {"member": "rank-0", "source": "train", "tag": "tag0"}}
+
+
+def handled(routes: Iterable[object], prefix: str = "") -> Iterator[tuple[str, str]]:
+    """(method, path) of every route the app answers, the document's or not (this FastAPI
+    keeps an included router whole: ``original_router``, under its include's prefix)."""
+    for route in routes:
+        if isinstance(route, APIRoute):
+            path = re.sub(r"\{(\w+):\w+\}", r"{\1}", prefix + route.path)  # {k:path}: {k}
+            yield from ((method, path) for method in route.methods or ())
+        elif (inner := getattr(route, "original_router", None)) is not None:
+            context = getattr(route, "include_context", None)
+            yield from handled(inner.routes, prefix + getattr(context, "prefix", ""))
 
 
 def expected(level: str, role: str) -> str:
@@ -174,6 +200,9 @@ async def test_every_route_answers_every_role_as_its_role_allows(
               for method in ops}
     assert routes == set(REQUIRED), ("routes without a declared requirement (or gone): "
                                      f"{sorted(routes ^ set(REQUIRED))}")
+    every = set(handled(web_app.routes))
+    assert every - routes == set(OUTSIDE), ("routes outside the document, undeclared: "
+                                            f"{sorted((every - routes) ^ set(OUTSIDE))}")
     restore: dict[str, Callable[[], Any]] = {
         "DELETE": lambda: projects.grant(db, project_a["project"], project_a["spare"],
                                          projects.Role.VIEWER)}
@@ -222,3 +251,10 @@ async def test_a_disabled_user_is_refused_at_once(api: Connect, db: asyncpg.Conn
         refused = await http.get(path)
     assert refused.status_code == 401
     assert refused.json()["detail"] == f"user token refused: user {name!r} is disabled"
+
+
+async def test_the_session_routes_answer_no_one_signed_out(api: Connect) -> None:
+    async with api() as anonymous:
+        for method, path in [m for m, level in OUTSIDE.items() if level == "user"]:
+            answer = await anonymous.request(method, path)
+            assert answer.status_code == 401, (method, path)

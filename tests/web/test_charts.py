@@ -14,24 +14,29 @@ import asyncpg
 import pytest
 from playwright.async_api import async_playwright
 
+from tests.support.credentials import add_user
 from tests.support.environment import ROOT, Endpoints
 from tests.support.kafka import produce
 from tests.support.processes import Process
 from tests.support.truth import member_batch
+from tuneplane.controlplane import passwords
 from tuneplane.controlplane.mapping import freeze
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.identity import MemberKey
 from tuneplane.telemetry.v1.integration import MetricMapping
 
 CHROMIUM = "/usr/bin/chromium"
+PASSWORD = "a long test password"
 ARTIFACTS = ROOT / ".artifacts"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 async def test_charts_tab_draws_curves_and_the_inspector_switches_source(
-        initialised: Endpoints, projector: Process, web: Process, user_token: str,
-        db: asyncpg.Connection, run_id: str) -> None:
+        initialised: Endpoints, projector: Process, web: Process, db: asyncpg.Connection,
+        run_id: str) -> None:
+    user = await add_user(db, "viewer", roles={"default": "viewer"})
+    await passwords.set_password(db, user, PASSWORD)
     if shutil.which(CHROMIUM) is None:
         pytest.fail(f"{CHROMIUM} is missing: scripts/test installs Debian's chromium")
     batches = [member_batch(MemberKey(run_id, 1, f"rank-{m}"), seq, 2000)
@@ -56,10 +61,19 @@ async def test_charts_tab_draws_curves_and_the_inspector_switches_source(
         page.on("pageerror", lambda e: errors.append(str(e)))
         # A violation of the page's Content-Security-Policy is a console error ("Refused to").
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        answer = await page.goto(
-            f"http://127.0.0.1:{web.port}/runs/{run_id}/charts#token={user_token}")
+        answer = await page.goto(f"http://localhost:{web.port}/runs/{run_id}/charts")
         assert answer is not None
         assert "script-src 'self'" in answer.headers["content-security-policy"]
+        assert page.url.endswith(f"/login?next=/runs/{run_id}/charts")  # no session yet
+        await page.screenshot(path=str(ARTIFACTS / "login.png"))
+        await page.fill("input[name=username]", user)
+        await page.fill("input[name=password]", PASSWORD)
+        await page.click("button[type=submit]")
+        await page.wait_for_url(f"**/runs/{run_id}/charts")
+        cookies = await page.context.cookies()
+        assert [(c["name"], c["httpOnly"], c["secure"], c["sameSite"]) for c in cookies] == [
+            ("tuneplane_session", True, True, "Lax")]
+        assert "token" not in page.url
         await page.wait_for_selector("body[data-ready=true]", timeout=30_000)
         curve = page.locator('[data-curve="loss"]')
         assert await curve.locator("canvas").count() >= 1

@@ -1,16 +1,18 @@
 """``tuneplane-admin`` projects and who may do what in them: create a project, grant or
-revoke a user's role in it, list its members, and disable a user (its tokens are refused
-from that moment)."""
+revoke a user's role in it, list its members; set a user's password; disable a user (its
+tokens and sessions are refused from that moment)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
+import sys
 
 import asyncpg
 
 from tuneplane.admin.settings import AdminSettings
-from tuneplane.controlplane import projects, users
+from tuneplane.controlplane import passwords, projects, users
 from tuneplane.controlplane.projects import Role
 
 
@@ -31,6 +33,9 @@ async def project_command(args: argparse.Namespace, database_url: str) -> int:
         elif args.command == "project-members":
             for member in await projects.members(conn, args.project):
                 print(f"{member.username}\t{member.role.label}")
+        elif args.command == "user-password":
+            await passwords.set_password(conn, args.user, read_password(args))
+            print(f"user {args.user} signs in with its new password")
         else:
             changed = await users.disable(conn, args.user)
             print(f"user {args.user} " + ("disabled: its tokens are refused from now on"
@@ -38,6 +43,15 @@ async def project_command(args: argparse.Namespace, database_url: str) -> int:
     finally:
         await conn.close()
     return 0
+
+
+def read_password(args: argparse.Namespace) -> str:
+    if args.password_stdin:
+        return sys.stdin.readline().rstrip("\n")
+    first = getpass.getpass(f"new password of {args.user}: ")
+    if getpass.getpass("again: ") != first:
+        raise ValueError("the two passwords differ")
+    return first
 
 
 def cmd_project(args: argparse.Namespace, settings: AdminSettings) -> int:
@@ -61,5 +75,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     m.add_argument("project")
     d = sub.add_parser("user-disable", help="disable a user: its tokens are refused at once")
     d.add_argument("user")
-    for each in (c, g, r, m, d):
+    pw = sub.add_parser("user-password", help="set a user's password, for signing in at "
+                                              "/login (local users, small installs)")
+    pw.add_argument("--user", required=True)
+    pw.add_argument("--password-stdin", action="store_true",
+                    help="read it from the first line of standard input (default: prompt)")
+    for each in (c, g, r, m, d, pw):
         each.set_defaults(func=cmd_project)

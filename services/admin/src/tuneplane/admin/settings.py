@@ -16,7 +16,7 @@ from tuneplane.contract.variables import (
 
 USER_COMMANDS = ("bootstrap-admin", "user-add", "user-token")
 PROJECT_COMMANDS = ("project-create", "project-grant", "project-revoke", "project-members",
-                    "user-disable")
+                    "user-disable", "user-password")
 DATABASE_COMMANDS = ("init", "migrate", "gateway-ca", "run-create", "attempt-start",
                      "attempt-end", "run-show", "freeze-mapping", *USER_COMMANDS,
                      *PROJECT_COMMANDS, "curves")

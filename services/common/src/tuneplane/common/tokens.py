@@ -28,6 +28,7 @@ class TokenKind(enum.StrEnum):
     WORKLOAD = "workload"
     NODE = "node"
     USER = "user"
+    SESSION = "session"
 
     @property
     def audience(self) -> str:
@@ -35,6 +36,7 @@ class TokenKind(enum.StrEnum):
             TokenKind.WORKLOAD: "tuneplane-telemetry",
             TokenKind.NODE: "tuneplane-node-control",
             TokenKind.USER: "tuneplane-web",
+            TokenKind.SESSION: "tuneplane-web-session",
         }[self]
 
 

@@ -1,7 +1,9 @@
 """Who is calling and what they may do.
 
-``caller`` is the user behind a bearer token (401 otherwise: no token, a bad one, a user
-that no longer exists or is disabled), with the roles it holds by project; it holds one of
+``caller`` is the user behind a bearer token (a personal token that stands) or a browser
+session (``browser``; a change needs the session's CSRF token) — 401 otherwise: neither, a
+bad one, a revoked token, an ended session, a disabled user — with the roles it holds by
+project; it holds one of
 the replica's query slots from then until its answer (``admission.query_slot``), so a
 caller whose token does not verify never takes one. Every route names what it needs
 through one of the dependencies below, and ``tests/web/test_authorization.py`` checks every
@@ -17,18 +19,22 @@ existence leaks across projects. A role too low answers 403.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated
 
-from fastapi import Depends, HTTPException
+import asyncpg
+from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from tuneplane.common.tokens import TokenError, TokenKind
-from tuneplane.controlplane import api_tokens, projects
+from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
+from tuneplane.controlplane import api_tokens, projects, sessions
 from tuneplane.controlplane.projects import Role
+from tuneplane.web import browser
 from tuneplane.web.admission import query_slot
 from tuneplane.web.dependencies import Now, Pool, Signer, State
+from tuneplane.web.state import WebState
 
 bearer = HTTPBearer(auto_error=False)
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
@@ -41,6 +47,8 @@ class Caller:
     roles: Mapping[str, Role] = field(default_factory=dict)
     token: str | None = None  # the personal token's id; None for a browser session
     scope: tuple[str, ...] | None = None  # a scoped token's projects; None: unscoped
+    session: str | None = None  # the browser session's id
+    csrf: str | None = None  # the browser session's CSRF token
 
     def role_in(self, project: str) -> Role | None:
         """The role held in ``project``: every role, for an admin."""
@@ -57,11 +65,14 @@ def unauthorised(detail: str) -> HTTPException:
     return HTTPException(401, detail, headers={"WWW-Authenticate": "Bearer"})
 
 
-async def caller(credentials: Credentials, signer: Signer, pool: Pool, web: State,
-                 now: Now) -> AsyncIterator[Caller]:
-    """The calling user, from a valid user token of a user who exists and is not disabled."""
+async def caller(request: Request, credentials: Credentials, signer: Signer, pool: Pool,
+                 web: State, now: Now) -> AsyncIterator[Caller]:
+    """The calling user: from a bearer user token (a personal token that stands), or else
+    from a browser session (one that stands; a change needs its CSRF token)."""
     if credentials is None:
-        raise unauthorised("a user token is required")
+        async for browsing in session_caller(request, signer, pool, web, now):
+            yield browsing
+        return
     try:
         claims = signer.verify(credentials.credentials, TokenKind.USER, now=now.timestamp())
     except TokenError as exc:
@@ -79,6 +90,28 @@ async def caller(credentials: Credentials, signer: Signer, pool: Pool, web: Stat
         if found.projects is not None:  # a scoped token: its projects only
             roles = {p: r for p, r in roles.items() if p in found.projects}
         yield Caller(name, found.admin, roles, token=ident, scope=found.projects)
+
+
+async def session_caller(request: Request, signer: TokenSigner, pool: asyncpg.Pool,
+                         web: WebState, now: dt.datetime) -> AsyncIterator[Caller]:
+    try:
+        found = browser.session_of(request, signer, now=now.timestamp())
+    except TokenError as exc:
+        raise unauthorised(f"session refused: {exc}; sign in again at /login") from None
+    if found is None:
+        raise unauthorised("sign in at /login, or send a user token "
+                           "(Authorization: Bearer <token>)")
+    name, session_id = found
+    async with query_slot(web.slots):
+        async with pool.acquire() as conn:
+            session = await sessions.standing(conn, session_id, name)
+            if session.refusal is not None:
+                raise unauthorised(f"session refused: {session.refusal}; sign in again at "
+                                   "/login")
+            browser.check_change(request, session.csrf_token)
+            roles = {} if session.admin else await projects.roles_of(conn, name)
+        yield Caller(name, session.admin, roles, session=session_id,
+                     csrf=session.csrf_token)
 
 
 Who = Annotated[Caller, Depends(caller)]

@@ -2,11 +2,12 @@
 
 ``Admission`` (ASGI middleware, outermost) refuses NUL characters in a path or parameter
 (400), a request body under ``/api/`` or ``/report/`` whose bearer token is not signed as a
-user or workload token there (401: nothing unauthenticated is read, let alone parsed; its
-expiry and the rest are the routes' dependencies' to check), and request bodies over their
-bound (413) before anything parses them: by ``Content-Length`` before the body is read, and
-by counting while it streams in (a chunked body declares no length). Each path may have its
-own bound (the reporting path's), others get the replica's (``TUNEPLANE_WEB_MAX_BODY_BYTES``).
+user or workload token there, or under ``/api/`` whose session cookie is not signed (401:
+nothing unauthenticated is read, let alone parsed; its expiry and the rest are the routes'
+dependencies' to check), and request bodies over their bound (413) before anything parses
+them: by ``Content-Length`` before the body is read, and by counting while it streams in (a
+chunked body declares no length). Each path may have its own bound (the reporting path's),
+others get the replica's (``TUNEPLANE_WEB_MAX_BODY_BYTES``).
 
 Query slots are taken only after authentication (``query_slot``, entered by the dependencies
 that authenticate a caller), without waiting: when none is free the answer is 503 with
@@ -25,6 +26,7 @@ from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
+from tuneplane.web.browser import COOKIE
 
 #: Where a request body needs a bearer token signed as which kind before it is read.
 SIGNED_BODIES = (("/api/", TokenKind.USER), ("/report/", TokenKind.WORKLOAD))
@@ -54,7 +56,11 @@ class Admission:
                             "transfer-encoding" not in headers):
             return None
         scheme, _, token = headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not token:
+        if (scheme.lower() != "bearer" or not token) and kind is TokenKind.USER:
+            token, kind = connection.cookies.get(COOKIE, ""), TokenKind.SESSION  # a browser
+            if not token:
+                return f"a user token or a session is required to send a body to {path}"
+        elif scheme.lower() != "bearer" or not token:
             return f"a {kind.value} token is required to send a body to {path}"
         try:  # the signature only: expiry is checked on the route's clock
             self._signer.verify(token.strip(), kind, now=float("-inf"))

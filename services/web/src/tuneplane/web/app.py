@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.web import admission, exceptions, headers, state
 from tuneplane.web.routes import (
+    auth,
     destinations,
     launches,
     pages,
@@ -55,4 +56,5 @@ def create_app(settings: WebSettings) -> FastAPI:
     app.include_router(projects.router)
     app.include_router(users.router)
     app.include_router(tokens.router)
+    app.include_router(auth.router)
     return app

@@ -1,15 +1,23 @@
-"""The pages: the Charts tab of a run (a static page that asks the API, with the user's
-token, for its data), its static files and uPlot's (mounted on the app: ``mount``), and
+"""The pages: the Charts tab of a run (a static page that asks the API for its data with
+the browser's session), its static files and uPlot's (mounted on the app: ``mount``), and
 the liveness check ``/healthz``.
 
-None of these needs a token, and none is in the OpenAPI schema.
+A page is sent to a browser holding a signed session cookie, and to anyone else a redirect
+to ``/login``; what a page shows comes from the API, which checks the session and the
+caller's roles at every call. None of these is in the OpenAPI schema.
 """
 
+import time
 from pathlib import Path
+from urllib.parse import quote
 
-from fastapi import APIRouter, FastAPI, Response
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi.responses import FileResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
+
+from tuneplane.common.tokens import TokenError
+from tuneplane.web import browser
+from tuneplane.web.dependencies import Signer
 
 STATIC = Path(__file__).resolve().parents[1] / "static"
 
@@ -26,8 +34,15 @@ def router(uplot_dir: Path) -> APIRouter:
     pages = APIRouter()
 
     @pages.get("/runs/{run_id}/charts", include_in_schema=False)
-    def charts(run_id: str) -> Response:  # not async: it looks at the filesystem
-        """The Charts tab (the page asks the API, with the user's token, for its data)."""
+    def charts(request: Request, signer: Signer, run_id: str) -> Response:
+        """The Charts tab (the page asks the API for its data). Not async: it looks at the
+        filesystem."""
+        try:
+            signed_in = browser.session_of(request, signer, now=time.time()) is not None
+        except TokenError:
+            signed_in = False
+        if not signed_in:
+            return RedirectResponse(f"/login?next={quote(request.url.path)}", status_code=303)
         if not uplot_dir.is_dir():
             return JSONResponse({"detail": f"the charting library is not installed at "
                                            f"{uplot_dir}: run `npm ci --prefix "

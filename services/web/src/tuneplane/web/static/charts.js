@@ -4,9 +4,6 @@
 "use strict";
 
 const runId = decodeURIComponent(location.pathname.split("/")[2]);
-const hashToken = new URLSearchParams(location.hash.slice(1)).get("token");
-if (hashToken) localStorage.setItem("tuneplane-token", hashToken);
-const token = hashToken || localStorage.getItem("tuneplane-token") || prompt("User token");
 const MAX_POINTS = 1000;
 const palette = ["#2f6fdf", "#e0572b", "#2a9d5b", "#9b51e0", "#c9a227", "#1aa3b8"];
 const $ = (id) => document.getElementById(id);
@@ -15,9 +12,20 @@ const status = (text) => { $("status").textContent = text; };
 async function api(path, params = {}) {
   const url = new URL(`/api/v1/runs/${encodeURIComponent(runId)}${path}`, location.origin);
   for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null) url.searchParams.set(k, v);
-  const response = await fetch(url, { headers: { Authorization: `Bearer ${token}` } });
+  const response = await fetch(url);  // the browser's session cookie: same origin, HttpOnly
+  if (response.status === 401) signIn();
   if (!response.ok) throw new Error(`${response.status} ${(await response.json()).detail}`);
   return response.json();
+}
+
+function signIn() {
+  location.assign(`/login?next=${encodeURIComponent(location.pathname)}`);
+}
+
+async function signOut() {
+  const session = await (await fetch("/auth/session")).json();
+  await fetch("/auth/logout", { method: "POST", headers: { "X-CSRF-Token": session.csrf_token } });
+  signIn();
 }
 
 const num = (v) => (typeof v === "string" ? Number(v.replace("inf", "Infinity")) : v);
@@ -156,6 +164,10 @@ async function showInspector(attempt) {
 
 async function main() {
   $("run").textContent = runId;
+  $("sign-out").onclick = () => signOut().catch((e) => status(e.message));
+  const who = await fetch("/auth/session");
+  if (who.status === 401) return signIn();
+  $("who").textContent = (await who.json()).user;
   const attempts = await api("/attempts");
   const select = $("attempt");
   select.replaceChildren(...attempts.map((a) => new Option(`${a.attempt} (${a.members} members)`, a.attempt)));

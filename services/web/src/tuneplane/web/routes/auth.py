@@ -1,0 +1,102 @@
+"""Signing in and out in a browser, with a local password (and, when configured, the
+team's identity provider: ``oidc``): ``/login`` is the page, ``POST /auth/login`` starts a
+session (a cookie, ``browser``), ``POST /auth/logout`` ends it, ``/auth/session`` tells the
+page who is signed in and its CSRF token. None of these is in the OpenAPI document.
+
+A failed sign-in says the same for an unknown user, a wrong password and a disabled user,
+after the same work. ``next`` is followed only to a path of this service.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+from urllib.parse import parse_qs
+
+from fastapi import APIRouter, HTTPException, Request, Response
+from fastapi.responses import HTMLResponse, RedirectResponse
+
+from tuneplane.controlplane import passwords, sessions
+from tuneplane.web import browser
+from tuneplane.web.access import Who
+from tuneplane.web.dependencies import Now, Pool, Signer
+
+router = APIRouter(include_in_schema=False)
+
+PAGE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>Sign in · Tuneplane</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="/static/login.css">
+</head>
+<body>
+<main>
+<h1>Tuneplane telemetry</h1>
+<form method="post" action="/auth/login">
+{error}
+<label>User <input name="username" autocomplete="username" required autofocus></label>
+<label>Password <input name="password" type="password" autocomplete="current-password"
+  required></label>
+<input type="hidden" name="next" value="{next}">
+<button type="submit">Sign in</button>
+</form>
+</main>
+</body>
+</html>
+"""
+
+
+def local_path(target: str | None) -> str:
+    """``target`` when it is a path of this service, else ``/``: never another site."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/"
+    return target
+
+
+def page(next_path: str, error: str = "", status: int = 200) -> HTMLResponse:
+    shown = f'<p class="error" role="alert">{html.escape(error)}</p>' if error else ""
+    return HTMLResponse(PAGE.format(error=shown, next=html.escape(local_path(next_path))),
+                        status_code=status, headers={"Cache-Control": "no-store"})
+
+
+@router.get("/login")
+async def login_page(next: str = "/") -> HTMLResponse:
+    return page(next)
+
+
+@router.post("/auth/login")
+async def login(request: Request, pool: Pool, signer: Signer, now: Now) -> Response:
+    foreign = browser.foreign_origin(request)
+    if foreign is not None:
+        raise HTTPException(403, f"{foreign} may not sign in here")
+    form = {k: v[0] for k, v in parse_qs((await request.body()).decode(errors="replace"),
+                                         max_num_fields=8).items()}
+    username, password = form.get("username", ""), form.get("password", "")
+    target = local_path(form.get("next"))
+    async with pool.acquire() as conn:
+        if not await passwords.verify(conn, username, password):
+            return page(target, "Wrong user name or password.", status=401)
+        cookie = await sessions.start(conn, signer, username, now=now)
+    response = RedirectResponse(target, status_code=303)
+    browser.set_cookie(response, cookie, seconds=sessions.HOURS * 3600)
+    return response
+
+
+@router.post("/auth/logout")
+async def logout(who: Who, pool: Pool) -> Response:
+    """Ends the browser's session (a change: it needs the session's CSRF token)."""
+    if who.session is not None:
+        async with pool.acquire() as conn:
+            await sessions.end(conn, who.session)
+    response = RedirectResponse("/login", status_code=303)
+    browser.clear_cookie(response)
+    return response
+
+
+@router.get("/auth/session")
+async def session(who: Who) -> dict[str, Any]:
+    """Who is signed in, its projects, and the CSRF token a page sends with changes."""
+    return {"user": who.name, "admin": who.admin, "csrf_token": who.csrf,
+            "projects": {p: r.label for p, r in sorted(who.roles.items())}}
