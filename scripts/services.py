@@ -88,24 +88,25 @@ def port_free(port: int) -> bool:
     return True
 
 
-def ports() -> dict[str, int]:
-    """The services' ports: read from ``.services/ports.json``, chosen there when absent."""
+def ports(names: tuple[str, ...] = PORT_NAMES) -> dict[str, int]:
+    """The ports of ``names``: read from ``.services/ports.json``; a name missing there gets a
+    free port, added to the file beside the others (scripts/oidc keeps its ports there too)."""
     path = DATA / "ports.json"
-    if path.exists():
-        saved: dict[str, int] = json.loads(path.read_text())
-        if set(saved) == set(PORT_NAMES):
-            return saved
-    chosen: dict[str, int] = {}
-    candidates = list(listening_range())
-    random.SystemRandom().shuffle(candidates)
-    for port in candidates:
-        if len(chosen) == len(PORT_NAMES):
-            break
-        if port not in chosen.values() and port_free(port):
-            chosen[PORT_NAMES[len(chosen)]] = port
-    DATA.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(chosen, indent=1) + "\n")
-    return chosen
+    saved: dict[str, int] = json.loads(path.read_text()) if path.exists() else {}
+    missing = [name for name in names if name not in saved]
+    if missing:
+        candidates = list(listening_range())
+        random.SystemRandom().shuffle(candidates)
+        for port in candidates:
+            if not missing:
+                break
+            if port not in saved.values() and port_free(port):
+                saved[missing.pop(0)] = port
+        DATA.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(".partial")
+        partial.write_text(json.dumps(saved, indent=1) + "\n")
+        partial.rename(path)
+    return {name: saved[name] for name in names}
 
 
 def log(message: str) -> None:

@@ -13,6 +13,7 @@ import asyncpg
 import pytest
 
 from tests.support.environment import BIN, Endpoints, free_port
+from tests.support.oidc import oidc_provider  # noqa: F401  (a fixture, shared)
 from tests.support.processes import Process, start_ingest, start_projector
 from tuneplane.common.gateway.tls import TlsIdentity
 from tuneplane.common.kafka.topics import TopicSettings

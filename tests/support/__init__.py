@@ -9,5 +9,6 @@
 ``control`` (node control test helpers: enrollment, nodes, a run with two members);
 ``web`` (clients of the web application);
 ``users`` (real, separate users for what training code can reach; root needed);
-``schemaserver`` (an HTTP server counting fetches of a JSON Schema).
+``schemaserver`` (an HTTP server counting fetches of a JSON Schema);
+``oidc`` (the OpenID Connect provider scripts/oidc starts, and a browser's part in signing in).
 """
