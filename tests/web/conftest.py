@@ -15,6 +15,7 @@ from tests.support.environment import BIN, Endpoints, free_port
 from tests.support.processes import Process
 from tests.support.web import Connect
 from tuneplane.web.app import create_app
+from tuneplane.web.oidc_settings import OidcSettings
 from tuneplane.web.settings import WebSettings
 
 
@@ -25,7 +26,7 @@ async def web_app(initialised: Endpoints) -> AsyncIterator[FastAPI]:
     app = create_app(WebSettings(database_url=initialised.database_url,
                                  jwt_secret=initialised.jwt_secret,
                                  s3_endpoint=initialised.s3_endpoint,
-                                 s3_bucket=initialised.s3_bucket))
+                                 s3_bucket=initialised.s3_bucket, oidc=OidcSettings()))
     async with app.router.lifespan_context(app):
         yield app
 

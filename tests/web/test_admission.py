@@ -23,6 +23,7 @@ from tuneplane.controlplane import runs
 from tuneplane.telemetry.v1.identity import MemberKey
 from tuneplane.web import state
 from tuneplane.web.app import create_app
+from tuneplane.web.oidc_settings import OidcSettings
 from tuneplane.web.routes.reporting import DETAIL_BYTES
 from tuneplane.web.settings import WebSettings
 
@@ -129,7 +130,8 @@ async def test_the_reporting_path_refuses_tokens_of_attempts_ended_long_ago(
 async def one_slot(initialised: Endpoints) -> AsyncIterator[FastAPI]:
     """The app with a single query slot."""
     app = create_app(WebSettings(database_url=initialised.database_url,
-                                 jwt_secret=initialised.jwt_secret, concurrent_queries=1))
+                                 jwt_secret=initialised.jwt_secret, concurrent_queries=1,
+                                 oidc=OidcSettings()))
     async with app.router.lifespan_context(app):
         yield app
 

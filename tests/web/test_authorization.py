@@ -87,6 +87,8 @@ OUTSIDE = {
     ("GET", "/login"): "anyone",
     ("POST", "/auth/login"): "anyone",
     ("GET", "/runs/{run_id}/charts"): "anyone",
+    ("GET", "/auth/oidc/login"): "anyone",
+    ("GET", "/auth/callback"): "anyone",
     ("POST", "/auth/logout"): "user",
     ("GET", "/auth/session"): "user",
 }

@@ -123,3 +123,7 @@ class TokenNotFound(UserError, NotFound):
 
 class InvalidToken(UserError, Invalid):
     pass
+
+
+class SignInRefused(UserError, Invalid):
+    """The identity provider's user may not sign in here (disabled; a name not taken)."""

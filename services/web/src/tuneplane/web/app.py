@@ -14,6 +14,7 @@ from tuneplane.web.routes import (
     auth,
     destinations,
     launches,
+    oidc,
     pages,
     projects,
     reporting,
@@ -57,4 +58,5 @@ def create_app(settings: WebSettings) -> FastAPI:
     app.include_router(users.router)
     app.include_router(tokens.router)
     app.include_router(auth.router)
+    app.include_router(oidc.router)
     return app

@@ -12,7 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from tuneplane.contract.parsers import positive
-from tuneplane.contract.settings import Needed, Settings, SettingsError, needed, setting
+from tuneplane.contract.settings import (
+    Needed,
+    Settings,
+    SettingsError,
+    needed,
+    section,
+    setting,
+)
 from tuneplane.contract.variables import (
     DATABASE_URL,
     DEFAULT_DRAIN_SECONDS,
@@ -21,6 +28,7 @@ from tuneplane.contract.variables import (
     TELEMETRY_DRAIN_SECONDS,
     WEB_JWT_SECRET,
 )
+from tuneplane.web.oidc_settings import OidcSettings
 
 TLS_CERT = "TUNEPLANE_WEB_TLS_CERT"
 TLS_KEY = "TUNEPLANE_WEB_TLS_KEY"
@@ -67,6 +75,7 @@ class WebSettings(Settings):
     tls_key: Path | None = setting(
         TLS_KEY, parse=existing_file, default=None,
         help=f"the private key (PEM) of `{TLS_CERT}`")
+    oidc: OidcSettings = section(OidcSettings)
 
     def __post_init__(self) -> None:
         if (self.tls_cert is None) != (self.tls_key is None):

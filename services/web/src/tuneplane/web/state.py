@@ -1,5 +1,6 @@
 """The web application's state: what lives from startup to shutdown (settings, token
-signer, database pool, object store bucket, query slots), opened in the lifespan and kept
+signer, database pool, object store bucket, query slots, the identity provider's client),
+opened in the lifespan and kept
 on ``app.state.web``."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from fastapi import FastAPI
 from tuneplane.common import objectstore
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.web.bucket import Bucket
+from tuneplane.web.oidc import OidcClient
 
 if TYPE_CHECKING:
     from tuneplane.web.settings import WebSettings
@@ -31,6 +33,8 @@ class WebState:
     #: Authenticated requests in flight at most; one more is answered 503 at once
     #: (``admission.query_slot``).
     slots: asyncio.Semaphore
+    #: The team's identity provider; None: local passwords only.
+    oidc: OidcClient | None = None
 
 
 @asynccontextmanager
@@ -42,7 +46,8 @@ async def opened(settings: WebSettings, signer: TokenSigner) -> AsyncIterator[We
               if settings.s3_endpoint and settings.s3_bucket else None)
     try:
         yield WebState(settings, signer, pool, bucket,
-                       asyncio.Semaphore(settings.concurrent_queries))
+                       asyncio.Semaphore(settings.concurrent_queries),
+                       OidcClient(settings.oidc) if settings.oidc.enabled else None)
     finally:
         await pool.close()
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlencode
 
 from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
@@ -19,7 +19,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from tuneplane.controlplane import passwords, sessions
 from tuneplane.web import browser
 from tuneplane.web.access import Who
-from tuneplane.web.dependencies import Now, Pool, Signer
+from tuneplane.web.dependencies import Now, Pool, Signer, State
 
 router = APIRouter(include_in_schema=False)
 
@@ -34,6 +34,7 @@ PAGE = """<!doctype html>
 <body>
 <main>
 <h1>Tuneplane telemetry</h1>
+{sso}
 <form method="post" action="/auth/login">
 {error}
 <label>User <input name="username" autocomplete="username" required autofocus></label>
@@ -55,19 +56,25 @@ def local_path(target: str | None) -> str:
     return target
 
 
-def page(next_path: str, error: str = "", status: int = 200) -> HTMLResponse:
+def page(next_path: str, error: str = "", status: int = 200, *,
+         sso: bool = False) -> HTMLResponse:
+    target = local_path(next_path)
     shown = f'<p class="error" role="alert">{html.escape(error)}</p>' if error else ""
-    return HTMLResponse(PAGE.format(error=shown, next=html.escape(local_path(next_path))),
+    link = (f'<p><a class="sso" href="/auth/oidc/login?{html.escape(urlencode({"next": target}))}'
+            '">Sign in with your organisation</a></p><p class="or">or with a password</p>'
+            if sso else "")
+    return HTMLResponse(PAGE.format(error=shown, next=html.escape(target), sso=link),
                         status_code=status, headers={"Cache-Control": "no-store"})
 
 
 @router.get("/login")
-async def login_page(next: str = "/") -> HTMLResponse:
-    return page(next)
+async def login_page(web: State, next: str = "/", error: str = "") -> HTMLResponse:
+    return page(next, error[:200], sso=web.oidc is not None)
 
 
 @router.post("/auth/login")
-async def login(request: Request, pool: Pool, signer: Signer, now: Now) -> Response:
+async def login(request: Request, pool: Pool, signer: Signer, now: Now,
+                web: State) -> Response:
     foreign = browser.foreign_origin(request)
     if foreign is not None:
         raise HTTPException(403, f"{foreign} may not sign in here")
@@ -77,7 +84,8 @@ async def login(request: Request, pool: Pool, signer: Signer, now: Now) -> Respo
     target = local_path(form.get("next"))
     async with pool.acquire() as conn:
         if not await passwords.verify(conn, username, password):
-            return page(target, "Wrong user name or password.", status=401)
+            return page(target, "Wrong user name or password.", status=401,
+                        sso=web.oidc is not None)
         cookie = await sessions.start(conn, signer, username, now=now)
     response = RedirectResponse(target, status_code=303)
     browser.set_cookie(response, cookie, seconds=sessions.HOURS * 3600)
