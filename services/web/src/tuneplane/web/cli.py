@@ -1,4 +1,5 @@
-"""``tuneplane-web``: serve the HTTP API (and, later, the Charts page)."""
+"""``tuneplane-web``: serve the HTTP API, the sign-in and Charts pages, and the reporting
+path."""
 
 from __future__ import annotations
 
@@ -24,6 +25,11 @@ def main(argv: list[str] | None = None) -> int:
                     "TUNEPLANE_WEB_TLS_CERT/TUNEPLANE_WEB_TLS_KEY.")
     parser.add_argument("--host", default="0.0.0.0")
     parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--forwarded-allow-ips", default="127.0.0.1", metavar="IPS",
+                        help="addresses of the proxies whose X-Forwarded-Proto/-For are "
+                             "trusted (comma-separated, or *): behind a proxy that ends TLS, "
+                             "its address, so the scheme is https (sessions and the "
+                             "same-origin check depend on it); default 127.0.0.1")
     args = parser.parse_args(argv)
     try:
         settings = WebSettings.from_environ(os.environ)
@@ -33,7 +39,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     # With a certificate uvicorn serves HTTPS: the scheme is https, so answers carry HSTS.
     uvicorn.run(app, host=args.host, port=args.port, log_level="info",
-                ssl_certfile=settings.tls_cert, ssl_keyfile=settings.tls_key)
+                ssl_certfile=settings.tls_cert, ssl_keyfile=settings.tls_key,
+                proxy_headers=True, forwarded_allow_ips=args.forwarded_allow_ips)
     return 0
 
 
