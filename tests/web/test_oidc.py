@@ -18,8 +18,10 @@ from tests.support.environment import Endpoints
 from tests.support.oidc import OidcProvider, sign_in
 from tuneplane.controlplane import projects
 from tuneplane.controlplane.federated import parse_mapping
+from tuneplane.web import browser as browsers
 from tuneplane.web.app import create_app
 from tuneplane.web.oidc_settings import OidcSettings
+from tuneplane.web.routes import oidc as oidc_routes
 from tuneplane.web.settings import WebSettings
 
 SITE = "https://tuneplane-web"
@@ -92,6 +94,23 @@ async def test_a_callback_not_started_here_or_with_another_state_signs_no_one_in
         stolen = await stranger.get(callback)  # someone else's code, without its cookie
         assert "not started here" in urllib.parse.unquote_plus(stolen.headers["location"])
         assert (await stranger.get("/api/v1/runs")).status_code == 401
+
+
+async def test_the_cookie_of_a_sign_in_in_progress_is_no_session(
+        signed_app: tuple[FastAPI, str]) -> None:
+    # Anyone gets one from /auth/oidc/login, signed by this service; sent as the session
+    # cookie it must not pass for one, not even to have a body read.
+    app, _ = signed_app
+    async with new_browser(app) as stranger:
+        start = await stranger.get("/auth/oidc/login")
+        assert start.status_code == 303, start.text
+        pending = start.cookies[oidc_routes.COOKIE]
+        answer = await stranger.post(
+            "/api/v1/runs", content=b"{not JSON", headers={
+                "Content-Type": "application/json",
+                "Cookie": f"{browsers.COOKIE}={pending}"})
+    assert answer.status_code == 401, answer.text  # not a 422 about the body it parsed
+    assert answer.json()["detail"].startswith("session token refused")
 
 
 async def test_a_disabled_user_of_the_provider_is_not_signed_in(
