@@ -5,6 +5,7 @@ part is played with httpx (the provider's login form posted as a person would)."
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 import uuid
 from collections.abc import AsyncIterator
@@ -20,6 +21,7 @@ from tuneplane.controlplane import projects
 from tuneplane.controlplane.federated import parse_mapping
 from tuneplane.web import browser as browsers
 from tuneplane.web.app import create_app
+from tuneplane.web.oidc import OidcClient, Pending, SignInFailed
 from tuneplane.web.oidc_settings import OidcSettings
 from tuneplane.web.routes import oidc as oidc_routes
 from tuneplane.web.settings import WebSettings
@@ -128,6 +130,25 @@ async def test_a_disabled_user_of_the_provider_is_not_signed_in(
     finally:
         await db.execute("UPDATE users SET disabled_at = NULL "
                          "WHERE username = 'bob@example.com'")
+
+
+@pytest.mark.parametrize("verified", [None, False, "true"])
+def test_an_email_the_provider_does_not_say_it_verified_names_no_one(
+        verified: object) -> None:
+    # Providers that let people type their own address (and say nothing of it, or not
+    # with a true) would otherwise sign them in as whoever holds that name here, a local
+    # admin included: its admin flag stays, and its sessions are the attacker's.
+    settings = OidcSettings(issuer="https://id.example", client_id="tuneplane-web",
+                            client_secret="x" * 16,
+                            redirect_uri="https://tuneplane-web/auth/callback")
+    pending = Pending("state", "nonce", "verifier", "/")
+    claims: dict[str, object] = {"nonce": "nonce", "email": "admin@example.com"}
+    if verified is not None:
+        claims["email_verified"] = verified
+    with pytest.raises(SignInFailed, match=re.escape("has not verified 'admin@example.com'")):
+        OidcClient(settings)._identity(claims, pending)
+    assert OidcClient(settings)._identity({**claims, "email_verified": True},
+                                          pending).username == "admin@example.com"
 
 
 async def test_the_login_page_offers_the_provider(signed_app: tuple[FastAPI, str]) -> None:
