@@ -84,8 +84,9 @@ async def test_launch_mistakes_viewers_and_scoped_nodes_are_refused(
     assert (await admin.put(f"/api/v1/nodes/{node}/projects", json=scope)).status_code == 200
     scoped = await client.post(f"/api/v1/runs/{run_id}/launches", json={**body, "node": node})
     assert scoped.status_code == 422
-    assert scoped.json()["detail"] == (f"node {node!r} takes launches of project(s) {other} "
-                                       f"only; run {run_id!r} is in project 'default'")
+    assert scoped.json()["detail"] == (f"node {node!r} does not take launches of project "
+                                       f"'default' (run {run_id!r}'s)")
+    assert other not in scoped.json()["detail"]  # an editor of default holds no role there
     missing = await admin.put(f"/api/v1/nodes/{node}/projects", json={"projects": ["nope-x"]})
     assert (missing.status_code, missing.json()["detail"]) == (404, "no project 'nope-x'")
     assert (await admin.put(f"/api/v1/nodes/{node}/projects",

@@ -5,6 +5,7 @@ part is played with httpx (the provider's login form posted as a person would)."
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 import uuid
 from collections.abc import AsyncIterator
@@ -18,8 +19,11 @@ from tests.support.environment import Endpoints
 from tests.support.oidc import OidcProvider, sign_in
 from tuneplane.controlplane import projects
 from tuneplane.controlplane.federated import parse_mapping
+from tuneplane.web import browser as browsers
 from tuneplane.web.app import create_app
+from tuneplane.web.oidc import OidcClient, Pending, SignInFailed
 from tuneplane.web.oidc_settings import OidcSettings
+from tuneplane.web.routes import oidc as oidc_routes
 from tuneplane.web.settings import WebSettings
 
 SITE = "https://tuneplane-web"
@@ -94,6 +98,23 @@ async def test_a_callback_not_started_here_or_with_another_state_signs_no_one_in
         assert (await stranger.get("/api/v1/runs")).status_code == 401
 
 
+async def test_the_cookie_of_a_sign_in_in_progress_is_no_session(
+        signed_app: tuple[FastAPI, str]) -> None:
+    # Anyone gets one from /auth/oidc/login, signed by this service; sent as the session
+    # cookie it must not pass for one, not even to have a body read.
+    app, _ = signed_app
+    async with new_browser(app) as stranger:
+        start = await stranger.get("/auth/oidc/login")
+        assert start.status_code == 303, start.text
+        pending = start.cookies[oidc_routes.COOKIE]
+        answer = await stranger.post(
+            "/api/v1/runs", content=b"{not JSON", headers={
+                "Content-Type": "application/json",
+                "Cookie": f"{browsers.COOKIE}={pending}"})
+    assert answer.status_code == 401, answer.text  # not a 422 about the body it parsed
+    assert answer.json()["detail"].startswith("session token refused")
+
+
 async def test_a_disabled_user_of_the_provider_is_not_signed_in(
         signed_app: tuple[FastAPI, str], oidc_provider: OidcProvider,
         db: asyncpg.Connection) -> None:
@@ -109,6 +130,25 @@ async def test_a_disabled_user_of_the_provider_is_not_signed_in(
     finally:
         await db.execute("UPDATE users SET disabled_at = NULL "
                          "WHERE username = 'bob@example.com'")
+
+
+@pytest.mark.parametrize("verified", [None, False, "true"])
+def test_an_email_the_provider_does_not_say_it_verified_names_no_one(
+        verified: object) -> None:
+    # Providers that let people type their own address (and say nothing of it, or not
+    # with a true) would otherwise sign them in as whoever holds that name here, a local
+    # admin included: its admin flag stays, and its sessions are the attacker's.
+    settings = OidcSettings(issuer="https://id.example", client_id="tuneplane-web",
+                            client_secret="x" * 16,
+                            redirect_uri="https://tuneplane-web/auth/callback")
+    pending = Pending("state", "nonce", "verifier", "/")
+    claims: dict[str, object] = {"nonce": "nonce", "email": "admin@example.com"}
+    if verified is not None:
+        claims["email_verified"] = verified
+    with pytest.raises(SignInFailed, match=re.escape("has not verified 'admin@example.com'")):
+        OidcClient(settings)._identity(claims, pending)
+    assert OidcClient(settings)._identity({**claims, "email_verified": True},
+                                          pending).username == "admin@example.com"
 
 
 async def test_the_login_page_offers_the_provider(signed_app: tuple[FastAPI, str]) -> None:

@@ -10,7 +10,9 @@ from pathlib import Path
 import asyncpg
 import httpx
 
-from tests.support.environment import BIN
+from tests.support.credentials import user_token
+from tests.support.environment import BIN, Endpoints
+from tests.support.web import Connect
 from tuneplane.controlplane.mapping import frozen_mapping
 
 ARTIFACT = {"version": 1,
@@ -73,6 +75,32 @@ async def test_bad_runs_are_refused_clearly(client: httpx.AsyncClient) -> None:
             refused.json()["detail"]
     assert (await client.post("/api/v1/runs/none-such/attempts")).status_code == 404
     assert (await client.get("/api/v1/runs/none-such")).status_code == 404
+
+
+async def test_a_run_known_by_its_telemetry_cannot_be_created_in_another_project(
+        api: Connect, db: asyncpg.Connection, initialised: Endpoints) -> None:
+    # A run whose telemetry came first (a token issued by hand) is the default project's:
+    # an editor of another project creating it there would take its curves from default's
+    # viewers and show them to its own.
+    run_id = f"telemetry-first-{uuid.uuid4().hex[:8]}"
+    await db.execute("INSERT INTO batch_ledger (run_id, attempt, member, batch_id, "
+                     "kafka_partition, kafka_offset, points, sealed_at) "
+                     "VALUES ($1, 1, 'rank-0', 'b', 0, 0, 5, 0)", run_id)
+    team = f"team-{uuid.uuid4().hex[:6]}"
+    editor = await user_token(db, initialised, "editor", roles={team: "editor"})
+    async with api(editor, path="/api/v1") as other:
+        assert (await other.get(f"/runs/{run_id}/attempts")).status_code == 404
+        claimed = await other.post("/runs", json={"run_id": run_id, "project": team,
+                                                  "integration": ARTIFACT})
+        assert claimed.status_code == 409, claimed.text
+        assert claimed.json()["detail"] == f"run {run_id!r} exists"
+        assert (await other.get(f"/runs/{run_id}/attempts")).status_code == 404
+    assert await db.fetchval("SELECT project FROM runs WHERE run_id = $1", run_id) is None
+    default = await user_token(db, initialised, "editor", roles={"default": "editor"})
+    async with api(default, path="/api/v1") as own:  # its own project gives it an artifact
+        made = await own.post("/runs", json={"run_id": run_id, "integration": ARTIFACT})
+        assert made.status_code == 201, made.text
+        assert (await own.get(f"/runs/{run_id}/attempts")).status_code == 200
 
 
 def test_the_cli_manages_runs_too(tmp_path: Path, initialised: object) -> None:

@@ -122,6 +122,16 @@ async def test_next_never_leads_off_the_site(web_app: FastAPI, alice: str,
     assert 'value="/x&quot;&gt;&lt;script&gt;y&lt;/script&gt;"' in page.text
 
 
+async def test_a_sign_in_form_of_many_fields_is_refused_clearly(web_app: FastAPI) -> None:
+    async with browser(web_app) as http:
+        answer = await http.post("/auth/login",
+                                 content="&".join(f"f{i}=x" for i in range(20)),
+                                 headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert answer.status_code == 400, answer.text  # not a 500 from the form's parser
+    assert answer.json()["detail"] == ("a sign-in form has at most 8 fields (username, "
+                                       "password, next)")
+
+
 async def test_signing_in_from_another_site_is_refused(web_app: FastAPI, alice: str) -> None:
     async with browser(web_app) as http:
         answer = await http.post("/auth/login", data={"username": alice, "password": PASSWORD},

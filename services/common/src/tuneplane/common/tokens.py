@@ -1,4 +1,4 @@
-"""Token kinds (workload, node, user): JWTs (PyJWT) each signed with its own key.
+"""Token kinds (workload, node, user, session, sign-in): JWTs (PyJWT) each signed with its own key.
 
 Each kind's HMAC key is derived from ``TUNEPLANE_WEB_JWT_SECRET`` with HKDF-SHA256 and
 the kind as context, so a token of one kind never verifies as another, and each
@@ -29,6 +29,7 @@ class TokenKind(enum.StrEnum):
     NODE = "node"
     USER = "user"
     SESSION = "session"
+    SIGN_IN = "sign-in"  # a browser's sign-in at the identity provider, in progress
 
     @property
     def audience(self) -> str:
@@ -37,6 +38,7 @@ class TokenKind(enum.StrEnum):
             TokenKind.NODE: "tuneplane-node-control",
             TokenKind.USER: "tuneplane-web",
             TokenKind.SESSION: "tuneplane-web-session",
+            TokenKind.SIGN_IN: "tuneplane-web-sign-in",
         }[self]
 
 

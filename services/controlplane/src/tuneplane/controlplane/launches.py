@@ -48,10 +48,10 @@ async def create(conn: Connection, run_id: str, node_name: str, members: list[st
             raise InvalidLaunch(f"no run {run_id!r}")
         document, project = run["document"], run["project"]
         scope = node["projects"]
-        if scope is not None and project not in scope:
-            raise InvalidLaunch(f"node {node_name!r} takes launches of project(s) "
-                                f"{', '.join(sorted(scope)) or '(none)'} only; run {run_id!r} "
-                                f"is in project {project!r}")
+        if scope is not None and project not in scope:  # naming no other project: the
+            # caller need hold no role in the ones the node takes
+            raise InvalidLaunch(f"node {node_name!r} does not take launches of project "
+                                f"{project!r} (run {run_id!r}'s)")
         unowned = sorted(set(members) - owners(json.loads(document)))
         if unowned:
             raise InvalidLaunch(f"member(s) {', '.join(unowned)} own no source or channel in run "

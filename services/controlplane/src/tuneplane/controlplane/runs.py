@@ -35,11 +35,18 @@ def new_run_id(now: dt.datetime) -> str:
 
 async def create_run(conn: Connection, artifact: Any, *, created_by: str, now: dt.datetime,
                      run_id: str | None = None, project: str = DEFAULT) -> str:
+    """A new run of ``project``; raises RunExists for a run already known, by its row or
+    (outside the default project, where such runs belong) by its telemetry."""
     check_document(artifact, "integration artifact")
     run_id = run_id or new_run_id(now)
     if not RUN_ID.fullmatch(run_id):  # not .match: its $ would let a final newline by
         raise InvalidRun(f"run id {run_id!r} must be 1-128 of A-Z a-z 0-9 . _ - "
                        "(starting with a letter or digit)")
+    if project != DEFAULT and await conn.fetchval(
+            "SELECT 1 FROM batch_ledger WHERE run_id = $1 LIMIT 1", run_id):
+        # Its telemetry came first (a token issued by hand): a run of the default project,
+        # which creating it in another would hand that project's users.
+        raise RunExists(f"run {run_id!r} exists")
     try:
         await conn.execute("INSERT INTO runs (run_id, artifact, created_by, project) "
                            "VALUES ($1, $2::jsonb, $3, $4)", run_id, json.dumps(artifact),

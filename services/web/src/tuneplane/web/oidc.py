@@ -144,8 +144,11 @@ class OidcClient:
         name = claims.get(self._settings.username_claim)
         if not isinstance(name, str) or not name:
             raise SignInFailed(f"the ID token has no {self._settings.username_claim!r} claim")
-        if self._settings.username_claim == "email" and claims.get("email_verified") is False:
-            raise SignInFailed(f"the provider has not verified {name!r}")
+        # Only an address the provider vouches for: one a person typed in (no claim, or
+        # anything but true) would sign it in as whoever holds that name here.
+        if self._settings.username_claim == "email" and claims.get("email_verified") is not True:
+            raise SignInFailed(f"the provider has not verified {name!r} (its ID token's "
+                               "email_verified is not true)")
         groups = claims.get("groups", [])
         if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
             raise SignInFailed("the ID token's groups claim is not a list of names")

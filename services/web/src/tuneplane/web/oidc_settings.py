@@ -29,7 +29,8 @@ class OidcSettings(Settings):
              "or `group=admin`; the projects named are the provider's to decide")
     username_claim: str = setting(
         "TUNEPLANE_WEB_OIDC_USERNAME_CLAIM", default="email",
-        help="the ID token claim that names the user")
+        help="the ID token claim that names the user (`email`: taken only when the token's "
+             "`email_verified` is true)")
 
     def __post_init__(self) -> None:
         if self.issuer is None:

@@ -23,6 +23,8 @@ from tuneplane.web.dependencies import Now, Pool, Signer, State
 
 router = APIRouter(include_in_schema=False)
 
+FORM_FIELDS = 8  # the form's three and room for a browser's extras
+
 PAGE = """<!doctype html>
 <html lang="en">
 <head>
@@ -78,8 +80,13 @@ async def login(request: Request, pool: Pool, signer: Signer, now: Now,
     foreign = browser.foreign_origin(request)
     if foreign is not None:
         raise HTTPException(403, f"{foreign} may not sign in here")
-    form = {k: v[0] for k, v in parse_qs((await request.body()).decode(errors="replace"),
-                                         max_num_fields=8).items()}
+    try:
+        fields = parse_qs((await request.body()).decode(errors="replace"),
+                          max_num_fields=FORM_FIELDS)
+    except ValueError:  # past max_num_fields
+        raise HTTPException(400, f"a sign-in form has at most {FORM_FIELDS} fields "
+                                 "(username, password, next)") from None
+    form = {k: v[0] for k, v in fields.items()}
     username, password = form.get("username", ""), form.get("password", "")
     target = local_path(form.get("next"))
     async with pool.acquire() as conn:

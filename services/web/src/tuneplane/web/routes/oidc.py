@@ -22,6 +22,9 @@ from tuneplane.web.routes.auth import local_path
 
 router = APIRouter(include_in_schema=False)
 
+#: What the browser brings back, signed as a token of its own kind (``SIGN_IN``): anyone
+#: gets one here, so as a session token it would pass for a session cookie wherever only
+#: the signature is checked (``admission``, which then reads the request's body).
 COOKIE = "tuneplane_oidc"
 PURPOSE = "oidc-login"
 SECONDS = 600
@@ -47,7 +50,7 @@ async def begin(web: State, signer: Signer, now: Now, next: str = "/") -> Respon
     except SignInFailed as exc:
         return back_to_login(local_path(next), str(exc))
     response = RedirectResponse(url, status_code=303)
-    kept = signer.issue(TokenKind.SESSION, PURPOSE, {"purpose": PURPOSE,
+    kept = signer.issue(TokenKind.SIGN_IN, PURPOSE, {"purpose": PURPOSE,
                                                      **dataclasses.asdict(pending)},
                         now=now.timestamp(), ttl_seconds=SECONDS)
     response.set_cookie(COOKIE, kept, max_age=SECONDS, path="/auth", secure=True,
@@ -60,7 +63,7 @@ async def callback(request: Request, web: State, pool: Pool, signer: Signer, now
                    code: str = "", state: str = "", error: str = "") -> Response:
     oidc = client(web)
     try:
-        claims = signer.verify(request.cookies.get(COOKIE, ""), TokenKind.SESSION,
+        claims = signer.verify(request.cookies.get(COOKIE, ""), TokenKind.SIGN_IN,
                                now=now.timestamp())
         if claims.get("purpose") != PURPOSE:
             raise TokenError("not a sign-in in progress")
