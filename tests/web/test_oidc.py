@@ -45,6 +45,15 @@ async def signed_app(initialised: Endpoints, oidc_provider: OidcProvider,
         yield app, team
 
 
+async def notice(browser: httpx.AsyncClient, back: httpx.Response) -> str:
+    """What the login page a failed sign-in was sent back to says."""
+    assert back.status_code == 303
+    assert back.headers["location"].startswith("/login?")
+    assert "error" not in back.headers["location"]  # never in the URL
+    page = await browser.get(back.headers["location"])
+    return page.text
+
+
 def new_browser(app: FastAPI) -> httpx.AsyncClient:
     """A cookie-keeping client of the app, on https (its cookies are Secure)."""
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=SITE)
@@ -76,8 +85,7 @@ async def test_a_sign_in_makes_the_user_with_its_groups_roles(
             assert session["user"] == email
             assert session["projects"][team] == role
             replayed = await browser.get(callback)  # the code and the sign-in are spent
-            assert replayed.status_code == 303
-            assert replayed.headers["location"].startswith("/login?")
+            assert "not started here" in await notice(browser, replayed)
     assert await db.fetchval("SELECT origin FROM users WHERE username = $1",
                              "alice@example.com") == "oidc"
     members = {m.username: m.role.label for m in await projects.members(db, team)}
@@ -91,10 +99,10 @@ async def test_a_callback_not_started_here_or_with_another_state_signs_no_one_in
         callback = await through_provider(browser, oidc_provider, "alice@example.com")
         forged = callback.replace("state=", "state=x")
         wrong = await browser.get(forged)
-        assert "state does not match" in urllib.parse.unquote_plus(wrong.headers["location"])
+        assert "state does not match" in await notice(browser, wrong)
     async with new_browser(app) as stranger:
         stolen = await stranger.get(callback)  # someone else's code, without its cookie
-        assert "not started here" in urllib.parse.unquote_plus(stolen.headers["location"])
+        assert "not started here" in await notice(stranger, stolen)
         assert (await stranger.get("/api/v1/runs")).status_code == 401
 
 
@@ -125,7 +133,7 @@ async def test_a_disabled_user_of_the_provider_is_not_signed_in(
             await db.execute("UPDATE users SET disabled_at = now() "
                              "WHERE username = 'bob@example.com'")
             back = await browser.get(callback)
-            assert "is disabled" in urllib.parse.unquote_plus(back.headers["location"])
+            assert "is disabled" in await notice(browser, back)
             assert (await browser.get("/api/v1/runs")).status_code == 401
     finally:
         await db.execute("UPDATE users SET disabled_at = NULL "
@@ -156,3 +164,20 @@ async def test_the_login_page_offers_the_provider(signed_app: tuple[FastAPI, str
     async with new_browser(app) as browser:
         page = await browser.get("/login", params={"next": "/runs/x/charts"})
     assert 'href="/auth/oidc/login?next=%2Fruns%2Fx%2Fcharts"' in page.text
+
+
+async def test_a_local_user_of_the_same_name_is_never_signed_into(
+        signed_app: tuple[FastAPI, str], oidc_provider: OidcProvider,
+        db: asyncpg.Connection) -> None:
+    app, _ = signed_app
+    async with new_browser(app) as browser:  # bob exists as the provider's user first
+        await browser.get(await through_provider(browser, oidc_provider, "bob@example.com"))
+    await db.execute("UPDATE users SET origin = 'local' WHERE username = 'bob@example.com'")
+    try:
+        async with new_browser(app) as browser:
+            callback = await through_provider(browser, oidc_provider, "bob@example.com")
+            back = await browser.get(callback)
+            assert "is a local user here" in await notice(browser, back)
+            assert (await browser.get("/api/v1/runs")).status_code == 401
+    finally:
+        await db.execute("UPDATE users SET origin = 'oidc' WHERE username = 'bob@example.com'")

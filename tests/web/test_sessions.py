@@ -149,3 +149,23 @@ async def test_a_page_without_a_session_asks_for_a_sign_in(web_app: FastAPI) -> 
     assert login.status_code == 200
     assert 'value="/runs/some-run/charts"' in login.text
     assert login.headers["content-security-policy"].startswith("default-src 'none'")
+
+
+async def test_a_new_password_ends_the_sessions_of_the_old_one(web_app: FastAPI, alice: str,
+                                                               db: asyncpg.Connection) -> None:
+    async with browser(web_app) as http:
+        await sign_in(http, alice)
+        assert (await http.get("/api/v1/runs")).status_code == 200
+        await passwords.set_password(db, alice, "another long password")
+        ended = await http.get("/api/v1/runs")
+        assert ended.status_code == 401
+        assert "the session was ended" in ended.json()["detail"]
+        assert (await sign_in(http, alice, "another long password")).status_code == 303
+
+
+async def test_the_login_page_says_nothing_a_link_asks_it_to(web_app: FastAPI) -> None:
+    async with browser(web_app) as http:
+        page = await http.get("/login", params={"error": "Call +1 555 0100 to unlock",
+                                                "notice": "x"})
+    assert "555" not in page.text
+    assert 'class="error"' not in page.text

@@ -4,8 +4,9 @@ group → admin).
 
 The projects the mapping names are the provider's to decide: in each, the user holds the
 highest role its groups map to, or none. Roles in other projects are left as granted by
-hand. The admin flag of a user the provider made follows its groups; one made by hand (the
-bootstrap admin) is only ever raised by them, never lowered. A disabled user stays
+hand. The admin flag follows the groups too. A user made here by hand (a local user, the
+bootstrap admin) is never signed into through the provider, whatever its name: the
+provider's say over a name ends where this service's own users begin. A disabled user stays
 disabled: signing in again does not enable it.
 """
 
@@ -56,14 +57,15 @@ async def sign_in(conn: Connection, username: str, groups: set[str],
         try:
             row = await conn.fetchrow(
                 "INSERT INTO users (username, is_admin, origin) VALUES ($1, $2, 'oidc') "
-                "ON CONFLICT (username) DO UPDATE SET is_admin = CASE "
-                "WHEN users.origin = 'oidc' THEN EXCLUDED.is_admin "
-                "ELSE users.is_admin OR EXCLUDED.is_admin END "
-                "RETURNING disabled_at", username, admin)
+                "ON CONFLICT (username) DO UPDATE SET is_admin = EXCLUDED.is_admin "
+                "WHERE users.origin = 'oidc' RETURNING disabled_at", username, admin)
         except asyncpg.CheckViolationError:  # the users table's name check
             raise SignInRefused(f"the provider's user name {username!r} is not one this "
                                 "service takes (1-128 of A-Z a-z 0-9 . _ @ -)") from None
-        if row is None or row["disabled_at"] is not None:
+        if row is None:  # a local user of that name: never the provider's to sign into
+            raise SignInRefused(f"{username!r} is a local user here, not the identity "
+                                "provider's; sign in with its password")
+        if row["disabled_at"] is not None:
             raise SignInRefused(f"user {username!r} is disabled")
         wanted: dict[str, Role] = {}
         for grant in mapping:

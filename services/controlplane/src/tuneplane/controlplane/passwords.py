@@ -38,10 +38,14 @@ def matches(stored: str, password: str) -> bool:
 async def set_password(conn: Connection, username: str, password: str) -> None:
     check_strength(password)
     hashed = await asyncio.to_thread(HASHER.hash, password)
-    done = await conn.fetchval("UPDATE users SET password_hash = $2 WHERE username = $1 "
-                               "RETURNING 1", username, hashed)
-    if done is None:
-        raise UserNotFound(f"no user {username!r}")
+    async with conn.transaction():
+        done = await conn.fetchval("UPDATE users SET password_hash = $2 WHERE username = $1 "
+                                   "RETURNING 1", username, hashed)
+        if done is None:
+            raise UserNotFound(f"no user {username!r}")
+        # A new password ends the sessions the old one (or anyone holding them) started.
+        await conn.execute("UPDATE sessions SET ended_at = now() WHERE username = $1 "
+                           "AND ended_at IS NULL", username)
 
 
 async def verify(conn: Connection, username: str, password: str) -> bool:

@@ -9,6 +9,7 @@ the browser names its origin, from this service's own origin.
 
 from __future__ import annotations
 
+import base64
 import hmac
 from typing import Final
 
@@ -17,6 +18,8 @@ from fastapi import HTTPException, Request, Response
 from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
 
 COOKIE: Final = "tuneplane_session"
+#: What the login page is to say once (a failed sign-in at the identity provider).
+NOTICE: Final = "tuneplane_notice"
 CSRF_HEADER: Final = "X-CSRF-Token"
 SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -64,3 +67,25 @@ def set_cookie(response: Response, value: str, *, seconds: int) -> None:
 
 def clear_cookie(response: Response) -> None:
     response.delete_cookie(COOKIE, path="/", secure=True, httponly=True, samesite="lax")
+
+
+def set_notice(response: Response, text: str) -> None:
+    """The login page's next visit says ``text`` (once: it clears the cookie)."""
+    encoded = base64.urlsafe_b64encode(text[:300].encode()).decode()
+    response.set_cookie(NOTICE, encoded, max_age=60, path="/login", secure=True,
+                        httponly=True, samesite="lax")
+
+
+def read_notice(request: Request) -> str:
+    """What the login page is to say; empty when nothing (or nothing readable)."""
+    raw = request.cookies.get(NOTICE)
+    if raw is None:
+        return ""
+    try:
+        return base64.urlsafe_b64decode(raw.encode()).decode()[:300]
+    except (ValueError, UnicodeDecodeError):
+        return ""
+
+
+def clear_notice(response: Response) -> None:
+    response.delete_cookie(NOTICE, path="/login", secure=True, httponly=True, samesite="lax")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import asyncpg
@@ -18,6 +18,7 @@ from tuneplane.common import objectstore
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.web.bucket import Bucket
 from tuneplane.web.oidc import OidcClient
+from tuneplane.web.throttle import Throttle
 
 if TYPE_CHECKING:
     from tuneplane.web.settings import WebSettings
@@ -35,6 +36,8 @@ class WebState:
     slots: asyncio.Semaphore
     #: The team's identity provider; None: local passwords only.
     oidc: OidcClient | None = None
+    #: Failed sign-ins, per user name and client address.
+    throttle: Throttle = field(default_factory=Throttle)
 
 
 @asynccontextmanager

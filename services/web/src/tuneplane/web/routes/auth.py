@@ -4,7 +4,8 @@ session (a cookie, ``browser``), ``POST /auth/logout`` ends it, ``/auth/session`
 page who is signed in and its CSRF token. None of these is in the OpenAPI document.
 
 A failed sign-in says the same for an unknown user, a wrong password and a disabled user,
-after the same work. ``next`` is followed only to a path of this service.
+after the same work; past ``throttle``'s limits it is answered 429 without that work.
+``next`` is followed only to a path of this service.
 """
 
 from __future__ import annotations
@@ -70,8 +71,13 @@ def page(next_path: str, error: str = "", status: int = 200, *,
 
 
 @router.get("/login")
-async def login_page(web: State, next: str = "/", error: str = "") -> HTMLResponse:
-    return page(next, error[:200], sso=web.oidc is not None)
+async def login_page(request: Request, web: State, next: str = "/") -> HTMLResponse:
+    """The login page; it says why a sign-in at the identity provider failed, once."""
+    notice = browser.read_notice(request)
+    response = page(next, notice, sso=web.oidc is not None)
+    if notice:
+        browser.clear_notice(response)
+    return response
 
 
 @router.post("/auth/login")
@@ -89,10 +95,19 @@ async def login(request: Request, pool: Pool, signer: Signer, now: Now,
     form = {k: v[0] for k, v in fields.items()}
     username, password = form.get("username", ""), form.get("password", "")
     target = local_path(form.get("next"))
+    address = request.client.host if request.client else ""
+    wait = web.throttle.wait(username, address)
+    if wait > 0:
+        refused = page(target, "Too many failed sign-ins; try again in a few minutes.",
+                       status=429, sso=web.oidc is not None)
+        refused.headers["Retry-After"] = str(int(wait) + 1)
+        return refused
     async with pool.acquire() as conn:
         if not await passwords.verify(conn, username, password):
+            web.throttle.failed(username, address)
             return page(target, "Wrong user name or password.", status=401,
                         sso=web.oidc is not None)
+        web.throttle.succeeded(username)
         cookie = await sessions.start(conn, signer, username, now=now)
     response = RedirectResponse(target, status_code=303)
     browser.set_cookie(response, cookie, seconds=sessions.HOURS * 3600)

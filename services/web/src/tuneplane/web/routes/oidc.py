@@ -37,9 +37,11 @@ def client(web: State) -> OidcClient:
 
 
 def back_to_login(next_path: str, error: str) -> RedirectResponse:
-    response = RedirectResponse(
-        f"/login?{urlencode({'next': next_path, 'error': error})}", status_code=303)
+    """To the login page, which says ``error``: carried in a cookie of its own, never in
+    the URL (anyone could send a link to the login page saying anything)."""
+    response = RedirectResponse(f"/login?{urlencode({'next': next_path})}", status_code=303)
     response.delete_cookie(COOKIE, path="/auth", secure=True, httponly=True, samesite="lax")
+    browser.set_notice(response, error)
     return response
 
 
