@@ -60,19 +60,23 @@ def test_a_non_postgres_url_is_refused_clearly() -> None:
         yoyo_url("mysql://x/y")
 
 
-def test_runs_and_users_from_before_projects_land_in_the_default_project(
-        scratch_database: str) -> None:
+def migrate_before(database_url: str, first_left_out: str) -> None:
+    """The schema as it was before migration ``first_left_out``: a database to fill."""
     from yoyo import get_backend, read_migrations
     from yoyo.migrations import MigrationList
-
-    from tuneplane.admin.migrate import apply_migrations
-    backend = get_backend(yoyo_url(scratch_database))
+    backend = get_backend(yoyo_url(database_url))
     every = read_migrations(str(ROOT / "services/controlplane/src/tuneplane/controlplane"
                                        "/migrations"))
     with backend.lock():
         backend.apply_migrations(MigrationList([m for m in backend.to_apply(every)
-                                                if m.id < "0011"]))
+                                                if m.id < first_left_out]))
     backend.connection.close()
+
+
+def test_runs_and_users_from_before_projects_land_in_the_default_project(
+        scratch_database: str) -> None:
+    from tuneplane.admin.migrate import apply_migrations
+    migrate_before(scratch_database, "0011")
     with psycopg.connect(scratch_database) as conn:  # filled before the change
         conn.execute("INSERT INTO users (username, is_admin) VALUES ('root-a', true), "
                      "('alice', false)")
@@ -90,3 +94,33 @@ def test_runs_and_users_from_before_projects_land_in_the_default_project(
         assert conn.execute("SELECT username, disabled_at FROM users ORDER BY username"
                             ).fetchall() == [("alice", None), ("root-a", None)]
         assert conn.execute("SELECT projects FROM nodes").fetchall() == []
+
+
+def test_series_from_before_run_paths_are_the_roots_and_keep_their_key(
+        scratch_database: str) -> None:
+    from tuneplane.admin.migrate import apply_migrations
+    from tuneplane.projector.checksum import PARTS
+    migrate_before(scratch_database, "0014")
+    curves = "SELECT md5(string_agg(r, '|' ORDER BY r)) FROM ({}) AS t(r)"
+    before_run_paths = PARTS["curves"].replace("nullif(s.run_path, ''), ", "")
+    with psycopg.connect(scratch_database) as conn:  # filled before the change
+        conn.execute("INSERT INTO readmodel.series (run_id, attempt, member, source, tag) "
+                     "VALUES ('old-run', 1, 'm', 'tb', 'lr_group'), ('old-run', 1, 'm', 'tb', "
+                     "'loss')")
+        conn.execute("""INSERT INTO readmodel.curve_chunks (series_id, batch_id, chunk_index,
+                            n, step_min, step_max, v_min, v_max, v_first, v_last, steps,
+                            wall_times, "values")
+                        SELECT series_id, 'e-1', series_id, 1, 0, 0, 1, 1, 1, 1, '{0}', '{0}',
+                               '{1}' FROM readmodel.series""")
+        old_sum = conn.execute(curves.format(before_run_paths)).fetchone()
+    assert apply_migrations(scratch_database)[0] == "0014.series-run-path"
+    with psycopg.connect(scratch_database) as conn:
+        assert conn.execute("SELECT tag, run_path FROM readmodel.series ORDER BY tag"
+                            ).fetchall() == [("loss", ""), ("lr_group", "")]
+        assert conn.execute(curves.format(PARTS["curves"])).fetchone() == old_sum
+        # The same tag in another run is another series; the root's key is still unique.
+        conn.execute("INSERT INTO readmodel.series (run_id, attempt, member, source, run_path, "
+                     "tag) VALUES ('old-run', 1, 'm', 'tb', 'lr_group/a', 'lr_group')")
+        with pytest.raises(psycopg.errors.UniqueViolation):
+            conn.execute("INSERT INTO readmodel.series (run_id, attempt, member, source, tag) "
+                         "VALUES ('old-run', 1, 'm', 'tb', 'lr_group')")

@@ -9,6 +9,7 @@ from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.plugins.scalar import metadata as scalar_metadata
 from tensorboard.util import tensor_util
 
+from tests.support.truth import tensorboard_runs, write_add_scalars_logdir
 from tuneplane.collector.reader import SourceKind, SourceReader, SourceSpec
 from tuneplane.collector.spool import Spool
 from tuneplane.collector.tfrecord import HEADER, frame
@@ -137,3 +138,38 @@ def test_batches_respect_the_point_bound_and_resume_where_they_stopped(tmp_path:
     assert [sum(len(c.steps) for c in b.chunks) for b in batches(tmp_path / "spool")] == \
         [10, 10, 5]
     assert [s for _, s, _ in scalars(tmp_path / "spool")] == list(range(25))
+
+
+def test_each_tensorboard_run_and_tag_is_its_own_series_equal_to_tensorboards(
+        tmp_path: Path) -> None:
+    logdir = tmp_path / "logs"
+    write_add_scalars_logdir(logdir)
+    r = reader(tmp_path / "spool", logdir, max_points=128)
+    while not r.run_once():
+        pass
+    ours: dict[tuple[str, str], list[tuple[int, float, float]]] = {}
+    for b in batches(tmp_path / "spool"):
+        for chunk in b.chunks:
+            ours.setdefault((chunk.run_path, chunk.tag), []).extend(
+                zip(chunk.steps, chunk.wall_times, chunk.values, strict=True))
+    truth = tensorboard_runs(logdir)
+    assert sorted(truth) == [("", "lr_group"), ("eval/fold_1", "lr_group"),
+                             ("lr_group/a", "lr_group"), ("lr_group/b", "lr_group")]
+    assert ours == truth  # point for point, in file order
+    assert r.counters.problems == 0
+
+
+def test_a_run_path_that_is_not_a_name_skips_its_scalars_with_a_reason(tmp_path: Path) -> None:
+    logdir = tmp_path / "logs"
+    (logdir / "bad\x01run").mkdir(parents=True)
+    (logdir / "bad\x01run" / "events.out.tfevents.1.host").write_bytes(
+        b"".join(scalar_event(s, s, first=s == 0) for s in range(4)))
+    (logdir / "events.out.tfevents.1.host").write_bytes(scalar_event(0, 1.0, first=True))
+    r = reader(tmp_path / "spool", logdir)
+    assert r.run_once() is True
+    assert [(c.run_path, c.tag, list(c.values)) for b in batches(tmp_path / "spool")
+            for c in b.chunks] == [("", "loss", [1.0])]
+    (problem,) = r.problems
+    assert "bad\\x01run/events.out.tfevents.1.host: run path holds the control character" \
+        in problem
+    assert problem.endswith("4 scalar values skipped")

@@ -24,22 +24,24 @@ MAPPINGS = [
 
 
 def test_resolution_keeps_members_apart_takes_aggregates_from_owner_and_guesses_nothing() -> None:
-    series = [SeriesRef("rank-0", "train", "train/loss"),
-              SeriesRef("rank-1", "train", "train/loss"),
-              SeriesRef("rank-0", "tb", "eval/acc"), SeriesRef("rank-1", "tb", "eval/acc"),
-              SeriesRef("rank-0", "other", "eval/acc"), SeriesRef("rank-0", "train", "loss")]
+    series = [SeriesRef("rank-0", "train", "", "train/loss"),
+              SeriesRef("rank-1", "train", "", "train/loss"),
+              SeriesRef("rank-0", "tb", "", "eval/acc"),
+              SeriesRef("rank-1", "tb", "", "eval/acc"),
+              SeriesRef("rank-0", "other", "", "eval/acc"),
+              SeriesRef("rank-0", "train", "", "loss")]
     result = resolve(MAPPINGS, series)
     loss, accuracy = result.curves
     assert (loss.name, loss.goal, loss.unit, loss.aggregate) == ("loss", "minimize", "nats",
                                                                   False)
-    assert loss.series == (SeriesRef("rank-0", "train", "train/loss"),
-                           SeriesRef("rank-1", "train", "train/loss"))
+    assert loss.series == (SeriesRef("rank-0", "train", "", "train/loss"),
+                           SeriesRef("rank-1", "train", "", "train/loss"))
     assert accuracy.aggregate
-    assert accuracy.series == (SeriesRef("rank-0", "tb", "eval/acc"),)
-    assert result.not_owner == (SeriesRef("rank-1", "tb", "eval/acc"),)
+    assert accuracy.series == (SeriesRef("rank-0", "tb", "", "eval/acc"),)
+    assert result.not_owner == (SeriesRef("rank-1", "tb", "", "eval/acc"),)
     # a familiar name is not a mapping, and a source-bound mapping holds for that source only
-    assert result.unmapped == (SeriesRef("rank-0", "other", "eval/acc"),
-                               SeriesRef("rank-0", "train", "loss"))
+    assert result.unmapped == (SeriesRef("rank-0", "other", "", "eval/acc"),
+                               SeriesRef("rank-0", "train", "", "loss"))
 
 
 def test_a_tag_mapped_twice_is_refused() -> None:
@@ -62,7 +64,7 @@ async def test_freezing_is_once_per_attempt_and_canonical_reads_through_it(
                      "($1, 1, 'rank-0', 'train', 'lr')", run_id)
     result = await canonical(db, run_id, 1)
     assert [c.name for c in result.curves] == ["loss", "accuracy"]
-    assert result.unmapped == (SeriesRef("rank-0", "train", "lr"),)
+    assert result.unmapped == (SeriesRef("rank-0", "train", "", "lr"),)
     unfrozen = await canonical(db, run_id, 2)  # no mapping frozen: nothing is guessed
     assert unfrozen.curves == ()
 
@@ -90,3 +92,37 @@ async def test_admin_freezes_from_the_artifact_and_prints_canonical_curves(
     assert done.stdout.splitlines() == [
         "loss (goal minimize; per member)", "    rank-0       train/tag0",
         "unmapped (unknown semantics): rank-0       train/tag1"]
+
+
+def test_a_mapping_may_name_a_tensorboard_run_and_the_most_specific_one_wins() -> None:
+    mappings = [MetricMapping(tag="lr", name="lr"),
+                MetricMapping(tag="lr", name="lr-a", source="tb", run_path="lr_group/a"),
+                MetricMapping(tag="lr", name="lr-root", run_path="")]
+    series = [SeriesRef("rank-0", "tb", "lr_group/a", "lr"),
+              SeriesRef("rank-0", "tb", "lr_group/b", "lr"),
+              SeriesRef("rank-0", "tb", "", "lr")]
+    curves = {c.name: c.series for c in resolve(mappings, series).curves}
+    assert curves == {"lr": (SeriesRef("rank-0", "tb", "lr_group/b", "lr"),),
+                      "lr-a": (SeriesRef("rank-0", "tb", "lr_group/a", "lr"),),
+                      "lr-root": (SeriesRef("rank-0", "tb", "", "lr"),)}
+
+
+@pytest.mark.parametrize(("mapping", "reason"), [
+    ({"tag": "x", "name": "n", "run_path": "../up"}, r"mappings\[0\].run_path has an empty"),
+    ({"tag": "x", "name": "n", "run_path": "/a"}, r"mappings\[0\].run_path starts with '/'"),
+    ({"tag": "x", "name": "n", "source": "j", "run_path": "a"},
+     "source 'j' is jsonl, and only TensorBoard sources have runs"),
+])
+def test_a_mapped_run_path_must_be_one_a_series_can_have(mapping: dict[str, str],
+                                                         reason: str) -> None:
+    document = {"version": 1, "sources": [{"id": "j", "kind": "jsonl", "path": "/a",
+                                           "owner": "m"},
+                                          {"id": "tb", "kind": "tensorboard", "path": "/tb",
+                                           "owner": "m"}],
+                "mappings": [mapping]}
+    with pytest.raises(IntegrationError, match=reason):
+        check_document(document, "i.yaml")
+    ok = {**document, "mappings": [{"tag": "x", "name": "n", "source": "tb",
+                                    "run_path": "lr_group/a"},
+                                   {"tag": "x", "name": "m", "source": "tb"}]}
+    assert [m.run_path for m in check_document(ok, "i.yaml")] == ["lr_group/a", None]

@@ -29,6 +29,18 @@ def test_each_chunk_becomes_a_gauge_with_the_identity_on_every_point() -> None:
     chunk = batch.chunks[1]
     assert point.time_unix_nano == int(chunk.wall_times[0] * 1e9)
     assert point.as_double == chunk.values[0]
+    assert "run_path" not in attributes  # a root series keeps the attributes it always had
+
+
+def test_a_tensorboard_runs_series_carries_its_run_path() -> None:
+    batch = member_batch(MemberKey("run-1", 2, "rank-3"), 1, 10, tags=2)
+    batch.chunks[1].run_path = "lr_group/a"
+    (request,) = to_requests(batch)
+    root, run = request.resource_metrics[0].scope_metrics[0].metrics
+    assert {a.key for a in root.gauge.data_points[0].attributes} == {
+        "run", "attempt", "member", "source", "tag"}
+    assert {a.key: a.value.string_value for a in run.gauge.data_points[0].attributes
+            }["run_path"] == "lr_group/a"
 
 
 def test_non_finite_values_and_odd_tags_survive() -> None:

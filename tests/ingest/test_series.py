@@ -50,7 +50,7 @@ class Series:
                 {p for p in pairs if (member, p) in self.stored})
 
     def project(self, member: MemberKey, tags: Iterable[str]) -> None:
-        self.stored |= {(member, ("train", tag)) for tag in tags}
+        self.stored |= {(member, ("train", "", tag)) for tag in tags}
 
 
 def batch(*tags: str) -> pb.Batch:
@@ -80,8 +80,16 @@ def bound(series: Series, clock: Clock) -> SeriesBound:
 
 
 def test_series_in_names_each_distinct_series_at_its_first_chunk() -> None:
-    assert series_in(batch("a", "b", "a", "c")) == {("train", "a"): 0, ("train", "b"): 1,
-                                                     ("train", "c"): 3}
+    assert series_in(batch("a", "b", "a", "c")) == {("train", "", "a"): 0,
+                                                     ("train", "", "b"): 1,
+                                                     ("train", "", "c"): 3}
+
+
+def test_one_tag_in_two_tensorboard_runs_is_two_series() -> None:
+    b = batch("lr")
+    b.chunks.add(source="train", run_path="lr_group_a", tag="lr", steps=[1], wall_times=[1.0],
+                 values=[1.0])
+    assert series_in(b) == {("train", "", "lr"): 0, ("train", "lr_group_a", "lr"): 1}
 
 
 async def test_batches_well_under_the_bound_cost_one_count_per_period(
@@ -158,8 +166,9 @@ async def test_postgres_answers_the_count_and_the_member_s_existing_series(
         facts = PostgresFacts(pool)
         assert await facts.series_count((run_id, 1)) == 3
         assert await facts.series_count((run_id, 2)) == 0
-        assert await facts.series_of(member, [("train", "a"), ("train", "c"), ("x", "b")],
-                                     ) == (3, {("train", "a")})
+        assert await facts.series_of(
+            member, [("train", "", "a"), ("train", "", "c"), ("x", "", "b"),
+                     ("train", "lr_group_a", "a")]) == (3, {("train", "", "a")})
 
 
 @pytest.mark.services
@@ -177,7 +186,7 @@ async def test_series_checks_leave_token_standing_a_connection(
         facts = PostgresFacts(pool, wait_seconds=5.0)
         async with other.acquire() as locker, locker.transaction():
             await locker.execute("LOCK TABLE series IN ACCESS EXCLUSIVE MODE")
-            checks = [asyncio.create_task(facts.series_of(member, [("train", f"t{i}")]))
+            checks = [asyncio.create_task(facts.series_of(member, [("train", "", f"t{i}")]))
                       for i in range(8)]
             await asyncio.sleep(0)  # every check asks for a connection first
             found = await facts.attempt((f"other-{uuid.uuid4().hex[:8]}", 1))

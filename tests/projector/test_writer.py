@@ -89,3 +89,33 @@ async def test_rich_bytes_land_in_s3_under_their_content_key_and_rows_point_ther
     assert stored["Body"].read() == payload
     assert await db.fetchval("SELECT count(*) FROM session_starts WHERE run_id = $1",
                              run_id) == 1
+
+
+async def test_one_tag_of_two_tensorboard_runs_is_two_series_and_old_batches_the_roots(
+        writer: PostgresWriter, db: asyncpg.Connection, run_id: str) -> None:
+    old = record(run_id, 1, [1.0])  # sealed before chunks carried a run path
+    runs = pb.Batch.FromString(record(run_id, 2, [2.0]))
+    runs.chunks[0].run_path = "lr_group/a"
+    runs.chunks.add(source="s", run_path="lr_group/b", tag="loss", steps=[0], wall_times=[0.5],
+                    values=[3.0])
+    runs.chunks.add(source="s", tag="loss", steps=[1], wall_times=[0.5], values=[4.0])
+    for sequence, data in ((1, old), (2, runs.SerializeToString())):
+        assert await writer.write(project(data, RecordMeta(0, sequence, None))) is True
+    rows = await db.fetch("""SELECT s.run_path, array_agg(v ORDER BY v) AS values
+                             FROM series s JOIN curve_chunks c USING (series_id),
+                                  unnest(c."values") AS v
+                             WHERE s.run_id = $1 GROUP BY s.run_path ORDER BY s.run_path""",
+                          run_id)
+    assert [tuple(r) for r in rows] == [("", [1.0, 4.0]), ("lr_group/a", [2.0]),
+                                        ("lr_group/b", [3.0])]
+
+
+async def test_the_checksum_of_root_series_is_what_it_was_before_run_paths(
+        writer: PostgresWriter, db: asyncpg.Connection, run_id: str) -> None:
+    from tuneplane.projector.checksum import PARTS, checksum
+    await writer.write(project(record(run_id, 1, [1.0, 2.0]), RecordMeta(0, 1, None)))
+    before = PARTS["curves"].replace("nullif(s.run_path, ''), ", "")  # the query of before
+    assert before != PARTS["curves"]
+    value = await db.fetchval(f"SELECT md5(string_agg(r, '|' ORDER BY r)) FROM ({before}) "
+                              "AS t(r) WHERE r LIKE $1", run_id + "%")
+    assert (await checksum(db, run_id))["curves"] == value

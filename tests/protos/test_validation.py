@@ -12,8 +12,9 @@ from tuneplane.telemetry.v1.limits import (
     MAX_BATCH_SESSION_STARTS,
     MAX_NAME_BYTES,
     MAX_PATH_BYTES,
+    MAX_RUN_PATH_BYTES,
 )
-from tuneplane.telemetry.v1.validation import InvalidBatch, validate
+from tuneplane.telemetry.v1.validation import InvalidBatch, run_path_problem, validate
 
 
 def batch(**identity: object) -> pb.Batch:
@@ -153,3 +154,51 @@ def test_the_same_series_in_two_chunks_counts_once() -> None:
     b = batch()
     b.chunks.add(source="s", tag="t", steps=[3], wall_times=[0.0], values=[1.0])
     assert validate(b, 100) == 3
+
+
+@pytest.mark.parametrize("run_path", ["", "lr_group", "lr_group/a", "eval/fold 1/ünï",
+                                      "a\\b", "..x", "r" * MAX_RUN_PATH_BYTES])
+def test_a_run_path_is_a_relative_path_of_names(run_path: str) -> None:
+    b = batch()
+    b.chunks[0].run_path = run_path
+    assert validate(b, 100) == 2
+    assert run_path_problem(run_path) is None
+
+
+@pytest.mark.parametrize(("run_path", "reason"), [
+    ("/abs", "starts with '/'"),
+    ("a/", "has an empty, '.' or '..' segment"),
+    ("a//b", "has an empty, '.' or '..' segment"),
+    ("a/../b", "has an empty, '.' or '..' segment"),
+    ("..", "has an empty, '.' or '..' segment"),
+    ("./a", "has an empty, '.' or '..' segment"),
+    ("a\x00b", r"holds the control character '\\x00' at 1"),
+    ("a/\nb", r"holds the control character '\\n' at 2"),
+    ("r" * (MAX_RUN_PATH_BYTES + 1), f"is 513 bytes, over the {MAX_RUN_PATH_BYTES} byte bound"),
+])
+def test_a_run_path_that_is_not_one_is_refused_naming_the_chunk(run_path: str,
+                                                                  reason: str) -> None:
+    b = batch()
+    b.chunks[0].run_path = run_path
+    with pytest.raises(InvalidBatch, match=r"chunks\[0\].run_path " + reason):
+        validate(b, 100)
+
+
+def test_one_tag_of_two_runs_is_two_series_toward_the_bound() -> None:
+    b = batch()
+    b.chunks[0].run_path = "lr_group/a"
+    for i in range(MAX_BATCH_SERIES - 1):
+        b.chunks.add(source="s", run_path=f"run{i}", tag="t", steps=[3], wall_times=[0.0],
+                     values=[1.0])
+    assert validate(b, 100) == MAX_BATCH_SERIES + 1
+    b.chunks.add(source="s", tag="t", steps=[3], wall_times=[0.0], values=[1.0])  # the root's
+    with pytest.raises(InvalidBatch, match="more than 2000 distinct series"):
+        validate(b, 100)
+
+
+def test_a_chunk_sealed_before_run_paths_is_the_roots_byte_for_byte() -> None:
+    """Batches already in Kafka have no run path field: they read as the root ('')."""
+    chunk = pb.SeriesChunk(source="s", tag="t", steps=[1], wall_times=[0.0], values=[1.0])
+    assert pb.SeriesChunk(source="s", run_path="", tag="t", steps=[1], wall_times=[0.0],
+                          values=[1.0]).SerializeToString() == chunk.SerializeToString()
+    assert pb.SeriesChunk.FromString(chunk.SerializeToString()).run_path == ""

@@ -70,3 +70,43 @@ def assert_exact(points: list[tuple[str, str, str, int, float]],
     seen = [(tag, step) for m, s, tag, step, _ in points if (m, s) == (member, source)]
     assert len(seen) == len(set(seen)), "a point is stored twice"
     assert {(t, st): v for m, s, t, st, v in points if (m, s) == (member, source)} == truth
+
+
+Run = tuple[str, str]  # (run path, tag): a series of one TensorBoard source
+
+
+def tensorboard_runs(logdir: Path) -> dict[Run, list[tuple[int, float, float]]]:
+    """Scalars below ``logdir`` as TensorBoard's own loader reads them, per run (the event
+    file's directory relative to ``logdir``, '' for ``logdir`` itself) and tag: (step,
+    wall_time, value) in file order."""
+    from tensorboard import data_compat
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+    from tensorboard.util import tensor_util
+    runs: dict[Run, list[tuple[int, float, float]]] = {}
+    for path in sorted(logdir.rglob("*tfevents*")):
+        run = path.parent.relative_to(logdir).as_posix()
+        run = "" if run == "." else run
+        scalar_tags: set[str] = set()
+        for event in EventFileLoader(str(path)).Load():
+            for value in event.summary.value if event.HasField("summary") else ():
+                migrated = data_compat.migrate_value(value)
+                if migrated.metadata.plugin_data.plugin_name == "scalars":
+                    scalar_tags.add(migrated.tag)
+                if migrated.tag in scalar_tags:
+                    number = float(tensor_util.make_ndarray(migrated.tensor).item())
+                    runs.setdefault((run, migrated.tag), []).append(
+                        (event.step, event.wall_time, number))
+    return runs
+
+
+def write_add_scalars_logdir(logdir: Path, steps: int = 300) -> None:
+    """tensorboardX's add_scalars (one tag, a run per key), a root scalar, a nested run."""
+    from tensorboardX import SummaryWriter
+    root = SummaryWriter(logdir=str(logdir))
+    nested = SummaryWriter(logdir=str(logdir / "eval" / "fold_1"))
+    for step in range(steps):
+        root.add_scalars("lr_group", {"a": 0.1 / (step + 1), "b": 0.2 + step}, step)
+        root.add_scalar("lr_group", -step, step)  # the root run's own series of the tag
+        nested.add_scalar("lr_group", step * 3.5, step)
+    root.close()
+    nested.close()

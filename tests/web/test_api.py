@@ -6,15 +6,18 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import time
+from pathlib import Path
 
 import asyncpg
 import httpx
 import pytest
 
+from tests.support.credentials import workload_token
 from tests.support.environment import Endpoints
 from tests.support.kafka import produce
-from tests.support.processes import Process
-from tests.support.truth import member_batch
+from tests.support.processes import Process, collector_args, run_collector
+from tests.support.readmodels import wait_for_points
+from tests.support.truth import member_batch, tensorboard_runs, write_add_scalars_logdir
 from tests.support.web import Connect
 from tuneplane.common.tokens import TokenKind, TokenSigner
 from tuneplane.controlplane import api_tokens, users
@@ -130,6 +133,40 @@ async def test_canonical_curves_come_through_the_frozen_mapping(client: httpx.As
     assert all(s["reduced"] and s["points_returned"] <= 50 for s in curve["series"])
     unknown = await client.get(f"/api/v1/runs/{filled}/attempts/1/curves/accuracy")
     assert unknown.status_code == 404
+
+
+async def test_tensorboard_runs_arrive_from_the_collector_as_series_of_their_own(
+        client: httpx.AsyncClient, initialised: Endpoints, ingest: Process, projector: Process,
+        tls_dir: Path, tmp_path: Path, run_id: str, db: asyncpg.Connection) -> None:
+    """collector → ingest → Kafka → projector → PostgreSQL → API: add_scalars' runs
+    lr_group/a and lr_group/b, the root's and a nested run's series of one tag stay apart,
+    each equal point for point to TensorBoard's loader."""
+    member = MemberKey(run_id, 1, "rank-0")
+    logdir = tmp_path / "logs"
+    write_add_scalars_logdir(logdir, steps=1000)
+    truth = tensorboard_runs(logdir)
+    token = workload_token(initialised, member, tmp_path / "token")
+    done = run_collector([*collector_args(ingest.port, tls_dir, token, member,
+                                          tmp_path / "spool", {}), "--tensorboard",
+                          f"tb={logdir}", "--max-batch-points", "700"])
+    assert done.returncode == 0, done.stderr
+    total = sum(len(points) for points in truth.values())
+    assert await wait_for_points(db, run_id, total) == total
+    url = f"/api/v1/runs/{run_id}/attempts/1"
+    listed = (await client.get(f"{url}/series")).json()
+    assert [(s["run_path"], s["tag"], s["points"]) for s in listed] == [
+        ("", "lr_group", 1000), ("eval/fold_1", "lr_group", 1000),
+        ("lr_group/a", "lr_group", 1000), ("lr_group/b", "lr_group", 1000)]
+    for (run_path, tag), points in truth.items():
+        answer = (await client.get(f"{url}/scalars", params={
+            "member": "rank-0", "source": "tb", "run_path": run_path, "tag": tag,
+            "max_points": 1000})).json()
+        assert answer["run_path"] == run_path
+        assert answer["reduced"] is False
+        assert [tuple(p) for p in answer["points"]] == points
+    missing = await client.get(f"{url}/scalars", params={
+        "member": "rank-0", "source": "tb", "run_path": "lr_group/c", "tag": "lr_group"})
+    assert missing.status_code == 404
 
 
 async def test_rich_records_are_listed_and_downloaded(client: httpx.AsyncClient,

@@ -24,9 +24,12 @@ class Series:
 
 @dataclass(slots=True)
 class BatchDraft:
-    """Points of one source, one column set per tag in read order, plus rich records."""
+    """Points of one source, one column set per tag in read order, plus rich records.
+    ``run_path`` is the TensorBoard run the points belong to (one event file's directory
+    below the log directory; empty for the root and other sources)."""
 
     source: str
+    run_path: str = ""
     series: dict[str, Series] = field(default_factory=dict)
     rich: list[pb.RichRecord] = field(default_factory=list)
     session_starts: list[pb.SessionStart] = field(default_factory=list)
@@ -40,9 +43,13 @@ class BatchDraft:
 
     def cost(self, metrics: list[tuple[str, float]]) -> int:
         """Encoded bytes that adding ``metrics`` would cost at most."""
-        new_tags = sum(len(tag.encode()) + len(self.source) + self.ENTRY_BYTES
+        new_tags = sum(len(tag.encode()) + self.chunk_names_bytes()
                        for tag, _ in metrics if tag not in self.series)
         return len(metrics) * self.POINT_BYTES + new_tags
+
+    def chunk_names_bytes(self) -> int:
+        """What a new chunk costs besides its tag and points: its source and run path."""
+        return len(self.source) + len(self.run_path.encode()) + self.ENTRY_BYTES
 
     def add(self, step: int, wall_time: float, metrics: list[tuple[str, float]]) -> None:
         self.approx_bytes += self.cost(metrics)
@@ -60,7 +67,7 @@ class BatchDraft:
         series = self.series.get(tag)
         if series is None:
             series = self.series[tag] = Series()
-            self.approx_bytes += len(tag.encode()) + len(self.source) + self.ENTRY_BYTES
+            self.approx_bytes += len(tag.encode()) + self.chunk_names_bytes()
         series.steps.append(step)
         series.wall_times.append(wall_time)
         series.values.append(value)
@@ -95,7 +102,7 @@ class BatchDraft:
         return not (self.points or self.rich or self.session_starts)
 
     def chunks(self) -> list[pb.SeriesChunk]:
-        return [pb.SeriesChunk(source=self.source, tag=tag, steps=s.steps,
+        return [pb.SeriesChunk(source=self.source, run_path=self.run_path, tag=tag, steps=s.steps,
                                wall_times=s.wall_times, values=s.values)
                 for tag, s in self.series.items()]
 

@@ -2,7 +2,9 @@
 ``logdir``).
 
 Each file keeps its own identity, offset and the plugin metadata its tags
-declared, saved in the spool with the batch that advances it.
+declared, saved in the spool with the batch that advances it. A file's directory below the
+log directory is its run (TensorBoard's: ``add_scalars`` writes one per key), and its
+scalars' series carry it as their ``run_path``.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import posixpath
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
@@ -19,7 +22,7 @@ from tuneplane.collector.draft import BatchDraft, Position, ReadStep
 from tuneplane.collector.fence import OPEN
 from tuneplane.collector.tbevents import Decoded, TagPlugins, decode
 from tuneplane.telemetry.v1.limits import MAX_BATCH_SERIES
-from tuneplane.telemetry.v1.validation import escape_controls
+from tuneplane.telemetry.v1.validation import escape_controls, run_path_problem
 
 READ_BYTES = 8 * 1024 * 1024
 
@@ -67,22 +70,35 @@ def refuse_oversized(decoded: Decoded, max_bytes: int, where: str, problems: lis
     return refused
 
 
+def run_path_of(relative: str) -> str:
+    """The run of the event file at ``relative`` (a '/'-separated path below the log
+    directory): its directory, '' for a file of the log directory itself."""
+    return posixpath.dirname(relative)
+
+
 def read_file(path: Path, relative: str, source: str, start: Position, *, max_points: int,
               max_bytes: int,
               open_file: Callable[[Path], BinaryIO] = OPEN.open) -> ReadStep:
     """Read complete records of one event file from ``start`` up to the batch bounds."""
+    run_path = run_path_of(relative)
+    # A run path identifies series: one that is not a name is refused, never escaped.
+    run_refused = run_path_problem(run_path)
     relative = escape_controls(relative)  # a file name may hold what a record field may not
     plugins = load_plugins(start.state)
     with open_file(path) as handle:
         size = os.fstat(handle.fileno()).st_size
         covered, scan = scan_at(handle, start.offset, limit=max_points)
-    result = ReadStep(BatchDraft(source), start)
+    result = ReadStep(BatchDraft(source, "" if run_refused else run_path), start)
+    skipped = 0
     stop = start.offset + scan.consumed
     bounded = False
     draft, decoded = result.draft, Decoded()
     for offset, data in scan.records:
         decoded.clear()
         decode(data, source=source, file=relative, offset=offset, plugins=plugins, out=decoded)
+        dropped = len(decoded.scalars) if run_refused else 0
+        if dropped:
+            decoded.scalars.clear()
         cost = len(decoded.scalars) * 64  # a point, and its share of a new chunk's names
         if decoded.problems or decoded.rich or decoded.session_starts:
             result.problems += decoded.problems
@@ -99,6 +115,7 @@ def read_file(path: Path, relative: str, source: str, start: Position, *, max_po
         if over and not draft.empty():
             stop, bounded = offset, True
             break
+        skipped += dropped
         for tag, step, wall_time, value in decoded.scalars:
             draft.add_point(tag, step, wall_time, value)
         for record in decoded.rich:
@@ -107,6 +124,10 @@ def read_file(path: Path, relative: str, source: str, start: Position, *, max_po
             draft.add_session_start(marker)
     result.problems += [f"{relative}@{d.offset}: {d.reason}" for d in scan.damage
                         if d.offset < stop]
+    if skipped:
+        result.problems.append(f"{relative}: run path {run_refused}; {skipped} scalar values "
+                               "skipped")
+        result.rejected["run path not a name"] += skipped
     result.position = Position(stop, 0, dump_plugins(plugins))
     # At the end: what is left is at most one record still being written.
     limited = len(scan.records) >= max_points

@@ -53,11 +53,15 @@ class BatchKey:
 
 @dataclass(frozen=True, slots=True, order=True)
 class SeriesKey:
-    """member/source/tag: one curve as its member's source wrote it (before any mapping)."""
+    """member/source/run path/tag: one curve as its member's source wrote it (before any
+    mapping). ``run_path`` is TensorBoard's run (the event file's directory below the log
+    directory), empty for the log directory itself and for other sources."""
 
     member: MemberKey
     source: str
+    run_path: str
     tag: str
 
     def __str__(self) -> str:
-        return f"{self.member}/{self.source}/{self.tag}"
+        run = f"{self.run_path}:" if self.run_path else ""
+        return f"{self.member}/{self.source}/{run}{self.tag}"

@@ -3,7 +3,8 @@
 
 YAML (``.yaml``/``.yml``) or JSON, validated against ``integration-v1.json``
 (fastjsonschema), then the rules a schema cannot say: ids and paths declared once,
-mappings naming declared sources, one mapping per (source, tag). The artifact is data, not
+mappings naming declared sources (and a run path only of a TensorBoard source), one mapping
+per (source, run path, tag). The artifact is data, not
 instructions: owners and ids are names (they become path components), and a channel
 schema's ``$ref`` must stay inside the schema (``channelschema``): nothing is fetched.
 """
@@ -21,6 +22,7 @@ import yaml
 
 from tuneplane.telemetry.v1.channelschema import SchemaRefused, check_schema
 from tuneplane.telemetry.v1.names import NAME_PATTERN, NAME_RULE, is_name
+from tuneplane.telemetry.v1.validation import run_path_problem
 
 _validate = fastjsonschema.compile(json.loads(
     (resources.files("tuneplane.telemetry.v1") / "integration-v1.json").read_text()))
@@ -32,11 +34,13 @@ class IntegrationError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class MetricMapping:
-    """tag (of ``source``, or of any source) → canonical ``name`` and its semantics."""
+    """tag (of ``source``, or of any source; of the TensorBoard run ``run_path``, or of
+    every run) → canonical ``name`` and its semantics."""
 
     tag: str
     name: str
     source: str | None = None
+    run_path: str | None = None
     goal: str | None = None
     unit: str | None = None
     aggregate_owner: str | None = None
@@ -91,15 +95,30 @@ def check_document(document: Any, origin: str) -> list[MetricMapping]:
         if repeated:
             raise IntegrationError(f"{origin}: {what} {', '.join(repeated)} declared more than "
                                    "once; each source is read by exactly one reader")
-    known = {entry["id"] for entry in declared}
+    known = {entry["id"]: entry.get("kind", "channel") for entry in declared}
     mappings = [MetricMapping(**m) for m in document.get("mappings", [])]
-    seen: set[tuple[str | None, str]] = set()
+    seen: set[tuple[str | None, str | None, str]] = set()
     for i, m in enumerate(mappings):
         if m.source is not None and m.source not in known:
             raise IntegrationError(f"{origin}: mappings[{i}].source {m.source!r} is not a "
                                    "declared source")
-        if (m.source, m.tag) in seen:
+        if m.run_path is not None:
+            check_mapped_run_path(m.run_path, m.source, known,
+                                  f"{origin}: mappings[{i}].run_path")
+        if (m.source, m.run_path, m.tag) in seen:
+            run = "" if m.run_path is None else f" run {m.run_path!r}"
             raise IntegrationError(f"{origin}: mappings[{i}] maps tag {m.tag!r} of "
-                                   f"{m.source or 'any source'} a second time")
-        seen.add((m.source, m.tag))
+                                   f"{m.source or 'any source'}{run} a second time")
+        seen.add((m.source, m.run_path, m.tag))
     return mappings
+
+
+def check_mapped_run_path(run_path: str, source: str | None, kinds: dict[str, str],
+                          where: str) -> None:
+    """A mapped run path is one a series can have: a run path, of a TensorBoard source
+    (``kinds``: each declared source's kind)."""
+    if (problem := run_path_problem(run_path)) is not None:
+        raise IntegrationError(f"{where} {problem}")
+    if run_path and source is not None and kinds[source] != "tensorboard":
+        raise IntegrationError(f"{where} {run_path!r}: source {source!r} is {kinds[source]}, "
+                               "and only TensorBoard sources have runs")

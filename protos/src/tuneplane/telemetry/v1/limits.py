@@ -14,8 +14,12 @@ TOPIC_MAX_MESSAGE_BYTES: Final = 8 * 1024 * 1024
 #: Rich records, and TensorBoard restart markers, one batch may carry.
 MAX_BATCH_RICH: Final = 5_000
 MAX_BATCH_SESSION_STARTS: Final = 5_000
-#: Distinct (source, tag) series one batch may carry: one job cannot flood the series table
-#: a batch at a time. The collector seals a batch before it would hold more.
+#: Longest TensorBoard run path (a series chunk's ``run_path``), in UTF-8 bytes: a name's
+#: bound, so the series table's unique key (five names and the run path) stays within what
+#: a PostgreSQL index entry holds.
+MAX_RUN_PATH_BYTES: Final = MAX_NAME_BYTES
+#: Distinct (source, run path, tag) series one batch may carry: one job cannot flood the
+#: series table a batch at a time. The collector seals a batch before it would hold more.
 MAX_BATCH_SERIES: Final = 2_000
 #: Longest file path (relative to its source root) or plugin name a record names.
 MAX_PATH_BYTES: Final = 4_096

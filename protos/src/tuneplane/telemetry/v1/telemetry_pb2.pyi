@@ -5,7 +5,7 @@ Tuneplane telemetry wire contract, version 1.
 
 A collector pushes sealed batches to the ingest service. A batch carries its
 identity (fixed when the batch was sealed in the collector's spool, unchanged
-on every resend) and columnar series chunks: one chunk per (source, tag) with
+on every resend) and columnar series chunks: one chunk per (source, run_path, tag) with
 packed steps, wall times and values, never one message per point.
 """
 
@@ -74,8 +74,15 @@ class SeriesChunk(_message.Message):
     STEPS_FIELD_NUMBER: _builtins.int
     WALL_TIMES_FIELD_NUMBER: _builtins.int
     VALUES_FIELD_NUMBER: _builtins.int
+    RUN_PATH_FIELD_NUMBER: _builtins.int
     source: _builtins.str
     tag: _builtins.str
+    run_path: _builtins.str
+    """TensorBoard's run: the directory of the event file relative to the source's log
+    directory, '/'-separated ("lr_group_a", "eval/fold_1"); empty for the log directory
+    itself and for every other kind of source. Part of the series' identity. Absent in
+    batches sealed before it existed, which read as the root ("").
+    """
     @_builtins.property
     def steps(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
     @_builtins.property
@@ -94,10 +101,11 @@ class SeriesChunk(_message.Message):
         steps: _abc.Iterable[_builtins.int] | None = ...,
         wall_times: _abc.Iterable[_builtins.float] | None = ...,
         values: _abc.Iterable[_builtins.float] | None = ...,
+        run_path: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["source", b"source", "steps", b"steps", "tag", b"tag", "values", b"values", "wall_times", b"wall_times"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["run_path", b"run_path", "source", b"source", "steps", b"steps", "tag", b"tag", "values", b"values", "wall_times", b"wall_times"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -5,7 +5,7 @@ Tuneplane telemetry wire contract, version 1.
 
 A collector pushes sealed batches to the ingest service. A batch carries its
 identity (fixed when the batch was sealed in the collector's spool, unchanged
-on every resend) and columnar series chunks: one chunk per (source, tag) with
+on every resend) and columnar series chunks: one chunk per (source, run_path, tag) with
 packed steps, wall times and values, never one message per point.
 """
 

@@ -26,6 +26,7 @@ from tuneplane.telemetry.v1.limits import (
     MAX_NAME_BYTES,
     MAX_OFFSET,
     MAX_PATH_BYTES,
+    MAX_RUN_PATH_BYTES,
 )
 from tuneplane.telemetry.v1.names import RICH_KIND_NAMES
 from tuneplane.telemetry.v1.wire import Malformed, bad_utf8
@@ -67,6 +68,24 @@ def name_problem(value: str, limit: int = MAX_NAME_BYTES, *, required: bool = Tr
     return None
 
 
+def run_path_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a series' run path, or None. A run path is TensorBoard's run:
+    the directory of an event file relative to its log directory, empty for the log
+    directory itself. It may hold '/' (nested directories: ``eval/fold_1``), but is relative
+    and plain: no leading or trailing '/', no empty, '.' or '..' segment, no control
+    character, at most ``MAX_RUN_PATH_BYTES``. The collector asks this before sealing."""
+    if not value:
+        return None  # the root
+    problem = name_problem(value, MAX_RUN_PATH_BYTES)
+    if problem:
+        return problem
+    if value.startswith("/"):
+        return f"starts with '/' (it is relative to the log directory): {value[:40]!r}"
+    if any(part in ("", ".", "..") for part in value.split("/")):
+        return f"has an empty, '.' or '..' segment: {value[:40]!r}"
+    return None
+
+
 def escape_controls(value: str) -> str:
     """``value`` with each control character written as ``\\xNN``: for what only describes
     a record (a file's path), never for what identifies one."""
@@ -101,6 +120,8 @@ def check_chunks(batch: pb.Batch) -> int:
     for i, chunk in enumerate(batch.chunks):
         check_name(f"chunks[{i}].source", chunk.source)
         check_name(f"chunks[{i}].tag", chunk.tag)
+        if (problem := run_path_problem(chunk.run_path)) is not None:
+            raise InvalidBatch(f"chunks[{i}].run_path {problem}")
         n = len(chunk.steps)
         if n == 0:
             raise InvalidBatch(f"chunks[{i}] ({chunk.source}/{chunk.tag}) has no points")
@@ -112,7 +133,7 @@ def check_chunks(batch: pb.Batch) -> int:
         if points > MAX_BATCH_POINTS:
             raise InvalidBatch(f"batch has more than {MAX_BATCH_POINTS} points "
                                f"(bound reached at chunks[{i}])")
-        series.add((chunk.source, chunk.tag))
+        series.add((chunk.source, chunk.run_path, chunk.tag))
         if len(series) > MAX_BATCH_SERIES:
             raise InvalidBatch(f"batch has more than {MAX_BATCH_SERIES} distinct series "
                                f"(bound reached at chunks[{i}])")

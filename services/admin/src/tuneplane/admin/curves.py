@@ -16,12 +16,12 @@ from tuneplane.common.db import Connection
 from tuneplane.controlplane import mapping
 
 SERIES_OF_RUN = """
-SELECT s.series_id, s.attempt, s.member, s.source, s.tag,
+SELECT s.series_id, s.attempt, s.member, s.source, s.run_path, s.tag,
        sum(c.n)::bigint AS points, min(c.step_min) AS step_min, max(c.step_max) AS step_max
 FROM series s JOIN curve_chunks c USING (series_id)
 WHERE s.run_id = $1 AND ($2::int IS NULL OR s.attempt = $2)
 GROUP BY s.series_id
-ORDER BY s.attempt, s.member, s.source, s.tag
+ORDER BY s.attempt, s.member, s.source, s.run_path, s.tag
 """
 
 POINTS_OF_SERIES = """
@@ -39,6 +39,7 @@ class SeriesSummary:
     attempt: int
     member: str
     source: str
+    run_path: str  # TensorBoard's run below the log directory; '' for the root
     tag: str
     points: int
     step_min: int
@@ -74,10 +75,11 @@ async def print_curves(database_url: str, run_id: str, attempt: int | None, poin
         if not summaries:
             print(f"run {run_id}: no curves", file=sys.stderr)
             return 1
-        print(f"{'attempt':>7}  {'member':<12} {'source':<16} {'tag':<24} {'points':>8} steps")
+        print(f"{'attempt':>7}  {'member':<12} {'source':<16} {'run':<16} {'tag':<24} "
+              f"{'points':>8} steps")
         for s in summaries:
-            print(f"{s.attempt:>7}  {s.member:<12} {s.source:<16} {s.tag:<24} {s.points:>8} "
-                  f"{s.step_min}..{s.step_max}")
+            print(f"{s.attempt:>7}  {s.member:<12} {s.source:<16} {s.run_path or '.':<16} "
+                  f"{s.tag:<24} {s.points:>8} {s.step_min}..{s.step_max}")
             if points:
                 for p in await points_of_series(conn, s.series_id):
                     print(f"{'':>9}step {p.step:>10}  value {p.value!r:<24} wall {p.wall_time:.3f}")
@@ -89,6 +91,12 @@ async def print_curves(database_url: str, run_id: str, attempt: int | None, poin
         return 0
     finally:
         await conn.close()
+
+
+def series_name(ref: mapping.SeriesRef) -> str:
+    """source/tag, with the TensorBoard run in brackets when it is not the root."""
+    run = f"[{ref.run_path}]" if ref.run_path else ""
+    return f"{ref.source}{run}/{ref.tag}"
 
 
 async def print_canonical(database_url: str, run_id: str, attempt: int) -> int:
@@ -103,11 +111,11 @@ async def print_canonical(database_url: str, run_id: str, attempt: int) -> int:
         kind = "aggregate" if curve.aggregate else "per member"
         print(f"{curve.name} ({semantics}; {kind})")
         for ref in curve.series:
-            print(f"    {ref.member:<12} {ref.source}/{ref.tag}")
+            print(f"    {ref.member:<12} {series_name(ref)}")
     for ref in resolution.unmapped:
-        print(f"unmapped (unknown semantics): {ref.member:<12} {ref.source}/{ref.tag}")
+        print(f"unmapped (unknown semantics): {ref.member:<12} {series_name(ref)}")
     for ref in resolution.not_owner:
-        print(f"ignored (aggregate not from its owner): {ref.member:<12} {ref.source}/{ref.tag}")
+        print(f"ignored (aggregate not from its owner): {ref.member:<12} {series_name(ref)}")
     return 0
 
 

@@ -1,10 +1,13 @@
 """The metric mapping frozen per attempt, and canonical curves resolved through it.
 
 An attempt's mapping is written once, when the attempt starts, and never changes.
-A canonical curve is the set of per-member series whose (source, tag) the mapping
-names; values of different members stay apart. An aggregate (``aggregate_owner``) is
-taken only from its owner member. A series no mapping names is *unmapped*: its
-semantics are unknown and never guessed from its tag.
+A canonical curve is the set of per-member series whose (source, run path, tag) the
+mapping names; values of different members stay apart. A mapping that names no source
+takes the tag of any source, one that names no run path takes the tag of every run
+(TensorBoard's runs: ``add_scalars`` sub-directories), each series still apart; the most
+specific mapping wins (source and run path, then source, then run path, then the tag).
+An aggregate (``aggregate_owner``) is taken only from its owner member. A series no
+mapping names is *unmapped*: its semantics are unknown and never guessed from its tag.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from tuneplane.telemetry.v1.integration import MetricMapping
 class SeriesRef:
     member: str
     source: str
+    run_path: str  # TensorBoard's run below the log directory; '' for the root
     tag: str
 
 
@@ -42,11 +46,14 @@ class Resolution:
 
 def resolve(mappings: list[MetricMapping], series: list[SeriesRef]) -> Resolution:
     """Pure: which series make up which canonical curve."""
-    by_key = {(m.source, m.tag): m for m in mappings}
+    by_key = {(m.source, m.run_path, m.tag): m for m in mappings}
     members: dict[str, list[SeriesRef]] = {m.name: [] for m in mappings}
     unmapped, not_owner = [], []
     for ref in sorted(series):
-        mapping = by_key.get((ref.source, ref.tag)) or by_key.get((None, ref.tag))
+        mapping = next((by_key[k] for k in ((ref.source, ref.run_path, ref.tag),
+                                            (ref.source, None, ref.tag),
+                                            (None, ref.run_path, ref.tag),
+                                            (None, None, ref.tag)) if k in by_key), None)
         if mapping is None:
             unmapped.append(ref)
         elif mapping.aggregate_owner is not None and ref.member != mapping.aggregate_owner:
@@ -92,7 +99,7 @@ async def frozen_mapping(conn: Connection, run_id: str,
 
 async def canonical(conn: Connection, run_id: str, attempt: int) -> Resolution:
     """The attempt's series resolved through its frozen mapping (all unmapped without one)."""
-    rows = await conn.fetch("SELECT member, source, tag FROM series "
+    rows = await conn.fetch("SELECT member, source, run_path, tag FROM series "
                             "WHERE run_id = $1 AND attempt = $2", run_id, attempt)
     mappings = await frozen_mapping(conn, run_id, attempt) or []
     return resolve(mappings, [SeriesRef(*row) for row in rows])

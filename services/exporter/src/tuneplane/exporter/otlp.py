@@ -1,6 +1,8 @@
 """Curves as OpenTelemetry metrics: each series chunk of a batch becomes a gauge named by
 its tag, one data point per point, with run, attempt, member, source and tag as the
-point's attributes and the point's wall time as its time.
+point's attributes (and ``run_path``, TensorBoard's run below the log directory, when the
+series is not the log directory's own: a root series keeps the attributes it always had)
+and the point's wall time as its time.
 
 Wall times are kept as the job sent them (ingest and the read models take NaN, infinities
 and any double); a data point's time is nanoseconds since the epoch in an unsigned 64-bit
@@ -73,6 +75,8 @@ def gauges(batch: pb.Batch) -> Iterator[tuple[str, int, list[NumberDataPoint]]]:
               text("member", identity.member)]
     for chunk in batch.chunks:
         attributes = [*common, text("source", chunk.source), text("tag", chunk.tag)]
+        if chunk.run_path:
+            attributes.append(text("run_path", chunk.run_path))
         times = [nanos(wall) for wall in chunk.wall_times]
         points = [NumberDataPoint(attributes=attributes, time_unix_nano=time, as_double=value)
                   for time, value in zip(times, chunk.values, strict=True) if time is not None]

@@ -30,7 +30,7 @@ CACHE_SECONDS = 5.0
 CAPACITY = 100_000
 
 Attempt = tuple[str, int]
-Pair = tuple[str, str]  # (source, tag)
+Pair = tuple[str, str, str]  # (source, run path, tag): one series of a member
 
 
 class SeriesFacts(Protocol):
@@ -47,7 +47,7 @@ def series_in(batch: pb.Batch) -> dict[Pair, int]:
     """The batch's distinct series, each with the index of its first chunk."""
     found: dict[Pair, int] = {}
     for i, chunk in enumerate(batch.chunks):
-        found.setdefault((chunk.source, chunk.tag), i)
+        found.setdefault((chunk.source, chunk.run_path, chunk.tag), i)
     return found
 
 
@@ -85,8 +85,9 @@ class SeriesBound:
             new = [(pair, index) for pair, index in series.items() if pair not in existing]
             room = max(self.limit - count, 0)
             if len(new) > room:
-                (source, tag), index = new[room]
-                return (f"chunks[{index}] ({source}/{tag}) would be a new series of run "
+                (source, run_path, tag), index = new[room]
+                run = f"{run_path}:" if run_path else ""
+                return (f"chunks[{index}] ({source}/{run}{tag}) would be a new series of run "
                         f"{member.run_id!r} attempt {member.attempt}, which has {count} "
                         f"series: over the bound of {self.limit} "
                         "(TUNEPLANE_TELEMETRY_MAX_SERIES)")

@@ -46,8 +46,9 @@ UNANSWERED = (*TRANSIENT_ERRORS, asyncpg.InsufficientResourcesError,
 
 SERIES_COUNT = "SELECT count(*) FROM series WHERE run_id = $1 AND attempt = $2"
 EXISTING_SERIES = """
-    SELECT s.source, s.tag FROM series s
-    JOIN unnest($4::text[], $5::text[]) AS b(source, tag) USING (source, tag)
+    SELECT s.source, s.run_path, s.tag FROM series s
+    JOIN unnest($4::text[], $5::text[], $6::text[]) AS b(source, run_path, tag)
+         USING (source, run_path, tag)
     WHERE s.run_id = $1 AND s.attempt = $2 AND s.member = $3"""
 
 
@@ -102,15 +103,16 @@ class PostgresFacts:
                                  self._series_slots)
         return int(count)
 
-    async def series_of(self, member: MemberKey, pairs: list[tuple[str, str]],
-                        ) -> tuple[int, set[tuple[str, str]]]:
-        sources, tags = [p[0] for p in pairs], [p[1] for p in pairs]
+    async def series_of(self, member: MemberKey, pairs: list[tuple[str, str, str]],
+                        ) -> tuple[int, set[tuple[str, str, str]]]:
+        """``pairs`` as (source, run path, tag)."""
+        sources, run_paths, tags = ([p[i] for p in pairs] for i in range(3))
 
-        async def query(conn: Connection) -> tuple[int, set[tuple[str, str]]]:
+        async def query(conn: Connection) -> tuple[int, set[tuple[str, str, str]]]:
             count = await conn.fetchval(SERIES_COUNT, member.run_id, member.attempt)
             rows = await conn.fetch(EXISTING_SERIES, member.run_id, member.attempt,
-                                    member.member, sources, tags)
-            return int(count), {(row["source"], row["tag"]) for row in rows}
+                                    member.member, sources, run_paths, tags)
+            return int(count), {(row["source"], row["run_path"], row["tag"]) for row in rows}
         return await self._read(query, f"series of {member}", self._series_slots)
 
 

@@ -1,5 +1,6 @@
 """A checksum of everything the read models hold, by natural keys (ids and times excluded),
-so a rebuild from the topic can be compared with what it replaced."""
+so a rebuild from the topic can be compared with what it replaced. A series of the root
+run path ('') adds nothing for it, so data from before run paths sums as it did."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ PARTS = {
     "ledger": """SELECT concat_ws(',', run_id, attempt, member, batch_id, kafka_partition,
                                  kafka_offset, points, sealed_at)
                  FROM batch_ledger""",
-    "curves": """SELECT concat_ws(',', s.run_id, s.attempt, s.member, s.source, s.tag,
+    "curves": """SELECT concat_ws(',', s.run_id, s.attempt, s.member, s.source,
+                                 nullif(s.run_path, ''), s.tag,
                                  c.batch_id, c.chunk_index, c.n, c.step_min, c.step_max,
                                  c.v_min, c.v_max, c.v_first, c.v_last, c.steps::text,
                                  c.wall_times::text, c."values"::text)

@@ -72,6 +72,7 @@ def segments(steps: list[int], values: list[float]) -> Segments | None:
 @dataclass(frozen=True, slots=True)
 class ChunkRow:
     source: str
+    run_path: str  # '' for the root, and for batches sealed before chunks carried it
     tag: str
     chunk_index: int
     steps: list[int]
@@ -144,7 +145,7 @@ def summarise(chunk: pb.SeriesChunk, index: int) -> ChunkRow:
     steps, wall_times, values = list(chunk.steps), list(chunk.wall_times), list(chunk.values)
     low, high = finite_range(values)
     return ChunkRow(
-        source=chunk.source, tag=chunk.tag, chunk_index=index,
+        source=chunk.source, run_path=chunk.run_path, tag=chunk.tag, chunk_index=index,
         steps=steps, wall_times=wall_times, values=values,
         step_min=min(steps), step_max=max(steps), v_min=low, v_max=high,
         v_first=values[0], v_last=values[-1], segments=segments(steps, values),

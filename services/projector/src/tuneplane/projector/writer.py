@@ -35,16 +35,18 @@ RETURNING 1
 """
 
 UPSERT_SERIES = """
-WITH wanted AS (SELECT DISTINCT * FROM unnest($4::text[], $5::text[]) AS w(source, tag)),
+WITH wanted AS (SELECT DISTINCT * FROM unnest($4::text[], $5::text[], $6::text[])
+                AS w(source, run_path, tag)),
 inserted AS (
-    INSERT INTO series (run_id, attempt, member, source, tag)
-    SELECT $1, $2, $3, source, tag FROM wanted
+    INSERT INTO series (run_id, attempt, member, source, run_path, tag)
+    SELECT $1, $2, $3, source, run_path, tag FROM wanted
     ON CONFLICT DO NOTHING
-    RETURNING series_id, source, tag
+    RETURNING series_id, source, run_path, tag
 )
-SELECT series_id, source, tag, true AS created FROM inserted
+SELECT series_id, source, run_path, tag, true AS created FROM inserted
 UNION ALL
-SELECT s.series_id, s.source, s.tag, false FROM series s JOIN wanted w USING (source, tag)
+SELECT s.series_id, s.source, s.run_path, s.tag, false
+FROM series s JOIN wanted w USING (source, run_path, tag)
 WHERE s.run_id = $1 AND s.attempt = $2 AND s.member = $3
 """
 
@@ -139,14 +141,16 @@ class PostgresWriter:
         if projection.chunks:
             rows = await conn.fetch(
                 UPSERT_SERIES, member.run_id, member.attempt, member.member,
-                [c.source for c in projection.chunks], [c.tag for c in projection.chunks])
+                [c.source for c in projection.chunks], [c.run_path for c in projection.chunks],
+                [c.tag for c in projection.chunks])
             if self._max_series is not None and any(r["created"] for r in rows):
                 await self._check_series_bound(conn, projection)
-            series_ids = {SeriesKey(member, r["source"], r["tag"]): r["series_id"]
-                          for r in rows}
+            series_ids = {SeriesKey(member, r["source"], r["run_path"], r["tag"]):
+                          r["series_id"] for r in rows}
             await conn.copy_records_to_table(
                 "curve_chunks", columns=CHUNK_COLUMNS,
-                records=[(series_ids[SeriesKey(member, c.source, c.tag)], key.batch_id,
+                records=[(series_ids[SeriesKey(member, c.source, c.run_path, c.tag)],
+                          key.batch_id,
                           c.chunk_index, len(c.steps), c.step_min, c.step_max, c.v_min,
                           c.v_max, c.v_first, c.v_last, c.steps, c.wall_times, c.values,
                           *segment_columns(c))

@@ -34,6 +34,9 @@ class Member(BaseModel):
 class Series(BaseModel):
     member: str
     source: str
+    run_path: str = Field(description="TensorBoard's run: the event files' directory below "
+                                      "the source's log directory; '' for the log directory "
+                                      "itself and other sources")
     tag: str
     points: int
     step_min: int
@@ -53,6 +56,9 @@ class Bucket(BaseModel):
 class SeriesData(BaseModel):
     member: str
     source: str
+    run_path: str = Field(description="TensorBoard's run: the event files' directory below "
+                                      "the source's log directory; '' for the log directory "
+                                      "itself and other sources")
     tag: str
     step_min: int
     step_max: int
@@ -77,6 +83,9 @@ class CanonicalCurve(BaseModel):
 class SeriesRef(BaseModel):
     member: str
     source: str
+    run_path: str = Field(description="TensorBoard's run: the event files' directory below "
+                                      "the source's log directory; '' for the log directory "
+                                      "itself and other sources")
     tag: str
 
 

@@ -36,17 +36,18 @@ GROUP BY member ORDER BY member LIMIT $3
 """
 
 SERIES = """
-SELECT s.series_id, s.member, s.source, s.tag, sum(c.n)::bigint AS points,
+SELECT s.series_id, s.member, s.source, s.run_path, s.tag, sum(c.n)::bigint AS points,
        min(c.step_min) AS step_min, max(c.step_max) AS step_max
 FROM series s JOIN curve_chunks c USING (series_id)
 WHERE s.run_id = $1 AND s.attempt = $2
   AND ($3::text IS NULL OR s.member = $3) AND ($4::text IS NULL OR s.source = $4)
-GROUP BY s.series_id ORDER BY s.member, s.source, s.tag LIMIT $5
+GROUP BY s.series_id ORDER BY s.member, s.source, s.run_path, s.tag LIMIT $5
 """
 
 SERIES_ID = """
 SELECT series_id FROM series
-WHERE run_id = $1 AND attempt = $2 AND member = $3 AND source = $4 AND tag = $5
+WHERE run_id = $1 AND attempt = $2 AND member = $3 AND source = $4 AND run_path = $5
+  AND tag = $6
 """
 
 SUMMARIES = """
@@ -100,8 +101,9 @@ async def records(conn: Connection, sql: str, *args: Any) -> list[dict[str, Any]
 
 
 async def series_id(conn: Connection, run_id: str, attempt: int, member: str, source: str,
-                    tag: str) -> int | None:
-    found: int | None = await conn.fetchval(SERIES_ID, run_id, attempt, member, source, tag)
+                    run_path: str, tag: str) -> int | None:
+    found: int | None = await conn.fetchval(SERIES_ID, run_id, attempt, member, source,
+                                            run_path, tag)
     return found
 
 

@@ -4,5 +4,11 @@ from typing import Annotated
 
 from fastapi import Path, Query
 
+from tuneplane.telemetry.v1.limits import MAX_RUN_PATH_BYTES
+
 AttemptNo = Annotated[int, Path(ge=1, le=2**31 - 1)]
 Step = Annotated[int | None, Query(ge=-(2**63), le=2**63 - 1)]
+RunPath = Annotated[str, Query(max_length=MAX_RUN_PATH_BYTES,
+                               description="the series' TensorBoard run: its event files' "
+                                           "directory below the log directory ('' for the "
+                                           "log directory itself)")]

@@ -17,13 +17,14 @@ from tuneplane.web import models, queries
 from tuneplane.web.access import Viewer
 from tuneplane.web.dependencies import Pool, State
 from tuneplane.web.downsample import METHOD, Answer
-from tuneplane.web.routes.params import AttemptNo, Step
+from tuneplane.web.routes.params import AttemptNo, RunPath, Step
 
 
 def series_data(ref: dict[str, Any], result: Answer, lo: int, hi: int) -> dict[str, Any]:
     """A ``models.SeriesData`` as plain data: large answers skip per-bucket model objects."""
     return {
-        "member": ref["member"], "source": ref["source"], "tag": ref["tag"], "step_min": lo,
+        "member": ref["member"], "source": ref["source"], "run_path": ref["run_path"],
+        "tag": ref["tag"], "step_min": lo,
         "step_max": hi, "reduced": result.reduced, "method": METHOD if result.reduced else None,
         "points_in_range": result.points_in_range, "points_returned": result.points_returned,
         "points": [(s, w, json_number(v)) for s, w, v in result.points],
@@ -38,7 +39,8 @@ def json_response(data: dict[str, Any]) -> Response:
 
 
 def series_refs(items: tuple[mapping.SeriesRef, ...]) -> list[models.SeriesRef]:
-    return [models.SeriesRef(member=r.member, source=r.source, tag=r.tag) for r in items]
+    return [models.SeriesRef(member=r.member, source=r.source, run_path=r.run_path, tag=r.tag)
+            for r in items]
 
 
 def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
@@ -58,18 +60,22 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
 
     @api.get("/runs/{run_id}/attempts/{attempt}/scalars", response_model=models.SeriesData)
     async def scalars(_: Viewer, pool: Pool, web: State, run_id: str, attempt: AttemptNo,
-                      member: str, source: str, tag: str, step_min: Step = None,
-                      step_max: Step = None, max_points: MaxPoints = 2000) -> Response:
-        """Raw scalars of one source's tag for one member: the inspector's view."""
+                      member: str, source: str, tag: str, run_path: RunPath = "",
+                      step_min: Step = None, step_max: Step = None,
+                      max_points: MaxPoints = 2000) -> Response:
+        """Raw scalars of one source's tag (of one TensorBoard run) for one member: the
+        inspector's view."""
         async with pool.acquire() as conn:
-            found = await queries.series_id(conn, run_id, attempt, member, source, tag)
+            found = await queries.series_id(conn, run_id, attempt, member, source, run_path,
+                                            tag)
             if found is None:
-                raise HTTPException(404, f"no series {member}/{source}/{tag} in run {run_id!r} "
-                                         f"attempt {attempt}")
+                run = f" of run path {run_path!r}" if run_path else ""
+                raise HTTPException(404, f"no series {member}/{source}/{tag}{run} in run "
+                                         f"{run_id!r} attempt {attempt}")
             result, lo, hi = await queries.series_answer(
                 conn, found, step_min, step_max, max_points, web.settings.unpack_budget)
-        return json_response(series_data({"member": member, "source": source, "tag": tag},
-                                         result, lo, hi))
+        ref = {"member": member, "source": source, "run_path": run_path, "tag": tag}
+        return json_response(series_data(ref, result, lo, hi))
 
     @api.get("/runs/{run_id}/attempts/{attempt}/canonical",
              response_model=models.CanonicalIndex)
@@ -102,12 +108,12 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
         async def one(ref: mapping.SeriesRef) -> dict[str, Any]:
             async with pool.acquire() as conn:  # members read side by side
                 series_id = await queries.series_id(conn, run_id, attempt, ref.member,
-                                                    ref.source, ref.tag)
+                                                    ref.source, ref.run_path, ref.tag)
                 result, lo, hi = await queries.series_answer(
                     conn, series_id, step_min, step_max, max_points,
                     web.settings.unpack_budget)
-            return series_data({"member": ref.member, "source": ref.source, "tag": ref.tag},
-                               result, lo, hi)
+            return series_data({"member": ref.member, "source": ref.source,
+                                "run_path": ref.run_path, "tag": ref.tag}, result, lo, hi)
 
         data = await asyncio.gather(*(one(ref) for ref in chosen.series[:max_series]))
         return json_response({"name": chosen.name, "goal": chosen.goal, "unit": chosen.unit,

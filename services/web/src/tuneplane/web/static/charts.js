@@ -59,14 +59,15 @@ function plotData(seriesList) {
   const bands = [];
   seriesList.forEach((s, i) => {
     const color = palette[i % palette.length];
+    const who = s.run_path ? `${s.member} ${s.run_path}` : s.member;  // a member's runs apart
     if (s.reduced) {
       const base = series.length;
-      series.push({ label: `${s.member} min`, stroke: color, width: 0, alpha: 0.3 });
-      series.push({ label: `${s.member} max`, stroke: color, width: 0, alpha: 0.3 });
-      series.push({ label: `${s.member} last`, stroke: color, width: 1.5 });
+      series.push({ label: `${who} min`, stroke: color, width: 0, alpha: 0.3 });
+      series.push({ label: `${who} max`, stroke: color, width: 0, alpha: 0.3 });
+      series.push({ label: `${who} last`, stroke: color, width: 1.5 });
       bands.push({ series: [base + 1, base], fill: color + "33" });
     } else {
-      series.push({ label: s.member, stroke: color, width: 1.5 });
+      series.push({ label: who, stroke: color, width: 1.5 });
     }
   });
   return { data, series, bands };
@@ -127,8 +128,13 @@ async function showCurves(attempt) {
       { max_points: MAX_POINTS, max_series: 20, step_min: range?.lo, step_max: range?.hi }))();
   }
   $("unmapped").textContent = index.unmapped.length
-    ? `Unmapped (unknown semantics): ${index.unmapped.map((u) => `${u.member} ${u.source}/${u.tag}`).join(", ")}`
+    ? `Unmapped (unknown semantics): ${index.unmapped.map((u) => `${u.member} ${u.source}/${runTag(u)}`).join(", ")}`
     : "";
+}
+
+// A series' tag with its TensorBoard run (the log directory's sub-directory), if any.
+function runTag(s) {
+  return s.run_path ? `${s.run_path} › ${s.tag}` : s.tag;
 }
 
 async function showInspector(attempt) {
@@ -139,22 +145,22 @@ async function showInspector(attempt) {
   const tagSelect = $("inspect-tag");
   const draw = () => {
     const [member, source] = sourceSelect.value.split("\u0000");
-    const tag = tagSelect.value;
+    const [run_path, tag] = tagSelect.value.split("\u0000");
     const title = () => {
       const h = document.createElement("h2");
-      h.textContent = `${member} · ${source} · ${tag}`;
+      h.textContent = [member, source, run_path, tag].filter((part) => part).join(" · ");
       return h;
     };
     return chart($("inspect-chart"), title, async (range) => {
-      const one = await api(`/attempts/${attempt}/scalars`, { member, source, tag,
+      const one = await api(`/attempts/${attempt}/scalars`, { member, source, run_path, tag,
         max_points: MAX_POINTS, step_min: range?.lo, step_max: range?.hi });
       return { series: [one] };
     })();
   };
   const fillTags = () => {
     const [member, source] = sourceSelect.value.split("\u0000");
-    const tags = series.filter((s) => s.member === member && s.source === source).map((s) => s.tag);
-    tagSelect.replaceChildren(...tags.map((t) => new Option(t, t)));
+    const mine = series.filter((s) => s.member === member && s.source === source);
+    tagSelect.replaceChildren(...mine.map((s) => new Option(runTag(s), `${s.run_path}\u0000${s.tag}`)));
   };
   sourceSelect.onchange = () => { fillTags(); draw().catch((e) => status(e.message)); };
   tagSelect.onchange = () => draw().catch((e) => status(e.message));
