@@ -147,3 +147,21 @@ class End(BaseModel):
 
 class Ended(BaseModel):
     ended: bool = Field(description="false when the attempt had already ended so")
+
+
+class RunRow(BaseModel):
+    run_id: str
+    project: str
+    created_at: datetime | None = Field(description="when it was created; for a run known "
+                                                    "only by its telemetry, its first batch")
+    attempt: int | None = Field(description="the latest attempt, managed or telemetry's")
+    state: str = Field(description="the latest managed attempt's state; 'none' when the "
+                                     "run has no managed attempt")
+    members: int = Field(description="members that sent telemetry in the latest attempt")
+    points: int
+    last_batch_at: datetime | None
+
+
+class RunTable(BaseModel):
+    runs: list[RunRow]
+    total: int = Field(description="rows in the whole view, every page")

@@ -1,6 +1,6 @@
-"""The pages: the Charts tab of a run (a static page that asks the API for its data with
-the browser's session), its static files and uPlot's (mounted on the app: ``mount``), and
-the liveness check ``/healthz``.
+"""The pages: the runs list (``/runs``, where ``/`` leads) and the Charts tab of a run
+(static pages that ask the API for their data with the browser's session), their static
+files and uPlot's (mounted on the app: ``mount``), and the liveness check ``/healthz``.
 
 A page is sent to a browser holding a signed session cookie, and to anyone else a redirect
 to ``/login``; what a page shows comes from the API, which checks the session and the
@@ -29,20 +29,40 @@ def mount(app: FastAPI, uplot_dir: Path) -> None:
         app.mount("/ui/uplot", StaticFiles(directory=uplot_dir), name="uplot")
 
 
+def signed_in(request: Request, signer: Signer) -> bool:
+    try:
+        return browser.session_of(request, signer, now=time.time()) is not None
+    except TokenError:
+        return False
+
+
+def to_login(request: Request) -> Response:
+    """To the sign-in page, which comes back to this page with its view (the query)."""
+    here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return RedirectResponse(f"/login?next={quote(here)}", status_code=303)
+
+
 def router(uplot_dir: Path) -> APIRouter:
     """The pages, the Charts tab answering 503 while uPlot is not installed."""
     pages = APIRouter()
+
+    @pages.get("/", include_in_schema=False)
+    def home() -> Response:
+        return RedirectResponse("/runs", status_code=303)
+
+    @pages.get("/runs", include_in_schema=False)
+    def runs(request: Request, signer: Signer) -> Response:
+        """The runs list (the page asks the API for its rows; its view is in the URL)."""
+        if not signed_in(request, signer):
+            return to_login(request)
+        return FileResponse(STATIC / "runs.html", media_type="text/html")
 
     @pages.get("/runs/{run_id}/charts", include_in_schema=False)
     def charts(request: Request, signer: Signer, run_id: str) -> Response:
         """The Charts tab (the page asks the API for its data). Not async: it looks at the
         filesystem."""
-        try:
-            signed_in = browser.session_of(request, signer, now=time.time()) is not None
-        except TokenError:
-            signed_in = False
-        if not signed_in:
-            return RedirectResponse(f"/login?next={quote(request.url.path)}", status_code=303)
+        if not signed_in(request, signer):
+            return to_login(request)
         if not uplot_dir.is_dir():
             return JSONResponse({"detail": f"the charting library is not installed at "
                                            f"{uplot_dir}: run `npm ci --prefix "

@@ -5,6 +5,7 @@ viewer of the run's project, creating and starting or ending an editor.
 Control-plane refusals propagate as typed errors; ``tuneplane.web.exceptions`` answers them.
 """
 
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
@@ -12,7 +13,7 @@ from fastapi import APIRouter, HTTPException, Query
 from tuneplane.controlplane import projects
 from tuneplane.controlplane import runs as run_management
 from tuneplane.controlplane.projects import Role
-from tuneplane.web import models, queries
+from tuneplane.web import models, queries, run_table
 from tuneplane.web.access import Editor, Viewer, Who, require
 from tuneplane.web.dependencies import Now, Pool
 from tuneplane.web.routes.params import AttemptNo
@@ -26,6 +27,26 @@ async def runs(who: Who, pool: Pool, after: str | None = None,
     """Runs with telemetry, of the projects the caller may view."""
     async with pool.acquire() as conn:
         return await queries.records(conn, queries.RUNS, after, limit, who.projects())
+
+
+@router.get("/run-table", response_model=models.RunTable)
+async def table(who: Who, pool: Pool,
+                q: Annotated[str | None, Query(max_length=128,
+                                               description="part of the run id")] = None,
+                project: Annotated[str | None, Query(max_length=64)] = None,
+                state: Annotated[list[run_table.State] | None, Query(max_length=5)] = None,
+                time: run_table.TimeField = "created",
+                since: datetime | None = None, until: datetime | None = None,
+                sort: run_table.Sort = "created", dir: run_table.Direction = "desc",
+                limit: Annotated[int, Query(ge=1, le=500)] = 50,
+                offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0) -> models.RunTable:
+    """The runs table of the Runs page: every run of the projects the caller may view,
+    created ones without telemetry too; searched, filtered, sorted and paged."""
+    query = run_table.Query(who.projects(), q, project, tuple(state or ()), time, since, until,
+                            sort, dir, limit, offset)
+    async with pool.acquire() as conn:
+        rows, total = await run_table.page(conn, query)
+    return models.RunTable.model_validate({"runs": rows, "total": total})
 
 
 @router.post("/runs", status_code=201, response_model=models.RunCreated)

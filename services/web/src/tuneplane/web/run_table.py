@@ -1,0 +1,99 @@
+"""The runs table: every run a caller may view (created ones with no telemetry yet, and
+ones known only by their telemetry), filtered, sorted and paged in SQL.
+
+A run known only by its telemetry has no runs row: it is the default project's, created
+when its first batch was projected, with no managed attempt (state "none"). A run's state
+is its latest managed attempt's. Sort keys and directions come from closed sets, so the
+ORDER BY is built from this module's text only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from tuneplane.common.db import Connection
+
+Sort = Literal["run_id", "project", "created", "last_telemetry", "points"]
+Direction = Literal["asc", "desc"]
+State = Literal["running", "finished", "failed", "cancelled", "none"]
+TimeField = Literal["created", "last_telemetry"]
+
+#: The column each sort key orders by; run_id breaks ties so pages do not overlap.
+ORDER = {"run_id": "run_id", "project": "project", "created": "created_at",
+         "last_telemetry": "last_batch_at", "points": "points"}
+TIME_COLUMN = {"created": "created_at", "last_telemetry": "last_batch_at"}
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """One view of the table, as the page's URL holds it."""
+    projects: list[str] | None  # the caller's; None: every project (an admin)
+    search: str | None = None
+    project: str | None = None
+    states: tuple[State, ...] = ()
+    time_field: TimeField = "created"
+    since: datetime | None = None
+    until: datetime | None = None
+    sort: Sort = "created"
+    direction: Direction = "desc"
+    limit: int = 50
+    offset: int = 0
+
+
+LISTED = """
+WITH telemetry AS (
+    SELECT run_id, max(attempt) AS attempt, sum(points)::bigint AS points,
+           min(projected_at) AS first_batch_at, max(projected_at) AS last_batch_at
+    FROM batch_ledger GROUP BY run_id
+), managed AS (
+    SELECT DISTINCT ON (run_id) run_id, attempt, state
+    FROM attempts ORDER BY run_id, attempt DESC
+), listed AS (
+    SELECT coalesce(r.run_id, t.run_id) AS run_id, coalesce(r.project, 'default') AS project,
+           coalesce(r.created_at, t.first_batch_at) AS created_at,
+           nullif(greatest(coalesce(m.attempt, 0), coalesce(t.attempt, 0)), 0) AS attempt,
+           m.attempt AS managed_attempt, m.state AS managed_state,
+           coalesce(t.points, 0) AS points, t.last_batch_at
+    FROM runs r FULL JOIN telemetry t ON t.run_id = r.run_id
+    LEFT JOIN managed m ON m.run_id = coalesce(r.run_id, t.run_id)
+), visible AS (
+    SELECT run_id, project, created_at, attempt, points, last_batch_at,
+           coalesce(managed_state, 'none') AS state
+    FROM listed
+    WHERE ($1::text[] IS NULL OR project = ANY($1::text[]))
+      AND ($2::text IS NULL OR strpos(lower(run_id), lower($2)) > 0)
+      AND ($3::text IS NULL OR project = $3)
+)
+SELECT v.run_id, v.project, v.created_at, v.attempt, v.state, v.points, v.last_batch_at,
+       (SELECT count(DISTINCT member) FROM batch_ledger b
+        WHERE b.run_id = v.run_id AND b.attempt = v.attempt) AS members,
+       v.total
+FROM (SELECT *, count(*) OVER () AS total FROM visible
+      WHERE ($4::text[] IS NULL OR state = ANY($4::text[]))
+        AND ($5::timestamptz IS NULL OR {time} >= $5)
+        AND ($6::timestamptz IS NULL OR {time} < $6)
+      ORDER BY {order} {direction} NULLS LAST, run_id {direction}
+      LIMIT $7 OFFSET $8) v
+ORDER BY {order} {direction} NULLS LAST, run_id {direction}
+"""
+
+
+def sql(query: Query) -> str:
+    """The statement for ``query``'s sort and time field (closed sets, never user text)."""
+    return LISTED.format(order=ORDER[query.sort], direction=query.direction.upper(),
+                         time=TIME_COLUMN[query.time_field])
+
+
+async def page(conn: Connection, query: Query) -> tuple[list[dict[str, Any]], int]:
+    """The rows of one page and how many rows the whole view holds."""
+    statement = sql(query)
+    args = (query.projects, query.search or None, query.project, list(query.states) or None,
+            query.since, query.until)
+    rows = await conn.fetch(statement, *args, query.limit, query.offset)
+    if not rows and query.offset:  # past the end: the first row still counts the view
+        rows_total = await conn.fetch(statement, *args, 1, 0)
+        return [], rows_total[0]["total"] if rows_total else 0
+    total = rows[0]["total"] if rows else 0
+    return [{k: v for k, v in row.items() if k != "total"} for row in rows], total
