@@ -119,3 +119,26 @@ async def test_the_checksum_of_root_series_is_what_it_was_before_run_paths(
     value = await db.fetchval(f"SELECT md5(string_agg(r, '|' ORDER BY r)) FROM ({before}) "
                               "AS t(r) WHERE r LIKE $1", run_id + "%")
     assert (await checksum(db, run_id))["curves"] == value
+
+
+async def test_member_summaries_add_each_batch_once(writer: PostgresWriter,
+                                                    db: asyncpg.Connection,
+                                                    run_id: str) -> None:
+    from tests.support.truth import member_batch
+    from tuneplane.telemetry.v1.identity import MemberKey
+    batches = [member_batch(MemberKey(run_id, attempt, member), sequence, 10)
+               for attempt, member, sequence in [(1, "rank-0", 1), (1, "rank-0", 2),
+                                                 (1, "rank-1", 1), (2, "rank-0", 1)]]
+    group = [project(b.SerializeToString(), RecordMeta(0, i, None))
+             for i, b in enumerate(batches)]
+    assert await writer.write_group(group) == [True] * 4
+    assert await writer.write_group(group[:2]) == [False, False]  # resent: no effect
+    summaries = await db.fetch(
+        "SELECT attempt, member, points, batches, first_batch_at <= last_batch_at AS ordered "
+        "FROM member_summaries WHERE run_id = $1 ORDER BY attempt, member", run_id)
+    assert [tuple(r) for r in summaries] == [(1, "rank-0", 20, 2, True), (1, "rank-1", 10, 1, True),
+                                             (2, "rank-0", 10, 1, True)]
+    ledger = await db.fetch("SELECT attempt, member, sum(points)::bigint AS points, count(*) "
+                            "AS batches FROM batch_ledger WHERE run_id = $1 "
+                            "GROUP BY attempt, member ORDER BY attempt, member", run_id)
+    assert [tuple(r) for r in ledger] == [tuple(r)[:4] for r in summaries]

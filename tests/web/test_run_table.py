@@ -32,11 +32,19 @@ async def add_run(db: asyncpg.Connection, run_id: str, project: str, created: dt
 
 async def add_batches(db: asyncpg.Connection, run_id: str, at: dt.datetime,
                       batches: dict[tuple[int, str], int]) -> None:
+    """Ledger rows and the member summaries the projector keeps with them, at set times."""
     for i, ((attempt, member), points) in enumerate(batches.items()):
+        projected = at + dt.timedelta(hours=1 + i)
         await db.execute("INSERT INTO batch_ledger (run_id, attempt, member, batch_id, "
                          "kafka_partition, kafka_offset, points, sealed_at, projected_at) "
                          "VALUES ($1, $2, $3, $4, 0, 0, $5, 0, $6)", run_id, attempt, member,
-                         f"b{i}", points, at + dt.timedelta(hours=1 + i))
+                         f"b{i}", points, projected)
+        await db.execute(
+            "INSERT INTO member_summaries VALUES ($1, $2, $3, $4, 1, $5, $5) "
+            "ON CONFLICT (run_id, attempt, member) DO UPDATE SET "
+            "points = member_summaries.points + EXCLUDED.points, "
+            "batches = member_summaries.batches + 1, last_batch_at = EXCLUDED.last_batch_at",
+            run_id, attempt, member, points, projected)
 
 
 @pytest.fixture

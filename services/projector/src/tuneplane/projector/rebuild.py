@@ -21,7 +21,8 @@ from tuneplane.projector.writer import SWAP_LOCK, ObjectStore, PostgresWriter
 log = logging.getLogger("tuneplane.projector.rebuild")
 
 LIVE, NEXT, OLD = "readmodel", "readmodel_next", "readmodel_old"
-TABLES = ("batch_ledger", "series", "curve_chunks", "rich_records", "session_starts")
+TABLES = ("batch_ledger", "series", "curve_chunks", "rich_records", "session_starts",
+          "member_summaries")
 
 
 async def prepare_next(conn: asyncpg.Connection) -> None:

@@ -17,7 +17,7 @@ import asyncpg
 
 from tuneplane.common.db import Connection
 from tuneplane.projector.projection import ChunkRow, Projection
-from tuneplane.telemetry.v1.identity import SeriesKey
+from tuneplane.telemetry.v1.identity import MemberKey, SeriesKey
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -84,6 +84,33 @@ class S3ObjectStore:
 SERIES_OF_ATTEMPT = "SELECT count(*) FROM series WHERE run_id = $1 AND attempt = $2"
 
 
+SUMMARISE = """
+INSERT INTO member_summaries (run_id, attempt, member, points, batches, first_batch_at,
+                              last_batch_at)
+SELECT r, a, m, p, b, now(), now()
+FROM unnest($1::text[], $2::integer[], $3::text[], $4::bigint[], $5::bigint[]) AS u(r, a, m, p, b)
+ON CONFLICT (run_id, attempt, member) DO UPDATE SET
+    points = member_summaries.points + EXCLUDED.points,
+    batches = member_summaries.batches + EXCLUDED.batches,
+    last_batch_at = EXCLUDED.last_batch_at
+"""
+
+
+async def summarise(conn: Connection, fresh: Sequence[Projection]) -> None:
+    """Add the group's new batches to their members' summaries (one statement; a member's
+    batches are on one partition, so no other worker writes its row meanwhile)."""
+    totals: dict[MemberKey, tuple[int, int]] = {}
+    for projection in fresh:
+        points, batches = totals.get(projection.key.member, (0, 0))
+        totals[projection.key.member] = (points + projection.points, batches + 1)
+    if not totals:
+        return
+    members = sorted(totals, key=lambda m: (m.run_id, m.attempt, m.member))
+    await conn.execute(SUMMARISE, [m.run_id for m in members], [m.attempt for m in members],
+                       [m.member for m in members], [totals[m][0] for m in members],
+                       [totals[m][1] for m in members])
+
+
 class TooManySeries(Exception):
     """The batch would take its attempt past the series bound: one job cannot create
     millions of series. The batch is poison; its attempt's other batches are not."""
@@ -109,7 +136,10 @@ class PostgresWriter:
         async with self._pool.acquire() as conn, conn.transaction():
             if self._shares_swap_lock:
                 await conn.execute("SELECT pg_advisory_xact_lock_shared($1)", SWAP_LOCK)
-            return [await self._apply(conn, p) for p in projections]
+            applied = [await self._apply(conn, p) for p in projections]
+            await summarise(conn, [p for p, fresh in zip(projections, applied, strict=True)
+                                   if fresh])
+            return applied
 
     async def _store_rich(self, projections: Sequence[Projection]) -> None:
         objects = {row.object_key: row.payload for p in projections for row in p.rich}

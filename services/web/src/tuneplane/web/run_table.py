@@ -1,5 +1,7 @@
 """The runs table: every run a caller may view (created ones with no telemetry yet, and
-ones known only by their telemetry), filtered, sorted and paged in SQL.
+ones known only by their telemetry), filtered, sorted and paged in SQL. Telemetry totals
+come from the member summaries the projector keeps (one row per member and attempt), not
+from the ledger's batches.
 
 A run known only by its telemetry has no runs row: it is the default project's, created
 when its first batch was projected, with no managed attempt (state "none"). A run's state
@@ -45,8 +47,8 @@ class Query:
 LISTED = """
 WITH telemetry AS (
     SELECT run_id, max(attempt) AS attempt, sum(points)::bigint AS points,
-           min(projected_at) AS first_batch_at, max(projected_at) AS last_batch_at
-    FROM batch_ledger GROUP BY run_id
+           min(first_batch_at) AS first_batch_at, max(last_batch_at) AS last_batch_at
+    FROM member_summaries GROUP BY run_id
 ), managed AS (
     SELECT DISTINCT ON (run_id) run_id, attempt, state
     FROM attempts ORDER BY run_id, attempt DESC
@@ -67,8 +69,8 @@ WITH telemetry AS (
       AND ($3::text IS NULL OR project = $3)
 )
 SELECT v.run_id, v.project, v.created_at, v.attempt, v.state, v.points, v.last_batch_at,
-       (SELECT count(DISTINCT member) FROM batch_ledger b
-        WHERE b.run_id = v.run_id AND b.attempt = v.attempt) AS members,
+       (SELECT count(*) FROM member_summaries s
+        WHERE s.run_id = v.run_id AND s.attempt = v.attempt) AS members,
        v.total
 FROM (SELECT *, count(*) OVER () AS total FROM visible
       WHERE ($4::text[] IS NULL OR state = ANY($4::text[]))
