@@ -67,6 +67,7 @@ REQUIRED = {
     ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/canonical"): "viewer",
     ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/curves/{name}"): "viewer",
     ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/rich"): "viewer",
+    ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/scalars/export"): "viewer",
     ("GET", "/api/v1/rich/{object_key}"): "viewer",
     ("GET", "/api/v1/projects"): "user",
     ("POST", "/api/v1/projects"): "admin",
@@ -113,6 +114,8 @@ BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/report/v1/reports"): {},
 }
 QUERIES = {"/api/v1/runs/{run_id}/attempts/{attempt}/scalars":
+           {"member": "rank-0", "source": "train", "tag": "tag0"},
+           "/api/v1/runs/{run_id}/attempts/{attempt}/scalars/export":
            {"member": "rank-0", "source": "train", "tag": "tag0"}}
 
 

@@ -13,6 +13,7 @@ from tuneplane.web import admission, exceptions, headers, state
 from tuneplane.web.routes import (
     auth,
     destinations,
+    export,
     launches,
     oidc,
     pages,
@@ -54,6 +55,7 @@ def create_app(settings: WebSettings) -> FastAPI:
     app.include_router(series.router(max_points_cap=settings.max_points_cap,
                                      max_series_cap=settings.max_series_cap))
     app.include_router(rich.router)
+    app.include_router(export.router)
     app.include_router(projects.router)
     app.include_router(users.router)
     app.include_router(tokens.router)

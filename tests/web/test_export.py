@@ -1,0 +1,87 @@
+"""One series as a file: every stored point in the step range, as CSV or JSON Lines,
+non-finite values spelled out; a range past the bound is cut at a chunk's edge with a
+``Link`` to the rest, and following the links gives every point once, in order."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+
+import asyncpg
+import httpx
+import pytest
+
+from tests.support.environment import Endpoints
+from tests.support.truth import member_batch
+from tuneplane.projector.projection import RecordMeta, project
+from tuneplane.projector.writer import PostgresWriter
+from tuneplane.telemetry.v1.identity import MemberKey
+from tuneplane.web.routes import export
+
+URL = "/api/v1/runs/{run}/attempts/1/scalars/export"
+KEY = {"member": "rank-0", "source": "train", "tag": "tag0"}
+
+
+@pytest.fixture
+async def stored(initialised: Endpoints, run_id: str) -> list[tuple[int, float, float]]:
+    """Ten batches of one member (tag0: 10 points each; two values not finite); the
+    stored points of tag0 in read order."""
+    batches = [member_batch(MemberKey(run_id, 1, "rank-0"), s, 20) for s in range(10)]
+    batches[3].chunks[0].values[2] = math.nan
+    batches[4].chunks[0].values[0] = -math.inf
+    async with asyncpg.create_pool(initialised.database_url, min_size=1, max_size=1) as pool:
+        await PostgresWriter(pool).write_group(
+            [project(b.SerializeToString(), RecordMeta(0, i, None))
+             for i, b in enumerate(batches)])
+    return [(s, w, v) for b in batches for c in b.chunks if c.tag == "tag0"
+            for s, w, v in zip(c.steps, c.wall_times, c.values, strict=True)]
+
+
+def same(a: float, b: float) -> bool:
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
+async def test_csv_and_json_lines_hold_every_point(client: httpx.AsyncClient, run_id: str,
+                                                   stored: list[tuple[int, float, float]]
+                                                   ) -> None:
+    url = URL.format(run=run_id)
+    answer = await client.get(url, params=KEY)
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["content-type"].startswith("text/csv")
+    assert f'filename="{run_id}-1-rank-0-tag0.csv"' in answer.headers["content-disposition"]
+    rows = list(csv.reader(io.StringIO(answer.text)))
+    assert rows[0] == ["step", "wall_time", "value"]
+    got = [(int(s), float(w), float(v)) for s, w, v in rows[1:]]
+    assert len(got) == len(stored) == 100
+    assert all(g[:2] == t[:2] and same(g[2], t[2]) for g, t in zip(got, stored, strict=True))
+    assert [r[2] for r in rows[1:] if r[2] in ("NaN", "-Infinity")] == ["NaN", "-Infinity"]
+    lines = (await client.get(url, params={**KEY, "format": "jsonl"})).text.splitlines()
+    parsed = [json.loads(line) for line in lines]
+    assert [p["step"] for p in parsed] == [t[0] for t in stored]
+    assert {p["value"] for p in parsed if isinstance(p["value"], str)} == {"NaN", "-Infinity"}
+    narrow = await client.get(url, params={**KEY, "step_min": stored[10][0],
+                                           "step_max": stored[19][0]})
+    assert len(narrow.text.splitlines()) == 11
+    missing = await client.get(url, params={**KEY, "tag": "absent"})
+    assert missing.status_code == 404
+
+
+async def test_past_the_bound_the_links_lead_through_every_point_once(
+        client: httpx.AsyncClient, run_id: str, stored: list[tuple[int, float, float]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(export, "MAX_POINTS", 25)  # 10 points a chunk: 20 per answer
+    url: str | None = URL.format(run=run_id) + "?" + "&".join(f"{k}={v}"
+                                                              for k, v in KEY.items())
+    steps: list[int] = []
+    answers = 0
+    while url is not None:
+        answer = await client.get(url)
+        answers += 1
+        steps += [int(r[0]) for r in list(csv.reader(io.StringIO(answer.text)))[1:]]
+        link = re.match(r"<([^>]+)>; rel=\"next\"", answer.headers.get("link", ""))
+        url = link.group(1) if link else None
+    assert steps == [t[0] for t in stored]
+    assert answers == 5
