@@ -72,7 +72,7 @@ async def test_charts_tab_draws_curves_and_the_inspector_switches_source(
         await page.wait_for_url(f"**/runs/{run_id}/charts")
         cookies = await page.context.cookies()
         assert [(c["name"], c["httpOnly"], c["secure"], c["sameSite"]) for c in cookies] == [
-            ("tuneplane_session", True, True, "Lax")]
+            ("__Host-tuneplane_session", True, True, "Lax")]
         assert "token" not in page.url
         await page.wait_for_selector("body[data-ready=true]", timeout=30_000)
         curve = page.locator('[data-curve="loss"]')

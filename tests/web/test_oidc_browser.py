@@ -75,8 +75,8 @@ async def test_alice_signs_in_through_the_provider_sees_her_project_and_is_refus
         await page.click("button[type=submit]")
         await page.wait_for_url(f"{base}/runs/{ours}/charts")
         cookies = {c["name"]: c for c in await page.context.cookies(base)}
-        assert (cookies["tuneplane_session"]["httpOnly"],
-                cookies["tuneplane_session"]["secure"]) == (True, True)
+        assert (cookies["__Host-tuneplane_session"]["httpOnly"],
+                cookies["__Host-tuneplane_session"]["secure"]) == (True, True)
         api = page.request  # the browser's own cookies
         session = await (await api.get(f"{base}/auth/session")).json()
         assert session["user"] == "alice@example.com"

@@ -17,7 +17,9 @@ from fastapi import HTTPException, Request, Response
 
 from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
 
-COOKIE: Final = "tuneplane_session"
+#: ``__Host-``: the browser takes it only from this host, Secure, for the whole site, so a
+#: sibling subdomain cannot plant a session of its own choosing here.
+COOKIE: Final = "__Host-tuneplane_session"
 #: What the login page is to say once (a failed sign-in at the identity provider).
 NOTICE: Final = "tuneplane_notice"
 CSRF_HEADER: Final = "X-CSRF-Token"

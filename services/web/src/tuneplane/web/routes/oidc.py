@@ -25,7 +25,8 @@ router = APIRouter(include_in_schema=False)
 #: What the browser brings back, signed as a token of its own kind (``SIGN_IN``): anyone
 #: gets one here, so as a session token it would pass for a session cookie wherever only
 #: the signature is checked (``admission``, which then reads the request's body).
-COOKIE = "tuneplane_oidc"
+#: ``__Host-`` (so Path=/): no sibling subdomain can plant a sign-in of its own.
+COOKIE = "__Host-tuneplane_sign_in"
 PURPOSE = "oidc-login"
 SECONDS = 600
 
@@ -40,7 +41,7 @@ def back_to_login(next_path: str, error: str) -> RedirectResponse:
     """To the login page, which says ``error``: carried in a cookie of its own, never in
     the URL (anyone could send a link to the login page saying anything)."""
     response = RedirectResponse(f"/login?{urlencode({'next': next_path})}", status_code=303)
-    response.delete_cookie(COOKIE, path="/auth", secure=True, httponly=True, samesite="lax")
+    response.delete_cookie(COOKIE, path="/", secure=True, httponly=True, samesite="lax")
     browser.set_notice(response, error)
     return response
 
@@ -55,7 +56,7 @@ async def begin(web: State, signer: Signer, now: Now, next: str = "/") -> Respon
     kept = signer.issue(TokenKind.SIGN_IN, PURPOSE, {"purpose": PURPOSE,
                                                      **dataclasses.asdict(pending)},
                         now=now.timestamp(), ttl_seconds=SECONDS)
-    response.set_cookie(COOKIE, kept, max_age=SECONDS, path="/auth", secure=True,
+    response.set_cookie(COOKIE, kept, max_age=SECONDS, path="/", secure=True,
                         httponly=True, samesite="lax")
     return response
 
@@ -87,6 +88,6 @@ async def callback(request: Request, web: State, pool: Pool, signer: Signer, now
     except (SignInFailed, SignInRefused) as exc:
         return back_to_login(pending.next, str(exc))
     response = RedirectResponse(pending.next, status_code=303)
-    response.delete_cookie(COOKIE, path="/auth", secure=True, httponly=True, samesite="lax")
+    response.delete_cookie(COOKIE, path="/", secure=True, httponly=True, samesite="lax")
     browser.set_cookie(response, cookie, seconds=sessions.HOURS * 3600)
     return response
