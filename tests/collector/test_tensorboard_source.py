@@ -9,7 +9,7 @@ from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.plugins.scalar import metadata as scalar_metadata
 from tensorboard.util import tensor_util
 
-from tests.support.truth import tensorboard_runs, write_add_scalars_logdir
+from tests.support.truth import tensorboard_runs, write_add_scalars_logdir, write_restart_logdir
 from tuneplane.collector.reader import SourceKind, SourceReader, SourceSpec
 from tuneplane.collector.spool import Spool
 from tuneplane.collector.tfrecord import HEADER, frame
@@ -173,3 +173,26 @@ def test_a_run_path_that_is_not_a_name_skips_its_scalars_with_a_reason(tmp_path:
     assert "bad\\x01run/events.out.tfevents.1.host: run path holds the control character" \
         in problem
     assert problem.endswith("4 scalar values skipped")
+
+
+def test_a_start_opens_its_batch_and_a_runs_files_are_read_in_order(tmp_path: Path) -> None:
+    """What applying TensorBoard's purge needs: batch order is TensorBoard's read order, and
+    a restart marker precedes every point of its batch."""
+    logdir = tmp_path / "logs"
+    write_restart_logdir(logdir)
+    read = reader(tmp_path / "spool", logdir, max_points=37)
+    while not read.run_once():
+        pass
+    sealed = batches(tmp_path / "spool")
+    runs: dict[tuple[str, str], list[tuple[int, float, float]]] = {}
+    for batch in sealed:
+        assert len(batch.session_starts) <= 1
+        for chunk in batch.chunks:
+            runs.setdefault((chunk.run_path, chunk.tag), []).extend(
+                zip(chunk.steps, chunk.wall_times, chunk.values, strict=True))
+    assert runs == tensorboard_runs(logdir)  # per run, in file order
+    opened = [b for b in sealed if b.session_starts]
+    assert [m.step for b in opened for m in b.session_starts if "/" not in m.file] == [0, 100]
+    assert [m.step for b in opened for m in b.session_starts if "/" in m.file] == [30, 10]
+    for batch in opened:  # its points follow the marker: none older than its file's offset
+        assert all(min(c.steps) >= batch.session_starts[0].step for c in batch.chunks)

@@ -110,3 +110,61 @@ def write_add_scalars_logdir(logdir: Path, steps: int = 300) -> None:
         nested.add_scalar("lr_group", step * 3.5, step)
     root.close()
     nested.close()
+
+
+def write_restart_logdir(logdir: Path) -> None:
+    """Event files with restarts (TensorBoard's purge applies): the root run starts, then
+    restarts in a new file at step 100 after an out-of-order step; run ``sub`` starts at 30
+    (its first START: nothing purged) and restarts at 10, both within one file."""
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    def scalars(writer: EventFileWriter, step: int, **values: float) -> None:
+        writer.add_event(event_pb2.Event(step=step, wall_time=1000.0 + step, summary=(
+            summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag, simple_value=v)
+                                       for tag, v in values.items()]))))
+
+    def start(writer: EventFileWriter, step: int) -> None:
+        writer.add_event(event_pb2.Event(step=step, wall_time=2000.0 + step,
+                                         session_log=event_pb2.SessionLog(
+                                             status=event_pb2.SessionLog.START)))
+
+    first = EventFileWriter(str(logdir), filename_suffix=".1")
+    start(first, 0)  # a run's first START starts it: no purge
+    for step in range(120):
+        scalars(first, step, loss=1.0 / (step + 1), acc=step / 120)
+        if step == 80:
+            scalars(first, 40, loss=-1.0)  # out of order: kept (file_version 2)
+    first.close()
+    second = EventFileWriter(str(logdir), filename_suffix=".2")
+    start(second, 100)
+    for step in range(100, 160):
+        scalars(second, step, loss=0.5 / (step + 1), acc=1.0 - step / 160)
+    second.close()
+    sub = EventFileWriter(str(logdir / "sub"))
+    for step in range(50):
+        scalars(sub, step, loss=float(step))
+    start(sub, 30)
+    for step in range(30, 80):
+        scalars(sub, step, loss=100.0 + step)
+    start(sub, 10)
+    for step in range(10, 21):
+        scalars(sub, step, loss=200.0 + step)
+    sub.close()
+
+
+def tensorboard_purged(logdir: Path) -> dict[Run, list[tuple[int, float, float]]]:
+    """Scalars as TensorBoard serves them: its plugin event multiplexer with
+    ``purge_orphaned_data=True`` and every value kept, per (run, tag), in its order."""
+    from tensorboard.backend.event_processing import plugin_event_multiplexer as multiplexer
+    from tensorboard.util import tensor_util
+    loaded = multiplexer.EventMultiplexer(size_guidance={"tensors": 0},
+                                          purge_orphaned_data=True)
+    loaded.AddRunsFromDirectory(str(logdir))
+    loaded.Reload()
+    runs: dict[Run, list[tuple[int, float, float]]] = {}
+    for run, content in loaded.Runs().items():
+        for tag in content["tensors"]:
+            runs[("" if run == "." else run, tag)] = [
+                (e.step, e.wall_time, float(tensor_util.make_ndarray(e.tensor_proto).item()))
+                for e in loaded.Tensors(run, tag)]
+    return runs

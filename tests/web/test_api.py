@@ -17,7 +17,13 @@ from tests.support.environment import Endpoints
 from tests.support.kafka import produce
 from tests.support.processes import Process, collector_args, run_collector
 from tests.support.readmodels import wait_for_points
-from tests.support.truth import member_batch, tensorboard_runs, write_add_scalars_logdir
+from tests.support.truth import (
+    member_batch,
+    tensorboard_purged,
+    tensorboard_runs,
+    write_add_scalars_logdir,
+    write_restart_logdir,
+)
 from tests.support.web import Connect
 from tuneplane.common.tokens import TokenKind, TokenSigner
 from tuneplane.controlplane import api_tokens, users
@@ -135,23 +141,31 @@ async def test_canonical_curves_come_through_the_frozen_mapping(client: httpx.As
     assert unknown.status_code == 404
 
 
+async def collect(initialised: Endpoints, ingest: Process, tls_dir: Path, tmp_path: Path,
+                  db: asyncpg.Connection, member: MemberKey, logdir: Path,
+                  max_batch_points: int) -> None:
+    """Run the collector over a TensorBoard log directory (source ``tb``) and wait until
+    every scalar TensorBoard's loader reads there is projected."""
+    token = workload_token(initialised, member, tmp_path / "token")
+    done = run_collector([*collector_args(ingest.port, tls_dir, token, member,
+                                          tmp_path / "spool", {}), "--tensorboard",
+                          f"tb={logdir}", "--max-batch-points", str(max_batch_points)])
+    assert done.returncode == 0, done.stderr
+    total = sum(len(points) for points in tensorboard_runs(logdir).values())
+    assert await wait_for_points(db, member.run_id, total) == total
+
+
 async def test_tensorboard_runs_arrive_from_the_collector_as_series_of_their_own(
         client: httpx.AsyncClient, initialised: Endpoints, ingest: Process, projector: Process,
         tls_dir: Path, tmp_path: Path, run_id: str, db: asyncpg.Connection) -> None:
     """collector → ingest → Kafka → projector → PostgreSQL → API: add_scalars' runs
     lr_group/a and lr_group/b, the root's and a nested run's series of one tag stay apart,
     each equal point for point to TensorBoard's loader."""
-    member = MemberKey(run_id, 1, "rank-0")
     logdir = tmp_path / "logs"
     write_add_scalars_logdir(logdir, steps=1000)
     truth = tensorboard_runs(logdir)
-    token = workload_token(initialised, member, tmp_path / "token")
-    done = run_collector([*collector_args(ingest.port, tls_dir, token, member,
-                                          tmp_path / "spool", {}), "--tensorboard",
-                          f"tb={logdir}", "--max-batch-points", "700"])
-    assert done.returncode == 0, done.stderr
-    total = sum(len(points) for points in truth.values())
-    assert await wait_for_points(db, run_id, total) == total
+    await collect(initialised, ingest, tls_dir, tmp_path, db, MemberKey(run_id, 1, "rank-0"),
+                  logdir, 700)
     url = f"/api/v1/runs/{run_id}/attempts/1"
     listed = (await client.get(f"{url}/series")).json()
     assert [(s["run_path"], s["tag"], s["points"]) for s in listed] == [
@@ -167,6 +181,39 @@ async def test_tensorboard_runs_arrive_from_the_collector_as_series_of_their_own
     missing = await client.get(f"{url}/scalars", params={
         "member": "rank-0", "source": "tb", "run_path": "lr_group/c", "tag": "lr_group"})
     assert missing.status_code == 404
+
+
+async def test_canonical_curves_purge_restarts_as_tensorboard_serves_them(
+        client: httpx.AsyncClient, initialised: Endpoints, ingest: Process, projector: Process,
+        tls_dir: Path, tmp_path: Path, run_id: str, db: asyncpg.Connection) -> None:
+    """collector → ingest → Kafka → projector → PostgreSQL → API on files with restarts:
+    each canonical curve equals TensorBoard's multiplexer (purge_orphaned_data=True) on the
+    same files, says so, and counts what was purged; the raw inspector keeps every point."""
+    logdir = tmp_path / "logs"
+    write_restart_logdir(logdir)
+    raw, purged = tensorboard_runs(logdir), tensorboard_purged(logdir)
+    await collect(initialised, ingest, tls_dir, tmp_path, db, MemberKey(run_id, 1, "rank-0"),
+                  logdir, 37)
+    await freeze(db, run_id, 1, [
+        MetricMapping(tag="loss", name="loss", run_path=""),
+        MetricMapping(tag="acc", name="acc", run_path=""),
+        MetricMapping(tag="loss", name="sub_loss", run_path="sub")])
+    url = f"/api/v1/runs/{run_id}/attempts/1"
+    for name, run in (("loss", ("", "loss")), ("acc", ("", "acc")),
+                      ("sub_loss", ("sub", "loss"))):
+        curve = (await client.get(f"{url}/curves/{name}", params={"max_points": 1000})).json()
+        [series] = curve["series"]
+        assert series["semantics"] == "tensorboard"
+        assert series["reduced"] is False
+        # TensorBoard keeps read order; an answer is in step order (stable: read order).
+        expected = sorted(purged[run], key=lambda p: p[0])
+        assert [tuple(p) for p in series["points"]] == expected, name
+        assert series["points_purged"] == len(raw[run]) - len(purged[run]) > 0
+        inspected = (await client.get(f"{url}/scalars", params={
+            "member": "rank-0", "source": "tb", "run_path": run[0], "tag": run[1],
+            "max_points": 1000})).json()
+        assert inspected["points_in_range"] == len(raw[run])
+        assert "semantics" not in inspected
 
 
 async def test_rich_records_are_listed_and_downloaded(client: httpx.AsyncClient,

@@ -1,10 +1,12 @@
-"""Reads declared sources into sealed spool batches, one bounded batch per file per step."""
+"""Reads declared sources into sealed spool batches, one bounded batch per file per step
+(a TensorBoard run's files one after the other, in name order)."""
 
 from __future__ import annotations
 
 import enum
 import logging
 import os
+import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,12 +78,21 @@ class SourceReader:
         """Returns True when every source is read to its end (nothing more to read now)."""
         idle = True
         for source in self._sources:
+            behind: set[str] = set()  # TensorBoard runs with an earlier file not read to its end
             for path, relative in self._files(source):
+                run = posixpath.dirname(relative)
+                if run in behind:
+                    continue
                 if self.spool_full():
                     log.warning("spool holds %d bytes (cap %d): reading paused, sources keep "
                                 "the data", self._spool.stored_bytes(), self._spool_bytes)
                     return False
-                idle &= self._step(source, path, relative)
+                at_end = self._step(source, path, relative)
+                if not at_end and source.kind is SourceKind.TENSORBOARD:
+                    # A run's files are read one after the other, in name order, as
+                    # TensorBoard does: batch order is its read order (restart purges).
+                    behind.add(run)
+                idle &= at_end
         return idle
 
     def _files(self, source: SourceSpec) -> list[tuple[Path, str]]:

@@ -107,7 +107,10 @@ def read_file(path: Path, relative: str, source: str, start: Position, *, max_po
             if refused:
                 result.rejected["over the batch bound"] += refused
             cost += sum(draft.rich_cost(r) for r in decoded.rich)
-        over = draft.points + len(decoded.scalars) > max_points or \
+        # A restart opens its batch: every point of earlier batches was read before it and
+        # every point of its batch after it, which is what applying TensorBoard's purge needs.
+        over = bool(decoded.session_starts) or \
+            draft.points + len(decoded.scalars) > max_points or \
             draft.approx_bytes + cost > max_bytes or \
             ((decoded.rich or decoded.session_starts or
               len(draft.series) + len(decoded.scalars) > MAX_BATCH_SERIES) and

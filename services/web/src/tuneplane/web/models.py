@@ -71,12 +71,20 @@ class SeriesData(BaseModel):
     buckets: list[Bucket] = Field(description="when reduced")
 
 
+class CanonicalSeriesData(SeriesData):
+    semantics: str = Field(description="'tensorboard': restarts (SessionLog.START) purge the "
+                                       "points read before them at or above their step, per "
+                                       "TensorBoard run, as TensorBoard's event accumulator "
+                                       "does; the raw inspector (/scalars) keeps them")
+    points_purged: int = Field(description="points of the whole series the purge dropped")
+
+
 class CanonicalCurve(BaseModel):
     name: str
     goal: str | None
     unit: str | None
     aggregate: bool
-    series: list[SeriesData]
+    series: list[CanonicalSeriesData]
     series_total: int = Field(description="members' series the curve has in all")
 
 

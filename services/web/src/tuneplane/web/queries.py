@@ -4,6 +4,7 @@ records' existence, and what the reporting path stores (each post once, by its i
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import asyncpg
@@ -12,6 +13,7 @@ from tuneplane.common.db import Connection
 from tuneplane.telemetry.v1.identity import MemberKey
 from tuneplane.web.downsample import Answer, Arrays, ChunkRef, ChunkSummary, Unit, answer
 from tuneplane.web.downsample import chunks_to_unpack as plan
+from tuneplane.web.purge import Marker, cuts, kept, markers_of_run, summary_of
 
 RUNS = """
 SELECT l.run_id, coalesce(min(r.project), 'default') AS project,
@@ -75,6 +77,28 @@ ORDER BY step, member, source, tag, batch_id, record_index LIMIT $7
 """
 
 RICH_STORED = "SELECT 1 FROM rich_records WHERE object_key = $1 LIMIT 1"
+
+MARKERS = """
+SELECT batch_id, marker_index, file, step FROM session_starts
+WHERE run_id = $1 AND attempt = $2 AND member = $3 AND source = $4
+"""
+
+EPOCH_STARTS = """
+SELECT substring(batch_id FROM '^(.*)-[0-9]+$') AS epoch, min(sealed_at) AS first_sealed
+FROM batch_ledger WHERE run_id = $1 AND attempt = $2 AND member = $3 GROUP BY 1
+"""
+
+SERIES_BATCHES = "SELECT DISTINCT batch_id FROM curve_chunks WHERE series_id = $1"
+
+CUT_CHUNKS = """
+SELECT batch_id, chunk_index, n, c.step_min < w.cut AS split,
+       CASE WHEN c.step_min < w.cut THEN steps END AS steps,
+       CASE WHEN c.step_min < w.cut THEN wall_times END AS wall_times,
+       CASE WHEN c.step_min < w.cut THEN "values" END AS "values"
+FROM curve_chunks c JOIN unnest($2::text[], $3::bigint[]) AS w(batch_id, cut)
+     USING (batch_id)
+WHERE c.series_id = $1 AND c.step_max >= w.cut
+"""
 
 BOUNDS = "SELECT min(step_min), max(step_max) FROM curve_chunks WHERE series_id = $1"
 
@@ -144,25 +168,61 @@ def segments(row: asyncpg.Record) -> tuple[Unit, ...]:
         row["seg_max"], row["seg_last"], strict=True))
 
 
+async def purge_cuts(conn: Connection, series_id: int | None, member: MemberKey, source: str,
+                     run_path: str) -> dict[str, int]:
+    """batch id → the step from which TensorBoard's purge drops the series' points there
+    (empty without restarts: the common case costs one indexed query)."""
+    rows = await conn.fetch(MARKERS, member.run_id, member.attempt, member.member, source)
+    markers = markers_of_run((Marker(r["batch_id"], r["file"], r["step"], r["marker_index"])
+                              for r in rows), run_path)
+    if series_id is None or not markers:
+        return {}
+    epochs = {r["epoch"]: r["first_sealed"] for r in await conn.fetch(
+        EPOCH_STARTS, member.run_id, member.attempt, member.member)}
+    batches = [r["batch_id"] for r in await conn.fetch(SERIES_BATCHES, series_id)]
+    return cuts(batches, markers, epochs)
+
+
 async def series_answer(conn: Connection, series_id: int | None, lo: int | None,
-                        hi: int | None, max_points: int,
-                        unpack_budget: int) -> tuple[Answer, int, int]:
+                        hi: int | None, max_points: int, unpack_budget: int,
+                        purge: Mapping[str, int] | None = None) -> tuple[Answer, int, int, int]:
     """The bounded answer for one series (empty when it is None, not stored); returns it
-    with the step range it covers."""
+    with the step range it covers and the points ``purge`` (batch id → cut step, from
+    ``purge_cuts``) dropped from the whole series."""
+    cut_summaries: dict[ChunkRef, ChunkSummary | None] = {}
+    cut_arrays: dict[ChunkRef, Arrays] = {}
+    purged = 0
+    if purge:
+        for row in await conn.fetch(CUT_CHUNKS, series_id, list(purge), list(purge.values())):
+            ref = (row["batch_id"], row["chunk_index"])
+            if not row["split"]:  # every point at or above the cut: dropped unread
+                purged += row["n"]
+                cut_summaries[ref] = None
+                continue
+            left = kept((row["steps"], row["wall_times"], row["values"]), purge[ref[0]])
+            purged += row["n"] - len(left[0])
+            cut_summaries[ref] = summary_of(ref, left)
+            cut_arrays[ref] = left
     if lo is None or hi is None:
         first, last = await conn.fetchrow(BOUNDS, series_id) or (None, None)
         lo = first if lo is None else lo
         hi = last if hi is None else hi
     if lo is None or hi is None or lo > hi:
-        return Answer(False, 0, [], []), lo or 0, hi or 0
-    summaries = [ChunkSummary((r["batch_id"], r["chunk_index"]), r["n"], r["step_min"],
-                              r["step_max"], r["v_min"], r["v_max"], r["v_last"], segments(r))
-                 for r in await conn.fetch(SUMMARIES, series_id, lo, hi)]
-    needed = plan(summaries, lo, hi, max_points, unpack_budget)
-    unpacked: dict[ChunkRef, Arrays] = {}
+        return Answer(False, 0, [], []), lo or 0, hi or 0, purged
+    summaries: list[ChunkSummary] = []
+    for r in await conn.fetch(SUMMARIES, series_id, lo, hi):
+        ref = (r["batch_id"], r["chunk_index"])
+        if ref not in cut_summaries:
+            summaries.append(ChunkSummary(ref, r["n"], r["step_min"], r["step_max"], r["v_min"],
+                                          r["v_max"], r["v_last"], segments(r)))
+        elif (remaining := cut_summaries[ref]) is not None:
+            summaries.append(remaining)
+    needed = [ref for ref in plan(summaries, lo, hi, max_points, unpack_budget)
+              if ref not in cut_arrays]
+    unpacked: dict[ChunkRef, Arrays] = dict(cut_arrays)
     if needed:
         rows = await conn.fetch(ARRAYS, series_id, [r[0] for r in needed],
                                 [r[1] for r in needed])
-        unpacked = {(r["batch_id"], r["chunk_index"]): (r["steps"], r["wall_times"],
-                                                        r["values"]) for r in rows}
-    return answer(summaries, unpacked, lo, hi, max_points), lo, hi
+        unpacked |= {(r["batch_id"], r["chunk_index"]): (r["steps"], r["wall_times"],
+                                                         r["values"]) for r in rows}
+    return answer(summaries, unpacked, lo, hi, max_points), lo, hi, purged

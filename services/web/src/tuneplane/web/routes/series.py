@@ -12,11 +12,13 @@ import orjson
 from fastapi import APIRouter, HTTPException, Query, Response
 
 from tuneplane.controlplane import mapping
+from tuneplane.telemetry.v1.identity import MemberKey
 from tuneplane.telemetry.v1.names import json_number
 from tuneplane.web import models, queries
 from tuneplane.web.access import Viewer
 from tuneplane.web.dependencies import Pool, State
 from tuneplane.web.downsample import METHOD, Answer
+from tuneplane.web.purge import SEMANTICS
 from tuneplane.web.routes.params import AttemptNo, RunPath, Step
 
 
@@ -72,7 +74,7 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
                 run = f" of run path {run_path!r}" if run_path else ""
                 raise HTTPException(404, f"no series {member}/{source}/{tag}{run} in run "
                                          f"{run_id!r} attempt {attempt}")
-            result, lo, hi = await queries.series_answer(
+            result, lo, hi, _purged = await queries.series_answer(
                 conn, found, step_min, step_max, max_points, web.settings.unpack_budget)
         ref = {"member": member, "source": source, "run_path": run_path, "tag": tag}
         return json_response(series_data(ref, result, lo, hi))
@@ -96,7 +98,8 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
     async def curve(_: Viewer, pool: Pool, web: State, run_id: str, attempt: AttemptNo,
                     name: str, step_min: Step = None, step_max: Step = None,
                     max_points: MaxPoints = 2000, max_series: MaxSeries = 20) -> Response:
-        """A canonical curve through the attempt's frozen mapping: one series per member."""
+        """A canonical curve through the attempt's frozen mapping: one series per member,
+        with TensorBoard's semantics (restarts purge what they orphan; see ``purge``)."""
         async with pool.acquire() as conn:
             resolution = await mapping.canonical(conn, run_id, attempt)
         found = [c for c in resolution.curves if c.name == name]
@@ -109,11 +112,15 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
             async with pool.acquire() as conn:  # members read side by side
                 series_id = await queries.series_id(conn, run_id, attempt, ref.member,
                                                     ref.source, ref.run_path, ref.tag)
-                result, lo, hi = await queries.series_answer(
+                purge = await queries.purge_cuts(conn, series_id,
+                                                 MemberKey(run_id, attempt, ref.member),
+                                                 ref.source, ref.run_path)
+                result, lo, hi, purged = await queries.series_answer(
                     conn, series_id, step_min, step_max, max_points,
-                    web.settings.unpack_budget)
-            return series_data({"member": ref.member, "source": ref.source,
-                                "run_path": ref.run_path, "tag": ref.tag}, result, lo, hi)
+                    web.settings.unpack_budget, purge)
+            return {**series_data({"member": ref.member, "source": ref.source,
+                                   "run_path": ref.run_path, "tag": ref.tag}, result, lo, hi),
+                    "semantics": SEMANTICS, "points_purged": purged}
 
         data = await asyncio.gather(*(one(ref) for ref in chosen.series[:max_series]))
         return json_response({"name": chosen.name, "goal": chosen.goal, "unit": chosen.unit,

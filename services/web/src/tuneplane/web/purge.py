@@ -1,0 +1,90 @@
+"""TensorBoard's purge of orphaned data, applied to stored chunks: the canonical view.
+
+TensorBoard's plugin event accumulator (``purge_orphaned_data=True``, what its multiplexer
+serves) reads a run's files in order; the run's first ``SessionLog.START`` starts it, and
+every later one, at step s, drops every value read before it, of every tag of the run,
+whose step is >= s. Its other rule (an out-of-order step purges its own tags)
+applies only to files without a ``file_version`` of 2 or more, which every current writer
+writes first; it is not applied here, and out-of-order points stay, as TensorBoard keeps
+them.
+
+Read order is batch order within a member: the collector reads a run's files one after the
+other and opens a batch with each START, so a marker follows every point of earlier batches
+and precedes every point of its own batch and later ones. A chunk's points are therefore cut
+at the lowest step of the markers in later batches; whole chunks are kept or dropped from
+their step range, and only a chunk the cut falls inside is unpacked.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import posixpath
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from tuneplane.web.downsample import Arrays, ChunkRef, ChunkSummary
+
+#: (first sealed_at of the batch's spool epoch, epoch, sequence): a member's read order.
+BatchOrder = tuple[float, str, int]
+
+SEMANTICS = "tensorboard"
+
+
+def batch_order(batch_id: str, epoch_starts: Mapping[str, float]) -> BatchOrder:
+    """Where a batch stands in its member's read order (ids are ``<epoch>-<sequence>``)."""
+    epoch, _, sequence = batch_id.rpartition("-")
+    return (epoch_starts.get(epoch, math.inf), epoch, int(sequence))
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """A restart: ``SessionLog.START`` at ``step``, read in batch ``batch_id``."""
+
+    batch_id: str
+    file: str
+    step: int
+    index: int = 0  # its place among its batch's markers
+
+
+def markers_of_run(markers: Iterable[Marker], run_path: str) -> list[Marker]:
+    """The markers of one TensorBoard run: those read from a file of its directory."""
+    return [m for m in markers if posixpath.dirname(m.file) == run_path]
+
+
+def cuts(batch_ids: Iterable[str], markers: Iterable[Marker],
+         epoch_starts: Mapping[str, float]) -> dict[str, int]:
+    """batch id → the step from which its points are purged (batches with no cut absent),
+    by the ``markers`` of one run; the first in read order starts the run, it purges nothing."""
+    ordered = sorted((batch_order(m.batch_id, epoch_starts), m.index, m.step)
+                     for m in markers)[1:]
+    if not ordered:
+        return {}
+    keys = [key for key, _, _ in ordered]
+    suffix_min = [step for _, _, step in ordered]
+    for i in range(len(suffix_min) - 2, -1, -1):
+        suffix_min[i] = min(suffix_min[i], suffix_min[i + 1])
+    found: dict[str, int] = {}
+    for batch_id in batch_ids:
+        after = bisect.bisect_right(keys, batch_order(batch_id, epoch_starts))
+        if after < len(keys):
+            found[batch_id] = suffix_min[after]
+    return found
+
+
+def kept(arrays: Arrays, cut: int) -> Arrays:
+    """A chunk's points that survive a cut at ``cut``."""
+    steps, wall_times, values = arrays
+    keep = [i for i, step in enumerate(steps) if step < cut]
+    return ([steps[i] for i in keep], [wall_times[i] for i in keep], [values[i] for i in keep])
+
+
+def summary_of(ref: ChunkRef, arrays: Arrays) -> ChunkSummary | None:
+    """The summary of what is left of a cut chunk (None when nothing is)."""
+    steps, _, values = arrays
+    if not steps:
+        return None
+    finite = [v for v in values if math.isfinite(v)]
+    return ChunkSummary(ref, len(steps), min(steps), max(steps),
+                        min(finite) if finite else None, max(finite) if finite else None,
+                        values[-1])
