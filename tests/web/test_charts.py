@@ -1,6 +1,7 @@
 """The Charts tab in headless Chromium (Debian's, driven by Playwright), on a run the real
-pipeline projected: curves drawn, reduced indicator, zoom, inspector switching source, all
-under the page's Content-Security-Policy with no violation."""
+pipeline projected: curves drawn, reduced indicator, TensorBoard's restart purge shown,
+zoom, inspector switching source, all under the page's Content-Security-Policy with no
+violation."""
 
 from __future__ import annotations
 
@@ -41,6 +42,12 @@ async def test_charts_tab_draws_curves_and_the_inspector_switches_source(
         pytest.fail(f"{CHROMIUM} is missing: scripts/test installs Debian's chromium")
     batches = [member_batch(MemberKey(run_id, 1, f"rank-{m}"), seq, 2000)
                for seq in range(1, 11) for m in range(2)]
+    for b in batches:  # rank-0 restarts twice; TensorBoard ignores a run's first START,
+        # and the second, at step 5000, drops the 1,000 earlier-read points of tag0 from it
+        if b.identity.member == "rank-0" and b.identity.sequence in (1, 6):
+            b.session_starts.add(source="train", file="events.out.tfevents.1",
+                                 step=1000 if b.identity.sequence == 1 else 5000,
+                                 wall_time=1.7e9)
     extra = pb.Batch()
     extra.CopyFrom(member_batch(MemberKey(run_id, 1, "rank-0"), 11, 10))
     for chunk in extra.chunks:
@@ -78,8 +85,9 @@ async def test_charts_tab_draws_curves_and_the_inspector_switches_source(
         curve = page.locator('[data-curve="loss"]')
         assert await curve.locator("canvas").count() >= 1
         text = await curve.inner_text()
-        assert re.search(r"reduced: [\d,]+ of 20,000 points \(min/max/last per bucket\)",
-                         text), text  # 2 members x 10,000 points
+        assert re.search(r"reduced: [\d,]+ of 19,000 points \(min/max/last per bucket\)",
+                         text), text  # 2 members x 10,000 points, 1,000 purged
+        assert "1,000 purged on restart" in text
         assert "minimize" in text
         assert "Unmapped (unknown semantics)" in await page.locator("#unmapped").inner_text()
         inspector = page.locator("#inspector")

@@ -51,6 +51,19 @@ function badge(seriesList) {
   return el;
 }
 
+// TensorBoard's purge on restarts: how many stored points the canonical curve leaves out
+// (the raw inspector still shows them).
+function purged(seriesList) {
+  const count = seriesList.reduce((a, s) => a + (s.points_purged || 0), 0);
+  const el = document.createElement("span");
+  el.className = "badge purged";
+  el.hidden = count === 0;
+  el.title = "As TensorBoard draws it: a restart drops the points it runs over again " +
+    "(the raw inspector keeps them)";
+  el.textContent = `${count.toLocaleString()} purged on restart`;
+  return el;
+}
+
 // Builds the uPlot data and series for several members' answers on one step axis.
 function plotData(seriesList) {
   const parts = seriesList.map(columns);
@@ -82,7 +95,7 @@ function chart(container, title, fetcher) {
   async function draw(range) {
     const answer = await fetcher(range);
     const { data, series, bands } = plotData(answer.series);
-    head.replaceChildren(title(answer), badge(answer.series));
+    head.replaceChildren(title(answer), badge(answer.series), purged(answer.series));
     if (plot && plot.series.length === series.length) {
       plot.setData(data, false);
       return;
