@@ -4,10 +4,7 @@ reason, a linked directory is not followed), and as the training user under an o
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-
-import pytest
 
 from tests.support.users import public_place, system_user
 from tuneplane.collector.fence import Fence, SourceRefused, open_plainly
@@ -75,7 +72,6 @@ def test_a_directory_that_cannot_be_opened_is_passed_over_with_the_reason(
                                 "cannot be opened as someone: Permission denied"]
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="switching users needs root")
 def test_under_an_opener_only_what_the_training_user_may_list_is_listed() -> None:
     with system_user() as user, public_place() as place:
         where = place / "logs"

@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import re
-import shutil
 import time
 from pathlib import Path
 
 import asyncpg
-import pytest
-from playwright.async_api import async_playwright
 
+from tests.support.browser import ARTIFACTS, PASSWORD, opened_page, sign_in
 from tests.support.credentials import add_user
-from tests.support.environment import ROOT, Endpoints
+from tests.support.environment import Endpoints
 from tests.support.kafka import produce
 from tests.support.processes import Process
 from tests.support.truth import member_batch
@@ -26,20 +24,12 @@ from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.identity import MemberKey
 from tuneplane.telemetry.v1.integration import MetricMapping
 
-CHROMIUM = "/usr/bin/chromium"
-PASSWORD = "a long test password"
-ARTIFACTS = ROOT / ".artifacts"
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
 
 async def test_charts_tab_draws_curves_and_the_inspector_switches_source(
         initialised: Endpoints, projector: Process, web: Process, db: asyncpg.Connection,
         run_id: str) -> None:
     user = await add_user(db, "viewer", roles={"default": "viewer"})
     await passwords.set_password(db, user, PASSWORD)
-    if shutil.which(CHROMIUM) is None:
-        pytest.fail(f"{CHROMIUM} is missing: scripts/test installs Debian's chromium")
     batches = [member_batch(MemberKey(run_id, 1, f"rank-{m}"), seq, 2000)
                for seq in range(1, 11) for m in range(2)]
     for b in batches:  # rank-0 restarts twice; TensorBoard ignores a run's first START,
@@ -60,22 +50,14 @@ async def test_charts_tab_draws_curves_and_the_inspector_switches_source(
         await asyncio.sleep(0.1)
     await freeze(db, run_id, 1, [MetricMapping(tag="tag0", name="loss", goal="minimize",
                                                source="train")])
-    ARTIFACTS.mkdir(exist_ok=True)
-    async with async_playwright() as p:
-        browser = await p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        page = await browser.new_page(viewport={"width": 1280, "height": 1000})
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        # A violation of the page's Content-Security-Policy is a console error ("Refused to").
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    async with opened_page() as opened:
+        page, errors = opened.page, opened.errors
         answer = await page.goto(f"http://localhost:{web.port}/runs/{run_id}/charts")
         assert answer is not None
         assert "script-src 'self'" in answer.headers["content-security-policy"]
         assert page.url.endswith(f"/login?next=/runs/{run_id}/charts")  # no session yet
         await page.screenshot(path=str(ARTIFACTS / "login.png"))
-        await page.fill("input[name=username]", user)
-        await page.fill("input[name=password]", PASSWORD)
-        await page.click("button[type=submit]")
+        await sign_in(page, user, PASSWORD)
         await page.wait_for_url(f"**/runs/{run_id}/charts")
         cookies = await page.context.cookies()
         assert [(c["name"], c["httpOnly"], c["secure"], c["sameSite"]) for c in cookies] == [
@@ -108,6 +90,5 @@ async def test_charts_tab_draws_curves_and_the_inspector_switches_source(
         await page.mouse.up()
         await page.locator("#inspector", has_text=re.compile(r"exact: \d+ points")).wait_for()
         await page.screenshot(path=str(ARTIFACTS / "charts.png"), full_page=True)
-        await browser.close()
-    assert errors == []
+    assert errors == []  # CSP violations included
     assert Path(ARTIFACTS / "charts.png").stat().st_size > 10_000

@@ -14,15 +14,13 @@ from pathlib import Path
 import asyncpg
 import httpx
 import pytest
-from playwright.async_api import async_playwright
 
+from tests.support.browser import ARTIFACTS, opened_page
 from tests.support.credentials import user_token
-from tests.support.environment import BIN, ROOT, Endpoints
+from tests.support.environment import BIN, Endpoints
 from tests.support.oidc import OidcProvider
 from tests.support.processes import Process
-from tests.web.test_charts import CHROMIUM, FLAGS
 
-ARTIFACTS = ROOT / ".artifacts"
 ARTIFACT = {"version": 1,
             "sources": [{"id": "train", "kind": "jsonl", "path": "m.jsonl", "owner": "rank-0"}]}
 
@@ -60,10 +58,8 @@ async def test_alice_signs_in_through_the_provider_sees_her_project_and_is_refus
             made = await http.post("/api/v1/runs", json={"run_id": run, "project": project,
                                                          "integration": ARTIFACT})
             assert made.status_code == 201, made.text
-    ARTIFACTS.mkdir(exist_ok=True)
-    async with async_playwright() as p:
-        chromium = await p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        page = await chromium.new_page(viewport={"width": 1100, "height": 700})
+    async with opened_page(1100, 700) as opened:
+        page = opened.page
         await page.goto(f"{base}/runs/{ours}/charts")
         await page.wait_for_url(lambda url: "/login?next=" in url)
         await page.screenshot(path=str(ARTIFACTS / "login-sso.png"))
@@ -103,4 +99,3 @@ async def test_alice_signs_in_through_the_provider_sees_her_project_and_is_refus
         await page.click("#sign-out")
         await page.wait_for_url(lambda url: urllib.parse.urlsplit(url).path == "/login")
         assert (await api.get(f"{base}/api/v1/runs/{ours}")).status == 401
-        await chromium.close()

@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import shutil
 import uuid
 
 import asyncpg
-import pytest
-from playwright.async_api import Page, async_playwright
+from playwright.async_api import Page
 
+from tests.support.browser import ARTIFACTS, PASSWORD, opened_page, sign_in
 from tests.support.credentials import add_user
 from tests.support.environment import Endpoints
 from tests.support.processes import Process
-from tests.web.test_charts import ARTIFACTS, CHROMIUM, FLAGS, PASSWORD
 from tests.web.test_run_table import T0, add_run
 from tuneplane.controlplane import passwords
 
@@ -31,8 +29,6 @@ async def ids(page: Page) -> list[str]:
 
 async def test_the_runs_list_searches_filters_sorts_pages_and_links(
         initialised: Endpoints, web: Process, db: asyncpg.Connection) -> None:
-    if shutil.which(CHROMIUM) is None:
-        pytest.fail(f"{CHROMIUM} is missing: scripts/test installs Debian's chromium")
     tag = uuid.uuid4().hex[:6]
     project = f"page-{tag}"
     await db.execute("INSERT INTO projects (project) VALUES ($1)", project)
@@ -44,18 +40,11 @@ async def test_the_runs_list_searches_filters_sorts_pages_and_links(
     user = await add_user(db, "viewer", roles={project: "viewer"})
     await passwords.set_password(db, user, PASSWORD)
     base = f"http://localhost:{web.port}"
-    ARTIFACTS.mkdir(exist_ok=True)
-    async with async_playwright() as p:
-        browser = await p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        page = await browser.new_page(viewport={"width": 1280, "height": 900})
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    async with opened_page(height=900) as opened:
+        page, errors = opened.page, opened.errors
         await page.goto(f"{base}/")
         assert page.url.endswith("/login?next=/runs")  # / is the runs list, signed in
-        await page.fill("input[name=username]", user)
-        await page.fill("input[name=password]", PASSWORD)
-        await page.click("button[type=submit]")
+        await sign_in(page, user, PASSWORD)
         await page.wait_for_url("**/runs")
         await page.wait_for_selector("body[data-ready=true]")
         rows = page.locator("#runs tbody tr")
@@ -108,5 +97,4 @@ async def test_the_runs_list_searches_filters_sorts_pages_and_links(
             runs[27], project, "#1", "cancelled", "1", "2,700"]
         await live.locator("a").click()  # into the run's Charts tab
         await page.wait_for_url(f"**/runs/{runs[27]}/charts")
-        await browser.close()
     assert [e for e in errors if "charts" not in e and "uplot" not in e.lower()] == []
