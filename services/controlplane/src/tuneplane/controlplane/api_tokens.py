@@ -60,16 +60,13 @@ async def issue(conn: Connection, signer: TokenSigner, username: str, *, name: s
 async def standing(conn: Connection, ident: str, username: str) -> Standing:
     """The token's row and its user, as of now; marks it used (once a minute at most)."""
     row = await conn.fetchrow(
-        "UPDATE api_tokens t SET last_used_at = now() FROM users u "
-        "WHERE t.token_id = $1 AND u.username = t.username "
-        "AND (t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute') "
-        "RETURNING t.username, t.projects, t.revoked_at, t.expires_at <= now() AS expired, "
-        "u.is_admin, u.disabled_at", ident)
-    if row is None:  # used within the minute, or unknown
-        row = await conn.fetchrow(
-            "SELECT t.username, t.projects, t.revoked_at, t.expires_at <= now() AS expired, "
-            "u.is_admin, u.disabled_at FROM api_tokens t JOIN users u USING (username) "
-            "WHERE t.token_id = $1", ident)
+        "SELECT t.username, t.projects, t.revoked_at, t.expires_at <= now() AS expired, "
+        "t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute' AS stale, "
+        "u.is_admin, u.disabled_at FROM api_tokens t JOIN users u USING (username) "
+        "WHERE t.token_id = $1", ident)
+    if row is not None and row["stale"]:  # one write a minute, not one a request
+        await conn.execute("UPDATE api_tokens SET last_used_at = now() WHERE token_id = $1",
+                           ident)
     if row is None or row["username"] != username:
         return Standing(username, False, (), "the token is not known here (revoked and "
                                                 "removed, or never issued)")
