@@ -45,7 +45,6 @@ class Caller:
     name: str
     admin: bool = False
     roles: Mapping[str, Role] = field(default_factory=dict)
-    token: str | None = None  # the personal token's id; None for a browser session
     scope: tuple[str, ...] | None = None  # a scoped token's projects; None: unscoped
     session: str | None = None  # the browser session's id
     csrf: str | None = None  # the browser session's CSRF token
@@ -89,7 +88,7 @@ async def caller(request: Request, credentials: Credentials, signer: Signer, poo
             roles = {} if found.admin else await projects.roles_of(conn, name)
         if found.projects is not None:  # a scoped token: its projects only
             roles = {p: r for p, r in roles.items() if p in found.projects}
-        yield Caller(name, found.admin, roles, token=ident, scope=found.projects)
+        yield Caller(name, found.admin, roles, scope=found.projects)
 
 
 async def session_caller(request: Request, signer: TokenSigner, pool: asyncpg.Pool,
