@@ -124,3 +124,40 @@ def test_series_from_before_run_paths_are_the_roots_and_keep_their_key(
         with pytest.raises(psycopg.errors.UniqueViolation):
             conn.execute("INSERT INTO readmodel.series (run_id, attempt, member, source, tag) "
                          "VALUES ('old-run', 1, 'm', 'tb', 'lr_group')")
+
+
+def test_chunks_from_before_wall_summaries_get_them_as_the_projector_writes_them(
+        scratch_database: str) -> None:
+    from tuneplane.admin.migrate import apply_migrations
+    from tuneplane.projector.projection import summarise
+    from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+    migrate_before(scratch_database, "0016")
+    chunks = [summarise(pb.SeriesChunk(source="tb", tag="loss", steps=list(range(n)),
+                                       wall_times=[1e9 + 0.25 * s for s in range(n)],
+                                       values=[float(s) for s in range(n)]), i)
+              for i, n in enumerate([3, 1000])]  # without segments, and with 64
+    with psycopg.connect(scratch_database) as conn:
+        series_id = conn.execute("INSERT INTO readmodel.series (run_id, attempt, member, "
+                                 "source, tag) VALUES ('old', 1, 'm', 'tb', 'loss') "
+                                 "RETURNING series_id").fetchone()
+        for c in chunks:
+            s = c.segments
+            conn.execute(
+                """INSERT INTO readmodel.curve_chunks (series_id, batch_id, chunk_index, n,
+                       step_min, step_max, v_min, v_max, v_first, v_last, steps, wall_times,
+                       "values", seg_steps, seg_last_steps, seg_counts, seg_min, seg_max,
+                       seg_last)
+                   VALUES (%s, 'b', %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
+                           %s, %s, %s)""",
+                (series_id[0] if series_id else None, c.chunk_index, len(c.steps), c.step_min,
+                 c.step_max, c.v_min, c.v_max, c.v_first, c.v_last, c.steps, c.wall_times,
+                 c.values, *((s.first_steps, s.last_steps, s.counts, s.mins, s.maxs, s.lasts)
+                             if s else (None,) * 6)))
+    assert apply_migrations(scratch_database)[0] == "0016.chunk-walls"
+    with psycopg.connect(scratch_database) as conn:
+        rows = conn.execute("SELECT w_first, w_last, seg_last_walls FROM "
+                            "readmodel.curve_chunks ORDER BY chunk_index").fetchall()
+    assert rows == [(c.w_first, c.w_last, c.segments.last_walls if c.segments else None)
+                    for c in chunks]
+    assert rows[1][2] is not None
+    assert len(rows[1][2]) == 64

@@ -141,6 +141,36 @@ async def test_canonical_curves_come_through_the_frozen_mapping(client: httpx.As
     assert unknown.status_code == 404
 
 
+async def test_a_tags_chart_has_every_members_series_placed_in_time(
+        client: httpx.AsyncClient, filled: str) -> None:
+    """The chart of a tag no mapping names: one series per member, and every bucket carries
+    the wall time of its last value (member_batch writes wall = 1.7e9 + step)."""
+    url = f"/api/v1/runs/{filled}/attempts/1/tag"
+    chart = (await client.get(url, params={"tag": "tag1", "max_points": 40,
+                                           "max_series": 2})).json()
+    assert chart["name"] == "tag1"
+    assert chart["series_total"] == 3
+    assert [s["member"] for s in chart["series"]] == ["rank-0", "rank-1"]
+    for series in chart["series"]:
+        assert series["semantics"] == "tensorboard"
+        assert series["points_purged"] == 0
+        assert series["wall_first"] == 1.7e9 + 250
+        assert series["reduced"]
+        assert series["points_returned"] <= 40
+        for b in series["buckets"]:
+            step = b["wall"] - 1.7e9
+            assert b["step_lo"] <= step <= b["step_hi"]
+            assert b["last"] == step * 0.25 + 1
+    zoomed = (await client.get(url, params={"tag": "tag1", "step_min": 1000,
+                                            "step_max": 1009})).json()
+    assert all(s["wall_first"] == 1.7e9 + 250 for s in zoomed["series"])  # the series'
+    assert [p[:2] for p in zoomed["series"][0]["points"]] == [
+        [s, 1.7e9 + s] for s in range(1000, 1010)]
+    missing = await client.get(url, params={"tag": "nope"})
+    assert missing.status_code == 404
+    assert "no series with tag 'nope'" in missing.json()["detail"]
+
+
 async def collect(initialised: Endpoints, ingest: Process, tls_dir: Path, tmp_path: Path,
                   db: asyncpg.Connection, member: MemberKey, logdir: Path,
                   max_batch_points: int) -> None:
@@ -214,6 +244,14 @@ async def test_canonical_curves_purge_restarts_as_tensorboard_serves_them(
             "max_points": 1000})).json()
         assert inspected["points_in_range"] == len(raw[run])
         assert "semantics" not in inspected
+    for tag in ("loss", "acc"):  # a tag's chart: each TensorBoard run's line, purged
+        chart = (await client.get(f"{url}/tag", params={"tag": tag,
+                                                        "max_points": 1000})).json()
+        runs = [(r, t) for r, t in purged if t == tag]
+        assert [(s["run_path"], s["tag"]) for s in chart["series"]] == sorted(runs)
+        for series in chart["series"]:
+            expected = sorted(purged[series["run_path"], tag], key=lambda p: p[0])
+            assert [tuple(p) for p in series["points"]] == expected
 
 
 async def test_rich_records_are_listed_and_downloaded(client: httpx.AsyncClient,
@@ -241,9 +279,10 @@ async def test_a_ten_million_point_series_stays_bounded(client: httpx.AsyncClien
         "VALUES ($1, 1, 'rank-0', 'train', 'huge') RETURNING series_id", run_id)
     await db.execute("""
         INSERT INTO curve_chunks (series_id, batch_id, chunk_index, n, step_min, step_max,
-                                  v_min, v_max, v_first, v_last, steps, wall_times, "values")
+                                  v_min, v_max, v_first, v_last, w_first, w_last, steps,
+                                  wall_times, "values")
         SELECT $1, 'b' || c, 0, 10000, c * 10000, c * 10000 + 9999, c, c + 0.9999, c,
-               c + 0.9999,
+               c + 0.9999, 0.0, 0.0,
                array(SELECT generate_series(c * 10000, c * 10000 + 9999)::bigint),
                array_fill(0.0::float8, ARRAY[10000]),
                array(SELECT c + i / 10000.0 FROM generate_series(0, 9999) AS i)

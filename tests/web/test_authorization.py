@@ -66,6 +66,7 @@ REQUIRED = {
     ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/scalars"): "viewer",
     ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/canonical"): "viewer",
     ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/curves/{name}"): "viewer",
+    ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/tag"): "viewer",
     ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/rich"): "viewer",
     ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/scalars/export"): "viewer",
     ("GET", "/api/v1/rich/{object_key}"): "viewer",
@@ -116,7 +117,8 @@ BODIES: dict[tuple[str, str], Any] = {
 QUERIES = {"/api/v1/runs/{run_id}/attempts/{attempt}/scalars":
            {"member": "rank-0", "source": "train", "tag": "tag0"},
            "/api/v1/runs/{run_id}/attempts/{attempt}/scalars/export":
-           {"member": "rank-0", "source": "train", "tag": "tag0"}}
+           {"member": "rank-0", "source": "train", "tag": "tag0"},
+           "/api/v1/runs/{run_id}/attempts/{attempt}/tag": {"tag": "tag0"}}
 
 
 def handled(routes: Iterable[object], prefix: str = "") -> Iterator[tuple[str, str]]:

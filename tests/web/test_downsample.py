@@ -29,21 +29,27 @@ def series(draw: st.DrawFn) -> tuple[list[ChunkSummary], dict[ChunkRef, Arrays]]
         vals = [draw(values) for _ in steps]
         finite = [v for v in vals if math.isfinite(v)]
         ref = ("b", index)
-        arrays[ref] = (steps, [0.0] * n, vals)
+        arrays[ref] = (steps, [wall_of(s) for s in steps], vals)
         pieces = draw(st.sampled_from([0, 1, 4]))  # as the projector writes: 0 = none
         units = tuple(unit(steps[a:b], vals[a:b]) for a, b in
                       zip([n * i // pieces for i in range(pieces)],
                           [n * (i + 1) // pieces for i in range(pieces)], strict=True)
                       if b > a) if pieces else ()
         summaries.append(ChunkSummary(ref, n, steps[0], steps[-1], min(finite, default=None),
-                                      max(finite, default=None), vals[-1], units))
+                                      max(finite, default=None), vals[-1],
+                                      wall_of(steps[-1]), units))
     return summaries, arrays
+
+
+def wall_of(step: int) -> float:
+    """Wall times that name their step, so a bucket's wall time can be traced back."""
+    return step * 10.0 + 0.5
 
 
 def unit(steps: list[int], vals: list[float]) -> Unit:
     finite = [v for v in vals if math.isfinite(v)]
     return Unit(min(steps), max(steps), len(steps), min(finite, default=None),
-                max(finite, default=None), vals[-1])
+                max(finite, default=None), vals[-1], wall_of(steps[-1]))
 
 
 def brute(arrays: dict[ChunkRef, Arrays], lo: int, hi: int) -> list[tuple[int, float]]:
@@ -78,6 +84,11 @@ def test_answers_are_bounded_and_exact(data: tuple[list[ChunkSummary], dict[Chun
     assert min(lows, default=None) == min(finite, default=None)
     assert max(highs, default=None) == max(finite, default=None)
     assert all(b.step_lo <= b.step_hi for b in result.buckets)
+    values = dict(truth)  # each bucket's wall time is its last value's
+    for b in result.buckets:
+        step = round((b.wall - 0.5) / 10)
+        assert b.step_lo <= step <= b.step_hi
+        assert comparable(step, values[step]) == comparable(step, b.last)
 
 
 def test_edge_chunks_are_unpacked_and_inner_ones_answered_from_summaries() -> None:
@@ -86,7 +97,7 @@ def test_edge_chunks_are_unpacked_and_inner_ones_answered_from_summaries() -> No
         steps = list(range(index * 100, index * 100 + 100))
         arrays[("b", index)] = (steps, [0.0] * 100, [float(s) for s in steps])
         summaries.append(ChunkSummary(("b", index), 100, steps[0], steps[-1], float(steps[0]),
-                                      float(steps[-1]), float(steps[-1])))
+                                      float(steps[-1]), float(steps[-1]), 0.0))
     needed = chunks_to_unpack(summaries, 150, 9849, max_points=50, unpack_budget=1000)
     assert needed == [("b", 1), ("b", 98)]
     result = answer(summaries, {r: arrays[r] for r in needed}, 150, 9849, 50)
@@ -99,7 +110,7 @@ def test_edge_chunks_are_unpacked_and_inner_ones_answered_from_summaries() -> No
 
 def test_a_small_range_returns_every_point_in_step_order() -> None:
     ref = ("b", 0)
-    summaries = [ChunkSummary(ref, 3, 1, 3, 1.0, 3.0, 3.0)]
+    summaries = [ChunkSummary(ref, 3, 1, 3, 1.0, 3.0, 3.0, 0.3)]
     result = answer(summaries, {ref: ([1, 2, 3], [0.1, 0.2, 0.3], [1.0, math.nan, 3.0])}, 2, 3,
                     10)
     assert not result.reduced

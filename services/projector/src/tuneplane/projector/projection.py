@@ -40,6 +40,7 @@ class Segments:
     mins: list[float | None]
     maxs: list[float | None]
     lasts: list[float]
+    last_walls: list[float]  # the wall time of each ``lasts`` value
 
 
 def finite_range(values: list[float]) -> tuple[float | None, float | None]:
@@ -51,12 +52,13 @@ def finite_range(values: list[float]) -> tuple[float | None, float | None]:
     return (min(finite), max(finite)) if finite else (None, None)
 
 
-def segments(steps: list[int], values: list[float]) -> Segments | None:
+def segments(steps: list[int], wall_times: list[float],
+             values: list[float]) -> Segments | None:
     n = len(steps)
     if n <= SEGMENT_FROM:
         return None
     bounds = [n * i // SEGMENTS for i in range(SEGMENTS + 1)]
-    out = Segments([], [], [], [], [], [])
+    out = Segments([], [], [], [], [], [], [])
     for start, end in itertools.pairwise(bounds):
         piece, piece_steps = values[start:end], steps[start:end]
         low, high = finite_range(piece)
@@ -66,6 +68,7 @@ def segments(steps: list[int], values: list[float]) -> Segments | None:
         out.mins.append(low)
         out.maxs.append(high)
         out.lasts.append(piece[-1])
+        out.last_walls.append(wall_times[end - 1])
     return out
 
 
@@ -84,6 +87,8 @@ class ChunkRow:
     v_max: float | None
     v_first: float
     v_last: float
+    w_first: float  # wall times of the first and last point (read order)
+    w_last: float
     segments: Segments | None = None
 
 
@@ -148,7 +153,8 @@ def summarise(chunk: pb.SeriesChunk, index: int) -> ChunkRow:
         source=chunk.source, run_path=chunk.run_path, tag=chunk.tag, chunk_index=index,
         steps=steps, wall_times=wall_times, values=values,
         step_min=min(steps), step_max=max(steps), v_min=low, v_max=high,
-        v_first=values[0], v_last=values[-1], segments=segments(steps, values),
+        v_first=values[0], v_last=values[-1], w_first=wall_times[0], w_last=wall_times[-1],
+        segments=segments(steps, wall_times, values),
     )
 
 

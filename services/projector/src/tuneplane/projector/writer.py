@@ -51,8 +51,9 @@ WHERE s.run_id = $1 AND s.attempt = $2 AND s.member = $3
 """
 
 CHUNK_COLUMNS = ("series_id", "batch_id", "chunk_index", "n", "step_min", "step_max", "v_min",
-                 "v_max", "v_first", "v_last", "steps", "wall_times", "values", "seg_steps",
-                 "seg_last_steps", "seg_counts", "seg_min", "seg_max", "seg_last")
+                 "v_max", "v_first", "v_last", "w_first", "w_last", "steps", "wall_times",
+                 "values", "seg_steps", "seg_last_steps", "seg_counts", "seg_min", "seg_max",
+                 "seg_last", "seg_last_walls")
 RICH_COLUMNS = ("run_id", "attempt", "member", "batch_id", "record_index", "source", "tag",
                 "step", "wall_time", "kind", "plugin_name", "plugin_content", "file",
                 "file_offset", "object_key", "bytes")
@@ -63,8 +64,8 @@ START_COLUMNS = ("run_id", "attempt", "member", "batch_id", "marker_index", "sou
 def segment_columns(chunk: ChunkRow) -> tuple[object, ...]:
     s = chunk.segments
     if s is None:
-        return (None,) * 6
-    return (s.first_steps, s.last_steps, s.counts, s.mins, s.maxs, s.lasts)
+        return (None,) * 7
+    return (s.first_steps, s.last_steps, s.counts, s.mins, s.maxs, s.lasts, s.last_walls)
 
 
 class ObjectStore(Protocol):
@@ -182,7 +183,8 @@ class PostgresWriter:
                 records=[(series_ids[SeriesKey(member, c.source, c.run_path, c.tag)],
                           key.batch_id,
                           c.chunk_index, len(c.steps), c.step_min, c.step_max, c.v_min,
-                          c.v_max, c.v_first, c.v_last, c.steps, c.wall_times, c.values,
+                          c.v_max, c.v_first, c.v_last, c.w_first, c.w_last, c.steps,
+                          c.wall_times, c.values,
                           *segment_columns(c))
                          for c in projection.chunks])
         if projection.rich:

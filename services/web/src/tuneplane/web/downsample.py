@@ -33,6 +33,7 @@ class Unit:
     v_min: float | None
     v_max: float | None
     v_last: float
+    w_last: float  # the wall time of v_last
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +45,12 @@ class ChunkSummary:
     v_min: float | None
     v_max: float | None
     v_last: float
+    w_last: float
     segments: tuple[Unit, ...] = ()
 
     def units(self) -> tuple[Unit, ...]:
         return self.segments or (Unit(self.step_min, self.step_max, self.n, self.v_min,
-                                      self.v_max, self.v_last),)
+                                      self.v_max, self.v_last, self.w_last),)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +61,7 @@ class Bucket:
     min: float | None
     max: float | None
     last: float
+    wall: float  # the wall time of ``last``: where the bucket sits on a time axis
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,21 +102,22 @@ class _Acc:
     high: float = -math.inf
     last_step: int = -(2**63)
     last: float = math.nan
+    wall: float = math.nan
 
     def add(self, count: int, low: float | None, high: float | None, last_step: int,
-            last: float) -> None:
+            last: float, wall: float) -> None:
         self.count += count
         if low is not None:
             self.low = min(self.low, low)
         if high is not None:
             self.high = max(self.high, high)
         if last_step >= self.last_step:
-            self.last_step, self.last = last_step, last
+            self.last_step, self.last, self.wall = last_step, last, wall
 
     def bucket(self) -> Bucket:
         finite = self.low <= self.high
         return Bucket(self.step_lo, self.step_hi, self.count, self.low if finite else None,
-                      self.high if finite else None, self.last)
+                      self.high if finite else None, self.last, self.wall)
 
 
 def answer(summaries: list[ChunkSummary], unpacked: Mapping[ChunkRef, Arrays], lo: int,
@@ -142,11 +146,11 @@ def answer(summaries: list[ChunkSummary], unpacked: Mapping[ChunkRef, Arrays], l
             found = accs[index] = _Acc(start, min(hi, start + width - 1))
         return found
 
-    for step, _, value in points:
+    for step, wall, value in points:
         finite = value if math.isfinite(value) else None
-        acc_for(step).add(1, finite, finite, step, value)
+        acc_for(step).add(1, finite, finite, step, value, wall)
     for unit in units:  # a summary lands in the bucket of its first step, and widens it
         acc = acc_for(unit.step_min)
         acc.step_hi = max(acc.step_hi, unit.step_max)
-        acc.add(unit.n, unit.v_min, unit.v_max, unit.step_max, unit.v_last)
+        acc.add(unit.n, unit.v_min, unit.v_max, unit.step_max, unit.v_last, unit.w_last)
     return Answer(True, in_range, [], [accs[i].bucket() for i in sorted(accs)])

@@ -51,6 +51,8 @@ class Bucket(BaseModel):
     max: float | None
     last: float | str = Field(description="value at the bucket's last step; NaN and "
                                           "infinities as the strings nan, inf, -inf")
+    wall: float = Field(description="wall time of that last value (where the bucket sits "
+                                    "on a time axis)")
 
 
 class SeriesData(BaseModel):
@@ -62,6 +64,9 @@ class SeriesData(BaseModel):
     tag: str
     step_min: int
     step_max: int
+    wall_first: float | None = Field(description="wall time of the series' first stored "
+                                                 "point (a relative time axis starts "
+                                                 "there); null when it has none")
     reduced: bool
     method: str | None = Field(description="how a reduced answer was made; null when not")
     points_in_range: int
@@ -86,6 +91,13 @@ class CanonicalCurve(BaseModel):
     aggregate: bool
     series: list[CanonicalSeriesData]
     series_total: int = Field(description="members' series the curve has in all")
+
+
+class TagCurve(BaseModel):
+    name: str = Field(description="the tag")
+    series: list[CanonicalSeriesData] = Field(description="one per member, source and "
+                                                          "TensorBoard run")
+    series_total: int = Field(description="series with this tag in all")
 
 
 class SeriesRef(BaseModel):

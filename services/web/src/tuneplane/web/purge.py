@@ -81,10 +81,10 @@ def kept(arrays: Arrays, cut: int) -> Arrays:
 
 def summary_of(ref: ChunkRef, arrays: Arrays) -> ChunkSummary | None:
     """The summary of what is left of a cut chunk (None when nothing is)."""
-    steps, _, values = arrays
+    steps, wall_times, values = arrays
     if not steps:
         return None
     finite = [v for v in values if math.isfinite(v)]
     return ChunkSummary(ref, len(steps), min(steps), max(steps),
                         min(finite) if finite else None, max(finite) if finite else None,
-                        values[-1])
+                        values[-1], wall_times[-1])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
@@ -46,6 +47,11 @@ WHERE s.run_id = $1 AND s.attempt = $2
 GROUP BY s.series_id ORDER BY s.member, s.source, s.run_path, s.tag LIMIT $5
 """
 
+TAG_SERIES = """
+SELECT member, source, run_path, tag FROM series
+WHERE run_id = $1 AND attempt = $2 AND tag = $3 ORDER BY member, source, run_path
+"""
+
 SERIES_ID = """
 SELECT series_id FROM series
 WHERE run_id = $1 AND attempt = $2 AND member = $3 AND source = $4 AND run_path = $5
@@ -53,8 +59,8 @@ WHERE run_id = $1 AND attempt = $2 AND member = $3 AND source = $4 AND run_path 
 """
 
 SUMMARIES = """
-SELECT batch_id, chunk_index, n, step_min, step_max, v_min, v_max, v_last, seg_steps,
-       seg_last_steps, seg_counts, seg_min, seg_max, seg_last
+SELECT batch_id, chunk_index, n, step_min, step_max, v_min, v_max, v_last, w_last, seg_steps,
+       seg_last_steps, seg_counts, seg_min, seg_max, seg_last, seg_last_walls
 FROM curve_chunks WHERE series_id = $1 AND step_max >= $2 AND step_min <= $3
 ORDER BY step_min
 """
@@ -100,7 +106,9 @@ FROM curve_chunks c JOIN unnest($2::text[], $3::bigint[]) AS w(batch_id, cut)
 WHERE c.series_id = $1 AND c.step_max >= w.cut
 """
 
-BOUNDS = "SELECT min(step_min), max(step_max) FROM curve_chunks WHERE series_id = $1"
+BOUNDS = """
+SELECT min(step_min), max(step_max), min(w_first) FROM curve_chunks WHERE series_id = $1
+"""
 
 EVENT = """
 INSERT INTO attempt_events (run_id, attempt, member, id, event, at, detail)
@@ -165,7 +173,7 @@ def segments(row: asyncpg.Record) -> tuple[Unit, ...]:
         return ()
     return tuple(Unit(*fields) for fields in zip(
         row["seg_steps"], row["seg_last_steps"], row["seg_counts"], row["seg_min"],
-        row["seg_max"], row["seg_last"], strict=True))
+        row["seg_max"], row["seg_last"], row["seg_last_walls"], strict=True))
 
 
 async def purge_cuts(conn: Connection, series_id: int | None, member: MemberKey, source: str,
@@ -183,12 +191,24 @@ async def purge_cuts(conn: Connection, series_id: int | None, member: MemberKey,
     return cuts(batches, markers, epochs)
 
 
+@dataclass(frozen=True, slots=True)
+class SeriesRead:
+    """A series' bounded answer over the step range [lo, hi], the points a purge dropped
+    from the whole series, and the wall time of its first stored point (where a relative
+    time axis starts; None for a series with no points)."""
+
+    answer: Answer
+    lo: int
+    hi: int
+    purged: int
+    wall_first: float | None
+
+
 async def series_answer(conn: Connection, series_id: int | None, lo: int | None,
                         hi: int | None, max_points: int, unpack_budget: int,
-                        purge: Mapping[str, int] | None = None) -> tuple[Answer, int, int, int]:
-    """The bounded answer for one series (empty when it is None, not stored); returns it
-    with the step range it covers and the points ``purge`` (batch id → cut step, from
-    ``purge_cuts``) dropped from the whole series."""
+                        purge: Mapping[str, int] | None = None) -> SeriesRead:
+    """The bounded answer for one series (empty when it is None, not stored), with the
+    points ``purge`` (batch id → cut step, from ``purge_cuts``) left out."""
     cut_summaries: dict[ChunkRef, ChunkSummary | None] = {}
     cut_arrays: dict[ChunkRef, Arrays] = {}
     purged = 0
@@ -203,18 +223,18 @@ async def series_answer(conn: Connection, series_id: int | None, lo: int | None,
             purged += row["n"] - len(left[0])
             cut_summaries[ref] = summary_of(ref, left)
             cut_arrays[ref] = left
-    if lo is None or hi is None:
-        first, last = await conn.fetchrow(BOUNDS, series_id) or (None, None)
-        lo = first if lo is None else lo
-        hi = last if hi is None else hi
+    first, last, wall_first = await conn.fetchrow(BOUNDS, series_id) or (None, None, None)
+    lo = first if lo is None else lo
+    hi = last if hi is None else hi
     if lo is None or hi is None or lo > hi:
-        return Answer(False, 0, [], []), lo or 0, hi or 0, purged
+        return SeriesRead(Answer(False, 0, [], []), lo or 0, hi or 0, purged, wall_first)
     summaries: list[ChunkSummary] = []
     for r in await conn.fetch(SUMMARIES, series_id, lo, hi):
         ref = (r["batch_id"], r["chunk_index"])
         if ref not in cut_summaries:
             summaries.append(ChunkSummary(ref, r["n"], r["step_min"], r["step_max"], r["v_min"],
-                                          r["v_max"], r["v_last"], segments(r)))
+                                          r["v_max"], r["v_last"], r["w_last"],
+                                          segments(r)))
         elif (remaining := cut_summaries[ref]) is not None:
             summaries.append(remaining)
     needed = [ref for ref in plan(summaries, lo, hi, max_points, unpack_budget)
@@ -225,4 +245,5 @@ async def series_answer(conn: Connection, series_id: int | None, lo: int | None,
                                 [r[1] for r in needed])
         unpacked |= {(r["batch_id"], r["chunk_index"]): (r["steps"], r["wall_times"],
                                                          r["values"]) for r in rows}
-    return answer(summaries, unpacked, lo, hi, max_points), lo, hi, purged
+    return SeriesRead(answer(summaries, unpacked, lo, hi, max_points), lo, hi, purged,
+                      wall_first)

@@ -1,5 +1,6 @@
 """An attempt's series and curves over HTTP: the series list, one series' raw scalars (the
-inspector's view), the canonical index and a canonical curve through the frozen mapping.
+inspector's view), the canonical index, a canonical curve through the frozen mapping, and
+one tag's series across members and TensorBoard runs (the chart of a tag no mapping names).
 
 Answers are bounded: ``max_points`` and ``max_series`` are capped by the settings, which is
 why ``router`` is built from them (the caps are in the OpenAPI schema too).
@@ -8,6 +9,7 @@ why ``router`` is built from them (the caps are in the OpenAPI schema too).
 import asyncio
 from typing import Annotated, Any
 
+import asyncpg
 import orjson
 from fastapi import APIRouter, HTTPException, Query, Response
 
@@ -17,21 +19,23 @@ from tuneplane.telemetry.v1.names import json_number
 from tuneplane.web import models, queries
 from tuneplane.web.access import Viewer
 from tuneplane.web.dependencies import Pool, State
-from tuneplane.web.downsample import METHOD, Answer
+from tuneplane.web.downsample import METHOD
 from tuneplane.web.purge import SEMANTICS
 from tuneplane.web.routes.params import AttemptNo, RunPath, Step
+from tuneplane.web.state import WebState
 
 
-def series_data(ref: dict[str, Any], result: Answer, lo: int, hi: int) -> dict[str, Any]:
+def series_data(ref: mapping.SeriesRef, read: queries.SeriesRead) -> dict[str, Any]:
     """A ``models.SeriesData`` as plain data: large answers skip per-bucket model objects."""
+    result = read.answer
     return {
-        "member": ref["member"], "source": ref["source"], "run_path": ref["run_path"],
-        "tag": ref["tag"], "step_min": lo,
-        "step_max": hi, "reduced": result.reduced, "method": METHOD if result.reduced else None,
+        "member": ref.member, "source": ref.source, "run_path": ref.run_path, "tag": ref.tag,
+        "step_min": read.lo, "step_max": read.hi, "wall_first": read.wall_first,
+        "reduced": result.reduced, "method": METHOD if result.reduced else None,
         "points_in_range": result.points_in_range, "points_returned": result.points_returned,
         "points": [(s, w, json_number(v)) for s, w, v in result.points],
         "buckets": [{"step_lo": b.step_lo, "step_hi": b.step_hi, "count": b.count,
-                     "min": b.min, "max": b.max, "last": json_number(b.last)}
+                     "min": b.min, "max": b.max, "last": json_number(b.last), "wall": b.wall}
                     for b in result.buckets]}
 
 
@@ -43,6 +47,20 @@ def json_response(data: dict[str, Any]) -> Response:
 def series_refs(items: tuple[mapping.SeriesRef, ...]) -> list[models.SeriesRef]:
     return [models.SeriesRef(member=r.member, source=r.source, run_path=r.run_path, tag=r.tag)
             for r in items]
+
+
+async def canonical_series(pool: asyncpg.Pool, web: WebState, member: MemberKey,
+                           ref: mapping.SeriesRef, lo: int | None, hi: int | None,
+                           max_points: int) -> dict[str, Any]:
+    """One series' answer as TensorBoard draws it (restarts purge what they orphan; see
+    ``purge``), on a connection of its own so a chart's series are read side by side."""
+    async with pool.acquire() as conn:
+        series_id = await queries.series_id(conn, member.run_id, member.attempt,
+                                            ref.member, ref.source, ref.run_path, ref.tag)
+        purge = await queries.purge_cuts(conn, series_id, member, ref.source, ref.run_path)
+        read = await queries.series_answer(conn, series_id, lo, hi, max_points,
+                                           web.settings.unpack_budget, purge)
+    return {**series_data(ref, read), "semantics": SEMANTICS, "points_purged": read.purged}
 
 
 def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
@@ -74,10 +92,10 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
                 run = f" of run path {run_path!r}" if run_path else ""
                 raise HTTPException(404, f"no series {member}/{source}/{tag}{run} in run "
                                          f"{run_id!r} attempt {attempt}")
-            result, lo, hi, _purged = await queries.series_answer(
-                conn, found, step_min, step_max, max_points, web.settings.unpack_budget)
-        ref = {"member": member, "source": source, "run_path": run_path, "tag": tag}
-        return json_response(series_data(ref, result, lo, hi))
+            read = await queries.series_answer(conn, found, step_min, step_max, max_points,
+                                               web.settings.unpack_budget)
+        return json_response(series_data(mapping.SeriesRef(member, source, run_path, tag),
+                                         read))
 
     @api.get("/runs/{run_id}/attempts/{attempt}/canonical",
              response_model=models.CanonicalIndex)
@@ -107,24 +125,31 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
             raise HTTPException(404, f"no canonical curve {name!r} in run {run_id!r} attempt "
                                      f"{attempt} (is its mapping frozen?)")
         chosen = found[0]
-
-        async def one(ref: mapping.SeriesRef) -> dict[str, Any]:
-            async with pool.acquire() as conn:  # members read side by side
-                series_id = await queries.series_id(conn, run_id, attempt, ref.member,
-                                                    ref.source, ref.run_path, ref.tag)
-                purge = await queries.purge_cuts(conn, series_id,
-                                                 MemberKey(run_id, attempt, ref.member),
-                                                 ref.source, ref.run_path)
-                result, lo, hi, purged = await queries.series_answer(
-                    conn, series_id, step_min, step_max, max_points,
-                    web.settings.unpack_budget, purge)
-            return {**series_data({"member": ref.member, "source": ref.source,
-                                   "run_path": ref.run_path, "tag": ref.tag}, result, lo, hi),
-                    "semantics": SEMANTICS, "points_purged": purged}
-
-        data = await asyncio.gather(*(one(ref) for ref in chosen.series[:max_series]))
+        data = await asyncio.gather(*(
+            canonical_series(pool, web, MemberKey(run_id, attempt, ref.member), ref,
+                             step_min, step_max, max_points)
+            for ref in chosen.series[:max_series]))
         return json_response({"name": chosen.name, "goal": chosen.goal, "unit": chosen.unit,
                               "aggregate": chosen.aggregate, "series": data,
                               "series_total": len(chosen.series)})
+
+    @api.get("/runs/{run_id}/attempts/{attempt}/tag", response_model=models.TagCurve)
+    async def tag_curve(_: Viewer, pool: Pool, web: State, run_id: str, attempt: AttemptNo,
+                        tag: str, step_min: Step = None, step_max: Step = None,
+                        max_points: MaxPoints = 2000, max_series: MaxSeries = 20) -> Response:
+        """Every series of one tag in the attempt (each member's, source's and TensorBoard
+        run's), with TensorBoard's semantics: the chart TensorBoard draws for a tag, one
+        line per run. For series no mapping gives a meaning; 404 for a tag no series has."""
+        async with pool.acquire() as conn:
+            refs = [mapping.SeriesRef(r["member"], r["source"], r["run_path"], r["tag"])
+                    for r in await conn.fetch(queries.TAG_SERIES, run_id, attempt, tag)]
+        if not refs:
+            raise HTTPException(404, f"no series with tag {tag!r} in run {run_id!r} attempt "
+                                     f"{attempt}")
+        data = await asyncio.gather(*(
+            canonical_series(pool, web, MemberKey(run_id, attempt, ref.member), ref,
+                             step_min, step_max, max_points)
+            for ref in refs[:max_series]))
+        return json_response({"name": tag, "series": data, "series_total": len(refs)})
 
     return api
