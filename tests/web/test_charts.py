@@ -1,94 +1,193 @@
-"""The Charts tab in headless Chromium (Debian's, driven by Playwright), on a run the real
-pipeline projected: curves drawn, reduced indicator, TensorBoard's restart purge shown,
-zoom, inspector switching source, all under the page's Content-Security-Policy with no
-violation."""
+"""The Charts tab in headless Chromium (Debian's, driven by Playwright), on runs the real
+pipeline projected: the grid of every chart in sections, lazy charts, the regex filter,
+smoothing, log scale, the x axis, an overlay of two attempts, per-chart settings, zoom, the
+view reproduced from its URL, and the inspector with its downloads; all under the page's
+Content-Security-Policy with no violation. Screenshots go to .artifacts/ for CI."""
 
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 import time
-from pathlib import Path
 
 import asyncpg
+from playwright.async_api import Page
 
 from tests.support.browser import ARTIFACTS, PASSWORD, opened_page, sign_in
 from tests.support.credentials import add_user
 from tests.support.environment import Endpoints
 from tests.support.kafka import produce
 from tests.support.processes import Process
-from tests.support.truth import member_batch
 from tuneplane.controlplane import passwords
 from tuneplane.controlplane.mapping import freeze
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
-from tuneplane.telemetry.v1.identity import MemberKey
 from tuneplane.telemetry.v1.integration import MetricMapping
 
+#: Tags of every member; train/loss is mapped to the canonical curve "loss".
+TAGS = ["train/loss", "train/acc", "eval/loss", "lr", "grad/norm",
+        *(f"layers/w{i:02d}" for i in range(10))]
+POINTS = 4000  # per tag and member, in 4 batches
 
-async def test_charts_tab_draws_curves_and_the_inspector_switches_source(
+
+def value(tag: str, step: int, attempt: int, rank: int) -> float:
+    """Noisy, so smoothing shows; grad/norm crosses zero, so a log scale leaves some out."""
+    noise = 0.3 * math.sin(step * 1.7 + rank) * math.cos(step * 0.31)
+    if tag == "grad/norm":
+        return math.sin(step / 300 + rank) + noise
+    return ((attempt + 1.0) * math.exp(-step / (1500 + 500 * rank)) + 1.1 + noise
+            + TAGS.index(tag) * 0.05)
+
+
+def batches(run_id: str, attempt: int, member: str) -> list[pb.Batch]:
+    per = POINTS // 4
+    return [pb.Batch(
+        identity=pb.BatchIdentity(run_id=run_id, attempt=attempt, member=member,
+                                  spool_epoch="e", sequence=seq + 1),
+        sealed_at=1.7e9 + seq,
+        chunks=[pb.SeriesChunk(source="tb", tag=tag, steps=list(range(seq * per, (seq + 1) * per)),
+                               wall_times=[1.7e9 + attempt * 1e5 + 2.0 * s
+                                           for s in range(seq * per, (seq + 1) * per)],
+                               values=[value(tag, s, attempt, int(member[-1]))
+                                       for s in range(seq * per, (seq + 1) * per)])
+                for tag in TAGS]) for seq in range(4)]
+
+
+async def card_names(page: Page, selector: str = "#grid .card:not([hidden])") -> list[str]:
+    return [str(await c.get_attribute("data-chart")) for c in await page.locator(selector).all()]
+
+
+async def legend(page: Page, chart: str) -> str:
+    return await page.locator(f'#grid .card[data-chart="{chart}"] .legend').inner_text()
+
+
+async def test_the_charts_grid_filters_smooths_scales_overlays_and_keeps_its_view_in_the_url(
         initialised: Endpoints, projector: Process, web: Process, db: asyncpg.Connection,
         run_id: str) -> None:
     user = await add_user(db, "viewer", roles={"default": "viewer"})
     await passwords.set_password(db, user, PASSWORD)
-    batches = [member_batch(MemberKey(run_id, 1, f"rank-{m}"), seq, 2000)
-               for seq in range(1, 11) for m in range(2)]
-    for b in batches:  # rank-0 restarts twice; TensorBoard ignores a run's first START,
-        # and the second, at step 5000, drops the 1,000 earlier-read points of tag0 from it
-        if b.identity.member == "rank-0" and b.identity.sequence in (1, 6):
-            b.session_starts.add(source="train", file="events.out.tfevents.1",
-                                 step=1000 if b.identity.sequence == 1 else 5000,
-                                 wall_time=1.7e9)
-    extra = pb.Batch()
-    extra.CopyFrom(member_batch(MemberKey(run_id, 1, "rank-0"), 11, 10))
-    for chunk in extra.chunks:
-        chunk.source = "eval"
-    await produce(initialised.kafka_bootstrap, [*batches, extra])
+    sent = [b for attempt in (1, 2) for m in ("rank-0", "rank-1")
+            for b in batches(run_id, attempt, m)]
+    await produce(initialised.kafka_bootstrap, sent)
     deadline = time.monotonic() + 120
     while await db.fetchval("SELECT count(*) FROM batch_ledger WHERE run_id = $1",
-                            run_id) < len(batches) + 1:
+                            run_id) < len(sent):
         assert time.monotonic() < deadline
         await asyncio.sleep(0.1)
-    await freeze(db, run_id, 1, [MetricMapping(tag="tag0", name="loss", goal="minimize",
-                                               source="train")])
-    async with opened_page() as opened:
+    for attempt in (1, 2):
+        await freeze(db, run_id, attempt, [MetricMapping(tag="train/loss", name="loss",
+                                                         goal="minimize", source="tb")])
+    base = f"http://localhost:{web.port}/runs/{run_id}/charts"
+    async with opened_page(width=1400, height=1000) as opened:
         page, errors = opened.page, opened.errors
-        answer = await page.goto(f"http://localhost:{web.port}/runs/{run_id}/charts")
-        assert answer is not None
-        assert "script-src 'self'" in answer.headers["content-security-policy"]
-        assert page.url.endswith(f"/login?next=/runs/{run_id}/charts")  # no session yet
-        await page.screenshot(path=str(ARTIFACTS / "login.png"))
+        await page.goto(f"{base}?attempt=1")
+        assert page.url.endswith(f"/login?next=/runs/{run_id}/charts%3Fattempt%3D1")
         await sign_in(page, user, PASSWORD)
-        await page.wait_for_url(f"**/runs/{run_id}/charts")
-        cookies = await page.context.cookies()
-        assert [(c["name"], c["httpOnly"], c["secure"], c["sameSite"]) for c in cookies] == [
-            ("__Host-tuneplane_session", True, True, "Lax")]
-        assert "token" not in page.url
+        await page.wait_for_url(f"**/runs/{run_id}/charts?attempt=1")
         await page.wait_for_selector("body[data-ready=true]", timeout=30_000)
-        curve = page.locator('[data-curve="loss"]')
-        assert await curve.locator("canvas").count() >= 1
-        text = await curve.inner_text()
-        assert re.search(r"reduced: [\d,]+ of 19,000 points \(min/max/last per bucket\)",
-                         text), text  # 2 members x 10,000 points, 1,000 purged
-        assert "1,000 purged on restart" in text
-        assert "minimize" in text
-        assert "Unmapped (unknown semantics)" in await page.locator("#unmapped").inner_text()
-        inspector = page.locator("#inspector")
-        first = await inspector.inner_text()
-        assert "rank-0 · eval · tag0" in first
-        assert "exact: 5 points" in first  # the first source, sorted: every point shown
-        await page.select_option("#inspect-source", label="rank-1 / train")
-        # Waits by locator: a string to evaluate would be refused by the policy (no eval).
-        await page.locator("#inspector", has_text="rank-1 · train · tag0").wait_for()
-        switched = await inspector.inner_text()
-        assert re.search(r"reduced: [\d,]+ of 10,000 points", switched), switched
-        assert await inspector.locator("canvas").count() >= 1
-        box = await page.locator("#inspect-chart .u-over").bounding_box()
+
+        # The grid: canonical curve and ungrouped tags first, then sections by prefix.
+        sections = [await s.get_attribute("data-section")
+                    for s in await page.locator(".section").all()]
+        assert sections == ["eval", "grad", "layers", "train", ""]
+        assert await card_names(page) == ["eval/loss", "grad/norm",
+                                          *(f"layers/w{i:02d}" for i in range(10)),
+                                          "train/acc", "loss", "lr"]
+        assert await page.locator("#shown").inner_text() == "15 of 15 charts"
+        # Lazy: the charts in view are drawn, those far below have fetched nothing yet.
+        await page.locator('.card[data-chart="layers/w02"][data-state=drawn]').wait_for()
+        assert await page.locator('.card[data-chart="lr"]').get_attribute(
+            "data-state") == "waiting"
+        loss = page.locator('#grid .card[data-chart="eval/loss"]')
+        text = await loss.inner_text()
+        assert "tag · semantics unknown" in text
+        assert re.search(r"reduced: [\d,]+ of 8,000 points", text), text  # 2 members
+        assert "rank-0" in await legend(page, "eval/loss")
+        await page.screenshot(path=str(ARTIFACTS / "charts-grid.png"))
+
+        await page.fill("#filter", "^(train|eval)/|^loss$")  # the filter, a regex
+        assert await card_names(page) == ["eval/loss", "train/acc", "loss"]
+        assert await page.locator("#shown").inner_text() == "3 of 15 charts"
+        await page.locator('.card[data-chart="loss"][data-state=drawn]').wait_for()
+        assert "canonical · minimize" in await page.locator('.card[data-chart="loss"]').inner_text()
+        await page.fill("#filter", "train/(")  # invalid: says so, filters nothing
+        assert await page.get_attribute("#filter", "aria-invalid") == "true"
+        assert await page.locator("#shown").inner_text() == "15 of 15 charts"
+        await page.fill("#filter", "loss")
+
+        before = await legend(page, "eval/loss")  # smoothing changes what is drawn
+        await page.fill("#smoothing", "0")
+        await page.locator("#smoothing-value", has_text="0").wait_for()
+        assert await legend(page, "eval/loss") != before
+        await page.fill("#smoothing", "0.95")
+        assert "smooth=0.95" in page.url
+
+        await page.check("#log-y")  # a log scale says what it cannot show
+        assert "log=1" in page.url
+        await page.fill("#filter", "grad")
+        grad = page.locator('#grid .card[data-chart="grad/norm"]')
+        await grad.locator(".badge.hidden").wait_for()
+        assert re.search(r"[\d,]+ ≤ 0 not on log scale", await grad.inner_text())
+        await page.screenshot(path=str(ARTIFACTS / "charts-log.png"))
+        await page.uncheck("#log-y")
+        await page.check("input[name=x][value=relative]")
+        assert "x=relative" in page.url
+        await page.fill("#filter", "loss")
+
+        await page.select_option("#overlay-attempt", f"{run_id}@2")  # overlay attempt 2
+        assert f"cmp={run_id}%402" in page.url
+        await page.locator('#grid .card[data-chart="eval/loss"] .legend',
+                           has_text="#2 rank-1").wait_for()
+        overlaid = await legend(page, "eval/loss")
+        assert "#1 rank-0" in overlaid
+        assert "#2 rank-0" in overlaid
+        await page.locator('#grid .card[data-chart="loss"] .legend',
+                           has_text="#2 rank-1").wait_for()
+        await page.screenshot(path=str(ARTIFACTS / "charts-overlay.png"))
+
+        card = page.locator('#grid .card[data-chart="eval/loss"]')  # its own settings
+        await card.locator(".chart-smoothing").select_option("0")
+        await card.locator(".chart-log").click()
+        assert await card.locator(".chart-log").get_attribute("aria-pressed") == "true"
+        assert "c.tag%3Aeval%2Floss=s%3D0%3Blog%3D1" in page.url
+        await page.check("input[name=x][value=step]")
+        box = await card.locator(".u-over").bounding_box()
         assert box is not None
-        await page.mouse.move(box["x"] + box["width"] * 0.40, box["y"] + 50)
-        await page.mouse.down()  # drag-select a window: the page fetches finer data for it
-        await page.mouse.move(box["x"] + box["width"] * 0.45, box["y"] + 50, steps=5)
+        await page.mouse.move(box["x"] + box["width"] * 0.40, box["y"] + 40)
+        await page.mouse.down()  # drag-select a window: finer data for it
+        await page.mouse.move(box["x"] + box["width"] * 0.45, box["y"] + 40, steps=5)
         await page.mouse.up()
-        await page.locator("#inspector", has_text=re.compile(r"exact: \d+ points")).wait_for()
-        await page.screenshot(path=str(ARTIFACTS / "charts.png"), full_page=True)
+        await card.locator(".badge.exact").wait_for()
+        assert re.search(r"c\.tag%3Aeval%2Floss=s%3D0%3Blog%3D1%3Bz%3D\d+\.\.\d+", page.url)
+
+        view = page.url  # the link reproduces the view
+        await page.goto(view)
+        await page.wait_for_selector("body[data-ready=true]")
+        assert await page.input_value("#filter") == "loss"
+        assert await page.input_value("#smoothing") == "0.95"
+        assert await page.locator(f'.chip[data-overlay="{run_id}@2"]').count() == 1
+        await card.locator(".badge.exact").wait_for()  # zoomed, as it was
+        assert await card.locator(".chart-smoothing").input_value() == "0"
+        await page.locator(".chip button").click()  # overlay removed
+        await page.locator('#grid .card[data-chart="loss"] .legend',
+                           has_text="#2").wait_for(state="detached")
+
+        await page.fill("#filter", "")  # scrolled to: the last charts are drawn too
+        await page.locator('.card[data-chart="lr"]').scroll_into_view_if_needed()
+        await page.locator('.card[data-chart="lr"][data-state=drawn]').wait_for()
+
+        inspector = page.locator("#inspector")  # the raw inspector and its downloads
+        await page.select_option("#inspect-source", label="rank-1 / tb")
+        await inspector.locator(".card[data-state=drawn]").wait_for()
+        await page.select_option("#inspect-tag", label="lr")
+        await page.locator("#inspector h3", has_text="rank-1 · tb · lr").wait_for()
+        assert "inspect=rank-1%7Ctb%7C%7Clr" in page.url
+        href = await page.get_attribute("#download-csv", "href")
+        assert href is not None
+        assert "format=csv" in href
+        download = await page.request.get(f"http://localhost:{web.port}{href}")
+        lines = (await download.text()).splitlines()
+        assert lines[0] == "step,wall_time,value"
+        assert len(lines) == POINTS + 1
+        await page.screenshot(path=str(ARTIFACTS / "charts-inspector.png"), full_page=True)
     assert errors == []  # CSP violations included
-    assert Path(ARTIFACTS / "charts.png").stat().st_size > 10_000

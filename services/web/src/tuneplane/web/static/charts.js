@@ -1,205 +1,191 @@
-// The Charts tab of a run: canonical curves through the frozen mapping (min/max envelope
-// when reduced, with an indicator), zoom that fetches finer data for the visible range,
-// and the raw scalar inspector. Drawing is uPlot's; this file only fetches and wires.
+// The Charts tab of a run: a grid of every chart of an attempt (its canonical curves, then
+// one chart per tag no mapping names, as TensorBoard draws a tag), in sections by name
+// prefix, filtered by a regular expression; smoothing, log scale and the x axis for the
+// page and per chart; overlays of other attempts and runs; the raw inspector. Charts fetch
+// when they come into view. The whole view lives in the URL, so a link reproduces it.
 "use strict";
 
 const runId = decodeURIComponent(location.pathname.split("/")[2]);
-const MAX_POINTS = 1000;
-const palette = ["#2f6fdf", "#e0572b", "#2a9d5b", "#9b51e0", "#c9a227", "#1aa3b8"];
 const $ = (id) => document.getElementById(id);
 const status = (text) => { $("status").textContent = text; };
+const runUrl = (run, attempt) => `/api/v1/runs/${encodeURIComponent(run)}/attempts/${attempt}`;
+const X_MODES = ["step", "relative", "wall"];
+const PARALLEL = 4;  // charts fetching at once
 
-async function api(path, params = {}) {
-  const url = new URL(`/api/v1/runs/${encodeURIComponent(runId)}${path}`, location.origin);
-  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null) url.searchParams.set(k, v);
-  const response = await fetch(url);  // the browser's session cookie: same origin, HttpOnly
-  if (response.status === 401) signIn();
-  if (!response.ok) throw new Error(`${response.status} ${(await response.json()).detail}`);
-  return response.json();
+// The view as the URL holds it. Per chart: c.<key> = "s=0.9;log=1;z=lo..hi".
+function view() {
+  const p = new URLSearchParams(location.search);
+  const smoothing = Number(p.get("smooth") ?? "0.6");
+  return {
+    attempt: p.get("attempt"), filter: p.get("q") ?? "",
+    smoothing: smoothing >= 0 && smoothing < 1 ? smoothing : 0.6,
+    logY: p.get("log") === "1", x: X_MODES.includes(p.get("x")) ? p.get("x") : "step",
+    compare: (p.get("cmp") ?? "").split(",").filter((c) => c.includes("@")),
+    inspect: p.get("inspect"),
+  };
 }
 
-function signIn() {
-  location.assign(`/login?next=${encodeURIComponent(location.pathname)}`);
-}
-
-async function signOut() {
-  const session = await (await fetch("/auth/session")).json();
-  await fetch("/auth/logout", { method: "POST", headers: { "X-CSRF-Token": session.csrf_token } });
-  signIn();
-}
-
-const num = (v) => (typeof v === "string" ? Number(v.replace("inf", "Infinity")) : v);
-
-// One member's answer as uPlot columns: raw points, or bucket min / max / last.
-function columns(series) {
-  if (!series.reduced) {
-    return { x: series.points.map((p) => p[0]), ys: [series.points.map((p) => num(p[2]))] };
+function chartView(key) {
+  const raw = new URLSearchParams(location.search).get(`c.${key}`) ?? "";
+  const out = {};
+  for (const part of raw.split(";")) {
+    const [k, v] = part.split("=");
+    if (k === "z") {
+      const [lo, hi] = v.split("..").map(Number);
+      if (Number.isSafeInteger(lo) && Number.isSafeInteger(hi) && lo <= hi) out.z = [lo, hi];
+    } else if (k) out[k] = v;
   }
-  const b = series.buckets;
-  return { x: b.map((k) => k.step_hi), ys: [b.map((k) => k.min), b.map((k) => k.max), b.map((k) => num(k.last))] };
+  return out;
 }
 
-function badge(seriesList) {
-  const reduced = seriesList.some((s) => s.reduced);
-  const inRange = seriesList.reduce((a, s) => a + s.points_in_range, 0);
-  const returned = seriesList.reduce((a, s) => a + s.points_returned, 0);
-  const el = document.createElement("span");
-  el.className = `badge ${reduced ? "reduced" : "exact"}`;
-  el.textContent = reduced
-    ? `reduced: ${returned.toLocaleString()} of ${inRange.toLocaleString()} points (min/max/last per bucket)`
-    : `exact: ${inRange.toLocaleString()} points`;
-  return el;
-}
-
-// TensorBoard's purge on restarts: how many stored points the canonical curve leaves out
-// (the raw inspector still shows them).
-function purged(seriesList) {
-  const count = seriesList.reduce((a, s) => a + (s.points_purged || 0), 0);
-  const el = document.createElement("span");
-  el.className = "badge purged";
-  el.hidden = count === 0;
-  el.title = "As TensorBoard draws it: a restart drops the points it runs over again " +
-    "(the raw inspector keeps them)";
-  el.textContent = `${count.toLocaleString()} purged on restart`;
-  return el;
-}
-
-// Builds the uPlot data and series for several members' answers on one step axis.
-function plotData(seriesList) {
-  const parts = seriesList.map(columns);
-  const data = uPlot.join(parts.map((p) => [p.x, ...p.ys]));
-  const series = [{ label: "step" }];
-  const bands = [];
-  seriesList.forEach((s, i) => {
-    const color = palette[i % palette.length];
-    const who = s.run_path ? `${s.member} ${s.run_path}` : s.member;  // a member's runs apart
-    if (s.reduced) {
-      const base = series.length;
-      series.push({ label: `${who} min`, stroke: color, width: 0, alpha: 0.3 });
-      series.push({ label: `${who} max`, stroke: color, width: 0, alpha: 0.3 });
-      series.push({ label: `${who} last`, stroke: color, width: 1.5 });
-      bands.push({ series: [base + 1, base], fill: color + "33" });
-    } else {
-      series.push({ label: who, stroke: color, width: 1.5 });
-    }
-  });
-  return { data, series, bands };
-}
-
-function chart(container, title, fetcher) {
-  let plot = null;
-  let timer = null;
-  const head = document.createElement("div");
-  const box = document.createElement("div");
-  container.replaceChildren(head, box);
-  async function draw(range) {
-    const answer = await fetcher(range);
-    const { data, series, bands } = plotData(answer.series);
-    head.replaceChildren(title(answer), badge(answer.series), purged(answer.series));
-    if (plot && plot.series.length === series.length) {
-      plot.setData(data, false);
-      return;
-    }
-    if (plot) plot.destroy();
-    plot = new uPlot({
-      width: Math.max(480, container.clientWidth - 16), height: 260, series, bands,
-      scales: { x: { time: false } },
-      hooks: {
-        setScale: [(u, key) => {
-          if (key !== "x" || u.status !== 1) return;
-          clearTimeout(timer);
-          const lo = Math.floor(u.scales.x.min), hi = Math.ceil(u.scales.x.max);
-          timer = setTimeout(() => draw({ lo, hi }).catch((e) => status(e.message)), 150);
-        }],
-      },
-    }, data, box);
+function setParams(changes, { push = false } = {}) {
+  const p = new URLSearchParams(location.search);
+  for (const [k, v] of Object.entries(changes)) {
+    if (v === null || v === undefined || v === "") p.delete(k); else p.set(k, v);
   }
-  return draw;
+  const query = p.toString();
+  history[push ? "pushState" : "replaceState"](null, "", query ? `?${query}` : location.pathname);
 }
 
-async function showCurves(attempt) {
-  const index = await api(`/attempts/${attempt}/canonical`);
-  const host = $("curves");
+const grid = {
+  cards: new Map(),
+  view,
+  chartView,
+  // This attempt first, then what is overlaid ("run@attempt"), each with its legend prefix.
+  layers() {
+    const v = view();
+    const layers = [{ run: runId, attempt: v.attempt, index: 0, prefix: "" }];
+    v.compare.forEach((c, i) => {
+      const at = c.lastIndexOf("@");
+      const run = c.slice(0, at);
+      layers.push({ run, attempt: c.slice(at + 1), index: i + 1,
+        prefix: run === runId ? `#${c.slice(at + 1)}` : `${run}#${c.slice(at + 1)}` });
+    });
+    if (layers.length > 1) layers[0].prefix = `#${v.attempt}`;
+    return layers;
+  },
+  async fetch(layer, spec, range) {
+    const box = grid.cards.get(spec.key)?.box;
+    const bounds = { max_points: Math.min(2000, Math.max(200, Math.round(box?.clientWidth ?? 500))),
+      max_series: 20, step_min: range?.lo, step_max: range?.hi };
+    if (spec.kind === "curve") return Session.get(`${runUrl(layer.run, layer.attempt)}/curves/${encodeURIComponent(spec.name)}`, bounds);
+    return Session.get(`${runUrl(layer.run, layer.attempt)}/tag`, { ...bounds, tag: spec.name });
+  },
+  setChartView(key, changes) {
+    const own = { ...chartView(key), ...changes };
+    const text = Object.entries(own).filter(([, v]) => v !== null && v !== undefined && v !== "")
+      .map(([k, v]) => (k === "z" ? `z=${v[0]}..${v[1]}` : `${k}=${v}`)).join(";");
+    setParams({ [`c.${key}`]: text });
+    const card = grid.cards.get(key);
+    if ("z" in changes) card.load().catch((e) => status(e.message)); else card.draw();
+  },
+};
+
+// Sections by the name's first path part, as TensorBoard groups tags; canonical first.
+function sectionOf(name) {
+  const slash = name.indexOf("/");
+  return slash > 0 ? name.slice(0, slash) : "";
+}
+
+async function buildGrid(attempt) {
+  const index = await Session.get(`${runUrl(runId, attempt)}/canonical`);
+  const specs = index.curves.map((c) => ({ key: `curve:${c.name}`, name: c.name, kind: "curve" }));
+  const tags = [...new Set(index.unmapped.map((u) => u.tag))].sort();
+  specs.push(...tags.map((t) => ({ key: `tag:${t}`, name: t, kind: "tag" })));
+  const sections = new Map();
+  for (const spec of specs) {
+    const name = sectionOf(spec.name);
+    if (!sections.has(name)) sections.set(name, []);
+    sections.get(name).push(spec);
+  }
+  grid.cards.clear();
+  const host = $("grid");
   host.replaceChildren();
-  if (!index.mapping_frozen) status("no metric mapping frozen for this attempt: every series is unmapped");
-  for (const curve of index.curves) {
-    const box = document.createElement("div");
-    box.className = "curve";
-    box.dataset.curve = curve.name;
-    host.append(box);
-    const title = (a) => {
-      const h = document.createElement("h2");
-      h.textContent = a.name;
-      const s = document.createElement("span");
-      s.className = "semantics";
-      s.textContent = ` ${a.goal ?? "goal unknown"}${a.unit ? ", " + a.unit : ""}` +
-        `${a.aggregate ? ", aggregate" : ""} · ${a.series.length} of ${a.series_total} members`;
-      h.append(s);
-      return h;
-    };
-    await chart(box, title, (range) => api(`/attempts/${attempt}/curves/${encodeURIComponent(curve.name)}`,
-      { max_points: MAX_POINTS, max_series: 20, step_min: range?.lo, step_max: range?.hi }))();
+  for (const name of [...sections.keys()].sort((a, b) => (a === "") - (b === "") || a.localeCompare(b))) {
+    const section = document.createElement("details");
+    section.open = true;
+    section.className = "section";
+    section.dataset.section = name;
+    const summary = document.createElement("summary");
+    summary.textContent = name || "Charts";
+    const count = document.createElement("span");
+    count.className = "count";
+    summary.append(count);
+    const cards = document.createElement("div");
+    cards.className = "cards";
+    for (const spec of sections.get(name)) {
+      const card = new Card(spec, grid);
+      grid.cards.set(spec.key, card);
+      cards.append(card.el);
+    }
+    section.append(summary, cards);
+    host.append(section);
   }
-  $("unmapped").textContent = index.unmapped.length
-    ? `Unmapped (unknown semantics): ${index.unmapped.map((u) => `${u.member} ${u.source}/${runTag(u)}`).join(", ")}`
-    : "";
+  $("empty").hidden = specs.length > 0;
+  if (!index.mapping_frozen) status("no metric mapping frozen for this attempt: charts are by tag");
+  applyFilter();
+  watch();
 }
 
-// A series' tag with its TensorBoard run (the log directory's sub-directory), if any.
-function runTag(s) {
-  return s.run_path ? `${s.run_path} › ${s.tag}` : s.tag;
+// Which charts the filter keeps (an invalid expression filters nothing, and says why).
+function applyFilter() {
+  const input = $("filter");
+  let pattern = null;
+  try {
+    pattern = new RegExp(view().filter, "i");
+    input.setCustomValidity("");
+    input.removeAttribute("aria-invalid");
+  } catch (error) {
+    input.setCustomValidity(error.message);
+    input.setAttribute("aria-invalid", "true");
+  }
+  let shown = 0;
+  for (const section of document.querySelectorAll(".section")) {
+    let inSection = 0;
+    for (const el of section.querySelectorAll(".card")) {
+      const keep = pattern === null || pattern.test(el.dataset.chart);
+      el.hidden = !keep;
+      inSection += keep;
+    }
+    section.hidden = inSection === 0;
+    section.querySelector(".count").textContent = ` ${inSection}`;
+    shown += inSection;
+  }
+  $("shown").textContent = `${shown} of ${grid.cards.size} charts`;
 }
 
-async function showInspector(attempt) {
-  const series = await api(`/attempts/${attempt}/series`, { limit: 1000 });
-  const sources = [...new Set(series.map((s) => `${s.member}\u0000${s.source}`))];
-  const sourceSelect = $("inspect-source");
-  sourceSelect.replaceChildren(...sources.map((k) => new Option(k.replace("\u0000", " / "), k)));
-  const tagSelect = $("inspect-tag");
-  const draw = () => {
-    const [member, source] = sourceSelect.value.split("\u0000");
-    const [run_path, tag] = tagSelect.value.split("\u0000");
-    const title = () => {
-      const h = document.createElement("h2");
-      h.textContent = [member, source, run_path, tag].filter((part) => part).join(" · ");
-      return h;
-    };
-    return chart($("inspect-chart"), title, async (range) => {
-      const one = await api(`/attempts/${attempt}/scalars`, { member, source, run_path, tag,
-        max_points: MAX_POINTS, step_min: range?.lo, step_max: range?.hi });
-      return { series: [one] };
-    })();
-  };
-  const fillTags = () => {
-    const [member, source] = sourceSelect.value.split("\u0000");
-    const mine = series.filter((s) => s.member === member && s.source === source);
-    tagSelect.replaceChildren(...mine.map((s) => new Option(runTag(s), `${s.run_path}\u0000${s.tag}`)));
-  };
-  sourceSelect.onchange = () => { fillTags(); draw().catch((e) => status(e.message)); };
-  tagSelect.onchange = () => draw().catch((e) => status(e.message));
-  fillTags();
-  if (sources.length) await draw();
+// Lazy charts: a card fetches once it comes near the viewport, a few at a time.
+const queue = [];
+let running = 0;
+let observer = null;
+function pump() {
+  while (running < PARALLEL && queue.length) {
+    const card = queue.shift();
+    running += 1;
+    card.load().catch((e) => { card.el.dataset.state = "failed"; card.about.textContent = e.message; })
+      .finally(() => { running -= 1; pump(); });
+  }
+}
+function watch() {
+  if (observer) observer.disconnect();
+  queue.length = 0;
+  observer = new IntersectionObserver((entries) => {
+    for (const entry of entries) {
+      if (!entry.isIntersecting) continue;
+      observer.unobserve(entry.target);
+      queue.push([...grid.cards.values()].find((c) => c.el === entry.target));
+    }
+    pump();
+  }, { rootMargin: "150px 0px" });
+  for (const card of grid.cards.values()) observer.observe(card.el);
 }
 
-async function main() {
-  $("run").textContent = runId;
-  $("sign-out").onclick = () => signOut().catch((e) => status(e.message));
-  const who = await fetch("/auth/session");
-  if (who.status === 401) return signIn();
-  $("who").textContent = (await who.json()).user;
-  const attempts = await api("/attempts");
-  const select = $("attempt");
-  select.replaceChildren(...attempts.map((a) => new Option(`${a.attempt} (${a.members} members)`, a.attempt)));
-  select.value = attempts[attempts.length - 1].attempt;
-  const show = async () => {
-    status("loading…");
-    await showCurves(select.value);
-    await showInspector(select.value);
-    status("");
-    document.body.dataset.ready = "true";
-  };
-  select.onchange = () => show().catch((e) => status(e.message));
-  await show();
+// A change of the page's view redraws the charts fetched (the x axis and smoothing need
+// no fetch; overlays do).
+function redraw({ refetch = false } = {}) {
+  for (const card of grid.cards.values()) {
+    if (card.el.dataset.state !== "drawn") continue;
+    if (refetch) card.load().catch((e) => status(e.message)); else card.draw();
+  }
 }
 
-main().catch((e) => status(e.message));

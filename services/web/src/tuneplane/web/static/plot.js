@@ -1,0 +1,116 @@
+// How an answer becomes lines on a chart: x by step, wall time or time relative to the
+// series' first point; TensorBoard's debiased EMA smoothing; log scales without the values
+// they cannot show; and the uPlot data, series and bands for a set of lines (a reduced
+// line draws its min/max envelope as a band under its last values).
+"use strict";
+
+const Plot = (() => {
+  const PALETTE = ["#2f6fdf", "#e0572b", "#2a9d5b", "#9b51e0", "#c9a227", "#1aa3b8",
+    "#d4407f", "#6b7a2a", "#8c5a3c", "#4a5fc1"];
+  const DASHES = [null, [7, 4], [2, 3], [10, 3, 2, 3]];  // one per overlaid run or attempt
+  const num = (v) => (typeof v === "string" ? Number(v.replace("inf", "Infinity")) : v);
+
+  // TensorBoard's smoothing (its scalars dashboard): an exponential moving average whose
+  // start is debiased, non-finite values passed through, a constant series left as it is.
+  function smooth(ys, weight) {
+    if (!(weight > 0)) return ys;
+    const finite = ys.filter((y) => y !== null && Number.isFinite(y));
+    if (finite.every((y) => y === finite[0])) return ys;
+    let last = 0;
+    let n = 0;
+    return ys.map((y) => {
+      if (y === null || !Number.isFinite(y)) return y;
+      last = last * weight + (1 - weight) * y;
+      n += 1;
+      return last / (1 - weight ** n);
+    });
+  }
+
+  // One series of an answer as a line: its points (or buckets) in x order.
+  function line(series, layer, xMode) {
+    const raw = !series.reduced;
+    const items = raw ? series.points : series.buckets;
+    const step = raw ? (p) => p[0] : (b) => b.step_hi;
+    const wall = raw ? (p) => p[1] : (b) => b.wall;
+    const x = xMode === "step" ? step
+      : xMode === "wall" ? wall : (p) => wall(p) - (series.wall_first ?? 0);
+    const order = items.map((_, i) => i);
+    if (xMode !== "step") order.sort((a, b) => x(items[a]) - x(items[b]));
+    const pick = (f) => order.map((i) => f(items[i]));
+    const who = [series.member, series.run_path].filter((part) => part).join(" ");
+    return {
+      label: layer.prefix ? `${layer.prefix} ${who}` : who, layer: layer.index,
+      reduced: series.reduced, xs: pick(x), steps: pick(step),
+      ys: pick(raw ? (p) => num(p[2]) : (b) => num(b.last)),
+      lows: raw ? null : pick((b) => b.min), highs: raw ? null : pick((b) => b.max),
+    };
+  }
+
+  // uPlot's data, series and bands for ``lines`` (color by line, dash by layer).
+  function build(lines, { smoothing, logY }) {
+    const positive = (ys) => (logY ? ys.map((y) => (y !== null && y > 0 ? y : null)) : ys);
+    const tables = [];
+    const series = [{}];
+    const bands = [];
+    const drawn = [];  // for the legend: the uPlot series index of each line's value
+    let hidden = 0;
+    lines.forEach((l, i) => {
+      const stroke = PALETTE[i % PALETTE.length];
+      const dash = DASHES[l.layer % DASHES.length] ?? undefined;
+      const columns = [];
+      if (l.reduced) {
+        const base = series.length;
+        columns.push(positive(l.lows), positive(l.highs));
+        series.push({ stroke, width: 0, points: { show: false } },
+          { stroke, width: 0, points: { show: false } });
+        bands.push({ series: [base + 1, base], fill: `${stroke}2e` });
+      }
+      const ys = positive(l.ys);
+      hidden += ys.filter((y, k) => y === null && l.ys[k] !== null && Number.isFinite(l.ys[k])).length;
+      const smoothed = smooth(ys, smoothing);
+      if (smoothed !== ys) {
+        columns.push(ys);
+        series.push({ stroke: `${stroke}50`, width: 1, dash, points: { show: false } });
+      }
+      columns.push(smoothed);
+      drawn.push(series.length);
+      series.push({ stroke, width: 1.6, dash, points: { show: false } });
+      tables.push([l.xs, ...columns]);
+    });
+    // Where one line has no x another has, join leaves undefined, which a line runs over; a
+    // value a line lacks (none finite in a bucket, or not on a log scale) is null: a gap.
+    const data = tables.length ? uPlot.join(tables) : [[]];
+    return { data, series, bands, drawn, hidden };
+  }
+
+  // The step range the visible x range [lo, hi] covers, from the lines drawn (time axes
+  // are not steps: the steps of the points inside are).
+  function stepRange(lines, xMode, lo, hi) {
+    if (xMode === "step") return { lo: Math.floor(lo), hi: Math.ceil(hi) };
+    let first = Infinity;
+    let last = -Infinity;
+    for (const l of lines) {
+      l.xs.forEach((x, i) => {
+        if (x >= lo && x <= hi) {
+          first = Math.min(first, l.steps[i]);
+          last = Math.max(last, l.steps[i]);
+        }
+      });
+    }
+    return first <= last ? { lo: first, hi: last } : null;
+  }
+
+  function duration(seconds) {
+    const s = Math.abs(seconds);
+    const sign = seconds < 0 ? "-" : "";
+    if (s < 60) return `${sign}${+s.toFixed(1)}s`;
+    if (s < 3600) return `${sign}${Math.floor(s / 60)}m${Math.round(s % 60) ? ` ${Math.round(s % 60)}s` : ""}`;
+    const m = Math.round((s % 3600) / 60);
+    return `${sign}${Math.floor(s / 3600)}h${m ? ` ${m}m` : ""}`;
+  }
+
+  const compact = new Intl.NumberFormat(undefined, { maximumSignificantDigits: 5 });
+  const value = (v) => (v === null || v === undefined ? "–" : Number.isFinite(v) ? compact.format(v) : String(v));
+
+  return { PALETTE, DASHES, smooth, line, build, stepRange, duration, value };
+})();
