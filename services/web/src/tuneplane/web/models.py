@@ -29,6 +29,8 @@ class Member(BaseModel):
     member: str
     sources: list[str]
     series: int
+    points: int = Field(description="points projected")
+    last_batch_at: datetime | None = Field(description="when its last batch was projected")
 
 
 class Series(BaseModel):

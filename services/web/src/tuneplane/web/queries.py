@@ -33,9 +33,12 @@ FROM batch_ledger WHERE run_id = $1 GROUP BY attempt ORDER BY attempt
 """
 
 MEMBERS = """
-SELECT member, array_agg(DISTINCT source ORDER BY source) AS sources, count(*) AS series
-FROM series WHERE run_id = $1 AND attempt = $2
-GROUP BY member ORDER BY member LIMIT $3
+SELECT s.member, array_agg(DISTINCT s.source ORDER BY s.source) AS sources,
+       count(*) AS series, coalesce(min(m.points), 0) AS points,
+       min(m.last_batch_at) AS last_batch_at
+FROM series s LEFT JOIN member_summaries m USING (run_id, attempt, member)
+WHERE s.run_id = $1 AND s.attempt = $2
+GROUP BY s.member ORDER BY s.member LIMIT $3
 """
 
 SERIES = """

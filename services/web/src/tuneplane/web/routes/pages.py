@@ -1,4 +1,4 @@
-"""The pages: the runs list (``/runs``, where ``/`` leads) and the Charts tab of a run
+"""The pages: the runs list (``/runs``, where ``/`` leads), a run's page and its Charts tab
 (static pages that ask the API for their data with the browser's session), their static
 files and uPlot's (mounted on the app: ``mount``), and the liveness check ``/healthz``.
 
@@ -56,6 +56,13 @@ def router(uplot_dir: Path) -> APIRouter:
         if not signed_in(request, signer):
             return to_login(request)
         return FileResponse(STATIC / "runs.html", media_type="text/html")
+
+    @pages.get("/runs/{run_id}", include_in_schema=False)
+    def run(request: Request, signer: Signer, run_id: str) -> Response:
+        """A run's page: attempts, members, launches (the page asks the API)."""
+        if not signed_in(request, signer):
+            return to_login(request)
+        return FileResponse(STATIC / "run.html", media_type="text/html")
 
     @pages.get("/runs/{run_id}/charts", include_in_schema=False)
     def charts(request: Request, signer: Signer, run_id: str) -> Response:

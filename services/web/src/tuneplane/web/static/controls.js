@@ -76,7 +76,7 @@ function showOverlays() {
 async function show() {
   status("loading…");
   const v = view();
-  $("run-link").href = `/runs/${encodeURIComponent(runId)}?attempt=${v.attempt}`;
+  $("run-link").href = $("overview-link").href = `/runs/${encodeURIComponent(runId)}?attempt=${v.attempt}`;
   $("media-link").href = `/runs/${encodeURIComponent(runId)}/media?attempt=${v.attempt}`;
   await buildGrid(v.attempt);
   await Inspector.show(v.attempt, v.inspect, (key) => setParams({ inspect: key }));

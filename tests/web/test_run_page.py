@@ -1,0 +1,108 @@
+"""A run's page in headless Chromium: its attempts with their managed state, telemetry,
+launches and undelivered batches, the members of the attempt chosen (kept in the URL), and
+a run known only by its telemetry; under the page's Content-Security-Policy."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import secrets
+import time
+
+import asyncpg
+
+from tests.support.browser import ARTIFACTS, PASSWORD, opened_page, sign_in
+from tests.support.control import new_run
+from tests.support.credentials import add_user
+from tests.support.environment import Endpoints
+from tests.support.kafka import produce
+from tests.support.processes import Process
+from tests.support.truth import member_batch
+from tuneplane.controlplane import launches, passwords
+from tuneplane.telemetry.v1.identity import MemberKey
+
+
+async def cells(row: object) -> list[str]:
+    return [await td.inner_text() for td in await row.locator("td").all()]  # type: ignore[attr-defined]
+
+
+async def test_a_run_page_shows_attempts_members_launches_and_what_stayed_undelivered(
+        initialised: Endpoints, projector: Process, web: Process, db: asyncpg.Connection,
+        run_id: str) -> None:
+    user = await add_user(db, "viewer", roles={"default": "viewer"})
+    await passwords.set_password(db, user, PASSWORD)
+    await new_run(db, run_id)
+    node = f"node-{secrets.token_hex(4)}"
+    node_id = await db.fetchval("INSERT INTO nodes (node_id, name, hostname, enrolled_at) "
+                                "VALUES ($1, $2, 'gpu-7', now()) RETURNING node_id",
+                                f"node-{secrets.token_hex(8)}", node)
+    now = dt.datetime.now(dt.UTC)
+    _, (first, second) = await launches.create(db, run_id, node, ["rank-0", "rank-1"],
+                                               ["python", "train.py"], {})
+    await launches.report(db, node_id, first, "finished", exit_code=0, detail="",
+                          undelivered=0, now=now)
+    await launches.report(db, node_id, second, "failed", exit_code=3,
+                          detail="CUDA error: out of memory", undelivered=2, now=now)
+    await launches.create(db, run_id, node, ["rank-0"], ["python", "train.py"], {})
+    sent = [member_batch(MemberKey(run_id, 1, f"rank-{m}"), seq, 100)
+            for seq in range(1, 4) for m in range(2)]
+    telemetry_only = f"{run_id}-bare"
+    sent.append(member_batch(MemberKey(telemetry_only, 1, "rank-0"), 1, 10))
+    await produce(initialised.kafka_bootstrap, sent)
+    deadline = time.monotonic() + 120
+    while await db.fetchval("SELECT count(*) FROM batch_ledger WHERE run_id LIKE $1",
+                            f"{run_id}%") < len(sent):
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.1)
+    base = f"http://localhost:{web.port}"
+    async with opened_page(height=800) as opened:
+        page, errors = opened.page, opened.errors
+        await page.goto(f"{base}/runs/{run_id}")
+        assert page.url.endswith(f"/login?next=/runs/{run_id}")
+        await sign_in(page, user, PASSWORD)
+        await page.wait_for_url(f"**/runs/{run_id}")
+        await page.wait_for_selector("body[data-ready=true]")
+        assert await page.locator("#project").inner_text() == "default"
+        assert "by test" in await page.locator("#created").inner_text()
+        assert await page.locator("#undelivered").inner_text() == "2 batches"
+        rows = page.locator("#attempts tbody tr")
+        assert await rows.count() == 2
+        one = await cells(rows.nth(0))
+        assert one[:2] == ["#1", "failed"]  # a member failed
+        assert one[4:7] == ["2", "6", "600"]  # members, batches, points
+        assert one[8:10] == ["2", "2"]  # launches, undelivered
+        assert await rows.nth(0).locator("td.warn").count() == 1
+        two = await cells(rows.nth(1))
+        assert two[:2] == ["#2", "running"]
+        assert two[4:7] == ["0", "0", "0"]  # launched, no telemetry yet
+        assert await page.locator("tr.selected").get_attribute("data-attempt") == "2"
+        assert await page.locator("#members tbody tr").count() == 1  # the latest attempt
+        assert (await cells(page.locator("#members tbody tr")))[:3] == ["rank-0", "pending",
+                                                                        node]
+
+        await page.click("#attempts a:text-is('#1')")  # another attempt, kept in the URL
+        await page.locator("#selected", has_text="#1").wait_for()
+        assert page.url.endswith("?attempt=1")
+        members = page.locator("#members tbody tr")
+        await members.nth(1).wait_for()
+        finished = await cells(members.nth(0))
+        assert finished[:7] == ["rank-0", "finished", node, "0", "train", "2", "300"]
+        assert finished[7] != "—"  # its last telemetry
+        assert finished[8:] == ["0", "—"]
+        failed = await cells(members.nth(1))
+        assert failed[1:4] == ["failed", node, "3"]
+        assert failed[8:] == ["2", "CUDA error: out of memory"]
+        href = await page.get_attribute("#charts-link", "href")
+        assert href == f"/runs/{run_id}/charts?attempt=1"
+        await page.screenshot(path=str(ARTIFACTS / "run.png"), full_page=True)
+        await page.go_back()  # back: the latest attempt again
+        await page.locator("#selected", has_text="#2").wait_for()
+
+        await page.goto(f"{base}/runs/{telemetry_only}")
+        await page.wait_for_selector("body[data-ready=true]")
+        assert await page.locator("#created").inner_text() == "known by its telemetry only"
+        assert (await cells(page.locator("#attempts tbody tr")))[:2] == ["#1",
+                                                                         "telemetry only"]
+    # The one failed request: the managed record a run known only by telemetry lacks.
+    assert errors == ["Failed to load resource: the server responded with a status of 404 "
+                      "(Not Found)"]
