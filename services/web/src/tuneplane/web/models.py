@@ -75,7 +75,8 @@ class CanonicalSeriesData(SeriesData):
     semantics: str = Field(description="'tensorboard': restarts (SessionLog.START) purge the "
                                        "points read before them at or above their step, per "
                                        "TensorBoard run, as TensorBoard's event accumulator "
-                                       "does; the raw inspector (/scalars) keeps them")
+                                       "does; /scalars keeps them unless asked for "
+                                       "semantics=tensorboard")
     points_purged: int = Field(description="points of the whole series the purge dropped")
 
 

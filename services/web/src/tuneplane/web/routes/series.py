@@ -1,12 +1,13 @@
-"""An attempt's series and curves over HTTP: the series list, one series' raw scalars (the
-inspector's view), the canonical index and a canonical curve through the frozen mapping.
+"""An attempt's series and curves over HTTP: the series list, one series' scalars (the
+inspector's view: raw, or purged as TensorBoard serves them), the canonical index and a
+canonical curve through the frozen mapping.
 
 Answers are bounded: ``max_points`` and ``max_series`` are capped by the settings, which is
 why ``router`` is built from them (the caps are in the OpenAPI schema too).
 """
 
 import asyncio
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import orjson
 from fastapi import APIRouter, HTTPException, Query, Response
@@ -45,6 +46,11 @@ def series_refs(items: tuple[mapping.SeriesRef, ...]) -> list[models.SeriesRef]:
             for r in items]
 
 
+Semantics = Annotated[Literal["raw", "tensorboard"], Query(
+    description="raw: every stored point; tensorboard: TensorBoard's purge applied (see "
+                "the canonical curves), the answer says so and counts what it dropped")]
+
+
 def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
     api = APIRouter(prefix="/api/v1")
     MaxPoints = Annotated[int, Query(ge=2, le=max_points_cap,
@@ -60,13 +66,16 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
                                          limit)
         return [{k: v for k, v in r.items() if k != "series_id"} for r in rows]
 
-    @api.get("/runs/{run_id}/attempts/{attempt}/scalars", response_model=models.SeriesData)
+    @api.get("/runs/{run_id}/attempts/{attempt}/scalars",
+             response_model=models.CanonicalSeriesData | models.SeriesData)
     async def scalars(_: Viewer, pool: Pool, web: State, run_id: str, attempt: AttemptNo,
                       member: str, source: str, tag: str, run_path: RunPath = "",
                       step_min: Step = None, step_max: Step = None,
-                      max_points: MaxPoints = 2000) -> Response:
-        """Raw scalars of one source's tag (of one TensorBoard run) for one member: the
-        inspector's view."""
+                      max_points: MaxPoints = 2000,
+                      semantics: Semantics = "raw") -> Response:
+        """Scalars of one source's tag (of one TensorBoard run) for one member: every stored
+        point (the inspector's view), or with ``semantics=tensorboard`` what TensorBoard
+        serves, as a canonical curve does, mapped or not."""
         async with pool.acquire() as conn:
             found = await queries.series_id(conn, run_id, attempt, member, source, run_path,
                                             tag)
@@ -74,10 +83,19 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
                 run = f" of run path {run_path!r}" if run_path else ""
                 raise HTTPException(404, f"no series {member}/{source}/{tag}{run} in run "
                                          f"{run_id!r} attempt {attempt}")
-            result, lo, hi, _purged = await queries.series_answer(
-                conn, found, step_min, step_max, max_points, web.settings.unpack_budget)
-        ref = {"member": member, "source": source, "run_path": run_path, "tag": tag}
-        return json_response(series_data(ref, result, lo, hi))
+            purge = None
+            if semantics == SEMANTICS:
+                purge = await queries.purge_cuts(conn, found,
+                                                 MemberKey(run_id, attempt, member), source,
+                                                 run_path)
+            result, lo, hi, purged = await queries.series_answer(
+                conn, found, step_min, step_max, max_points, web.settings.unpack_budget,
+                purge)
+        data = series_data({"member": member, "source": source, "run_path": run_path,
+                            "tag": tag}, result, lo, hi)
+        if semantics == SEMANTICS:
+            data |= {"semantics": SEMANTICS, "points_purged": purged}
+        return json_response(data)
 
     @api.get("/runs/{run_id}/attempts/{attempt}/canonical",
              response_model=models.CanonicalIndex)
