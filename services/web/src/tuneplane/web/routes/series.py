@@ -87,7 +87,7 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
             if semantics == SEMANTICS:
                 purge = await queries.purge_cuts(conn, found,
                                                  MemberKey(run_id, attempt, member), source,
-                                                 run_path)
+                                                 run_path, tag)
             result, lo, hi, purged = await queries.series_answer(
                 conn, found, step_min, step_max, max_points, web.settings.unpack_budget,
                 purge)
@@ -132,7 +132,7 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
                                                     ref.source, ref.run_path, ref.tag)
                 purge = await queries.purge_cuts(conn, series_id,
                                                  MemberKey(run_id, attempt, ref.member),
-                                                 ref.source, ref.run_path)
+                                                 ref.source, ref.run_path, ref.tag)
                 result, lo, hi, purged = await queries.series_answer(
                     conn, series_id, step_min, step_max, max_points,
                     web.settings.unpack_budget, purge)
