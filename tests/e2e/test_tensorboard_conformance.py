@@ -2,7 +2,8 @@
 collector → ingest → Kafka → projector → PostgreSQL → tuneplane-web, and every (run path,
 tag) comes back as its own series equal to what TensorBoard itself reads from the same
 files: raw, to its event file loader; with ``semantics=tensorboard``, to its multiplexer
-after its purges.
+after its purges (restarts, and out-of-order steps in old-style files without a
+file_version, written with TensorBoard's record writer).
 
 torch's ``SummaryWriter`` is not among the writers: PyPI's Linux torch wheel does not
 import without its CUDA libraries (2.8 GB to download), which is out of proportion here.
@@ -20,7 +21,12 @@ from tests.support.credentials import workload_token
 from tests.support.environment import Endpoints
 from tests.support.processes import Process, collector_args, run_collector
 from tests.support.readmodels import projected_behind
-from tests.support.truth import Run, tensorboard_purged, tensorboard_runs
+from tests.support.truth import (
+    Run,
+    tensorboard_purged,
+    tensorboard_runs,
+    write_old_style_logdir,
+)
 from tests.support.writers import (
     tensorboard_writer_resumed,
     tensorboardx_resumed_once,
@@ -60,17 +66,22 @@ async def test_real_writers_series_equal_tensorboards_own_reading_raw_and_purged
     tensorboardx_with_restarts(logdir)
     tensorboardx_resumed_once(logdir / "resumed")
     tensorboard_writer_resumed(logdir / "tb_writer")
+    write_old_style_logdir(logdir / "old")  # TensorBoard's record writer, no file_version
     raw, purged = tensorboard_runs(logdir), tensorboard_purged(logdir)
-    assert set(raw) == set(purged) == {
-        ("", "loss"), ("lr_group/a", "lr_group"), ("lr_group/b", "lr_group"),
-        ("resumed", "loss"), ("tb_writer", "eval/loss"), ("tb_writer", "eval/acc")}
+    written = {("", "loss"), ("lr_group/a", "lr_group"), ("lr_group/b", "lr_group"),
+               ("resumed", "loss"), ("tb_writer", "eval/loss"), ("tb_writer", "eval/acc")}
+    old = {("old", "loss"), ("old", "acc"), ("old/versioned", "loss"),
+           ("old/upgraded", "loss"), ("old/kept", "loss")}
+    assert set(raw) == set(purged) == written | old
     # What the writers did took effect in TensorBoard: tensorboardX's second START purged
     # the root run's 150..199 of the first writer; its add_scalars runs, the run resumed
     # with a START that was its first, and tensorboard's writer (no START) kept them all.
     assert len(raw[("", "loss")]) - len(purged[("", "loss")]) == 50
-    for run in set(raw) - {("", "loss")}:
+    for run in written - {("", "loss")}:
         assert purged[run] == raw[run], run
         assert len({s for s, _, _ in raw[run]}) < len(raw[run]), f"{run}: no step twice"
+    for run in old:  # out-of-order steps (and, once versioned, STARTs) purged in each
+        assert len(purged[run]) < len(raw[run]), run
 
     member = MemberKey(run_id, 1, "rank-0")
     token = workload_token(initialised, member, tmp_path / "token")
@@ -79,7 +90,7 @@ async def test_real_writers_series_equal_tensorboards_own_reading_raw_and_purged
                           f"tb={logdir}", "--max-batch-points", "64"])
     assert done.returncode == 0, done.stderr
     total = sum(len(p) for p in raw.values())
-    assert f"{total} points and 0 rich records read" in done.stderr
+    assert f"{total} points and 1 rich records read" in done.stderr  # old's histogram
     await projected_behind(db, initialised.kafka_bootstrap, member)
     # Every batch is projected now, and nothing more is on its way: stored counts are final.
     stored = {(r["run_path"], r["tag"]): r["sum"] for r in await db.fetch(STORED, run_id)}
