@@ -12,6 +12,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from tests.support.credentials import new_user_token
 from tests.support.environment import BIN, Endpoints, free_port
 from tests.support.oidc import oidc_provider  # noqa: F401  (a fixture, shared)
 from tests.support.processes import Process, start_ingest, start_projector
@@ -110,3 +111,26 @@ async def fresh(initialised: Endpoints) -> AsyncIterator[str]:
 @pytest.fixture
 def run_id() -> str:
     return f"test-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(scope="session")
+def web(initialised: Endpoints, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Process]:
+    """tuneplane-web as deployed (uvicorn), for end-to-end tests."""
+    port = free_port()
+    process = Process([str(BIN / "tuneplane-web"), "--host", "127.0.0.1", "--port", str(port)],
+                      tmp_path_factory.mktemp("web") / "web.log", ready="Uvicorn running on",
+                      port=port)
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def base_url(web: Process) -> str:
+    """The tuneplane-web process's address."""
+    return f"http://127.0.0.1:{web.port}"
+
+
+@pytest.fixture(scope="session")
+def user_token(initialised: Endpoints) -> str:
+    """A user editing the default project (where runs known only by telemetry are)."""
+    return new_user_token(initialised, "tester", roles={"default": "editor"})

@@ -10,7 +10,7 @@ from tensorboard.compat.proto import event_pb2, summary_pb2
 
 from tuneplane.collector import jsonl, tensorboard
 from tuneplane.collector.draft import BatchDraft, Position
-from tuneplane.collector.tbevents import Decoded, decode
+from tuneplane.collector.tbevents import Decoded, PurgeState, decode
 from tuneplane.collector.tfrecord import frame
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.identity import MemberKey
@@ -37,7 +37,7 @@ def sealed(draft: BatchDraft, sequence: int) -> pb.Batch:
 def test_a_tag_with_a_control_character_is_reported_and_skipped() -> None:
     out = Decoded()
     decode(event(3, ["loss", "bad\x00tag", "acc\x1b"]), source="tb", file="f", offset=0,
-           plugins={}, out=out)
+           plugins={}, state=PurgeState(), out=out)
     assert [s[0] for s in out.scalars] == ["loss"]
     assert len(out.problems) == 2
     assert "tag holds the control character '\\x00' at 3: 'bad\\x00tag'; value skipped" \
@@ -49,7 +49,8 @@ def test_a_plugin_name_with_a_control_character_is_reported_and_skipped() -> Non
     value.metadata.plugin_data.plugin_name = "images\x00"
     out = Decoded()
     decode(event_pb2.Event(step=1, summary=summary_pb2.Summary(value=[value]))
-           .SerializeToString(), source="tb", file="f", offset=0, plugins={}, out=out)
+           .SerializeToString(), source="tb", file="f", offset=0, plugins={}, state=PurgeState(),
+           out=out)
     assert not out.scalars
     assert not out.rich
     assert "plugin name holds the control character" in out.problems[0]

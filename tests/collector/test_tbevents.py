@@ -9,7 +9,7 @@ import pytest
 from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2
 from tensorboard.util import tensor_util
 
-from tuneplane.collector.tbevents import Decoded, TagPlugins, decode
+from tuneplane.collector.tbevents import Decoded, PurgeState, TagPlugins, decode
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 
 Kind = pb.RichRecord.Kind
@@ -26,7 +26,7 @@ def run(*values: summary_pb2.Summary.Value, plugins: TagPlugins | None = None) -
     data = event_pb2.Event(step=7, wall_time=2.5,
                            summary=summary_pb2.Summary(value=list(values))).SerializeToString()
     decode(data, source="tb", file="f", offset=40, plugins={} if plugins is None else plugins,
-           out=out)
+           state=PurgeState(), out=out)
     return out
 
 
@@ -82,5 +82,6 @@ def test_the_first_values_metadata_holds_for_the_tags_later_values() -> None:
 
 def test_an_undecodable_event_is_a_problem_not_a_crash() -> None:
     out = Decoded()
-    decode(b"\xff\xff\xff", source="tb", file="f", offset=9, plugins={}, out=out)
+    decode(b"\xff\xff\xff", source="tb", file="f", offset=9, plugins={}, state=PurgeState(),
+           out=out)
     assert out.problems[0].startswith("f@9: not a TensorBoard Event")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -12,6 +13,8 @@ from tensorboard.util import tensor_util
 from tests.support.truth import tensorboard_runs, write_add_scalars_logdir, write_restart_logdir
 from tuneplane.collector.reader import SourceKind, SourceReader, SourceSpec
 from tuneplane.collector.spool import Spool
+from tuneplane.collector.tbevents import PurgeState
+from tuneplane.collector.tensorboard import dump_state, load_state
 from tuneplane.collector.tfrecord import HEADER, frame
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.identity import MemberKey
@@ -56,7 +59,8 @@ def scalars(spool_dir: Path) -> list[tuple[str, int, float]]:
 def test_every_file_below_the_logdir_is_read_with_rich_records_apart(tmp_path: Path) -> None:
     logdir = tmp_path / "logs"
     (logdir / "group_a").mkdir(parents=True)
-    (logdir / "events.out.tfevents.1.host").write_bytes(
+    (logdir / "events.out.tfevents.1.host").write_bytes(  # with a version: no purge markers
+        frame(event_pb2.Event(file_version="brain.Event:2").SerializeToString()) +
         b"".join(scalar_event(s, s * 0.5, first=s == 0) for s in range(10)) + histo_event(3))
     (logdir / "group_a" / "events.out.tfevents.2.host").write_bytes(
         b"".join(scalar_event(s, -s, first=s == 0, tag="a") for s in range(5)))
@@ -196,3 +200,16 @@ def test_a_start_opens_its_batch_and_a_runs_files_are_read_in_order(tmp_path: Pa
     assert [m.step for b in opened for m in b.session_starts if "/" in m.file] == [30, 10]
     for batch in opened:  # its points follow the marker: none older than its file's offset
         assert all(min(c.steps) >= batch.session_starts[0].step for c in batch.chunks)
+
+
+def test_a_file_state_saved_before_purge_states_reads_on_under_the_start_rule() -> None:
+    legacy = json.dumps({"loss": ["scalars", "", 1]})
+    plugins, purge = load_state(legacy)
+    assert plugins == {"loss": ("scalars", b"", 1)}
+    assert purge == PurgeState(2.0)
+    assert purge.restarts()
+    # A file not begun takes its run's previous file's purge state; its tags are its own.
+    saved = dump_state({"acc": ("scalars", b"x", 1)}, PurgeState(None, 41))
+    assert load_state("", saved) == ({}, PurgeState(None, 41))
+    assert load_state(saved) == ({"acc": ("scalars", b"x", 1)}, PurgeState(None, 41))
+    assert load_state("", "") == ({}, PurgeState())

@@ -75,6 +75,8 @@ async def test_rich_bytes_land_in_s3_under_their_content_key_and_rows_point_ther
                    kind=pb.RichRecord.KIND_HISTOGRAM, plugin_name="histograms", file="f",
                    offset=99)
     batch.session_starts.add(source="tb", file="f", offset=0, step=0, wall_time=1.0)
+    batch.session_starts.add(source="tb", file="f", offset=9, step=3, wall_time=1.5,
+                             tags=["loss", "acc"])  # an old-style file's out-of-order step
     data = batch.SerializeToString()
     try:
         assert await writer.write(project(data, RecordMeta(0, 1, None))) is True
@@ -87,8 +89,9 @@ async def test_rich_bytes_land_in_s3_under_their_content_key_and_rows_point_ther
         "histogram", "w", 5, len(payload), 99)
     stored = client.get_object(Bucket=initialised.s3_bucket, Key=row["object_key"])
     assert stored["Body"].read() == payload
-    assert await db.fetchval("SELECT count(*) FROM session_starts WHERE run_id = $1",
-                             run_id) == 1
+    markers = await db.fetch("SELECT marker_index, step, tags FROM session_starts "
+                             "WHERE run_id = $1 ORDER BY marker_index", run_id)
+    assert [tuple(m) for m in markers] == [(0, 0, []), (1, 3, ["loss", "acc"])]
 
 
 async def test_one_tag_of_two_tensorboard_runs_is_two_series_and_old_batches_the_roots(

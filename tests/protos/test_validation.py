@@ -122,6 +122,14 @@ def test_every_string_of_a_chunk_and_a_marker_is_checked() -> None:
     b.session_starts[0].file, b.session_starts[0].offset = "e", 2**64 - 1
     with pytest.raises(InvalidBatch, match=r"session_starts\[0\].offset .* is over"):
         validate(b, 100)
+    b.session_starts[0].offset = 0
+    b.session_starts[0].tags.extend(["loss", "a\x1bcc"])
+    with pytest.raises(InvalidBatch, match=r"session_starts\[0\].tags holds the control"):
+        validate(b, 100)
+    del b.session_starts[0].tags[:]
+    b.session_starts[0].tags.extend(f"t{i}" for i in range(2001))
+    with pytest.raises(InvalidBatch, match=r"session_starts\[0\] purges 2001 tags, over"):
+        validate(b, 100)
 
 
 def test_sealed_at_must_be_a_time() -> None:

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 
 import asyncpg
+
+from tests.support.kafka import produce
+from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1.identity import MemberKey
 
 
 async def curve_points(conn: asyncpg.Connection, run_id: str) -> list[tuple[str, str, str, int,
@@ -49,3 +54,24 @@ async def first_and_last(count: Callable[[], Awaitable[int]], expected: int, wha
             return first, now
         await asyncio.sleep(0.02)
     raise TimeoutError(f"{seen:,} of {expected:,} {what} after {seconds:.0f} s")
+
+
+async def projected_behind(conn: asyncpg.Connection, bootstrap: str, member: MemberKey,
+                           timeout: float = 120.0) -> None:
+    """Returns once every batch of ``member`` already in Kafka is projected: a marker batch
+    goes onto the member's partition behind them and is waited for. A member's batches are
+    projected in partition order, so no row of an earlier batch can arrive after this."""
+    epoch = f"behind-{uuid.uuid4().hex[:8]}"
+    marker = pb.Batch(identity=pb.BatchIdentity(run_id=member.run_id, attempt=member.attempt,
+                                                member=member.member, spool_epoch=epoch,
+                                                sequence=1),
+                      sealed_at=time.time(),
+                      chunks=[pb.SeriesChunk(source="behind", tag="marker", steps=[0],
+                                             wall_times=[0.0], values=[0.0])])
+    await produce(bootstrap, [marker])
+    deadline = time.monotonic() + timeout
+    while not await conn.fetchval(
+            "SELECT 1 FROM batch_ledger WHERE run_id = $1 AND attempt = $2 AND member = $3 "
+            "AND batch_id = $4", member.run_id, member.attempt, member.member, f"{epoch}-1"):
+        assert time.monotonic() < deadline, f"marker batch {epoch}-1 never projected"
+        await asyncio.sleep(0.05)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TypeAlias
 
 from tensorboard.compat.proto import event_pb2, summary_pb2
 
@@ -164,7 +165,80 @@ def tensorboard_purged(logdir: Path) -> dict[Run, list[tuple[int, float, float]]
     runs: dict[Run, list[tuple[int, float, float]]] = {}
     for run, content in loaded.Runs().items():
         for tag in content["tensors"]:
+            if loaded.SummaryMetadata(run, tag).plugin_data.plugin_name != "scalars":
+                continue
             runs[("" if run == "." else run, tag)] = [
                 (e.step, e.wall_time, float(tensor_util.make_ndarray(e.tensor_proto).item()))
                 for e in loaded.Tensors(run, tag)]
     return runs
+
+
+Written: TypeAlias = event_pb2.Event | tuple[int, dict[str, float]] | int
+"""An event to write: itself, (step, {tag: value}) for scalars, or a step for a START."""
+
+
+def write_events(path: Path, events: list[Written], *, file_version: str | None = None,
+                 ) -> None:
+    """An event file written record by record with TensorBoard's record writer, as old
+    writers wrote them: a ``file_version`` event first only when one is given."""
+    from tensorboard.summary.writer.record_writer import RecordWriter
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as out:
+        writer = RecordWriter(out)
+        if file_version is not None:
+            writer.write(event_pb2.Event(wall_time=1.0, file_version=file_version)
+                         .SerializeToString())
+        for written in events:
+            if isinstance(written, int):
+                event = event_pb2.Event(step=written, wall_time=3000.0 + written,
+                                        session_log=event_pb2.SessionLog(
+                                            status=event_pb2.SessionLog.START))
+            elif isinstance(written, tuple):
+                step, values = written
+                event = event_pb2.Event(step=step, wall_time=1000.0 + step, summary=(
+                    summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=t, simple_value=v)
+                                               for t, v in values.items()])))
+            else:
+                event = written
+            writer.write(event.SerializeToString())
+        writer.flush()
+
+
+def histogram(step: int, tag: str) -> event_pb2.Event:
+    """A Summary event with no scalar in it (TensorBoard still takes its step as the last)."""
+    return event_pb2.Event(step=step, wall_time=2000.0 + step, summary=summary_pb2.Summary(
+        value=[summary_pb2.Summary.Value(tag=tag, histo=summary_pb2.HistogramProto(
+            min=0.0, max=1.0, num=1.0, bucket_limit=[1.0], bucket=[1.0]))]))
+
+
+def write_old_style_logdir(logdir: Path) -> None:
+    """Event files TensorBoard purges by its older rule (no ``file_version`` of 2): an
+    out-of-order step purges its own tags only; a START purges nothing."""
+    ascending: list[Written] = [(s, {"loss": s / 10, "acc": -s / 10}) for s in range(60)]
+    write_events(logdir / "events.out.tfevents.1.a", [
+        *ascending,
+        (30, {"loss": 30.5}),  # purges loss >= 30, not acc
+        *[(s, {"loss": s + 0.5}) for s in range(31, 46)],  # after 30: in order
+        10,  # a START: nothing under this rule
+        histogram(200, "w"),  # its step is the last Summary step from here
+        (50, {"acc": 50.5}),  # out of order against 200: purges acc >= 50
+    ])
+    write_events(logdir / "events.out.tfevents.2.a", [  # the run's next file goes on from 50
+        (20, {"loss": 20.5, "acc": 20.5}), (21, {"loss": 21.5})])
+    write_events(logdir / "versioned" / "events.out.tfevents.1.a", [
+        *[(s, {"loss": float(s)}) for s in range(20)], 5, (7, {"loss": 7.5})],
+        file_version="brain.Event:1")
+    # An old file then a version 2 one: the START rule from then on, its first START the
+    # run's first; out-of-order steps then stay.
+    write_events(logdir / "upgraded" / "events.out.tfevents.1.a",
+                 [0, *[(s, {"loss": float(s)}) for s in range(20)]])
+    write_events(logdir / "upgraded" / "events.out.tfevents.2.a",
+                 [*[(s, {"loss": s + 0.5}) for s in range(10, 30)], 15,
+                  *[(s, {"loss": s + 0.25}) for s in range(15, 20)], (3, {"loss": 3.5}), 25],
+                 file_version="brain.Event:2")
+    # A version 2 file then one without: the version holds for the run, the START rule too.
+    write_events(logdir / "kept" / "events.out.tfevents.1.a",
+                 [0, *[(s, {"loss": float(s)}) for s in range(20)]],
+                 file_version="brain.Event:2")
+    write_events(logdir / "kept" / "events.out.tfevents.2.a",
+                 [(5, {"loss": 5.5}), 12, *[(s, {"loss": s + 0.5}) for s in range(12, 15)]])

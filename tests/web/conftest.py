@@ -1,18 +1,18 @@
 """The web application over the real PostgreSQL and S3: in this process (``web_app``, and
-clients of it through ``httpx.ASGITransport``) for API tests, or as a real tuneplane-web
-process (``web``, ``base_url``) for end-to-end tests; user and admin tokens for both."""
+clients of it through ``httpx.ASGITransport``) for API tests (the real tuneplane-web
+process, ``web`` and ``base_url``, and ``user_token`` are the root conftest's); an admin's
+token and clients as a user and as an admin."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 from fastapi import FastAPI
 
 from tests.support.credentials import new_user_token
-from tests.support.environment import BIN, Endpoints, free_port
-from tests.support.processes import Process
+from tests.support.environment import Endpoints
 from tests.support.web import Connect
 from tuneplane.web.app import create_app
 from tuneplane.web.oidc_settings import OidcSettings
@@ -42,25 +42,6 @@ def api(web_app: FastAPI) -> Connect:
 
 
 @pytest.fixture(scope="session")
-def web(initialised: Endpoints, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Process]:
-    """tuneplane-web as deployed (uvicorn), for end-to-end tests."""
-    port = free_port()
-    process = Process([str(BIN / "tuneplane-web"), "--host", "127.0.0.1", "--port", str(port)],
-                      tmp_path_factory.mktemp("web") / "web.log", ready="Uvicorn running on",
-                      port=port)
-    yield process
-    process.stop()
-
-
-
-
-@pytest.fixture(scope="session")
-def user_token(initialised: Endpoints) -> str:
-    """A user editing the default project (where runs known only by telemetry are)."""
-    return new_user_token(initialised, "tester", roles={"default": "editor"})
-
-
-@pytest.fixture(scope="session")
 def admin_token(initialised: Endpoints) -> str:
     return new_user_token(initialised, "admin", admin=True)
 
@@ -77,9 +58,3 @@ async def admin(api: Connect, admin_token: str) -> AsyncIterator[httpx.AsyncClie
     """The in-process API as an admin."""
     async with api(admin_token) as c:
         yield c
-
-
-@pytest.fixture
-def base_url(web: Process) -> str:
-    """The tuneplane-web process's address."""
-    return f"http://127.0.0.1:{web.port}"

@@ -220,17 +220,30 @@ async def test_canonical_curves_purge_restarts_as_tensorboard_serves_them(
         tls_dir: Path, tmp_path: Path, run_id: str, db: asyncpg.Connection) -> None:
     """collector → ingest → Kafka → projector → PostgreSQL → API on files with restarts:
     each canonical curve equals TensorBoard's multiplexer (purge_orphaned_data=True) on the
-    same files, says so, and counts what was purged; the raw inspector keeps every point."""
+    same files, says so, and counts what was purged, and so does the inspector asked for
+    ``semantics=tensorboard`` before any mapping; by default it keeps every point."""
     logdir = tmp_path / "logs"
     write_restart_logdir(logdir)
     raw, purged = tensorboard_runs(logdir), tensorboard_purged(logdir)
     await collect(initialised, ingest, tls_dir, tmp_path, db, MemberKey(run_id, 1, "rank-0"),
                   logdir, 37)
+    url = f"/api/v1/runs/{run_id}/attempts/1"
+    for run in purged:  # unmapped yet: the inspector gives the same view on request
+        params: dict[str, str | int] = {"member": "rank-0", "source": "tb",
+                                        "run_path": run[0], "tag": run[1], "max_points": 1000}
+        inspected = (await client.get(f"{url}/scalars",
+                                       params={**params, "semantics": "tensorboard"})).json()
+        assert inspected["semantics"] == "tensorboard"
+        assert [tuple(p) for p in inspected["points"]] == sorted(purged[run],
+                                                                 key=lambda p: p[0]), run
+        assert inspected["points_purged"] == len(raw[run]) - len(purged[run]) > 0
+        assert inspected["points_in_range"] == len(purged[run])
+        unknown = await client.get(f"{url}/scalars", params={**params, "semantics": "tb"})
+        assert unknown.status_code == 422
     await freeze(db, run_id, 1, [
         MetricMapping(tag="loss", name="loss", run_path=""),
         MetricMapping(tag="acc", name="acc", run_path=""),
         MetricMapping(tag="loss", name="sub_loss", run_path="sub")])
-    url = f"/api/v1/runs/{run_id}/attempts/1"
     for name, run in (("loss", ("", "loss")), ("acc", ("", "acc")),
                       ("sub_loss", ("sub", "loss"))):
         curve = (await client.get(f"{url}/curves/{name}", params={"max_points": 1000})).json()

@@ -104,6 +104,14 @@ async def test_the_charts_grid_filters_smooths_scales_overlays_and_keeps_its_vie
         assert re.search(r"reduced: [\d,]+ of 8,000 points", text), text  # 2 members
         assert "rank-0" in await legend(page, "eval/loss")
         await page.screenshot(path=str(ARTIFACTS / "charts-grid.png"))
+        # Synced hover: the cursor over one chart shows the same step's values in another.
+        resting = await legend(page, "grad/norm")
+        box = await page.locator('#grid .card[data-chart="eval/loss"] .u-over').bounding_box()
+        assert box is not None
+        await page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + box["height"] / 2)
+        await page.locator('#grid .card[data-chart="grad/norm"] .u-cursor-x').wait_for()
+        assert await legend(page, "grad/norm") != resting
+        await page.mouse.move(0, 0)
 
         await page.fill("#filter", "^(train|eval)/|^loss$")  # the filter, a regex
         assert await card_names(page) == ["eval/loss", "train/acc", "loss"]

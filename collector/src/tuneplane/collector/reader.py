@@ -79,6 +79,7 @@ class SourceReader:
         idle = True
         for source in self._sources:
             behind: set[str] = set()  # TensorBoard runs with an earlier file not read to its end
+            last: dict[str, str] = {}  # run → its file listed last so far
             for path, relative in self._files(source):
                 run = posixpath.dirname(relative)
                 if run in behind:
@@ -87,7 +88,8 @@ class SourceReader:
                     log.warning("spool holds %d bytes (cap %d): reading paused, sources keep "
                                 "the data", self._spool.stored_bytes(), self._spool_bytes)
                     return False
-                at_end = self._step(source, path, relative)
+                at_end = self._step(source, path, relative, last.get(run, ""))
+                last[run] = relative
                 if not at_end and source.kind is SourceKind.TENSORBOARD:
                     # A run's files are read one after the other, in name order, as
                     # TensorBoard does: batch order is its read order (restart purges).
@@ -111,7 +113,9 @@ class SourceReader:
             self._refused.add((key or problem, str(path)))
             self._report(problem)
 
-    def _step(self, source: SourceSpec, path: Path, relative: str) -> bool:
+    def _step(self, source: SourceSpec, path: Path, relative: str, previous: str = "",
+              ) -> bool:
+        """Read one step of a file; ``previous`` is the TensorBoard run's file before it."""
         try:
             stat = path.stat()
         except FileNotFoundError:
@@ -134,9 +138,13 @@ class SourceReader:
                 step = self._channels[source.source_id].read(resume,
                                                              max_bytes=self._max_bytes)
             else:
+                before = self._spool.position(source.source_id, previous) \
+                    if previous and not resume.state else None
                 step = tensorboard.read_file(path, relative, source.source_id, resume,
                                              max_points=self._max_points,
-                                             max_bytes=self._max_bytes, open_file=self._open)
+                                             max_bytes=self._max_bytes,
+                                             previous=before.state if before else "",
+                                             open_file=self._open)
         except FileNotFoundError:
             return True  # gone since it was looked at: as if not written yet
         except SourceRefused as exc:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from tuneplane.collector import jsonl, logdir, tensorboard
-from tuneplane.collector.tbevents import Decoded, TagPlugins, decode
+from tuneplane.collector.tbevents import Decoded, PurgeState, TagPlugins, decode
 from tuneplane.telemetry.v1.names import RICH_KIND_NAMES, json_number
 
 
@@ -18,9 +19,11 @@ def tensorboard_records(root: Path, report: Callable[[str], None]) -> Iterator[d
     files = listing.files
     if not files:
         raise FileNotFoundError(f"{root}: no *tfevents* files")
+    runs: dict[str, PurgeState] = {}  # a run's files are read in name order, as TensorBoard
     for path in files:
         relative = path.relative_to(root).as_posix() if path != root else path.name
         plugins: TagPlugins = {}
+        state = runs.setdefault(posixpath.dirname(relative), PurgeState())
         offset = 0
         with path.open("rb") as handle:
             while True:
@@ -28,7 +31,8 @@ def tensorboard_records(root: Path, report: Callable[[str], None]) -> Iterator[d
                 for damage in scan.damage:
                     report(f"{relative}@{damage.offset}: {damage.reason}")
                 for record_offset, data in scan.records:
-                    yield from _decoded(data, relative, record_offset, plugins, report)
+                    yield from _decoded(data, relative, record_offset, plugins, state,
+                                        report)
                 if scan.consumed == 0:
                     if covered:
                         report(f"{relative}@{offset}: incomplete last record "
@@ -37,10 +41,11 @@ def tensorboard_records(root: Path, report: Callable[[str], None]) -> Iterator[d
                 offset += scan.consumed
 
 
-def _decoded(data: bytes, relative: str, offset: int, plugins: TagPlugins,
+def _decoded(data: bytes, relative: str, offset: int, plugins: TagPlugins, state: PurgeState,
              report: Callable[[str], None]) -> Iterator[dict[str, Any]]:
     out = Decoded()
-    decode(data, source="", file=relative, offset=offset, plugins=plugins, out=out)
+    decode(data, source="", file=relative, offset=offset, plugins=plugins, state=state,
+           out=out)
     for problem in out.problems:
         report(problem)
     for tag, step, wall_time, value in out.scalars:
@@ -51,7 +56,9 @@ def _decoded(data: bytes, relative: str, offset: int, plugins: TagPlugins,
                "step": r.step, "wall_time": r.wall_time, "plugin": r.plugin_name,
                "bytes": len(r.payload)}
     for m in out.session_starts:
-        yield {"kind": "session_start", "file": relative, "offset": offset, "step": m.step,
+        kind = {"kind": "out_of_order_step", "tags": list(m.tags)} if m.tags else \
+            {"kind": "session_start"}
+        yield {**kind, "file": relative, "offset": offset, "step": m.step,
                "wall_time": m.wall_time}
 
 

@@ -1,9 +1,14 @@
-"""Decoding TensorBoard ``Event`` records into scalars, rich records and restart markers.
+"""Decoding TensorBoard ``Event`` records into scalars, rich records and purge markers.
 
 Only the first value of a tag carries its plugin metadata, so a decoder keeps what
 each tag declared (``TagPlugins``); the caller persists it with the file's offset.
 Scalars are TF1 ``simple_value`` and rank-0 numeric tensors of the ``scalars``
 plugin (or scalar data class). Everything else is a rich record, never a scalar.
+
+Purge markers are where TensorBoard's accumulator (``purge_orphaned_data``) purges, by the
+rule of the run's ``file_version`` so far (``PurgeState``, carried from file to file of a
+run): from version 2 a ``SessionLog.START``; before it (old-style files) a Summary event
+whose step is below the previous Summary event's, which purges its own tags only.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from dataclasses import dataclass, field
 from google.protobuf.message import DecodeError
 
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1.limits import MAX_BATCH_SERIES
 from tuneplane.telemetry.v1.validation import name_problem
 from tuneplane.tensorboard.v1 import event_pb2 as tb
 
@@ -96,19 +102,50 @@ class Decoded:
 TagPlugins = dict[str, tuple[str, bytes, int]]
 
 
+@dataclass(slots=True)
+class PurgeState:
+    """What TensorBoard's accumulator decides a run's purges by, as read so far."""
+
+    file_version: float | None = None
+    most_recent_step: int = -1  # of the last Summary event
+
+    def restarts(self) -> bool:
+        """Whether SessionLog.START purges (file_version 2 or more), not out-of-order steps."""
+        return self.file_version is not None and self.file_version >= 2
+
+
+def file_version(text: str) -> float:
+    """``brain.Event:2`` → 2.0, as TensorBoard parses it (-1 when it cannot)."""
+    try:
+        return float(text.split("brain.Event:")[-1])
+    except ValueError:
+        return -1.0
+
+
 def decode(data: bytes, *, source: str, file: str, offset: int, plugins: TagPlugins,
-           out: Decoded) -> None:
-    """Decode one event record into ``out``; unknown tags' metadata lands in ``plugins``."""
+           state: PurgeState, out: Decoded) -> None:
+    """Decode one event record into ``out``; unknown tags' metadata lands in ``plugins``,
+    and what TensorBoard purges by in the run's ``state``."""
     try:
         event = tb.Event.FromString(data)
     except DecodeError as exc:
         out.problems.append(f"{file}@{offset}: not a TensorBoard Event: {exc}")
         return
     what = event.WhichOneof("what")
-    if what == "summary":
+    if what == "file_version":
+        state.file_version = file_version(event.file_version)
+    elif what == "summary":
+        if not state.restarts() and event.step < state.most_recent_step:
+            tags = dict.fromkeys(t for v in event.summary.value
+                                 if name_problem(t := v.tag or v.node_name) is None)
+            out.session_starts.append(pb.SessionStart(
+                source=source, file=file, offset=offset, step=event.step,
+                wall_time=event.wall_time, tags=list(tags)[:MAX_BATCH_SERIES]))
+        state.most_recent_step = event.step
         for value in event.summary.value:
             _value(value, event, source, file, offset, plugins, out)
-    elif what == "session_log" and event.session_log.status == tb.SessionLog.START:
+    elif what == "session_log" and event.session_log.status == tb.SessionLog.START and \
+            state.restarts():
         out.session_starts.append(pb.SessionStart(source=source, file=file, offset=offset,
                                                   step=event.step, wall_time=event.wall_time))
 

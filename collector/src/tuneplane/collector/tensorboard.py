@@ -1,8 +1,9 @@
 """A TensorBoard log directory as a source: every ``*tfevents*`` file below it (listed by
 ``logdir``).
 
-Each file keeps its own identity, offset and the plugin metadata its tags
-declared, saved in the spool with the batch that advances it. A file's directory below the
+Each file keeps its own identity, offset, the plugin metadata its tags
+declared and its run's purge state (``tbevents.PurgeState``, handed on to the run's next
+file), saved in the spool with the batch that advances it. A file's directory below the
 log directory is its run (TensorBoard's: ``add_scalars`` writes one per key), and its
 scalars' series carry it as their ``run_path``.
 """
@@ -15,29 +16,39 @@ import os
 import posixpath
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from tuneplane.collector import tfrecord
 from tuneplane.collector.draft import BatchDraft, Position, ReadStep
 from tuneplane.collector.fence import OPEN
-from tuneplane.collector.tbevents import Decoded, TagPlugins, decode
+from tuneplane.collector.tbevents import Decoded, PurgeState, TagPlugins, decode
 from tuneplane.telemetry.v1.limits import MAX_BATCH_SERIES
 from tuneplane.telemetry.v1.validation import escape_controls, run_path_problem
 
 READ_BYTES = 8 * 1024 * 1024
 
 
-def load_plugins(state: str) -> TagPlugins:
-    if not state:
-        return {}
+def load_plugins(saved: dict[str, list[Any]]) -> TagPlugins:
     return {tag: (plugin, base64.b64decode(content), data_class)
-            for tag, (plugin, content, data_class) in json.loads(state).items()}
+            for tag, (plugin, content, data_class) in saved.items()}
 
 
-def dump_plugins(plugins: TagPlugins) -> str:
-    return json.dumps({tag: [plugin, base64.b64encode(content).decode(), data_class]
-                       for tag, (plugin, content, data_class) in plugins.items()},
-                      sort_keys=True)
+def load_state(state: str, previous: str = "") -> tuple[TagPlugins, PurgeState]:
+    """A file's saved state: its tags' plugins and its run's purge state. A file not begun
+    takes the purge state its run's previous file (saved state ``previous``) left."""
+    if not state:
+        return {}, load_state(previous)[1] if previous else PurgeState()
+    saved = json.loads(state)
+    if set(saved) != {"plugins", "purge"}:  # saved before purge states were: as version 2
+        return load_plugins(saved), PurgeState(2.0)
+    file_version, most_recent_step = saved["purge"]
+    return load_plugins(saved["plugins"]), PurgeState(file_version, most_recent_step)
+
+
+def dump_state(plugins: TagPlugins, purge: PurgeState) -> str:
+    return json.dumps({"plugins": {tag: [plugin, base64.b64encode(content).decode(), data_class]
+                                   for tag, (plugin, content, data_class) in plugins.items()},
+                       "purge": [purge.file_version, purge.most_recent_step]}, sort_keys=True)
 
 
 def scan_at(handle: BinaryIO, offset: int, limit: int | None = None,
@@ -77,14 +88,15 @@ def run_path_of(relative: str) -> str:
 
 
 def read_file(path: Path, relative: str, source: str, start: Position, *, max_points: int,
-              max_bytes: int,
+              max_bytes: int, previous: str = "",
               open_file: Callable[[Path], BinaryIO] = OPEN.open) -> ReadStep:
-    """Read complete records of one event file from ``start`` up to the batch bounds."""
+    """Read complete records of one event file from ``start`` up to the batch bounds;
+    ``previous`` is the saved state of the run's file read before it, if any."""
     run_path = run_path_of(relative)
     # A run path identifies series: one that is not a name is refused, never escaped.
     run_refused = run_path_problem(run_path)
     relative = escape_controls(relative)  # a file name may hold what a record field may not
-    plugins = load_plugins(start.state)
+    plugins, purge = load_state(start.state, previous)
     with open_file(path) as handle:
         size = os.fstat(handle.fileno()).st_size
         covered, scan = scan_at(handle, start.offset, limit=max_points)
@@ -95,7 +107,9 @@ def read_file(path: Path, relative: str, source: str, start: Position, *, max_po
     draft, decoded = result.draft, Decoded()
     for offset, data in scan.records:
         decoded.clear()
-        decode(data, source=source, file=relative, offset=offset, plugins=plugins, out=decoded)
+        before = (purge.file_version, purge.most_recent_step)  # this record may be read again
+        decode(data, source=source, file=relative, offset=offset, plugins=plugins, state=purge,
+               out=decoded)
         dropped = len(decoded.scalars) if run_refused else 0
         if dropped:
             decoded.scalars.clear()
@@ -107,8 +121,9 @@ def read_file(path: Path, relative: str, source: str, start: Position, *, max_po
             if refused:
                 result.rejected["over the batch bound"] += refused
             cost += sum(draft.rich_cost(r) for r in decoded.rich)
-        # A restart opens its batch: every point of earlier batches was read before it and
-        # every point of its batch after it, which is what applying TensorBoard's purge needs.
+        # A purge marker opens its batch: every point of earlier batches was read before it
+        # and every point of its batch after it, which is what applying TensorBoard's purge
+        # needs.
         over = bool(decoded.session_starts) or \
             draft.points + len(decoded.scalars) > max_points or \
             draft.approx_bytes + cost > max_bytes or \
@@ -117,6 +132,7 @@ def read_file(path: Path, relative: str, source: str, start: Position, *, max_po
              draft.crowded(decoded.scalars, len(decoded.rich), len(decoded.session_starts)))
         if over and not draft.empty():
             stop, bounded = offset, True
+            purge.file_version, purge.most_recent_step = before
             break
         skipped += dropped
         for tag, step, wall_time, value in decoded.scalars:
@@ -131,7 +147,7 @@ def read_file(path: Path, relative: str, source: str, start: Position, *, max_po
         result.problems.append(f"{relative}: run path {run_refused}; {skipped} scalar values "
                                "skipped")
         result.rejected["run path not a name"] += skipped
-    result.position = Position(stop, 0, dump_plugins(plugins))
+    result.position = Position(stop, 0, dump_state(plugins, purge))
     # At the end: what is left is at most one record still being written.
     limited = len(scan.records) >= max_points
     result.at_end = not (bounded or limited) and start.offset + covered >= size

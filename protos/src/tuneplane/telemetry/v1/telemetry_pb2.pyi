@@ -193,8 +193,12 @@ Global___RichRecord: _TypeAlias = RichRecord  # noqa: Y015
 
 @_typing.final
 class SessionStart(_message.Message):
-    """TensorBoard's SessionLog.START: a restart marker. TensorBoard purges values of the
-    same file's tags at or after this step that were written before it.
+    """A place in a TensorBoard run where TensorBoard purges what was read before it at or
+    after its step, by the rule of the run's file_version (TensorBoard's accumulator):
+    - file_version 2 or more: a SessionLog.START, tags empty; it purges every tag of the run
+      (the run's first START only starts it). A START read under the older rule is none.
+    - otherwise (old-style files): a Summary event whose step is below the run's previous
+      Summary event's step; it purges only its own tags, listed in tags.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -204,11 +208,14 @@ class SessionStart(_message.Message):
     OFFSET_FIELD_NUMBER: _builtins.int
     STEP_FIELD_NUMBER: _builtins.int
     WALL_TIME_FIELD_NUMBER: _builtins.int
+    TAGS_FIELD_NUMBER: _builtins.int
     source: _builtins.str
     file: _builtins.str
     offset: _builtins.int
     step: _builtins.int
     wall_time: _builtins.float
+    @_builtins.property
+    def tags(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     def __init__(
         self,
         *,
@@ -217,10 +224,11 @@ class SessionStart(_message.Message):
         offset: _builtins.int = ...,
         step: _builtins.int = ...,
         wall_time: _builtins.float = ...,
+        tags: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["file", b"file", "offset", b"offset", "source", b"source", "step", b"step", "wall_time", b"wall_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["file", b"file", "offset", b"offset", "source", b"source", "step", b"step", "tags", b"tags", "wall_time", b"wall_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

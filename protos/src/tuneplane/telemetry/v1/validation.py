@@ -169,6 +169,11 @@ def check_session_starts(batch: pb.Batch) -> None:
         check_time(f"session_starts[{i}].wall_time", marker.wall_time)
         if marker.offset > MAX_OFFSET:
             raise InvalidBatch(f"session_starts[{i}].offset {marker.offset} is over {MAX_OFFSET}")
+        if len(marker.tags) > MAX_BATCH_SERIES:
+            raise InvalidBatch(f"session_starts[{i}] purges {len(marker.tags)} tags, over the "
+                               f"{MAX_BATCH_SERIES} bound")
+        for tag in marker.tags:
+            check_name(f"session_starts[{i}].tags", tag)
 
 
 def validate(batch: pb.Batch, size: int) -> int:

@@ -21,7 +21,8 @@ PARTS = {
                                file, file_offset, object_key, bytes)
                FROM rich_records""",
     "session_starts": """SELECT concat_ws(',', run_id, attempt, member, batch_id, marker_index,
-                                         source, file, file_offset, step, wall_time)
+                                         source, file, file_offset, step, wall_time,
+                                         tags::text)
                          FROM session_starts""",
 }
 

@@ -118,6 +118,7 @@ class StartRow:
     file_offset: int
     step: int
     wall_time: float
+    tags: tuple[str, ...] = ()  # an out-of-order step's (old-style files); () a restart
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,5 +174,6 @@ def project(payload: bytes, meta: RecordMeta) -> Projection:
     return Projection(
         key, meta, batch.sealed_at, sum(len(c.steps) for c in chunks), chunks,
         rich=[rich_row(r, i) for i, r in enumerate(batch.rich)],
-        session_starts=[StartRow(i, m.source, m.file, m.offset, m.step, m.wall_time)
+        session_starts=[StartRow(i, m.source, m.file, m.offset, m.step, m.wall_time,
+                                 tuple(m.tags))
                         for i, m in enumerate(batch.session_starts)])

@@ -58,7 +58,7 @@ RICH_COLUMNS = ("run_id", "attempt", "member", "batch_id", "record_index", "sour
                 "step", "wall_time", "kind", "plugin_name", "plugin_content", "file",
                 "file_offset", "object_key", "bytes")
 START_COLUMNS = ("run_id", "attempt", "member", "batch_id", "marker_index", "source", "file",
-                 "file_offset", "step", "wall_time")
+                 "file_offset", "step", "wall_time", "tags")
 
 
 def segment_columns(chunk: ChunkRow) -> tuple[object, ...]:
@@ -197,5 +197,5 @@ class PostgresWriter:
             await conn.copy_records_to_table(
                 "session_starts", columns=START_COLUMNS,
                 records=[(*ids, m.marker_index, m.source, m.file, m.file_offset, m.step,
-                          m.wall_time) for m in projection.session_starts])
+                          m.wall_time, list(m.tags)) for m in projection.session_starts])
         return True

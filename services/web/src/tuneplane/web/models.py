@@ -82,7 +82,9 @@ class CanonicalSeriesData(SeriesData):
     semantics: str = Field(description="'tensorboard': restarts (SessionLog.START) purge the "
                                        "points read before them at or above their step, per "
                                        "TensorBoard run, as TensorBoard's event accumulator "
-                                       "does; the raw inspector (/scalars) keeps them")
+                                       "does (in files without file_version 2, out-of-order "
+                                       "steps purge their own tags instead); /scalars keeps "
+                                       "them unless asked for semantics=tensorboard")
     points_purged: int = Field(description="points of the whole series the purge dropped")
 
 

@@ -14,7 +14,7 @@ from tuneplane.common.db import Connection
 from tuneplane.telemetry.v1.identity import MemberKey
 from tuneplane.web.downsample import Answer, Arrays, ChunkRef, ChunkSummary, Unit, answer
 from tuneplane.web.downsample import chunks_to_unpack as plan
-from tuneplane.web.purge import Marker, cuts, kept, markers_of_run, summary_of
+from tuneplane.web.purge import Marker, cuts, kept, markers_of_series, summary_of
 
 RUNS = """
 SELECT l.run_id, coalesce(min(r.project), 'default') AS project,
@@ -88,8 +88,9 @@ ORDER BY step, member, source, tag, batch_id, record_index LIMIT $7
 RICH_STORED = "SELECT 1 FROM rich_records WHERE object_key = $1 LIMIT 1"
 
 MARKERS = """
-SELECT batch_id, marker_index, file, step FROM session_starts
+SELECT batch_id, marker_index, file, step, tags FROM session_starts
 WHERE run_id = $1 AND attempt = $2 AND member = $3 AND source = $4
+  AND (cardinality(tags) = 0 OR $5 = ANY(tags))
 """
 
 EPOCH_STARTS = """
@@ -180,12 +181,12 @@ def segments(row: asyncpg.Record) -> tuple[Unit, ...]:
 
 
 async def purge_cuts(conn: Connection, series_id: int | None, member: MemberKey, source: str,
-                     run_path: str) -> dict[str, int]:
+                     run_path: str, tag: str) -> dict[str, int]:
     """batch id → the step from which TensorBoard's purge drops the series' points there
-    (empty without restarts: the common case costs one indexed query)."""
-    rows = await conn.fetch(MARKERS, member.run_id, member.attempt, member.member, source)
-    markers = markers_of_run((Marker(r["batch_id"], r["file"], r["step"], r["marker_index"])
-                              for r in rows), run_path)
+    (empty without purge markers: the common case costs one indexed query)."""
+    rows = await conn.fetch(MARKERS, member.run_id, member.attempt, member.member, source, tag)
+    markers = markers_of_series((Marker(r["batch_id"], r["file"], r["step"], r["marker_index"],
+                                        tuple(r["tags"])) for r in rows), run_path, tag)
     if series_id is None or not markers:
         return {}
     epochs = {r["epoch"]: r["first_sealed"] for r in await conn.fetch(

@@ -1,13 +1,14 @@
-"""An attempt's series and curves over HTTP: the series list, one series' raw scalars (the
-inspector's view), the canonical index, a canonical curve through the frozen mapping, and
-one tag's series across members and TensorBoard runs (the chart of a tag no mapping names).
+"""An attempt's series and curves over HTTP: the series list, one series' scalars (the
+inspector's view: raw, or purged as TensorBoard serves them), the canonical index, a
+canonical curve through the frozen mapping, and one tag's series across members and
+TensorBoard runs (the chart of a tag no mapping names).
 
 Answers are bounded: ``max_points`` and ``max_series`` are capped by the settings, which is
 why ``router`` is built from them (the caps are in the OpenAPI schema too).
 """
 
 import asyncio
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import asyncpg
 import orjson
@@ -52,15 +53,22 @@ def series_refs(items: tuple[mapping.SeriesRef, ...]) -> list[models.SeriesRef]:
 async def canonical_series(pool: asyncpg.Pool, web: WebState, member: MemberKey,
                            ref: mapping.SeriesRef, lo: int | None, hi: int | None,
                            max_points: int) -> dict[str, Any]:
-    """One series' answer as TensorBoard draws it (restarts purge what they orphan; see
-    ``purge``), on a connection of its own so a chart's series are read side by side."""
+    """One series' answer as TensorBoard draws it (restarts and out-of-order steps purge
+    what they orphan; see ``purge``), on a connection of its own so a chart's series are
+    read side by side."""
     async with pool.acquire() as conn:
         series_id = await queries.series_id(conn, member.run_id, member.attempt,
                                             ref.member, ref.source, ref.run_path, ref.tag)
-        purge = await queries.purge_cuts(conn, series_id, member, ref.source, ref.run_path)
+        purge = await queries.purge_cuts(conn, series_id, member, ref.source, ref.run_path,
+                                         ref.tag)
         read = await queries.series_answer(conn, series_id, lo, hi, max_points,
                                            web.settings.unpack_budget, purge)
     return {**series_data(ref, read), "semantics": SEMANTICS, "points_purged": read.purged}
+
+
+Semantics = Annotated[Literal["raw", "tensorboard"], Query(
+    description="raw: every stored point; tensorboard: TensorBoard's purge applied (see "
+                "the canonical curves), the answer says so and counts what it dropped")]
 
 
 def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
@@ -78,13 +86,16 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
                                          limit)
         return [{k: v for k, v in r.items() if k != "series_id"} for r in rows]
 
-    @api.get("/runs/{run_id}/attempts/{attempt}/scalars", response_model=models.SeriesData)
+    @api.get("/runs/{run_id}/attempts/{attempt}/scalars",
+             response_model=models.CanonicalSeriesData | models.SeriesData)
     async def scalars(_: Viewer, pool: Pool, web: State, run_id: str, attempt: AttemptNo,
                       member: str, source: str, tag: str, run_path: RunPath = "",
                       step_min: Step = None, step_max: Step = None,
-                      max_points: MaxPoints = 2000) -> Response:
-        """Raw scalars of one source's tag (of one TensorBoard run) for one member: the
-        inspector's view."""
+                      max_points: MaxPoints = 2000,
+                      semantics: Semantics = "raw") -> Response:
+        """Scalars of one source's tag (of one TensorBoard run) for one member: every stored
+        point (the inspector's view), or with ``semantics=tensorboard`` what TensorBoard
+        serves, as a canonical curve does, mapped or not."""
         async with pool.acquire() as conn:
             found = await queries.series_id(conn, run_id, attempt, member, source, run_path,
                                             tag)
@@ -92,10 +103,17 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
                 run = f" of run path {run_path!r}" if run_path else ""
                 raise HTTPException(404, f"no series {member}/{source}/{tag}{run} in run "
                                          f"{run_id!r} attempt {attempt}")
+            purge = None
+            if semantics == SEMANTICS:
+                purge = await queries.purge_cuts(conn, found,
+                                                 MemberKey(run_id, attempt, member), source,
+                                                 run_path, tag)
             read = await queries.series_answer(conn, found, step_min, step_max, max_points,
-                                               web.settings.unpack_budget)
-        return json_response(series_data(mapping.SeriesRef(member, source, run_path, tag),
-                                         read))
+                                               web.settings.unpack_budget, purge)
+        data = series_data(mapping.SeriesRef(member, source, run_path, tag), read)
+        if semantics == SEMANTICS:
+            data |= {"semantics": SEMANTICS, "points_purged": read.purged}
+        return json_response(data)
 
     @api.get("/runs/{run_id}/attempts/{attempt}/canonical",
              response_model=models.CanonicalIndex)
