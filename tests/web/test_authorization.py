@@ -95,6 +95,7 @@ OUTSIDE = {
     ("GET", "/login"): "anyone",
     ("POST", "/auth/login"): "anyone",
     ("GET", "/runs/{run_id}/charts"): "anyone",
+    ("GET", "/runs/{run_id}/media"): "anyone",
     ("GET", "/runs"): "anyone",
     ("GET", "/"): "anyone",
     ("GET", "/auth/oidc/login"): "anyone",
