@@ -13,7 +13,7 @@ from fastapi import APIRouter, HTTPException, Query
 from tuneplane.web import models, queries, rich_records
 from tuneplane.web.access import Viewer
 from tuneplane.web.dependencies import Pool
-from tuneplane.web.routes.params import AttemptNo, RunPath, Step
+from tuneplane.web.routes.params import AttemptNo, RunPath, RunPathFilter, Step
 
 router = APIRouter(prefix="/api/v1")
 
@@ -27,8 +27,7 @@ Sampled = Annotated[int, Query(ge=2, le=1000, description="records at most, spre
 @router.get("/runs/{run_id}/attempts/{attempt}/rich", response_model=list[models.RichRecord])
 async def rich(_: Viewer, pool: Pool, run_id: str, attempt: AttemptNo, member: str | None = None,
                source: str | None = None, tag: str | None = None,
-               run_path: Annotated[str | None, Query(max_length=1024)] = None,
-               from_step: Step = None,
+               run_path: RunPathFilter = None, from_step: Step = None,
                limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[dict[str, Any]]:
     async with pool.acquire() as conn:
         return await queries.records(conn, rich_records.RICH, run_id, attempt, member, source,
