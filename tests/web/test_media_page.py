@@ -94,6 +94,8 @@ async def test_the_media_tab_shows_images_histograms_text_and_audio(
         assert await player.count() == 1
         assert await player.get_attribute("controls") is not None
         assert await page.locator("#audio .step").inner_text() == f"step {AUDIO_STEPS[-1]}"
+        await page.locator("#audio audio[data-duration]").wait_for(state="attached")
+        assert await player.get_attribute("data-duration") == "0.25"  # Chromium decoded it
         clip = await page.request.get(f"{base}{await player.get_attribute('src')}")
         assert clip.status == 200
         assert clip.headers["content-type"] == "audio/wav"

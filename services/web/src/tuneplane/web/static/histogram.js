@@ -34,7 +34,7 @@ function rebinned(histograms) {
 function niceTicks(lo, hi, wanted) {
   const raw = (hi - lo) / wanted;
   const magnitude = 10 ** Math.floor(Math.log10(raw));
-  const step = [1, 2, 2.5, 5, 10].map((m) => m * magnitude).find((s) => s >= raw);
+  const step = [1, 2, 5, 10].map((m) => m * magnitude).find((s) => s >= raw);
   const ticks = [];
   for (let t = Math.ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) ticks.push(+t.toPrecision(12));
   return ticks;
@@ -86,7 +86,7 @@ function drawOffsetHistograms(canvas, histograms) {
   g.stroke();
   g.textAlign = "center";
   g.textBaseline = "top";
-  for (const t of niceTicks(lo, hi, Math.max(2, Math.floor(plotW / 90)))) {
+  for (const t of niceTicks(lo, hi, Math.max(2, Math.floor(plotW / 60)))) {
     if (t < lo || t > hi) continue;
     g.fillRect(x(t) - 0.5, m.top + plotH + 4, 1, 4);
     g.fillText(label(t), x(t), m.top + plotH + 10);

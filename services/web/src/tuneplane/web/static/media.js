@@ -50,13 +50,16 @@ async function stepped(box, t, attempt) {
     : el("audio", { controls: true, preload: "metadata" });
   if (t.kind === "image") {
     shown.addEventListener("load", () => shown.classList.toggle("small", shown.naturalWidth < 160));
-    shown.addEventListener("error", () => status(`${t.tag}: the image at step ${shown.dataset.step} did not load`));
+  } else {  // what the browser made of the clip, for the page's tests and a reader alike
+    shown.addEventListener("loadedmetadata", () => { shown.dataset.duration = shown.duration.toFixed(2); });
   }
+  shown.addEventListener("error", () => status(`${t.tag}: the ${t.kind} at step ${shown.dataset.step} did not load`));
   const show = () => {
     const record = records[Number(slider.value)];
     step.textContent = `step ${record.step.toLocaleString()}`;
     time.textContent = when(record.wall_time);
     shown.dataset.step = String(record.step);
+    delete shown.dataset.duration;
     shown.src = mediaUrl(record);
   };
   slider.addEventListener("input", show);
