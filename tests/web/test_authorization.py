@@ -94,6 +94,7 @@ OUTSIDE = {
     ("GET", "/healthz"): "anyone",
     ("GET", "/login"): "anyone",
     ("POST", "/auth/login"): "anyone",
+    ("GET", "/runs/{run_id}"): "anyone",
     ("GET", "/runs/{run_id}/charts"): "anyone",
     ("GET", "/runs/{run_id}/media"): "anyone",
     ("GET", "/runs"): "anyone",
