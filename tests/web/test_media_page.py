@@ -46,6 +46,8 @@ async def test_the_media_tab_shows_images_histograms_text_and_audio(
         await page.wait_for_selector("body[data-ready=true]")
         assert await page.locator("nav a", has_text="Charts").get_attribute("href") == (
             f"/runs/{run_id}/charts?attempt=1")
+        assert await page.locator("#overview-link").get_attribute("href") == (
+            f"/runs/{run_id}?attempt=1")
 
         # Images: one card per run path; the slider steps through the sampled records.
         cards = page.locator("#image article.card")

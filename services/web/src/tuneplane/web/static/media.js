@@ -148,7 +148,6 @@ function filter() {
 
 async function main() {
   $("run").textContent = runId;
-  $("run-link").href = `/runs?q=${encodeURIComponent(runId)}`;
   $("filter").addEventListener("input", filter);
   if (!(await Session.header())) return;
   const attempts = await api("/attempts");
@@ -157,11 +156,15 @@ async function main() {
   select.replaceChildren(...attempts.map((a) => new Option(`${a.attempt} (${a.members} members)`, a.attempt)));
   const wanted = new URLSearchParams(location.search).get("attempt");
   select.value = attempts.some((a) => String(a.attempt) === wanted) ? wanted : attempts[attempts.length - 1].attempt;
-  const charts = () => { $("charts-link").href = `/runs/${encodeURIComponent(runId)}/charts?attempt=${select.value}`; };
-  charts();
+  const links = () => {  // the run's page and Charts tab, at this attempt
+    const run = `/runs/${encodeURIComponent(runId)}`;
+    $("run-link").href = $("overview-link").href = `${run}?attempt=${select.value}`;
+    $("charts-link").href = `${run}/charts?attempt=${select.value}`;
+  };
+  links();
   select.onchange = () => {
     history.replaceState(null, "", `?attempt=${select.value}`);
-    charts();
+    links();
     show(select.value).catch((e) => status(e.message));
   };
   await show(select.value);
