@@ -69,7 +69,12 @@ REQUIRED = {
     ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/tag"): "viewer",
     ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/rich"): "viewer",
     ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/scalars/export"): "viewer",
+    ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/rich/tags"): "viewer",
+    ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/rich/steps"): "viewer",
+    ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/rich/histograms"): "viewer",
+    ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/rich/text"): "viewer",
     ("GET", "/api/v1/rich/{object_key}"): "viewer",
+    ("GET", "/api/v1/media/{object_key}"): "viewer",
     ("GET", "/api/v1/projects"): "user",
     ("POST", "/api/v1/projects"): "admin",
     ("GET", "/api/v1/projects/{project}/members"): "owner",
@@ -89,7 +94,9 @@ OUTSIDE = {
     ("GET", "/healthz"): "anyone",
     ("GET", "/login"): "anyone",
     ("POST", "/auth/login"): "anyone",
+    ("GET", "/runs/{run_id}"): "anyone",
     ("GET", "/runs/{run_id}/charts"): "anyone",
+    ("GET", "/runs/{run_id}/media"): "anyone",
     ("GET", "/runs"): "anyone",
     ("GET", "/"): "anyone",
     ("GET", "/auth/oidc/login"): "anyone",
@@ -118,7 +125,10 @@ QUERIES = {"/api/v1/runs/{run_id}/attempts/{attempt}/scalars":
            {"member": "rank-0", "source": "train", "tag": "tag0"},
            "/api/v1/runs/{run_id}/attempts/{attempt}/scalars/export":
            {"member": "rank-0", "source": "train", "tag": "tag0"},
-           "/api/v1/runs/{run_id}/attempts/{attempt}/tag": {"tag": "tag0"}}
+           "/api/v1/runs/{run_id}/attempts/{attempt}/tag": {"tag": "tag0"},
+           **{f"/api/v1/runs/{{run_id}}/attempts/{{attempt}}/rich/{what}":
+              {"member": "rank-0", "source": "train", "tag": "img"}
+              for what in ("steps", "histograms", "text")}}
 
 
 def handled(routes: Iterable[object], prefix: str = "") -> Iterator[tuple[str, str]]:

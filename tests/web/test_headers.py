@@ -44,6 +44,8 @@ def test_the_policy_allows_only_this_origin_and_no_inline_code() -> None:
     assert policy["default-src"] == "'none'"
     assert policy["script-src"] == policy["style-src"] == "'self'"
     assert policy["frame-ancestors"] == "'none'"
+    assert policy["img-src"] == "'self' data:"  # records' images from here; the empty icon
+    assert policy["media-src"] == "'self'"
     assert not any("unsafe" in value or "*" in value or "http" in value
                    for value in policy.values())
 

@@ -15,11 +15,13 @@ from tuneplane.web.routes import (
     destinations,
     export,
     launches,
+    media,
     oidc,
     pages,
     projects,
     reporting,
     rich,
+    rich_data,
     runs,
     series,
     tokens,
@@ -55,6 +57,8 @@ def create_app(settings: WebSettings) -> FastAPI:
     app.include_router(series.router(max_points_cap=settings.max_points_cap,
                                      max_series_cap=settings.max_series_cap))
     app.include_router(rich.router)
+    app.include_router(rich_data.router)
+    app.include_router(media.router)
     app.include_router(export.router)
     app.include_router(projects.router)
     app.include_router(users.router)

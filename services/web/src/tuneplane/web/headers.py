@@ -1,10 +1,13 @@
 """Security headers on every answer, pages and API alike.
 
-The Charts page loads only its own scripts and styles (uPlot is served from this service),
-so the policy allows nothing else: no inline script or style, no other origin, no
-framing, no plugins. API answers are JSON; the same headers cost nothing there and keep a
-browser from sniffing one into a page. ``Strict-Transport-Security`` is added only when the
-service is reached over TLS (``https`` in the request's scheme).
+The pages load only their own scripts and styles (uPlot is served from this service), and
+images and audio only from this service (the Media page's records, ``routes.media``), so
+the policy allows nothing else: no inline script or style, no other origin, no blob: URL,
+no framing, no plugins; a data: URL only as an image (the pages' empty icon, which keeps
+a browser from asking for /favicon.ico: data: images run nothing). API answers are JSON;
+the same headers cost nothing there and keep a browser from sniffing one into a page.
+``Strict-Transport-Security`` is added only when the service is reached over TLS
+(``https`` in the request's scheme).
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ CONTENT_SECURITY_POLICY: Final = "; ".join([
     "default-src 'none'",
     "script-src 'self'",
     "style-src 'self'",
-    "img-src 'self' data: blob:",
+    "img-src 'self' data:",  # data: for the pages' empty icon (href="data:,") alone
+    "media-src 'self'",
     "connect-src 'self'",
     "font-src 'self'",
     "base-uri 'none'",

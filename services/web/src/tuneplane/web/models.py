@@ -120,9 +120,15 @@ class CanonicalIndex(BaseModel):
     not_owner: list[SeriesRef] = Field(description="aggregate copies from non-owner members")
 
 
+RUN_PATH_OF_RECORD = ("TensorBoard's run: the directory of the event file the record was "
+                      "read from, below the log directory; '' for the log directory itself "
+                      "and other sources")
+
+
 class RichRecord(BaseModel):
     member: str
     source: str
+    run_path: str = Field(description=RUN_PATH_OF_RECORD)
     tag: str
     step: int
     wall_time: float
@@ -132,6 +138,62 @@ class RichRecord(BaseModel):
     file_offset: int
     object_key: str
     bytes: int
+
+
+class RichTag(BaseModel):
+    member: str
+    source: str
+    run_path: str = Field(description=RUN_PATH_OF_RECORD)
+    tag: str
+    kind: str = Field(description="image, histogram, audio, text, tensor or json")
+    plugin_name: str
+    records: int
+    step_min: int
+    step_max: int
+
+
+class RichSample(BaseModel):
+    member: str
+    source: str
+    run_path: str
+    tag: str
+    records: int = Field(description="the tag's records in all; at most `limit` are returned, "
+                                     "spread evenly over them, the first and last included")
+    steps: list[RichRecord]
+
+
+class Histogram(BaseModel):
+    step: int
+    wall_time: float
+    buckets: list[tuple[float, float, float]] = Field(
+        description="[left edge, right edge, count] as TensorBoard's histograms plugin "
+                    "serves them (TF1 HistogramProto migrated as TensorBoard migrates it)")
+
+
+class Text(BaseModel):
+    step: int
+    wall_time: float
+    shape: list[int] = Field(description="[] for one string; a table's [rows, columns]")
+    strings: list[str] = Field(description="the tensor's strings in row-major order, as "
+                                           "text (never markup)")
+
+
+class Decoded(BaseModel):
+    member: str
+    source: str
+    run_path: str
+    tag: str
+    records: int = Field(description="the tag's records in all (see RichSample)")
+    problems: list[str] = Field(description="records that could not be read, and why; they "
+                                            "are left out")
+
+
+class HistogramSeries(Decoded):
+    histograms: list[Histogram]
+
+
+class TextSeries(Decoded):
+    texts: list[Text]
 
 
 class RunCreate(BaseModel):

@@ -1,5 +1,6 @@
 """SQL for the web API: listings with bounds, series reads through the downsampler, rich
-records' existence, and what the reporting path stores (each post once, by its id)."""
+records' existence (their listings are in ``rich_records``), and what the reporting path
+stores (each post once, by its id)."""
 
 from __future__ import annotations
 
@@ -73,16 +74,6 @@ SELECT batch_id, chunk_index, steps, wall_times, "values"
 FROM curve_chunks c JOIN unnest($2::text[], $3::int[]) AS w(batch_id, chunk_index)
      USING (batch_id, chunk_index)
 WHERE c.series_id = $1
-"""
-
-RICH = """
-SELECT member, source, tag, step, wall_time, kind, plugin_name, file, file_offset, object_key,
-       bytes
-FROM rich_records
-WHERE run_id = $1 AND attempt = $2 AND ($3::text IS NULL OR member = $3)
-  AND ($4::text IS NULL OR source = $4) AND ($5::text IS NULL OR tag = $5)
-  AND step >= $6
-ORDER BY step, member, source, tag, batch_id, record_index LIMIT $7
 """
 
 RICH_STORED = "SELECT 1 FROM rich_records WHERE object_key = $1 LIMIT 1"

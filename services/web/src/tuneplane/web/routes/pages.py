@@ -1,6 +1,7 @@
-"""The pages: the runs list (``/runs``, where ``/`` leads), a run's page and its Charts tab
-(static pages that ask the API for their data with the browser's session), their static
-files and uPlot's (mounted on the app: ``mount``), and the liveness check ``/healthz``.
+"""The pages: the runs list (``/runs``, where ``/`` leads), a run's page and its Charts and
+Media tabs (static pages that ask the API for their data with the browser's session), their
+static files and uPlot's (mounted on the app: ``mount``), and the liveness check
+``/healthz``.
 
 A page is sent to a browser holding a signed session cookie, and to anyone else a redirect
 to ``/login``; what a page shows comes from the API, which checks the session and the
@@ -75,6 +76,13 @@ def router(uplot_dir: Path) -> APIRouter:
                                            f"{uplot_dir}: run `npm ci --prefix "
                                            "services/web/ui`"}, status_code=503)
         return FileResponse(STATIC / "charts.html", media_type="text/html")
+
+    @pages.get("/runs/{run_id}/media", include_in_schema=False)
+    def media(request: Request, signer: Signer, run_id: str) -> Response:
+        """The Media tab: images, histograms, text and audio (the page asks the API)."""
+        if not signed_in(request, signer):
+            return to_login(request)
+        return FileResponse(STATIC / "media.html", media_type="text/html")
 
     @pages.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:

@@ -12,3 +12,6 @@ RunPath = Annotated[str, Query(max_length=MAX_RUN_PATH_BYTES,
                                description="the series' TensorBoard run: its event files' "
                                            "directory below the log directory ('' for the "
                                            "log directory itself)")]
+RunPathFilter = Annotated[str | None, Query(max_length=MAX_RUN_PATH_BYTES,
+                                            description="only records of this TensorBoard "
+                                                        "run ('' for the log directory)")]

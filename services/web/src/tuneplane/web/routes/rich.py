@@ -1,44 +1,74 @@
 """Rich records over HTTP: an attempt's images, audio, text and other non-scalar records
-listed from PostgreSQL, and one record's bytes downloaded from the object store.
+listed from PostgreSQL: the bounded listing, the tags they make (what the Media page draws
+a card for) and one tag's records sampled evenly over its steps (a card's step slider).
 
-A download names the object key a listing gave; keys no rich record has are refused (404)
-before the object store is asked, so the API never serves other objects of its bucket.
+Their bytes are served by ``routes.media``; histograms and text decoded by
+``routes.rich_data``.
 """
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query, Response
+from fastapi import APIRouter, HTTPException, Query
 
-from tuneplane.controlplane import projects
-from tuneplane.web import models, queries
-from tuneplane.web.access import Viewer, Who
-from tuneplane.web.dependencies import Objects, Pool
-from tuneplane.web.routes.params import AttemptNo, Step
+from tuneplane.web import models, queries, rich_records
+from tuneplane.web.access import Viewer
+from tuneplane.web.dependencies import Pool
+from tuneplane.web.routes.params import AttemptNo, RunPath, RunPathFilter, Step
 
 router = APIRouter(prefix="/api/v1")
 
 #: Where a listing starts when no ``from_step`` is given: the smallest step there is.
 FIRST_STEP = -(2**63)
 
+Sampled = Annotated[int, Query(ge=2, le=1000, description="records at most, spread evenly "
+                                                          "over the tag's steps")]
+
 
 @router.get("/runs/{run_id}/attempts/{attempt}/rich", response_model=list[models.RichRecord])
 async def rich(_: Viewer, pool: Pool, run_id: str, attempt: AttemptNo, member: str | None = None,
-               source: str | None = None, tag: str | None = None, from_step: Step = None,
+               source: str | None = None, tag: str | None = None,
+               run_path: RunPathFilter = None, from_step: Step = None,
                limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[dict[str, Any]]:
     async with pool.acquire() as conn:
-        return await queries.records(conn, queries.RICH, run_id, attempt, member, source, tag,
-                                     FIRST_STEP if from_step is None else from_step, limit)
+        return await queries.records(conn, rich_records.RICH, run_id, attempt, member, source,
+                                     tag, FIRST_STEP if from_step is None else from_step,
+                                     limit, run_path)
 
 
-@router.get("/rich/{object_key:path}", response_class=Response,
-            responses={200: {"content": {"application/octet-stream": {}}}})
-async def download(who: Who, pool: Pool, bucket: Objects, object_key: str) -> Response:
-    """The object's bytes, to a caller who may view a run holding it (404 otherwise, as
-    for an object nobody holds)."""
+@router.get("/runs/{run_id}/attempts/{attempt}/rich/tags", response_model=list[models.RichTag])
+async def tags(_: Viewer, pool: Pool, run_id: str, attempt: AttemptNo,
+               member: str | None = None, kind: str | None = None,
+               limit: Annotated[int, Query(ge=1, le=1000)] = 500) -> list[dict[str, Any]]:
+    """Each (member, source, run path, tag, kind) with records, how many and their steps."""
     async with pool.acquire() as conn:
-        holders = await projects.of_object(conn, object_key)
-    if not any(who.role_in(project) is not None for project in holders):
-        raise HTTPException(404, f"no rich record stored as {object_key!r}")
-    if bucket is None:
-        raise HTTPException(503, "no object store configured (TUNEPLANE_S3_ENDPOINT)")
-    return Response(await bucket.read(object_key), media_type="application/octet-stream")
+        return await queries.records(conn, rich_records.TAGS, run_id, attempt, member, kind,
+                                     limit)
+
+
+def described(member: str, source: str, run_path: str, tag: str) -> str:
+    """A tag as a refusal names it: member/source/tag, and its run path when it has one."""
+    run = f" of run path {run_path!r}" if run_path else ""
+    return f"{member}/{source}/{tag}{run}"
+
+
+async def sampled(pool: Pool, run_id: str, attempt: int, member: str, source: str,
+                  run_path: str, tag: str, limit: int) -> list[dict[str, Any]]:
+    """The tag's records sampled (``rich_records.sample``); 404 when it has none."""
+    async with pool.acquire() as conn:
+        rows = await rich_records.sample(conn, run_id, attempt, member, source, run_path, tag,
+                                         limit)
+    if not rows:
+        raise HTTPException(404, f"no rich records of {described(member, source, run_path, tag)}"
+                                 f" in run {run_id!r} attempt {attempt}")
+    return rows
+
+
+@router.get("/runs/{run_id}/attempts/{attempt}/rich/steps", response_model=models.RichSample)
+async def steps(_: Viewer, pool: Pool, run_id: str, attempt: AttemptNo, member: str,
+                source: str, tag: str, run_path: RunPath = "",
+                limit: Sampled = 100) -> dict[str, Any]:
+    """One tag's records, at most ``limit`` of them spread evenly over its steps, the last
+    included (TensorBoard's image and audio cards show a sample, the latest first)."""
+    rows = await sampled(pool, run_id, attempt, member, source, run_path, tag, limit)
+    return {"member": member, "source": source, "run_path": run_path, "tag": tag,
+            "records": rows[0]["records"], "steps": rows}
