@@ -65,7 +65,8 @@ async def test_the_runs_list_searches_filters_sorts_pages_and_links(
         assert (await ids(page))[0] == runs[29]
         assert await page.locator("th[aria-sort=descending] button").inner_text() == "Points"
         await page.click("th button[data-sort=points]")
-        await page.locator("th[aria-sort=ascending]").wait_for()
+        await page.locator("th[aria-sort=ascending]").wait_for()  # set before the rows come
+        await page.locator(f'#runs tbody tr:first-child[data-run="{runs[0]}"]').wait_for()
         assert (await ids(page))[0] == runs[0]  # no telemetry: 0 points
 
         await page.select_option("#state", "failed")  # a filter
