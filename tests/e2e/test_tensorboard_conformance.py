@@ -3,10 +3,8 @@ collector → ingest → Kafka → projector → PostgreSQL → tuneplane-web, a
 tag) comes back as its own series equal to what TensorBoard itself reads from the same
 files: raw, to its event file loader; with ``semantics=tensorboard``, to its multiplexer
 after its purges (restarts, and out-of-order steps in old-style files without a
-file_version, written with TensorBoard's record writer).
-
-torch's ``SummaryWriter`` is not among the writers: PyPI's Linux torch wheel does not
-import without its CUDA libraries (2.8 GB to download), which is out of proportion here.
+file_version, written with TensorBoard's record writer). The writers: tensorboardX,
+torch's ``torch.utils.tensorboard`` and TensorBoard's own ``tensorboard.summary.Writer``.
 """
 
 from __future__ import annotations
@@ -31,6 +29,7 @@ from tests.support.writers import (
     tensorboard_writer_resumed,
     tensorboardx_resumed_once,
     tensorboardx_with_restarts,
+    torch_with_restarts,
 )
 from tuneplane.telemetry.v1.identity import MemberKey
 
@@ -66,18 +65,23 @@ async def test_real_writers_series_equal_tensorboards_own_reading_raw_and_purged
     tensorboardx_with_restarts(logdir)
     tensorboardx_resumed_once(logdir / "resumed")
     tensorboard_writer_resumed(logdir / "tb_writer")
+    torch_with_restarts(logdir / "torch")
     write_old_style_logdir(logdir / "old")  # TensorBoard's record writer, no file_version
     raw, purged = tensorboard_runs(logdir), tensorboard_purged(logdir)
     written = {("", "loss"), ("lr_group/a", "lr_group"), ("lr_group/b", "lr_group"),
-               ("resumed", "loss"), ("tb_writer", "eval/loss"), ("tb_writer", "eval/acc")}
+               ("resumed", "loss"), ("tb_writer", "eval/loss"), ("tb_writer", "eval/acc"),
+               ("torch", "loss"), ("torch/lr_group_a", "lr_group"),
+               ("torch/lr_group_b", "lr_group")}
     old = {("old", "loss"), ("old", "acc"), ("old/versioned", "loss"),
            ("old/upgraded", "loss"), ("old/kept", "loss")}
     assert set(raw) == set(purged) == written | old
     # What the writers did took effect in TensorBoard: tensorboardX's second START purged
-    # the root run's 150..199 of the first writer; its add_scalars runs, the run resumed
-    # with a START that was its first, and tensorboard's writer (no START) kept them all.
+    # the root run's 150..199 of the first writer (torch's its 120..199); their add_scalars
+    # runs, the run resumed with a START that was its first, and tensorboard's writer (no
+    # START) kept them all.
     assert len(raw[("", "loss")]) - len(purged[("", "loss")]) == 50
-    for run in written - {("", "loss")}:
+    assert len(raw[("torch", "loss")]) - len(purged[("torch", "loss")]) == 80  # torch's too
+    for run in written - {("", "loss"), ("torch", "loss")}:
         assert purged[run] == raw[run], run
         assert len({s for s, _, _ in raw[run]}) < len(raw[run]), f"{run}: no step twice"
     for run in old:  # out-of-order steps (and, once versioned, STARTs) purged in each

@@ -54,3 +54,20 @@ def tensorboard_writer_resumed(logdir: Path) -> None:
             writer.add_scalar("eval/acc", offset + step / 150, step,
                               wall_time=1.7e9 + offset * 1000 + step + 0.5)
         writer.close()
+
+
+def torch_with_restarts(logdir: Path) -> None:
+    """torch's ``torch.utils.tensorboard.SummaryWriter``, as a resumed PyTorch job writes:
+    both writers pass ``purge_step`` (a START each; the first is the run's start), the
+    second resuming at 120, whose START purges the root run's steps >= 120 written before
+    it. torch names ``add_scalars``' runs ``<tag>_<key>`` (``lr_group_a``), unlike
+    tensorboardX, and gives their writers no START: they keep both writers' 120..199."""
+    from torch.utils.tensorboard import SummaryWriter
+    for n, steps, purge_step in ((1, range(200), 0), (2, range(120, 260), 120)):
+        writer = SummaryWriter(log_dir=str(logdir), purge_step=purge_step,
+                               filename_suffix=f".{n}")
+        for step in steps:
+            writer.add_scalar("loss", 5.0 * n + 1.0 / (step + 1), step)
+            writer.add_scalars("lr_group", {"a": n * 0.98 ** step, "b": n + math.cos(step)},
+                               step)
+        writer.close()
