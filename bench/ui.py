@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import sys
@@ -29,6 +30,7 @@ from typing import Any
 
 import asyncpg
 import numpy as np
+from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page, async_playwright
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -188,7 +190,8 @@ async def main() -> None:
 
             async def kept(response: Any) -> None:
                 if "/attempts/1/tag" in response.url and response.ok:
-                    answers.append(await response.json())
+                    with contextlib.suppress(PlaywrightError):  # a load navigated away
+                        answers.append(await response.json())
             page.on("response", kept)
             url = f"http://localhost:{port}/runs/{run_id}/charts?attempt=1"
             await page.goto(url)
