@@ -8,23 +8,6 @@ const SIZES = ["25", "50", "100", "200"];
 const DEFAULTS = { sort: "created", dir: "desc", time: "created", size: "50", page: "1" };
 const FIELDS = ["q", "project", "state", "time", "since", "until", "size"];
 
-function signIn() {
-  location.assign(`/login?next=${encodeURIComponent(location.pathname + location.search)}`);
-}
-
-async function signOut() {
-  const session = await (await fetch("/auth/session")).json();
-  await fetch("/auth/logout", { method: "POST", headers: { "X-CSRF-Token": session.csrf_token } });
-  location.assign("/login?next=/runs");
-}
-
-async function get(url) {
-  const response = await fetch(url);  // the session cookie: same origin, HttpOnly
-  if (response.status === 401) signIn();
-  if (!response.ok) throw new Error(`${response.status} ${(await response.json()).detail}`);
-  return response.json();
-}
-
 // The view as the URL holds it, defaults filled in.
 function view() {
   const params = new URLSearchParams(location.search);
@@ -130,7 +113,7 @@ async function load() {
   url.searchParams.set("limit", size);
   url.searchParams.set("offset", (v.page - 1) * size);
   status("loading…");
-  const table = await get(url);
+  const table = await Session.get(url);
   if (asked !== latest) return;
   const now = Date.now();
   $("runs").tBodies[0].replaceChildren(...table.runs.map((r) => rowOf(r, now)));
@@ -146,11 +129,8 @@ async function load() {
 }
 
 async function main() {
-  $("sign-out").onclick = () => signOut().catch((e) => status(e.message));
-  const who = await fetch("/auth/session");
-  if (who.status === 401) return signIn();
-  $("who").textContent = (await who.json()).user;
-  for (const p of await get("/api/v1/projects")) {
+  if (!(await Session.header())) return;
+  for (const p of await Session.get("/api/v1/projects")) {
     const option = document.createElement("option");
     option.value = option.textContent = p.project;
     $("project").append(option);
