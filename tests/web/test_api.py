@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import time
+import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import httpx
@@ -280,6 +282,20 @@ async def test_rich_records_are_listed_and_downloaded(client: httpx.AsyncClient,
     assert (await client.get("/api/v1/rich/rich/sha256/00/nothing")).status_code == 404
 
 
+async def stored_series(db: asyncpg.Connection, run_id: str, tag: str, chunks: str,
+                        *args: object) -> None:
+    """rank-0's series ``tag`` of source train, its chunks the rows of ``chunks`` (a SELECT
+    of curve_chunks' columns, the series id as $1 and ``args`` after it), made in SQL."""
+    series_id = await db.fetchval(
+        "INSERT INTO series (run_id, attempt, member, source, tag) "
+        "VALUES ($1, 1, 'rank-0', 'train', $2) RETURNING series_id", run_id, tag)
+    await db.execute(f"""
+        INSERT INTO curve_chunks (series_id, batch_id, chunk_index, n, step_min, step_max,
+                                  v_min, v_max, v_first, v_last, w_first, w_last, steps,
+                                  wall_times, "values")
+        {chunks}""", series_id, *args)
+
+
 async def test_a_ten_million_point_series_stays_bounded(client: httpx.AsyncClient,
                                                         db: asyncpg.Connection,
                                                         run_id: str) -> None:
@@ -289,19 +305,13 @@ async def test_a_ten_million_point_series_stays_bounded(client: httpx.AsyncClien
     await db.execute("INSERT INTO batch_ledger (run_id, attempt, member, batch_id, "
                      "kafka_partition, kafka_offset, points, sealed_at) "
                      "VALUES ($1, 1, 'rank-0', 'b', 0, 0, 10000000, 0)", run_id)
-    series_id = await db.fetchval(
-        "INSERT INTO series (run_id, attempt, member, source, tag) "
-        "VALUES ($1, 1, 'rank-0', 'train', 'huge') RETURNING series_id", run_id)
-    await db.execute("""
-        INSERT INTO curve_chunks (series_id, batch_id, chunk_index, n, step_min, step_max,
-                                  v_min, v_max, v_first, v_last, w_first, w_last, steps,
-                                  wall_times, "values")
+    await stored_series(db, run_id, "huge", """
         SELECT $1, 'b' || c, 0, 10000, c * 10000, c * 10000 + 9999, c, c + 0.9999, c,
                c + 0.9999, 0.0, 0.0,
                array(SELECT generate_series(c * 10000, c * 10000 + 9999)::bigint),
                array_fill(0.0::float8, ARRAY[10000]),
                array(SELECT c + i / 10000.0 FROM generate_series(0, 9999) AS i)
-        FROM generate_series(0, 999) AS c""", series_id)
+        FROM generate_series(0, 999) AS c""")
     url = f"/api/v1/runs/{run_id}/attempts/1/scalars"
     key: dict[str, str | int] = {"member": "rank-0", "source": "train", "tag": "huge",
                                  "max_points": 2000}
@@ -314,6 +324,58 @@ async def test_a_ten_million_point_series_stays_bounded(client: httpx.AsyncClien
                                           "step_max": 5_001_122})).json()
     assert zoom["reduced"] is False  # 1,000 points fit: every one of them
     assert [p[0] for p in zoom["points"]] == list(range(5_000_123, 5_001_123))
+
+
+async def peak_bytes(client: httpx.AsyncClient, url: str, params: dict[str, str | int],
+                     ) -> tuple[dict[str, Any], int]:
+    """The answer, and the most memory Python held while the app made it."""
+    tracemalloc.start()
+    try:
+        answer = await client.get(url, params=params)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert answer.status_code == 200, answer.text
+    data: dict[str, Any] = answer.json()
+    return data, peak
+
+
+async def test_chunks_cut_by_restarts_or_straddling_the_range_unpack_within_the_budget(
+        client: httpx.AsyncClient, db: asyncpg.Connection, run_id: str) -> None:
+    """A writer chooses how its chunks' step ranges fall: here 40 batches each replay steps
+    0 to 24,999 after a restart at step 1 (TensorBoard's purge cuts every earlier chunk
+    inside its range), so every chunk straddles a purge cut and any step_min above 0. The
+    points of such chunks were all unpacked into Python, whatever the unpack budget: a
+    million here, a series' every point in general, from one request the Charts grid makes
+    by itself. Now what is unpacked stays within the budget, the rest answered from the
+    chunks' summaries (a cut chunk's, of what survives the cut, computed in SQL)."""
+    chunks, per_chunk = 40, 25_000
+    await db.execute("""
+        INSERT INTO batch_ledger (run_id, attempt, member, batch_id, kafka_partition,
+                                  kafka_offset, points, sealed_at)
+        SELECT $1, 1, 'rank-0', 'e-' || c, 0, c, $2, c FROM generate_series(1, $3) AS c""",
+                     run_id, per_chunk, chunks)
+    await db.execute("""
+        INSERT INTO session_starts (run_id, attempt, member, batch_id, marker_index, source,
+                                    file, file_offset, step, wall_time)
+        SELECT $1, 1, 'rank-0', 'e-' || c, 0, 'train', 'events.out.tfevents.1', c, 1, c
+        FROM generate_series(1, $2) AS c""", run_id, chunks)
+    await stored_series(db, run_id, "replayed", """
+        SELECT $1, 'e-' || c, 0, $2, 0, $2 - 1, c, c + 1, c, c + 1, c, c + 1,
+               array(SELECT generate_series(0, $2 - 1)::bigint),
+               array(SELECT c + i / $2::float8 FROM generate_series(0, $2 - 1) AS i),
+               array(SELECT c + i / $2::float8 FROM generate_series(0, $2 - 1) AS i)
+        FROM generate_series(1, $3) AS c""", per_chunk, chunks)
+    url = f"/api/v1/runs/{run_id}/attempts/1/scalars"
+    key: dict[str, str | int] = {"member": "rank-0", "source": "train", "tag": "replayed"}
+    purged, peak = await peak_bytes(client, url, {**key, "semantics": "tensorboard"})
+    # What TensorBoard keeps: step 0 of every replay, and the last replay whole.
+    assert purged["points_purged"] == (chunks - 1) * (per_chunk - 1)
+    assert purged["points_in_range"] == chunks - 1 + per_chunk
+    assert peak < 40 * 2**20, f"{peak / 2**20:.0f} MiB for one answer"
+    zoomed, peak = await peak_bytes(client, url, {**key, "step_min": 1})
+    assert zoomed["points_in_range"] >= chunks * (per_chunk - 1)
+    assert peak < 40 * 2**20, f"{peak / 2**20:.0f} MiB for one answer"
 
 
 async def test_values_postgresql_cannot_take_are_a_clear_client_error(

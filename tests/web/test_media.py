@@ -33,6 +33,7 @@ from tests.support.truth import member_batch
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.identity import MemberKey
 from tuneplane.tensorboard.v1 import event_pb2 as tb
+from tuneplane.web.routes.rich_data import BUDGET
 
 SVG = b'<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"><script>alert(2)</script></svg>'
 HTML = b"<!doctype html><script>alert(3)</script>"
@@ -225,3 +226,60 @@ async def test_another_projects_objects_are_404(
     assert listing.status_code == 404
     shown = await admin.get(f"/api/v1/media/{key}")
     assert (shown.headers["content-type"], shown.content) == ("image/png", secret)
+
+
+def rich_batch(member: MemberKey, sequence: int, records: list[pb.RichRecord]) -> pb.Batch:
+    return pb.Batch(identity=pb.BatchIdentity(run_id=member.run_id, attempt=member.attempt,
+                                              member=member.member, spool_epoch="e",
+                                              sequence=sequence),
+                    sealed_at=1.7e9 + sequence, rich=records)
+
+
+def histogram_record(step: int, buckets: int) -> pb.RichRecord:
+    """A TF1 histogram of ``buckets`` buckets (16 bytes each stored, some 60 as JSON)."""
+    value = tb.Summary.Value(tag="weights", histo=tb.HistogramProto(
+        min=0.0, max=float(buckets), num=buckets, bucket_limit=[float(i + 1) for i in
+                                                                range(buckets)],
+        bucket=[1.0] * buckets))
+    return pb.RichRecord(source="tb", tag="weights", step=step, wall_time=1.0,
+                         kind=pb.RichRecord.KIND_HISTOGRAM, payload=value.SerializeToString(),
+                         plugin_name="histograms", file="events.out.tfevents.1", offset=step)
+
+
+def text_record(step: int, size: int) -> pb.RichRecord:
+    value = tb.Summary.Value(tag="notes", tensor=tb.TensorProto(
+        dtype=tb.DataType.DT_STRING, tensor_shape=tb.TensorShapeProto(
+            dim=[tb.TensorShapeProto.Dim(size=1)]), string_val=[b"\x01" * size]))
+    return pb.RichRecord(source="tb", tag="notes", step=step, wall_time=1.0,
+                         kind=pb.RichRecord.KIND_TEXT, payload=value.SerializeToString(),
+                         plugin_name="text", file="events.out.tfevents.1", offset=step)
+
+
+async def test_an_answer_decodes_a_bounded_number_of_bytes_the_largest_left_out(
+        client: httpx.AsyncClient, initialised: Endpoints, projector: Process,
+        db: asyncpg.Connection, run_id: str) -> None:
+    """A writer's records may be a few MB each, and a histograms answer samples up to 200 of
+    them: read, decoded and answered whole, one request held gigabytes (buckets as Python
+    tuples, then JSON ten times the stored size). An answer reads at most a budget of
+    bytes, smallest records first, and names each record it left out, so the few huge ones
+    never hide the others."""
+    member = MemberKey(run_id, 1, "rank-0")
+    big = 3 * 2**20 // 16  # buckets of a 3 MB record, one to a batch (4 MB at most)
+    batches = [rich_batch(member, 1, [histogram_record(s, 10) for s in range(0, 5)]
+                          + [text_record(s, 100) for s in range(0, 5)])]
+    batches += [rich_batch(member, 2 + i, [histogram_record(10 + i, big)]) for i in range(4)]
+    batches += [rich_batch(member, 6 + i, [text_record(10 + i, 3 * 2**20)]) for i in range(4)]
+    await project(db, batches, initialised.kafka_bootstrap)
+    url = f"/api/v1/runs/{run_id}/attempts/1/rich"
+    for kind, tag, field in (("histograms", "weights", "histograms"), ("text", "notes", "texts")):
+        answer = await client.get(f"{url}/{kind}", params={**TAG, "tag": tag, "limit": 100})
+        assert answer.status_code == 200, answer.text
+        assert len(answer.content) < 7 * BUDGET, kind  # JSON: 6 bytes a control character
+        data = answer.json()
+        served = [entry["step"] for entry in data[field]]
+        assert served[:5] == [0, 1, 2, 3, 4], kind  # the small ones are all there
+        left_out = [p for p in data["problems"] if "left out" in p]
+        assert len(served) + len(left_out) == 9, kind
+        assert left_out, kind
+        assert all(" bytes, left out: an answer decodes at most " in p for p in left_out), \
+            data["problems"]

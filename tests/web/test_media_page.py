@@ -5,6 +5,8 @@ player has a playable source; under the page's Content-Security-Policy, without 
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 from pathlib import Path
 
@@ -13,6 +15,7 @@ import asyncpg
 from tests.support.browser import ARTIFACTS, PASSWORD, opened_page, sign_in
 from tests.support.credentials import add_user
 from tests.support.environment import Endpoints
+from tests.support.kafka import produce
 from tests.support.media import (
     AUDIO_STEPS,
     HISTOGRAM_STEPS,
@@ -24,7 +27,9 @@ from tests.support.media import (
 )
 from tests.support.processes import Process
 from tuneplane.controlplane import passwords
+from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.identity import MemberKey
+from tuneplane.tensorboard.v1 import event_pb2 as tb
 
 
 async def test_the_media_tab_shows_images_histograms_text_and_audio(
@@ -109,3 +114,40 @@ async def test_the_media_tab_shows_images_histograms_text_and_audio(
         assert await page.locator("#image .group").is_hidden()
         assert await page.locator("#histogram .group").is_visible()
     assert errors == []
+
+
+async def test_a_histogram_of_huge_narrow_buckets_is_drawn_not_a_frozen_tab(
+        initialised: Endpoints, projector: Process, web: Process,
+        db: asyncpg.Connection) -> None:
+    """A writer's buckets at 1e17, 16 apart (one float64 step there): the axis' tick step
+    (about 5) is below the values' precision, so ``t += step`` never passed the range's
+    end and the page pushed ticks forever, freezing the tab of everyone who opened the
+    run's Media tab. The ticks are counted now; the ridge is drawn."""
+    run_id = f"media-ticks-{uuid.uuid4().hex[:8]}"
+    value = tb.Summary.Value(tag="narrow", tensor=tb.TensorProto(
+        dtype=tb.DataType.DT_DOUBLE, tensor_shape=tb.TensorShapeProto(dim=[
+            tb.TensorShapeProto.Dim(size=1), tb.TensorShapeProto.Dim(size=3)]),
+        double_val=[1e17, 1e17 + 16, 5.0]))
+    record = pb.RichRecord(source="tb", tag="narrow", step=1, wall_time=1.0,
+                           kind=pb.RichRecord.KIND_HISTOGRAM, plugin_name="histograms",
+                           payload=value.SerializeToString(), file="events.out.tfevents.1")
+    batch = pb.Batch(identity=pb.BatchIdentity(run_id=run_id, attempt=1, member="rank-0",
+                                               spool_epoch="e", sequence=1),
+                     sealed_at=1.7e9, rich=[record])
+    await produce(initialised.kafka_bootstrap, [batch])
+    deadline = time.monotonic() + 60
+    while not await db.fetchval("SELECT count(*) FROM rich_records WHERE run_id = $1", run_id):
+        assert time.monotonic() < deadline, "the batch was not projected"
+        await asyncio.sleep(0.1)
+    user = await add_user(db, "viewer", roles={"default": "viewer"})
+    await passwords.set_password(db, user, PASSWORD)
+    base = f"http://localhost:{web.port}"
+    async with opened_page() as opened:
+        page = opened.page
+        await page.goto(f"{base}/runs/{run_id}/media")
+        await sign_in(page, user, PASSWORD)
+        await page.wait_for_url(f"**/runs/{run_id}/media")
+        await page.wait_for_selector("body[data-ready=true]", timeout=20_000)
+        ridges = page.locator("#histogram canvas.ridges")
+        assert await ridges.get_attribute("data-drawn", timeout=5_000) == "true"
+    assert opened.errors == []

@@ -5,6 +5,7 @@ with what it holds."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -102,3 +103,36 @@ def test_a_record_of_another_kind_is_refused_with_what_it_holds() -> None:
     strings = stored(text_v2.text_pb("t", np.array(["a", "b", "c"])))
     with pytest.raises(Undecodable, match=r"DT_STRING tensor of shape \[3\], not histogram"):
         summaries.histogram(strings)
+
+
+def huge_shape(dims: int) -> bytes:
+    """A value whose tensor claims ``dims`` dimensions of 2**62 each (a hostile writer's:
+    their product is a bignum of millions of digits) and holds one element."""
+    tensor = tb.TensorProto(dtype=tb.DataType.DT_STRING, string_val=[b"x"])
+    tensor.tensor_shape.dim.extend(tb.TensorShapeProto.Dim(size=2**62) for _ in range(dims))
+    return tb.Summary.Value(tag="t", tensor=tensor).SerializeToString()
+
+
+@pytest.mark.parametrize("decode", [summaries.text, summaries.media, summaries.histogram])
+def test_a_shape_of_many_huge_dimensions_is_refused_at_once_and_named_briefly(
+        decode: Any) -> None:
+    """The shape is a writer's: its element count is never a bignum product (quadratic in
+    the rank: minutes for one record of a few MB, the web service's loop blocked), and a
+    refusal names a few dimensions, not a megabyte of them."""
+    payload = huge_shape(100_000)
+    started = time.monotonic()
+    with pytest.raises(Undecodable) as refused:
+        decode(payload)
+    assert time.monotonic() - started < 3
+    assert "(100000 dimensions)" in str(refused.value)
+    assert len(str(refused.value)) < 300
+
+
+def test_a_negative_dimension_is_refused() -> None:
+    tensor = tb.TensorProto(dtype=tb.DataType.DT_STRING, string_val=[b"x"],
+                            tensor_shape=tb.TensorShapeProto(dim=[
+                                tb.TensorShapeProto.Dim(size=-1),
+                                tb.TensorShapeProto.Dim(size=-1)]))
+    payload = tb.Summary.Value(tag="t", tensor=tensor).SerializeToString()
+    with pytest.raises(Undecodable, match=r"shape \[-1, -1\] has a negative dimension"):
+        summaries.text(payload)

@@ -25,7 +25,7 @@ import posixpath
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from tuneplane.web.downsample import Arrays, ChunkRef, ChunkSummary
+from tuneplane.web.downsample import Arrays
 
 #: (first sealed_at of the batch's spool epoch, epoch, sequence): a member's read order.
 BatchOrder = tuple[float, str, int]
@@ -86,14 +86,3 @@ def kept(arrays: Arrays, cut: int) -> Arrays:
     steps, wall_times, values = arrays
     keep = [i for i, step in enumerate(steps) if step < cut]
     return ([steps[i] for i in keep], [wall_times[i] for i in keep], [values[i] for i in keep])
-
-
-def summary_of(ref: ChunkRef, arrays: Arrays) -> ChunkSummary | None:
-    """The summary of what is left of a cut chunk (None when nothing is)."""
-    steps, wall_times, values = arrays
-    if not steps:
-        return None
-    finite = [v for v in values if math.isfinite(v)]
-    return ChunkSummary(ref, len(steps), min(steps), max(steps),
-                        min(finite) if finite else None, max(finite) if finite else None,
-                        values[-1], wall_times[-1])

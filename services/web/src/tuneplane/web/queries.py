@@ -15,7 +15,7 @@ from tuneplane.common.db import Connection
 from tuneplane.telemetry.v1.identity import MemberKey
 from tuneplane.web.downsample import Answer, Arrays, ChunkRef, ChunkSummary, Unit, answer
 from tuneplane.web.downsample import chunks_to_unpack as plan
-from tuneplane.web.purge import Marker, cuts, kept, markers_of_series, summary_of
+from tuneplane.web.purge import Marker, cuts, kept, markers_of_series
 
 RUNS = """
 SELECT l.run_id, coalesce(min(r.project), 'default') AS project,
@@ -91,13 +91,23 @@ FROM batch_ledger WHERE run_id = $1 AND attempt = $2 AND member = $3 GROUP BY 1
 
 SERIES_BATCHES = "SELECT DISTINCT batch_id FROM curve_chunks WHERE series_id = $1"
 
+# A cut chunk's summary of what survives its cut, in SQL: its points never reach Python
+# unless the answer needs them (and can afford them: ``within_budget``).
 CUT_CHUNKS = """
-SELECT batch_id, chunk_index, n, c.step_min < w.cut AS split,
-       CASE WHEN c.step_min < w.cut THEN steps END AS steps,
-       CASE WHEN c.step_min < w.cut THEN wall_times END AS wall_times,
-       CASE WHEN c.step_min < w.cut THEN "values" END AS "values"
+SELECT c.batch_id, c.chunk_index, c.n, k.kept, k.step_min, k.step_max, k.v_min, k.v_max,
+       c."values"[k.last_i] AS v_last, c.wall_times[k.last_i] AS w_last
 FROM curve_chunks c JOIN unnest($2::text[], $3::bigint[]) AS w(batch_id, cut)
      USING (batch_id)
+CROSS JOIN LATERAL (
+    SELECT count(*) AS kept, min(p.step) AS step_min, max(p.step) AS step_max,
+           min(p.v) FILTER (WHERE p.v NOT IN ('NaN', 'Infinity', '-Infinity')) AS v_min,
+           max(p.v) FILTER (WHERE p.v NOT IN ('NaN', 'Infinity', '-Infinity')) AS v_max,
+           max(p.i) AS last_i
+    FROM unnest(CASE WHEN c.step_min < w.cut THEN c.steps END,
+                CASE WHEN c.step_min < w.cut THEN c."values" END)
+         WITH ORDINALITY AS p(step, v, i)
+    WHERE p.step < w.cut
+) k
 WHERE c.series_id = $1 AND c.step_max >= w.cut
 """
 
@@ -186,6 +196,20 @@ async def purge_cuts(conn: Connection, series_id: int | None, member: MemberKey,
     return cuts(batches, markers, epochs)
 
 
+def within_budget(refs: list[ChunkRef], stored_n: Mapping[ChunkRef, int],
+                  unpack_budget: int) -> list[ChunkRef]:
+    """The chunks of ``refs`` (in order) whose stored points fit ``unpack_budget``; the
+    answer takes the others from their summaries. A writer chooses its chunks' step ranges:
+    any number of them may straddle a range's edge or a purge's cut."""
+    chosen, spent = [], 0
+    for ref in refs:
+        spent += stored_n[ref]
+        if spent > unpack_budget:
+            break
+        chosen.append(ref)
+    return chosen
+
+
 @dataclass(frozen=True, slots=True)
 class SeriesRead:
     """A series' bounded answer over the step range [lo, hi], the points a purge dropped
@@ -205,19 +229,16 @@ async def series_answer(conn: Connection, series_id: int | None, lo: int | None,
     """The bounded answer for one series (empty when it is None, not stored), with the
     points ``purge`` (batch id → cut step, from ``purge_cuts``) left out."""
     cut_summaries: dict[ChunkRef, ChunkSummary | None] = {}
-    cut_arrays: dict[ChunkRef, Arrays] = {}
+    stored_n: dict[ChunkRef, int] = {}  # what unpacking a chunk costs: every point stored
     purged = 0
     if purge:
         for row in await conn.fetch(CUT_CHUNKS, series_id, list(purge), list(purge.values())):
             ref = (row["batch_id"], row["chunk_index"])
-            if not row["split"]:  # every point at or above the cut: dropped unread
-                purged += row["n"]
-                cut_summaries[ref] = None
-                continue
-            left = kept((row["steps"], row["wall_times"], row["values"]), purge[ref[0]])
-            purged += row["n"] - len(left[0])
-            cut_summaries[ref] = summary_of(ref, left)
-            cut_arrays[ref] = left
+            purged += row["n"] - row["kept"]
+            stored_n[ref] = row["n"]
+            cut_summaries[ref] = None if not row["kept"] else ChunkSummary(
+                ref, row["kept"], row["step_min"], row["step_max"], row["v_min"], row["v_max"],
+                row["v_last"], row["w_last"])
     first, last, wall_first = await conn.fetchrow(BOUNDS, series_id) or (None, None, None)
     lo = first if lo is None else lo
     hi = last if hi is None else hi
@@ -227,18 +248,22 @@ async def series_answer(conn: Connection, series_id: int | None, lo: int | None,
     for r in await conn.fetch(SUMMARIES, series_id, lo, hi):
         ref = (r["batch_id"], r["chunk_index"])
         if ref not in cut_summaries:
+            stored_n[ref] = r["n"]
             summaries.append(ChunkSummary(ref, r["n"], r["step_min"], r["step_max"], r["v_min"],
                                           r["v_max"], r["v_last"], r["w_last"],
                                           segments(r)))
         elif (remaining := cut_summaries[ref]) is not None:
             summaries.append(remaining)
-    needed = [ref for ref in plan(summaries, lo, hi, max_points, unpack_budget)
-              if ref not in cut_arrays]
-    unpacked: dict[ChunkRef, Arrays] = dict(cut_arrays)
+    needed = within_budget(plan(summaries, lo, hi, max_points, unpack_budget), stored_n,
+                           unpack_budget)
+    unpacked: dict[ChunkRef, Arrays] = {}
     if needed:
         rows = await conn.fetch(ARRAYS, series_id, [r[0] for r in needed],
                                 [r[1] for r in needed])
-        unpacked |= {(r["batch_id"], r["chunk_index"]): (r["steps"], r["wall_times"],
-                                                         r["values"]) for r in rows}
+        for r in rows:
+            ref = (r["batch_id"], r["chunk_index"])
+            arrays = (r["steps"], r["wall_times"], r["values"])
+            cut = (purge or {}).get(ref[0])
+            unpacked[ref] = arrays if cut is None else kept(arrays, cut)
     return SeriesRead(answer(summaries, unpacked, lo, hi, max_points), lo, hi, purged,
                       wall_first)

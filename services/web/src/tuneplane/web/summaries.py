@@ -6,6 +6,10 @@ collector keeps it whole). Writers put a kind of data in one of two shapes: TF1'
 plugin's metadata). TensorBoard migrates the first into the second (``data_compat``);
 these functions read both and give what the dashboards draw. A value that is not what
 was asked for raises ``Undecodable`` with the reason, for the caller to name the record.
+
+Every field is the writer's: a tensor's shape may claim thousands of dimensions, each up to
+2**63 - 1. Its element count is found without multiplying them all out (their product
+would be a bignum costing time quadratic in the rank), and a refusal names a few of them.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ from tuneplane.tensorboard.v1 import event_pb2 as tb
 
 #: A histogram bucket as TensorBoard's histograms plugin serves it: (left, right, count).
 Bucket = tuple[float, float, float]
+
+#: Dimensions a refusal names before it says how many more there are.
+SHOWN_DIMS: Final = 8
 
 #: dtype → (values field, tensor_content struct format of one element)
 FLOATS: Final = {tb.DataType.DT_DOUBLE: ("double_val", "d"),
@@ -42,14 +49,37 @@ def shape_of(tensor: tb.TensorProto) -> list[int]:
     return [dim.size for dim in tensor.tensor_shape.dim]
 
 
+def shown(shape: list[int]) -> str:
+    """A shape as a refusal names it: whole when short, else its first dimensions and how
+    many it has."""
+    if len(shape) <= SHOWN_DIMS:
+        return str(shape)
+    return f"[{', '.join(map(str, shape[:SHOWN_DIMS]))}, ... ({len(shape)} dimensions)]"
+
+
+def holds(shape: list[int], count: int) -> bool:
+    """Whether a tensor of ``shape`` has exactly ``count`` elements: the product of its
+    dimensions, stopped as soon as it passes ``count`` (never a bignum)."""
+    if any(size < 0 for size in shape):
+        raise Undecodable(f"is a tensor whose shape {shown(shape)} has a negative dimension")
+    if 0 in shape:
+        return count == 0
+    product = 1
+    for size in shape:
+        product *= size
+        if product > count:
+            return False
+    return product == count
+
+
 def strings(value: tb.Summary.Value, what: str) -> tuple[list[int], list[bytes]]:
     """The shape and elements of the value's string tensor (TF2 images, audio, text)."""
     if value.WhichOneof("value") != "tensor" or value.tensor.dtype != tb.DataType.DT_STRING:
         raise Undecodable(f"holds {held(value)}, not {what}")
     shape, elements = shape_of(value.tensor), list(value.tensor.string_val)
-    if math.prod(shape) != len(elements):
-        raise Undecodable(f"is a string tensor of shape {shape} holding {len(elements)} "
-                          "elements")
+    if not holds(shape, len(elements)):
+        raise Undecodable(f"is a string tensor of shape {shown(shape)} holding "
+                          f"{len(elements)} elements")
     return shape, elements
 
 
@@ -58,7 +88,7 @@ def held(value: tb.Summary.Value) -> str:
     kind = value.WhichOneof("value")
     if kind == "tensor":
         return (f"a {tb.DataType.Name(value.tensor.dtype)} tensor of shape "
-                f"{shape_of(value.tensor)}")
+                f"{shown(shape_of(value.tensor))}")
     if kind is None:
         return "no value"
     return f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} value"
@@ -79,7 +109,8 @@ def media(payload: bytes, sample: int = 0) -> bytes:
     elif len(shape) == 2 and shape[1] == 2:  # audio: [[clip, label], ...]
         found = elements[0::2]
     else:
-        raise Undecodable(f"is a string tensor of shape {shape}: neither images nor audio")
+        raise Undecodable(f"is a string tensor of shape {shown(shape)}: neither images nor "
+                          "audio")
     if not 0 <= sample < len(found):
         raise Undecodable(f"holds {len(found)} samples; there is no sample {sample}")
     return found[sample]
@@ -112,7 +143,8 @@ def histogram(payload: bytes) -> list[Bucket]:
             raise Undecodable(f"holds {held(value)}, not histogram buckets of shape [k, 3]")
         data = floats(value.tensor)
         if len(data) != shape[0] * 3:
-            raise Undecodable(f"is a tensor of shape {shape} holding {len(data)} elements")
+            raise Undecodable(f"is a tensor of shape {shown(shape)} holding {len(data)} "
+                              "elements")
         buckets = [(data[i], data[i + 1], data[i + 2]) for i in range(0, len(data), 3)]
     else:
         raise Undecodable(f"holds {held(value)}, not a histogram")

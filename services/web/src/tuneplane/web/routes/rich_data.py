@@ -3,9 +3,12 @@ object store keeps (``summaries``), so the Media page draws numbers and shows st
 never parses a tenant's protobufs itself.
 
 An answer is bounded: at most ``limit`` records, spread evenly over the tag's steps (the
-first and last included), each one object read, a few at a time. A tag of another kind is
-refused (422, naming the tag and what it holds); a record that cannot be read is left out
-and named in the answer's ``problems``, so one bad record does not hide the others.
+first and last included), each one object read, a few at a time, and at most ``BUDGET``
+bytes of them read and decoded (a writer's record may be megabytes: the smallest are taken
+first, the rest left out and named). A tag of another kind is refused (422, naming the tag
+and what it holds); a record that cannot be read is left out and named in the answer's
+``problems``, so one bad record does not hide the others. Decoding runs in a worker thread,
+off the event loop that answers every other request.
 """
 
 import asyncio
@@ -25,6 +28,10 @@ router = APIRouter(prefix="/api/v1")
 
 #: Objects read side by side for one answer.
 READS = 8
+#: Stored bytes one answer reads and decodes at most. A record may be a few MB (as much as
+#: a batch holds) and decodes to several times that (buckets as Python tuples, strings as
+#: JSON); 200 of them would be gigabytes for one request.
+BUDGET = 4 * 2**20
 
 Limit = Annotated[int, Query(ge=2, le=200, description="records at most, spread evenly over "
                                                        "the tag's steps")]
@@ -48,18 +55,40 @@ async def decoded(pool: Pool, bucket: Bucket | None, run_id: str, attempt: int, 
         async with reads:
             return await bucket.read(key)
 
-    payloads = await asyncio.gather(*(read(row["object_key"]) for row in rows))
-    problems: list[str] = []
-    done: list[Any] = []
-    for row, payload in zip(rows, payloads, strict=True):
-        try:
-            done.append((row, decode(payload)))
-        except summaries.Undecodable as exc:
-            problems.append(f"step {row['step']} ({row['file']}@{row['file_offset']}): the "
-                            f"record {exc}")
+    chosen = within_budget(rows)
+    payloads = await asyncio.gather(*(read(row["object_key"]) for row in chosen))
+
+    def decode_all() -> tuple[list[str], list[Any]]:
+        problems: list[str] = []
+        done: list[Any] = []
+        payload_of = dict(zip((id(row) for row in chosen), payloads, strict=True))
+        for row in rows:
+            where = f"step {row['step']} ({row['file']}@{row['file_offset']})"
+            if id(row) not in payload_of:
+                problems.append(f"{where}: the record is {row['bytes']} bytes, left out: an "
+                                f"answer decodes at most {BUDGET} bytes of records")
+                continue
+            try:
+                done.append((row, decode(payload_of[id(row)])))
+            except summaries.Undecodable as exc:
+                problems.append(f"{where}: the record {exc}")
+        return problems, done
+
+    problems, done = await asyncio.to_thread(decode_all)
     head = {"member": member, "source": source, "run_path": run_path, "tag": tag,
             "records": rows[0]["records"], "problems": problems}
     return head, done
+
+
+def within_budget(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows an answer reads: the smallest first, while their bytes fit ``BUDGET``."""
+    chosen, spent = [], 0
+    for row in sorted(rows, key=lambda r: r["bytes"]):
+        if spent + row["bytes"] > BUDGET:
+            break
+        chosen.append(row)
+        spent += row["bytes"]
+    return chosen
 
 
 @router.get("/runs/{run_id}/attempts/{attempt}/rich/histograms",

@@ -31,12 +31,21 @@ function rebinned(histograms) {
   return { lo, hi, width, rows };
 }
 
+// At most wanted + 1 ticks, counted: a writer's buckets may lie where the tick step is below
+// the values' precision (1e17, 16 apart), and there ``t += step`` never passes ``hi``.
 function niceTicks(lo, hi, wanted) {
   const raw = (hi - lo) / wanted;
   const magnitude = 10 ** Math.floor(Math.log10(raw));
   const step = [1, 2, 5, 10].map((m) => m * magnitude).find((s) => s >= raw);
   const ticks = [];
-  for (let t = Math.ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) ticks.push(+t.toPrecision(12));
+  if (!(step > 0 && Number.isFinite(step))) return ticks;
+  const first = Math.ceil(lo / step) * step;
+  for (let k = 0; k <= wanted + 1; k++) {
+    const t = first + k * step;
+    if (t > hi + step * 1e-9) break;
+    const tick = +t.toPrecision(12);
+    if (ticks[ticks.length - 1] !== tick) ticks.push(tick);
+  }
   return ticks;
 }
 
