@@ -85,3 +85,18 @@ def test_an_undecodable_event_is_a_problem_not_a_crash() -> None:
     decode(b"\xff\xff\xff", source="tb", file="f", offset=9, plugins={}, state=PurgeState(),
            out=out)
     assert out.problems[0].startswith("f@9: not a TensorBoard Event")
+
+
+def test_an_out_of_order_step_marks_its_tags_and_one_without_tags_marks_nothing() -> None:
+    """In a run without file_version 2, TensorBoard purges the tags of an out-of-order
+    Summary event; one with no values (or none we keep) purges nothing, so it must not
+    become a marker without tags, which would read as a restart."""
+    state, out = PurgeState(most_recent_step=50), Decoded()
+    for offset, values in ((0, []), (10, [summary_pb2.Summary.Value(tag="bad\x00tag",
+                                                                     simple_value=1.0)]),
+                           (20, [summary_pb2.Summary.Value(tag="loss", simple_value=2.0)])):
+        state.most_recent_step = 50
+        decode(event_pb2.Event(step=7, wall_time=2.5, summary=summary_pb2.Summary(
+            value=values)).SerializeToString(), source="tb", file="f", offset=offset,
+            plugins={}, state=state, out=out)
+    assert [(m.offset, list(m.tags)) for m in out.session_starts] == [(20, ["loss"])]

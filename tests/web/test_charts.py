@@ -199,3 +199,48 @@ async def test_the_charts_grid_filters_smooths_scales_overlays_and_keeps_its_vie
         assert len(lines) == POINTS + 1
         await page.screenshot(path=str(ARTIFACTS / "charts-inspector.png"), full_page=True)
     assert errors == []  # CSP violations included
+
+
+async def test_values_and_steps_near_1e17_are_drawn_not_a_frozen_tab(
+        initialised: Endpoints, projector: Process, web: Process, db: asyncpg.Connection,
+        run_id: str) -> None:
+    """Doubles near 1e17 are 16 apart: an axis ticking by adding 5 would never pass its
+    end. A tenant's steps and values there leave the grid drawn (a frozen tab would time
+    the wait out)."""
+    user = await add_user(db, "viewer", roles={"default": "viewer"})
+    await passwords.set_password(db, user, PASSWORD)
+    steps = [10**17 + 16 * i for i in range(100)]
+    await produce(initialised.kafka_bootstrap, [pb.Batch(
+        identity=pb.BatchIdentity(run_id=run_id, attempt=1, member="rank-0", spool_epoch="e",
+                                  sequence=1),
+        chunks=[pb.SeriesChunk(source="tb", tag="huge", steps=steps,
+                               wall_times=[1.7e9 + i for i in range(100)],
+                               values=[1e17 + 16 * (i % 3) for i in range(100)]),
+                pb.SeriesChunk(source="tb", tag="flat", steps=list(range(100)),
+                               wall_times=[1.7e9 + i for i in range(100)],
+                               values=[1e17] * 100)])])
+    deadline = time.monotonic() + 120
+    while not await db.fetchval("SELECT count(*) FROM batch_ledger WHERE run_id = $1", run_id):
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.1)
+    async with opened_page() as opened:
+        page, errors = opened.page, opened.errors
+        await page.goto(f"http://localhost:{web.port}/runs/{run_id}/charts")
+        await sign_in(page, user, PASSWORD)
+        for chart in ("huge", "flat"):
+            card = page.locator(f'#grid .card[data-chart="{chart}"]')
+            await card.locator("canvas").first.wait_for(timeout=15_000)
+            assert await card.get_attribute("data-state") == "drawn"
+        box = await page.locator('#grid .card[data-chart="huge"] .u-over').bounding_box()
+        assert box is not None  # a zoom to a few pixels: the narrowest range there is
+        await page.mouse.move(box["x"] + box["width"] * 0.50, box["y"] + 40)
+        await page.mouse.down()
+        await page.mouse.move(box["x"] + box["width"] * 0.51, box["y"] + 40, steps=3)
+        await page.mouse.up()
+        await page.locator('#grid .card[data-chart="huge"][data-state=drawn] .badge.exact'
+                           ).wait_for(timeout=15_000)
+        assert "c.tag%3Ahuge=z%3D" in page.url
+        assert "c.tag%3Aflat" not in page.url  # a drag zooms its own chart, not the synced
+        assert "exact: 100 points" in await page.locator("#inspector").inner_text()
+        await page.screenshot(path=str(ARTIFACTS / "charts-huge.png"))
+    assert errors == []

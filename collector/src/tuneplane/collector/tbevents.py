@@ -138,9 +138,10 @@ def decode(data: bytes, *, source: str, file: str, offset: int, plugins: TagPlug
         if not state.restarts() and event.step < state.most_recent_step:
             tags = dict.fromkeys(t for v in event.summary.value
                                  if name_problem(t := v.tag or v.node_name) is None)
-            out.session_starts.append(pb.SessionStart(
-                source=source, file=file, offset=offset, step=event.step,
-                wall_time=event.wall_time, tags=list(tags)[:MAX_BATCH_SERIES]))
+            if tags:  # no tag, nothing purged (a marker without tags is a restart)
+                out.session_starts.append(pb.SessionStart(
+                    source=source, file=file, offset=offset, step=event.step,
+                    wall_time=event.wall_time, tags=list(tags)[:MAX_BATCH_SERIES]))
         state.most_recent_step = event.step
         for value in event.summary.value:
             _value(value, event, source, file, offset, plugins, out)

@@ -52,8 +52,8 @@ GROUP BY s.series_id ORDER BY s.member, s.source, s.run_path, s.tag LIMIT $5
 """
 
 TAG_SERIES = """
-SELECT member, source, run_path, tag FROM series
-WHERE run_id = $1 AND attempt = $2 AND tag = $3 ORDER BY member, source, run_path
+SELECT member, source, run_path, tag, count(*) OVER () AS total FROM series
+WHERE run_id = $1 AND attempt = $2 AND tag = $3 ORDER BY member, source, run_path LIMIT $4
 """
 
 SERIES_ID = """

@@ -158,16 +158,16 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
         """Every series of one tag in the attempt (each member's, source's and TensorBoard
         run's), with TensorBoard's semantics: the chart TensorBoard draws for a tag, one
         line per run. For series no mapping gives a meaning; 404 for a tag no series has."""
-        async with pool.acquire() as conn:
-            refs = [mapping.SeriesRef(r["member"], r["source"], r["run_path"], r["tag"])
-                    for r in await conn.fetch(queries.TAG_SERIES, run_id, attempt, tag)]
-        if not refs:
+        async with pool.acquire() as conn:  # the first max_series, and how many in all
+            rows = await conn.fetch(queries.TAG_SERIES, run_id, attempt, tag, max_series)
+        if not rows:
             raise HTTPException(404, f"no series with tag {tag!r} in run {run_id!r} attempt "
                                      f"{attempt}")
         data = await asyncio.gather(*(
-            canonical_series(pool, web, MemberKey(run_id, attempt, ref.member), ref,
+            canonical_series(pool, web, MemberKey(run_id, attempt, r["member"]),
+                             mapping.SeriesRef(r["member"], r["source"], r["run_path"], tag),
                              step_min, step_max, max_points)
-            for ref in refs[:max_series]))
-        return json_response({"name": tag, "series": data, "series_total": len(refs)})
+            for r in rows))
+        return json_response({"name": tag, "series": data, "series_total": rows[0]["total"]})
 
     return api

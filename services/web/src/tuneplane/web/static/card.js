@@ -127,11 +127,21 @@ class Card {
     const time = view.x === "wall";
     const axisX = { stroke: "#5b6670", grid: { stroke: "#eef0f3" }, ticks: { stroke: "#dde1e6" } };
     if (view.x === "relative") axisX.values = (u, splits) => splits.map(Plot.duration);
+    else if (view.x === "step") Object.assign(axisX, { values: Plot.ticks, space: Plot.tickSpace });
     const opts = {
       width, height: 200, series: built.series, bands: built.bands, legend: { show: false },
-      scales: { x: { time }, y: { distr: this.logY() ? 3 : 1 } },
-      axes: [axisX, { stroke: "#5b6670", grid: { stroke: "#eef0f3" }, ticks: { stroke: "#dde1e6" }, size: 56 }],
-      cursor: { sync: { key: "tuneplane-grid" }, bind: { dblclick: () => null } },
+      scales: {
+        x: { time, range: (u, min, max) => Plot.guarded([min, max]) },
+        y: this.logY() ? { distr: 3 }
+          : { range: (u, min, max) => Plot.guarded(uPlot.rangeNum(min, max, 0.1, true)) },
+      },
+      axes: [axisX, { stroke: "#5b6670", grid: { stroke: "#eef0f3" }, ticks: { stroke: "#dde1e6" },
+        size: Plot.labelSize, values: this.logY() ? undefined : Plot.ticks }],
+      // Dragging selects; the card zooms by fetching the steps selected (not uPlot's zoom).
+      // The hover is shared across the grid; a drag (mousedown/up) is this chart's alone.
+      cursor: { sync: { key: "tuneplane-grid", filters: { pub: (type) => type !== "mousedown" && type !== "mouseup" } },
+        drag: { x: true, setScale: false },
+        bind: { dblclick: () => null } },
       hooks: {
         setSelect: [(u) => this.zoomTo(u)],
         setCursor: [(u) => this.showValues(u.cursor.idx, built)],

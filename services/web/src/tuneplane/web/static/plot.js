@@ -109,8 +109,37 @@ const Plot = (() => {
     return `${sign}${Math.floor(s / 3600)}h${m ? ` ${m}m` : ""}`;
   }
 
-  const compact = new Intl.NumberFormat(undefined, { maximumSignificantDigits: 5 });
-  const value = (v) => (v === null || v === undefined ? "–" : Number.isFinite(v) ? compact.format(v) : String(v));
+  // A scale's range no narrower than 1e-13 of its magnitude (a few hundred doubles apart):
+  // uPlot steps its ticks by adding the tick interval, which a value near 1e17 would not
+  // notice were the interval below the doubles' spacing there (16).
+  function guarded([lo, hi]) {
+    if (lo === null || hi === null || !Number.isFinite(lo) || !Number.isFinite(hi)) return [lo, hi];
+    const least = Math.max(Math.abs(lo), Math.abs(hi)) * 1e-13;
+    if (hi - lo >= least) return [lo, hi];
+    const mid = lo / 2 + hi / 2;
+    return [mid - least, mid + least];
+  }
 
-  return { PALETTE, DASHES, smooth, line, build, stepRange, duration, value };
+  const compact = new Intl.NumberFormat(undefined, { maximumSignificantDigits: 5 });
+  const huge = (v) => Math.abs(v) >= 1e9 || (v !== 0 && Math.abs(v) < 1e-4);
+  const value = (v) => (v === null || v === undefined ? "–" : !Number.isFinite(v) ? String(v)
+    : huge(v) ? v.toExponential(4) : compact.format(v));
+
+  // Axis labels: as uPlot writes them, or in exponent form with as many digits as tell the
+  // ticks apart when they are very large or very small.
+  function ticks(u, splits) {
+    const finite = splits.filter((v) => v !== null && Number.isFinite(v));
+    const big = Math.max(0, ...finite.map(Math.abs));
+    if (!finite.some(huge)) return splits.map((v) => (v === null ? "" : compact.format(v)));
+    const incr = finite.length > 1 ? Math.abs(finite[1] - finite[0]) : big;
+    const digits = Math.min(15, Math.max(1, Math.ceil(Math.log10(big / incr || 1)) + 1));
+    return splits.map((v) => (v === null ? "" : v === 0 ? "0" : v.toExponential(digits)));
+  }
+
+  // Room for an axis' labels: its size (y) or the space between its ticks (x).
+  const labelSize = (u, values) => 18 + 8 * Math.max(3, ...(values ?? []).map((v) => String(v).length));
+  const tickSpace = (u, axis, min, max) => (huge(min) || huge(max) ? 120 : 50);
+
+  return { PALETTE, DASHES, smooth, line, build, stepRange, duration, value, ticks, guarded,
+    labelSize, tickSpace };
 })();
