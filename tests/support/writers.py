@@ -5,6 +5,7 @@ there is the truth (``truth.tensorboard_runs``, ``truth.tensorboard_purged``).""
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 
 
@@ -64,6 +65,11 @@ def torch_with_restarts(logdir: Path) -> None:
     tensorboardX, and gives their writers no START: they keep both writers' 120..199."""
     from torch.utils.tensorboard import SummaryWriter
     for n, steps, purge_step in ((1, range(200), 0), (2, range(120, 260), 120)):
+        # torch names a file by the second, then a process-wide count of files, unpadded
+        # ("...98.1" sorts after "...101.2"): a second of its own keeps them in order.
+        second = int(time.time())
+        while n > 1 and int(time.time()) == second:
+            time.sleep(0.02)
         writer = SummaryWriter(log_dir=str(logdir), purge_step=purge_step,
                                filename_suffix=f".{n}")
         for step in steps:
