@@ -10,8 +10,12 @@ group (``uv run --group peers python bench/peers.py``):
 2. A retried batch: MLflow stores a ``log_batch`` retried with new timestamps twice; our
    resent batch (same identity) is stored once.
 3. TensorBoard event files: our reader against TensorBoard's ``EventFileLoader``.
+4. Aim (``Run.track``, one call per step with every tag) taking points, and reading one
+   series back through its SDK, against our web API answering the same length of series
+   reduced to 2,000 points over HTTP.
 
     uv run --group peers python bench/peers.py [--points 1000000] [--mlflow-points 100000]
+                                               [--aim-points 50000]
 """
 
 from __future__ import annotations
@@ -30,7 +34,9 @@ import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import aim_peer
 from bench.e2e import end_to_end
+from bench.query import api_client, fill, start_web, timed, viewer_token
 from bench.tb_read import events, read_with_ours, read_with_tensorboard
 from tests.support.environment import BIN, Endpoints, bench_workspace, free_port
 from tests.support.kafka import group_at_end
@@ -108,6 +114,8 @@ async def main() -> None:
                         help="points for MLflow (it is slower; the rate is what is compared)")
     parser.add_argument("--mlflow-clients", type=int, default=4)
     parser.add_argument("--events", type=int, default=300_000, help="TensorBoard events")
+    parser.add_argument("--aim-points", type=int, default=50_000,
+                        help="points for Aim (its rate is what is compared)")
     args = parser.parse_args()
     endpoints = Endpoints.from_environ(os.environ)
     work, tls_dir = bench_workspace(endpoints, "tuneplane-peers-")
@@ -159,6 +167,37 @@ async def main() -> None:
     print(f"  tensorboard {count / their_time:>11,.0f} events/s  (EventFileLoader, parse only)")
     print(f"  tuneplane   {mine / my_time:>11,.0f} events/s  (framing, CRC-32C, columns)")
     print(f"  ratio       {their_time / my_time:.1f}x")
+    await aim_side_by_side(endpoints, work, ours, args.aim_points)
+
+
+async def aim_side_by_side(endpoints: Endpoints, work: Path, ours: float, points: int) -> None:
+    aim_rate, length, run_hash = aim_peer.track(work / "aim", points)
+    print("curves taken in, Aim")
+    print(f"  tuneplane  {ours:>12,.0f} points/s  (end to end, above)")
+    print(f"  aim        {aim_rate:>12,.0f} points/s  (Run.track in the training process, "
+          "RocksDB)")
+    print(f"  ratio      {ours / aim_rate:.1f}x")
+    aim_seconds, values = aim_peer.read(work / "aim", run_hash, 20)
+    run_id = f"bench-peers-query-{time.time_ns()}"
+    await fill(endpoints.database_url, run_id)
+    token = await viewer_token(endpoints)
+    web = start_web()
+    try:
+        async with api_client(web, token) as client:
+            url = f"/api/v1/runs/{run_id}/attempts/1/scalars"
+            params: dict[str, str | int] = {"member": "rank-0", "source": "train",
+                                            "tag": "big", "max_points": 2000, "step_min": 0,
+                                            "step_max": length - 1}
+            await timed(client, url, params, 3)
+            p50, _, returned = await timed(client, url, params, 20)
+    finally:
+        web.stop()
+    print(f"one series of {length:,} points read for a chart, p50 of 20")
+    print(f"  tuneplane  {p50:>9.1f} ms  ({returned:,} points or buckets: min/max/last, exact "
+          "counts; HTTP, token checked)")
+    print(f"  aim        {aim_seconds * 1000:>9.1f} ms  ({values:,} values: every point; "
+          "SDK in process)")
+    print(f"  ratio      {aim_seconds * 1000 / p50:.1f}x")
 
 
 if __name__ == "__main__":

@@ -86,6 +86,31 @@ async def timed(client: httpx.AsyncClient, url: str, params: dict[str, str | int
     return statistics.median(latencies) * 1000, p99 * 1000, returned
 
 
+async def viewer_token(endpoints: Endpoints) -> str:
+    """A personal token of a new user viewing the default project (where bench runs are)."""
+    name = f"bench-{uuid.uuid4().hex[:8]}"
+    db = await asyncpg.connect(endpoints.database_url)
+    try:
+        await users.add_user(db, name)
+        await projects.grant(db, projects.DEFAULT, name, projects.Role.VIEWER)
+        _, token, _ = await api_tokens.issue(db, TokenSigner(endpoints.jwt_secret), name,
+                                             name="bench", now=dt.datetime.now(dt.UTC))
+    finally:
+        await db.close()
+    return token
+
+
+def start_web() -> Process:
+    port = free_port()
+    return Process([str(BIN / "tuneplane-web"), "--host", "127.0.0.1", "--port", str(port)],
+                   Path(tempfile.mkdtemp()) / "web.log", ready="Uvicorn running on", port=port)
+
+
+def api_client(web: Process, token: str) -> httpx.AsyncClient:
+    return httpx.AsyncClient(base_url=f"http://127.0.0.1:{web.port}", timeout=120,
+                             headers={"Authorization": f"Bearer {token}"})
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -94,22 +119,11 @@ async def main() -> None:
     endpoints = Endpoints.from_environ(os.environ)
     run_admin(endpoints, "init")
     run_id = f"bench-query-{uuid.uuid4().hex[:8]}"
-    name = f"bench-{uuid.uuid4().hex[:8]}"
     await fill(endpoints.database_url, run_id)
-    db = await asyncpg.connect(endpoints.database_url)
+    token = await viewer_token(endpoints)
+    web = start_web()
     try:
-        await users.add_user(db, name)  # a viewer of the run's project
-        await projects.grant(db, projects.DEFAULT, name, projects.Role.VIEWER)
-        _, token, _ = await api_tokens.issue(db, TokenSigner(endpoints.jwt_secret), name,
-                                             name="bench", now=dt.datetime.now(dt.UTC))
-    finally:
-        await db.close()
-    port = free_port()
-    web = Process([str(BIN / "tuneplane-web"), "--host", "127.0.0.1", "--port", str(port)],
-                  Path(tempfile.mkdtemp()) / "web.log", ready="Uvicorn running on", port=port)
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=120,
-                                     headers={"Authorization": f"Bearer {token}"}) as client:
+        async with api_client(web, token) as client:
             base = f"/api/v1/runs/{run_id}/attempts/1"
             big: dict[str, str | int] = {"member": "rank-0", "source": "train", "tag": "big",
                                          "max_points": 2000}
