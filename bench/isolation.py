@@ -35,6 +35,10 @@ async def main() -> None:
     parser.add_argument("--calls", type=int, default=300, help="timed calls per figure")
     parser.add_argument("--concurrency", type=int, default=200, help="calls the flood keeps "
                                                                      "in flight")
+    parser.add_argument("--flood-nice", type=int, default=19,
+                        help="the flooding process's niceness: it stands in for nodes on "
+                             "other hosts, whose calls cost this machine no client CPU "
+                             "(0: the flood competes for the CPU as a local process)")
     args = parser.parse_args()
     endpoints = Endpoints.from_environ(os.environ)
     work, tls_dir = bench_workspace(endpoints)
@@ -50,12 +54,14 @@ async def main() -> None:
         node, telemetry = await listeners(control.port, ingest.port, tls_dir, db,
                                           TokenSigner(endpoints.jwt_secret), member)
         print(f"{args.calls} timed calls per figure; the flood keeps {args.concurrency} calls "
-              "in flight from another process")
+              f"in flight from another process (nice {args.flood_nice})")
         pushes = await measure(telemetry, "push", node, "heartbeat", calls=args.calls,
-                               concurrency=args.concurrency, member=member)
+                               concurrency=args.concurrency, member=member,
+                               flood_nice=args.flood_nice)
         print(pushes.report("telemetry push", "Node control"))
         beats = await measure(node, "heartbeat", telemetry, "push", calls=args.calls,
-                              concurrency=args.concurrency, member=member)
+                              concurrency=args.concurrency, member=member,
+                              flood_nice=args.flood_nice)
         print(beats.report("Node control heartbeat", "telemetry"))
     finally:
         await db.close()

@@ -106,9 +106,10 @@ class Flood:
     """Another process keeping ``concurrency`` calls in flight on a listener."""
 
     def __init__(self, kind: str, listener: Listener, concurrency: int,
-                 member: MemberKey | None = None) -> None:
+                 member: MemberKey | None = None, nice: int = 0) -> None:
         args = [sys.executable, "-m", "tests.isolation", kind, "--target", listener.target,
-                "--ca", str(listener.ca), "--concurrency", str(concurrency)]
+                "--ca", str(listener.ca), "--concurrency", str(concurrency), "--nice",
+                str(nice)]
         if member is not None:
             args += ["--member", f"{member.run_id}/{member.attempt}/{member.member}"]
         self._proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, text=True,
@@ -141,7 +142,10 @@ class Isolation:
 
 
 async def measure(timed_on: Listener, timed_kind: str, flooded: Listener, flood_kind: str,
-                  *, calls: int, concurrency: int, member: MemberKey) -> Isolation:
+                  *, calls: int, concurrency: int, member: MemberKey,
+                  flood_nice: int = 0) -> Isolation:
+    """``flood_nice`` lowers the flooding process's CPU priority: it stands in for callers
+    on other hosts, whose work would not take this machine's CPU from the services."""
     async with timed_on.channel() as channel:
         def call(base: int) -> Call:
             if timed_kind == "heartbeat":
@@ -150,7 +154,7 @@ async def measure(timed_on: Listener, timed_kind: str, flooded: Listener, flood_
 
         await timed(call(0), 10)  # warm the channel
         alone = await timed(call(100), calls)
-        running = Flood(flood_kind, flooded, concurrency, member)
+        running = Flood(flood_kind, flooded, concurrency, member, flood_nice)
         try:
             await asyncio.sleep(1.0)  # let the flood reach the listener's limit
             loaded = await timed(call(100 + calls), calls)
@@ -180,6 +184,7 @@ async def flood(call: Call, concurrency: int) -> collections.Counter[str]:
 
 
 async def flood_main(args: argparse.Namespace) -> None:
+    os.nice(args.nice)
     listener = Listener(args.target, Path(args.ca), os.environ["ISOLATION_TOKEN"])
     async with listener.channel() as channel:
         if args.kind == "heartbeat":
@@ -198,4 +203,5 @@ if __name__ == "__main__":
     p.add_argument("--ca", required=True)
     p.add_argument("--concurrency", type=int, default=200)
     p.add_argument("--member")
+    p.add_argument("--nice", type=int, default=0)
     asyncio.run(flood_main(p.parse_args()))

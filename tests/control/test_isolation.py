@@ -64,3 +64,19 @@ async def test_saturated_telemetry_leaves_node_control_working(
     assert result.flood_codes.get("RESOURCE_EXHAUSTED", 0) > 0  # ingest was saturated
     assert result.flood_codes.get("OK", 0) > 0
     assert len(result.flooded) == 60  # and every heartbeat in the meantime was answered
+
+
+def niceness(pid: int) -> int:
+    """A process's nice value, field 19 of /proc/<pid>/stat (after the command's ')')."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat.rsplit(")", 1)[1].split()[16])
+
+
+def test_node_control_runs_below_telemetry_in_cpu_priority(small_control: Process,
+                                                           ingest: Process) -> None:
+    """A flood of node calls takes CPU from telemetry on a shared host unless control
+    yields: it lowers its own priority by 10 unless told otherwise (--nice)."""
+    assert small_control.proc is not None
+    assert ingest.proc is not None
+    assert niceness(small_control.proc.pid) == niceness(ingest.proc.pid) + 10 == 10
+    assert "nice 10" in small_control.log.read_text()

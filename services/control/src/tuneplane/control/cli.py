@@ -46,6 +46,7 @@ async def collector_config(args: argparse.Namespace,
 
 
 async def serve(args: argparse.Namespace, settings: ControlSettings) -> None:
+    os.nice(args.nice)  # telemetry first: Node control's calls can wait a scheduling slice
     credentials = await listener.credentials(args, settings.gateway)
     policy = Policy(await collector_config(args, settings),
                     workload_ttl=args.workload_token_ttl,
@@ -57,8 +58,9 @@ async def serve(args: argparse.Namespace, settings: ControlSettings) -> None:
                            max_concurrent_rpcs=args.max_concurrent_rpcs)
     server.add_secure_port(f"{args.host}:{args.port}", credentials)
     await server.start()
-    log.info("control listening on %s:%d (TLS), %d calls at once, %d database connections",
-             args.host, args.port, args.max_concurrent_rpcs, args.db_pool_size)
+    log.info("control listening on %s:%d (TLS), %d calls at once, %d database connections, "
+             "nice %d", args.host, args.port, args.max_concurrent_rpcs, args.db_pool_size,
+             os.nice(0))
     await listener.serve_until_signalled(server, "control")
     await pool.close()
 
@@ -127,6 +129,10 @@ def parser() -> argparse.ArgumentParser:
                    help="calls in flight before RESOURCE_EXHAUSTED (default 64)")
     s.add_argument("--db-pool-size", type=int, default=8,
                    help="database connections of this process (default 8)")
+    s.add_argument("--nice", type=int, default=10, choices=range(20), metavar="0..19",
+                   help="how much lower this process's CPU priority is than what started "
+                        "it, so telemetry sharing the host's CPU wins under a flood of "
+                        "node calls (default 10; 0 keeps it)")
     s.add_argument("--workload-token-ttl", type=int, default=900,
                    help="seconds a workload token lives; agents renew at half (default 900)")
     s.add_argument("--heartbeat-seconds", type=int, default=5,
