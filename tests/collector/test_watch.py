@@ -139,8 +139,8 @@ def test_a_directory_on_nfs_is_polled_and_it_is_said(
     try:
         with caplog.at_level(logging.WARNING, "tuneplane.collector"):
             follow.watch([tmp_path])
-        assert f"{tmp_path} on nfs4, where other hosts' writes raise no event; it is " \
-            "polled" in caplog.text
+        assert f"{tmp_path} is on NFS (nfs4), where other hosts' writes raise no inotify " \
+            "event; it is polled" in caplog.text
         follow.listing_stale()
         assert follow.wait(0.5) is True
         assert slept == [0.5]
@@ -149,10 +149,10 @@ def test_a_directory_on_nfs_is_polled_and_it_is_said(
         follow.close()
 
 
-def test_the_filesystem_of_a_path_is_its_longest_mount_point(tmp_path: Path) -> None:
-    mounts = tmp_path / "mounts"
-    mounts.write_text("/dev/sda1 / ext4 rw 0 0\nserver:/home /home nfs4 rw 0 0\n"
-                      "tmpfs /home/x\\040y tmpfs rw 0 0\n")
-    assert filesystem_type(Path("/home/a/b"), str(mounts)) == "nfs4"
-    assert filesystem_type(Path("/homework"), str(mounts)) == "ext4"
-    assert filesystem_type(Path("/home/x y/z"), str(mounts)) == "tmpfs"
+def test_the_filesystem_of_a_path_is_its_longest_mount_point() -> None:
+    mountinfo = ("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+                 "40 22 0:50 / /home rw - nfs4 server:/home rw\n"
+                 "41 40 0:51 / /home/x\\040y rw - tmpfs tmpfs rw\n")
+    assert filesystem_type(Path("/home/a/b"), mountinfo) == "nfs4"
+    assert filesystem_type(Path("/homework"), mountinfo) == "ext4"
+    assert filesystem_type(Path("/home/x y/z"), mountinfo) == "tmpfs"

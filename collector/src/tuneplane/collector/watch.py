@@ -5,9 +5,9 @@ inotify only says *when* to read: what is read is still listed and opened throug
 fence (``logdir.event_files``, ``Fence.open``), so a watch never reads anything. Watches
 go only on directories a fenced listing returned (or a source file's directory outside
 every fenced directory), with ``IN_DONT_FOLLOW | IN_ONLYDIR``: no link is followed. A
-directory on a filesystem where another host's writes raise no event (NFS, CIFS, FUSE,
-...), one that cannot be watched (no watch left) and everything when inotify cannot be had
-at all are polled, and the collector says so once with the reason.
+directory on a network filesystem (the spool's list: NFS, SMB/CIFS, Lustre, network
+FUSE, ...), one that cannot be watched (no watch left), and everything when inotify cannot
+be had at all are polled, and the collector says so once with the reason.
 
 ``Wakeups.wait`` is steppable: it returns whether something changed (True when it cannot
 tell, as polling), and ``listing_stale`` whether a directory's entries changed since the
@@ -24,12 +24,15 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Protocol
 
+from tuneplane.collector.spoolroot import (
+    SpoolPlaceError,
+    mount_of,
+    network_filesystem,
+    parse_mountinfo,
+)
+
 log = logging.getLogger("tuneplane.collector")
 
-#: Filesystems whose changes made on other hosts raise no inotify event.
-REMOTE_FILESYSTEMS = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph",
-                                "glusterfs", "lustre", "gpfs", "beegfs", "afs", "ncpfs",
-                                "fuse", "fuseblk", "virtiofs"})
 IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE = 0x2, 0x4, 0x8
 IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE = 0x40, 0x80, 0x100, 0x200
 IN_DELETE_SELF, IN_MOVE_SELF = 0x400, 0x800
@@ -58,22 +61,14 @@ def open_inotify() -> Kernel:
     return kernel
 
 
-def filesystem_type(path: Path, mounts: str = "/proc/self/mounts") -> str:
-    """The type of the filesystem ``path`` is on (the longest mount point above it)."""
-    real, best, kind = os.path.realpath(path), "", ""
+def filesystem_type(path: Path, mountinfo: str | None = None) -> str:
+    """The type of the filesystem ``path`` is on, as /proc/self/mountinfo names it."""
     try:
-        with open(mounts) as table:
-            for line in table:
-                fields = line.split()
-                if len(fields) < 3:
-                    continue
-                point = fields[1].replace("\\040", " ")
-                if (real == point or real.startswith(point.rstrip("/") + "/")) and \
-                        len(point) >= len(best):
-                    best, kind = point, fields[2]
-    except OSError:
+        text = mountinfo if mountinfo is not None else \
+            Path("/proc/self/mountinfo").read_text()
+        return mount_of(Path(os.path.realpath(path)), parse_mountinfo(text)).fs_type
+    except (OSError, SpoolPlaceError):
         return ""
-    return kind
 
 
 class Wakeups(Protocol):
@@ -132,8 +127,10 @@ class Inotify:
                 continue
             self._missing.discard(directory)
             kind = self._filesystem(directory)
-            if kind.split(".")[0] in REMOTE_FILESYSTEMS:
-                self._poll(directory, f"on {kind}, where other hosts' writes raise no event")
+            if (network := network_filesystem(kind)) is not None:
+                # The spool's list: where other hosts' writes raise no event here.
+                self._poll(directory, f"is on {network} ({kind}), where other hosts' "
+                                      "writes raise no inotify event")
                 continue
             try:
                 wd = self._kernel.add_watch(str(directory), WATCHED)
