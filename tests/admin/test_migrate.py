@@ -161,3 +161,18 @@ def test_chunks_from_before_wall_summaries_get_them_as_the_projector_writes_them
                     for c in chunks]
     assert rows[1][2] is not None
     assert len(rows[1][2]) == 64
+
+
+def test_chunk_point_arrays_are_lz4_compressed_and_a_rebuilds_tables_keep_it(
+        scratch_database: str) -> None:
+    """pglz had cost PostgreSQL most of a projected point's CPU (bench/README.md)."""
+    from tuneplane.admin.migrate import apply_migrations
+    apply_migrations(scratch_database)
+    query = ("SELECT attname, attcompression FROM pg_attribute WHERE attrelid = %s::regclass "
+             "AND attname IN ('steps', 'wall_times', 'values') ORDER BY attname")
+    with psycopg.connect(scratch_database) as conn:
+        assert conn.execute(query, ("readmodel.curve_chunks",)).fetchall() == [
+            ("steps", "l"), ("values", "l"), ("wall_times", "l")]
+        # The rebuild's tables are made as rebuild.py makes them.
+        conn.execute("CREATE TABLE public.next_chunks (LIKE readmodel.curve_chunks INCLUDING ALL)")
+        assert [c for _, c in conn.execute(query, ("public.next_chunks",))] == ["l", "l", "l"]

@@ -118,3 +118,27 @@ def test_a_line_longer_than_a_read_is_skipped_once_its_end_is_written(tmp_path: 
                                 f"{READ_BYTES} byte bound; skipped"]
     after = read(path, "s", skipped.position, 1000, 1 << 20)
     assert after.draft.points == 1
+
+
+def test_lines_past_the_first_read_are_read_in_the_same_step(tmp_path: Path) -> None:
+    """The first read is sized to the batch; long lines make it read on, up to a read's
+    worth, with nothing skipped or reported."""
+    path = tmp_path / "m.jsonl"
+    long_line = b'{"step": 0, "wall_time": 0, "note": "' + b"x" * 200_000 + \
+        b'", "metrics": {"a": 0}}\n'
+    path.write_bytes(long_line + b"".join(
+        b'{"step": %d, "wall_time": 0, "metrics": {"a": %d}}\n' % (i, i) for i in range(1, 4)))
+    result = read_all(path, max_points=10)
+    assert (result.problems, result.at_end) == ([], True)
+    assert result.draft.series["a"].steps == [0, 1, 2, 3]
+    assert result.position.offset == path.stat().st_size
+
+
+def test_a_bad_name_is_refused_on_every_line_that_holds_it(tmp_path: Path) -> None:
+    path = tmp_path / "m.jsonl"
+    path.write_text("".join(f'{{"step": {i}, "wall_time": 0, "metrics": {{"ok": 1}}}}\n'
+                            f'{{"step": {i}, "wall_time": 0, "metrics": {{"bad\\u0001": 1}}}}\n'
+                            for i in range(3)))
+    result = read_all(path)
+    assert result.draft.series["ok"].steps == [0, 1, 2]
+    assert [p.split(": ")[0] for p in result.problems] == [f"{path}:{n}" for n in (2, 4, 6)]

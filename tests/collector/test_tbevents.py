@@ -6,10 +6,12 @@ import struct
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2
 from tensorboard.util import tensor_util
 
-from tuneplane.collector.tbevents import Decoded, PurgeState, TagPlugins, decode
+from tuneplane.collector.tbevents import Decoded, PurgeState, TagPlugins, decode, simple_scalar
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 
 Kind = pb.RichRecord.Kind
@@ -100,3 +102,65 @@ def test_an_out_of_order_step_marks_its_tags_and_one_without_tags_marks_nothing(
             value=values)).SerializeToString(), source="tb", file="f", offset=offset,
             plugins={}, state=state, out=out)
     assert [(m.offset, list(m.tags)) for m in out.session_starts] == [(20, ["loss"])]
+
+
+def bits(scalar: tuple[str, int, float, float]) -> tuple[str, int, bytes, bytes]:
+    """A scalar compared bit for bit (NaN equals itself)."""
+    tag, step, wall_time, value = scalar
+    return tag, step, struct.pack("<d", wall_time), struct.pack("<d", value)
+
+
+def decoded_alone(data: bytes) -> Decoded:
+    out = Decoded()
+    decode(data, source="tb", file="f", offset=0, plugins={}, state=PurgeState(2.0), out=out)
+    return out
+
+
+simple_events = st.builds(
+    lambda tag, step, wall_time, number: event_pb2.Event(
+        step=step, wall_time=wall_time, summary=summary_pb2.Summary(value=[
+            summary_pb2.Summary.Value(tag=tag, simple_value=number)])).SerializeToString(),
+    st.text(min_size=0, max_size=130), st.integers(-(2**63), 2**63 - 1),
+    st.floats(width=64), st.floats(width=32))
+
+
+@given(simple_events)
+def test_the_simple_value_fast_path_reads_what_decode_reads(data: bytes) -> None:
+    out = decoded_alone(data)
+    fast = simple_scalar(data, {})
+    if fast is not None:
+        assert (out.problems, out.rich, out.session_starts) == ([], [], [])
+        assert [bits(s) for s in out.scalars] == [bits(fast)]
+    elif not out.problems:  # taken for every such event with a short printable tag
+        assert not (out.scalars[0][0].isprintable() and len(out.scalars[0][0].encode()) < 100)
+
+
+@given(simple_events, st.lists(st.tuples(st.integers(0, 200), st.integers(0, 255)),
+                               min_size=1, max_size=4))
+def test_the_fast_path_reads_nothing_decode_would_read_otherwise(
+        data: bytes, changes: list[tuple[int, int]]) -> None:
+    damaged = bytearray(data)
+    for at, byte in changes:
+        damaged[at % len(damaged)] = byte
+    fast = simple_scalar(bytes(damaged), {})
+    if fast is not None:
+        out = decoded_alone(bytes(damaged))
+        assert (out.problems, out.rich, out.session_starts) == ([], [], [])
+        assert [bits(s) for s in out.scalars] == [bits(fast)]
+
+
+def test_the_fast_path_leaves_metadata_two_values_and_other_layouts_to_decode() -> None:
+    with_metadata = summary_pb2.Summary.Value(tag="loss", simple_value=1.0)
+    with_metadata.metadata.plugin_data.plugin_name = "scalars"
+    for summary in (summary_pb2.Summary(value=[with_metadata]),
+                    summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="a", simple_value=1),
+                                               summary_pb2.Summary.Value(tag="b", simple_value=2)]),
+                    summary_pb2.Summary(value=[summary_pb2.Summary.Value(node_name="n",
+                                                                         simple_value=1)])):
+        data = event_pb2.Event(step=3, wall_time=1.5, summary=summary).SerializeToString()
+        assert simple_scalar(data, {}) is None
+    heads: dict[bytes, str] = {}
+    assert simple_scalar(event_pb2.Event(step=2**40, summary=summary_pb2.Summary(value=[
+        summary_pb2.Summary.Value(tag="t", simple_value=0.5)])).SerializeToString(), heads) == \
+        ("t", 2**40, 0.0, 0.5)
+    assert list(heads.values()) == ["t"]

@@ -213,3 +213,29 @@ def test_a_file_state_saved_before_purge_states_reads_on_under_the_start_rule() 
     assert load_state("", saved) == ({}, PurgeState(None, 41))
     assert load_state(saved) == ({"acc": ("scalars", b"x", 1)}, PurgeState(None, 41))
     assert load_state("", "") == ({}, PurgeState())
+
+
+def test_an_out_of_order_simple_value_in_an_old_style_file_opens_a_batch_with_its_marker(
+        tmp_path: Path) -> None:
+    """Single ``simple_value`` events take the reader's fast path; an out-of-order step in
+    a file before version 2 still becomes the purge marker of its tags, opening its batch."""
+    def simple(step: int, tag: str = "loss") -> bytes:
+        value = summary_pb2.Summary.Value(tag=tag, simple_value=step)
+        return frame(event_pb2.Event(step=step, wall_time=100.0 + step,
+                                     summary=summary_pb2.Summary(value=[value]),
+                                     ).SerializeToString())
+
+    logdir = tmp_path / "logs"
+    logdir.mkdir()
+    steps = [*range(10), 4, 5, 6]
+    (logdir / "events.out.tfevents.1.host").write_bytes(
+        frame(event_pb2.Event(file_version="brain.Event:1").SerializeToString()) +
+        b"".join(simple(s) for s in steps))
+    r = reader(tmp_path / "spool", logdir)
+    while not r.run_once():
+        pass
+    sealed = batches(tmp_path / "spool")
+    assert [[(m.step, list(m.tags)) for m in b.session_starts] for b in sealed] == \
+        [[], [(4, ["loss"])]]
+    assert [list(c.steps) for b in sealed for c in b.chunks] == [list(range(10)), [4, 5, 6]]
+    assert scalars(tmp_path / "spool") == [("loss", s, float(s)) for s in steps]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import orjson
 
-from tuneplane.collector import artifact, integration, records, spool
+from tuneplane.collector import spool
 from tuneplane.collector.run_command import add_run, cmd_run
 from tuneplane.collector.settings import CollectorSettings
 from tuneplane.collector.spool import SpoolError
@@ -27,6 +27,8 @@ from tuneplane.contract.settings import SettingsError
 def cmd_read(args: argparse.Namespace) -> int:
     def report(problem: str) -> None:
         print(problem, file=sys.stderr)
+
+    from tuneplane.collector import records  # each command imports what it alone needs
 
     out = sys.stdout.buffer
     status = 0
@@ -47,6 +49,8 @@ def cmd_read(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from tuneplane.collector import integration
+
     try:
         artifact = integration.load(args.file)
     except integration.IntegrationError as exc:
@@ -60,6 +64,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_artifact_build(args: argparse.Namespace) -> int:
+    from tuneplane.collector import artifact
+
     try:
         built = artifact.build(args.workspace.resolve(), args.out.resolve())
     except artifact.ArtifactError as exc:
@@ -70,6 +76,8 @@ def cmd_artifact_build(args: argparse.Namespace) -> int:
 
 
 def cmd_artifact_verify(args: argparse.Namespace) -> int:
+    from tuneplane.collector import artifact
+
     try:
         host = artifact.Target.of_interpreter(args.python) if args.python else None
         manifest = artifact.verify(args.directory.resolve(), host)

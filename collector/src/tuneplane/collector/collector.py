@@ -15,6 +15,7 @@ from tuneplane.collector.fence import OPEN, Fence
 from tuneplane.collector.reader import SourceReader, SourceSpec
 from tuneplane.collector.sender import Sender, Target, TransientSendError
 from tuneplane.collector.spool import Spool
+from tuneplane.collector.watch import Wakeups, wakeups
 from tuneplane.telemetry.v1.identity import MemberKey
 
 log = logging.getLogger("tuneplane.collector")
@@ -31,31 +32,37 @@ class CollectorConfig:
     spool_bytes: int = 256 * 1024 * 1024
     drain_seconds: float = 30.0
     in_flight: int = 4
-    poll_seconds: float = 0.5
+    poll_seconds: float = 0.5  # sources are read at most this often while they grow
+    #: With inotify, an unchanged source is looked at again after this long all the same.
+    idle_seconds: float = 30.0
     fence: Fence = OPEN  # directories no source is read from (the node agent's state)
     interceptors: list[grpc.UnaryUnaryClientInterceptor] = field(default_factory=list)
 
 
 class Collector:
-    def __init__(self, config: CollectorConfig, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, config: CollectorConfig, clock: Callable[[], float] = time.time,
+                 follow: Wakeups | None = None) -> None:
         self.config = config
+        self.stopping = threading.Event()   # stop reading; drain
+        self.sources_idle = threading.Event()
+        #: What wakes the reader: inotify where it can be had, else a timer.
+        self.wakeups = follow if follow is not None else wakeups(sleep=self.stopping.wait)
         self.reader = SourceReader(Spool(config.spool_dir, config.owner), config.sources,
                                    max_points=config.max_batch_points,
                                    max_bytes=config.max_batch_bytes,
                                    spool_bytes=config.spool_bytes, clock=clock,
-                                   fence=config.fence)
+                                   fence=config.fence, wakeups=self.wakeups)
         # One SQLite connection per thread: reader, sender, and this (status) thread.
         self.sender = Sender(Spool(config.spool_dir, config.owner), config.target,
                              in_flight=config.in_flight, interceptors=config.interceptors)
         self._status = Spool(config.spool_dir, config.owner)
-        self.stopping = threading.Event()   # stop reading; drain
-        self.sources_idle = threading.Event()
 
     def read_loop(self) -> None:
         while not self.stopping.is_set():
+            started = time.monotonic()
             if self.reader.run_once():
                 self.sources_idle.set()
-                self.stopping.wait(self.config.poll_seconds)
+                self.wait_for_change(started)
             else:
                 self.sources_idle.clear()
                 if self.reader.spool_full():
@@ -66,6 +73,16 @@ class Collector:
         while time.monotonic() < deadline and not self.reader.spool_full():
             if self.reader.run_once():
                 break
+
+    def wait_for_change(self, started: float) -> None:
+        """Until a source may have changed (or ``idle_seconds`` passed), then until
+        ``poll_seconds`` after the pass that ``started``: a file written in small pieces is
+        read in batches, not once per write."""
+        deadline = started + self.config.idle_seconds
+        while not self.stopping.is_set() and (left := deadline - time.monotonic()) > 0:
+            if self.wakeups.wait(min(self.config.poll_seconds, left)):
+                break
+        self.stopping.wait(max(0.0, started + self.config.poll_seconds - time.monotonic()))
 
     def send_loop(self, until: threading.Event) -> None:
         while not until.is_set():
@@ -116,4 +133,5 @@ class Collector:
     def close(self) -> None:
         self.sender.close()
         self.reader.close()
+        self.wakeups.close()
         self._status.close()

@@ -43,16 +43,20 @@ class BatchDraft:
 
     def cost(self, metrics: list[tuple[str, float]]) -> int:
         """Encoded bytes that adding ``metrics`` would cost at most."""
-        new_tags = sum(len(tag.encode()) + self.chunk_names_bytes()
-                       for tag, _ in metrics if tag not in self.series)
-        return len(metrics) * self.POINT_BYTES + new_tags
+        cost, series = len(metrics) * self.POINT_BYTES, self.series
+        for tag, _ in metrics:  # a loop, not a generator: this runs for every line read
+            if tag not in series:
+                cost += len(tag.encode()) + self.chunk_names_bytes()
+        return cost
 
     def chunk_names_bytes(self) -> int:
         """What a new chunk costs besides its tag and points: its source and run path."""
         return len(self.source) + len(self.run_path.encode()) + self.ENTRY_BYTES
 
-    def add(self, step: int, wall_time: float, metrics: list[tuple[str, float]]) -> None:
-        self.approx_bytes += self.cost(metrics)
+    def add(self, step: int, wall_time: float, metrics: list[tuple[str, float]],
+            cost: int | None = None) -> None:
+        """Add one line's metrics; ``cost`` is ``self.cost(metrics)`` if the caller has it."""
+        self.approx_bytes += self.cost(metrics) if cost is None else cost
         for tag, value in metrics:
             series = self.series.get(tag)
             if series is None:

@@ -26,6 +26,8 @@ MAX_ENTRIES = 100_000
 @dataclass(slots=True)
 class Listing:
     files: list[Path] = field(default_factory=list)
+    #: The directories listed (each opened through the fence), to watch for changes.
+    directories: list[Path] = field(default_factory=list)
     #: Why parts of the log directory were not listed (a bound, a refusal); empty if none.
     problems: list[str] = field(default_factory=list)
 
@@ -57,6 +59,7 @@ def event_files(root: Path, fence: Fence = OPEN, *, max_entries: int = MAX_ENTRI
         except SourceRefused as exc:
             listing.problems.append(f"{directory}: not listed: {exc}")
             continue
+        listing.directories.append(directory)
         seen += len(entries)
         if seen > max_entries:
             listing.problems.append(

@@ -10,12 +10,16 @@ import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tuneplane.collector import failpoints, jsonl, logdir, tensorboard
-from tuneplane.collector.channels import ChannelReader, ChannelSpec
 from tuneplane.collector.draft import Position
 from tuneplane.collector.fence import OPEN, Fence, SourceRefused
 from tuneplane.collector.spool import SavedPosition, Spool
+from tuneplane.collector.watch import Polling, Wakeups
+
+if TYPE_CHECKING:
+    from tuneplane.collector.channels import ChannelReader, ChannelSpec
 
 log = logging.getLogger("tuneplane.collector")
 
@@ -52,7 +56,7 @@ class SourceReader:
 
     def __init__(self, spool: Spool, sources: list[SourceSpec], *, max_points: int,
                  max_bytes: int, spool_bytes: int, clock: Callable[[], float],
-                 fence: Fence = OPEN) -> None:
+                 fence: Fence = OPEN, wakeups: Wakeups | None = None) -> None:
         self._spool = spool
         self._sources = sources
         self._max_points = max_points
@@ -61,11 +65,19 @@ class SourceReader:
         self._clock = clock
         self._fence = fence
         self._open = fence.open
+        #: What says a log directory must be listed again; told which directories were.
+        self._wakeups: Wakeups = wakeups if wakeups is not None else Polling()
+        self._listings: dict[str, list[tuple[Path, str]]] = {}  # source → its files
         self._refused: set[tuple[str, str]] = set()  # (file key or problem, path) said once
         self.counters = Counters()
         self.problems: list[str] = []
-        self._channels = {s.source_id: ChannelReader(s.channel, clock, fence.open)
-                          for s in sources if s.channel is not None}
+        self._channels: dict[str, ChannelReader] = {}
+        if any(s.channel is not None for s in sources):
+            # Only with channels: their JSON Schema validation is a start-up cost.
+            from tuneplane.collector.channels import ChannelReader
+
+            self._channels = {s.source_id: ChannelReader(s.channel, clock, fence.open)
+                              for s in sources if s.channel is not None}
 
     @property
     def points_read(self) -> int:
@@ -77,6 +89,8 @@ class SourceReader:
     def run_once(self) -> bool:
         """Returns True when every source is read to its end (nothing more to read now)."""
         idle = True
+        if self._wakeups.listing_stale():
+            self._listings.clear()
         for source in self._sources:
             behind: set[str] = set()  # TensorBoard runs with an earlier file not read to its end
             last: dict[str, str] = {}  # run → its file listed last so far
@@ -100,12 +114,31 @@ class SourceReader:
     def _files(self, source: SourceSpec) -> list[tuple[Path, str]]:
         """The source's files, each with its name relative to the source."""
         if source.kind is not SourceKind.TENSORBOARD:
-            return [(source.path, "")]
+            if source.source_id not in self._listings:
+                self._watch_outside_listing(source.path.parent)
+                self._listings[source.source_id] = [(source.path, "")]
+            return self._listings[source.source_id]
+        cached = self._listings.get(source.source_id)
+        if cached is not None:
+            return cached
         listing = logdir.event_files(source.path, self._fence)
         for problem in listing.problems:
             self._report_once(source.path, problem)
-        return [(p, p.relative_to(source.path).as_posix() if p != source.path else p.name)
-                for p in listing.files]
+        if listing.directories:
+            self._wakeups.watch(listing.directories)
+        elif listing.files:  # the source is one event file
+            self._watch_outside_listing(source.path.parent)
+        else:  # not written yet
+            self._watch_outside_listing(source.path)
+        files = [(p, p.relative_to(source.path).as_posix() if p != source.path else p.name)
+                 for p in listing.files]
+        self._listings[source.source_id] = files
+        return files
+
+    def _watch_outside_listing(self, directory: Path) -> None:
+        """Watch a directory no fenced listing opened (a source file's), unless fenced."""
+        if self._fence.refusal(directory) is None:
+            self._wakeups.watch([directory])
 
     def _report_once(self, path: Path, problem: str, key: str = "") -> None:
         """``problem`` reported the first time it is seen for (``key``, ``path``)."""

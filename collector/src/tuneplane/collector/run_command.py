@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from tuneplane.collector import failpoints, integration, spoolroot
+from tuneplane.collector import failpoints, spoolroot
 from tuneplane.collector.collector import Collector, CollectorConfig
 from tuneplane.collector.fence import Fence, open_plainly
 from tuneplane.collector.opener import Opener
@@ -93,6 +93,9 @@ def cmd_run(args: argparse.Namespace, settings: CollectorSettings) -> int:
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
     sources = [*args.source, *args.tensorboard]
     if args.integration is not None:
+        # Only here: YAML and JSON Schema are a start-up cost a plain run does not pay.
+        from tuneplane.collector import integration
+
         try:
             owned = integration.load(args.integration).sources_of(args.member, args.workdir)
         except integration.IntegrationError as exc:

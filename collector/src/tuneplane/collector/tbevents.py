@@ -13,6 +13,7 @@ whose step is below the previous Summary event's, which purges its own tags only
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -120,6 +121,78 @@ def file_version(text: str) -> float:
         return float(text.split("brain.Event:")[-1])
     except ValueError:
         return -1.0
+
+
+#: A Summary event of one ``simple_value`` as TensorFlow, PyTorch and tensorboardX write it:
+#: wall_time (absent when 0), step (absent when 0), then a summary of one value holding a tag
+#: and the simple_value. The summary's bytes up to the value are the same for every event of
+#: a tag ("the head"). Any other layout is left to ``decode``.
+_SIMPLE_EVENT = re.compile(
+    rb"(?:\x09(.{8}))?(?:\x10([\x80-\xff]{0,9}[\x00-\x7f]))?(\x2a.+\x15)(.{4})", re.DOTALL)
+_wall_time = struct.Struct("<d").unpack
+_simple_value = struct.Struct("<f").unpack
+
+
+def _head_tag(head: bytes) -> str | None:
+    """The tag of a summary head ``\x2a L \x0a L \x0a L tag \x15`` (one-byte lengths that
+    nest), if it is a name."""
+    size = len(head) - 7
+    if size < 1 or head[5] != size or head[3] != size + 7 or head[1] != size + 9 or \
+            head[2] != 0x0A or head[4] != 0x0A:
+        return None
+    try:
+        tag = head[6:-1].decode()
+    except UnicodeDecodeError:
+        return None
+    return tag if name_problem(tag) is None else None
+
+
+def _varint(data: bytes) -> int | None:
+    """A step's varint as int64, None past 64 bits."""
+    size = len(data)
+    if size == 1:
+        return data[0]
+    if size <= 4:  # steps below 2**28, unrolled: 7 bits of each byte, low byte first
+        n = int.from_bytes(data, "little")
+        if size == 2:
+            return (n & 0x7F) | ((n >> 1) & 0x3F80)
+        if size == 3:
+            return (n & 0x7F) | ((n >> 1) & 0x3F80) | ((n >> 2) & 0x1FC000)
+        if size == 4:
+            return (n & 0x7F) | ((n >> 1) & 0x3F80) | ((n >> 2) & 0x1FC000) | \
+                ((n >> 3) & 0xFE00000)
+        return n
+    number, shift = 0, 0
+    for byte in data:
+        number |= (byte & 0x7F) << shift
+        shift += 7
+    if number >= 1 << 64:
+        return None
+    return number - (1 << 64) if number >= 1 << 63 else number
+
+
+def simple_scalar(data: bytes, heads: dict[bytes, str],
+                  ) -> tuple[str, int, float, float] | None:
+    """(tag, step, wall_time, value) of a one-``simple_value`` Summary event whose tag is a
+    name, exactly as ``decode`` reads it; None for any other record (``decode`` reads it).
+
+    The hot path of TensorBoard reading: one match instead of a message and its fields.
+    ``heads`` maps summary heads already checked to their tag.
+    """
+    match = _SIMPLE_EVENT.fullmatch(data)
+    if match is None:
+        return None
+    wall, step_bytes, head, value = match.groups()
+    tag = heads.get(head)
+    if tag is None:
+        if (tag := _head_tag(head)) is None:
+            return None
+        heads[head] = tag
+    step = 0 if step_bytes is None else _varint(step_bytes)
+    if step is None:
+        return None
+    return (tag, step, _wall_time(wall)[0] if wall is not None else 0.0,
+            _simple_value(value)[0])
 
 
 def decode(data: bytes, *, source: str, file: str, offset: int, plugins: TagPlugins,

@@ -21,7 +21,7 @@ from typing import Any, BinaryIO
 from tuneplane.collector import tfrecord
 from tuneplane.collector.draft import BatchDraft, Position, ReadStep
 from tuneplane.collector.fence import OPEN
-from tuneplane.collector.tbevents import Decoded, PurgeState, TagPlugins, decode
+from tuneplane.collector.tbevents import Decoded, PurgeState, TagPlugins, decode, simple_scalar
 from tuneplane.telemetry.v1.limits import MAX_BATCH_SERIES
 from tuneplane.telemetry.v1.validation import escape_controls, run_path_problem
 
@@ -58,8 +58,14 @@ def scan_at(handle: BinaryIO, offset: int, limit: int | None = None,
     Returns the bytes read (from ``offset``) and the scan.
     """
     handle.seek(offset)
-    buffer = handle.read(READ_BYTES)
+    # Records of scalars are ~50 bytes: a read sized to the limit, not 8 MiB each time.
+    first = READ_BYTES if limit is None else min(READ_BYTES, max(limit * 256, 1 << 16))
+    buffer = handle.read(first)
     scan = tfrecord.scan(buffer, offset, limit)
+    if len(buffer) == first < READ_BYTES and len(scan.records) < (limit or 0) \
+            and not scan.wanted:  # larger records: a read's worth after all
+        buffer += handle.read(READ_BYTES - first)
+        scan = tfrecord.scan(buffer, offset, limit)
     if scan.wanted > len(buffer) - scan.consumed:
         handle.seek(offset + scan.consumed)
         more = handle.read(scan.wanted)
@@ -105,7 +111,22 @@ def read_file(path: Path, relative: str, source: str, start: Position, *, max_po
     stop = start.offset + scan.consumed
     bounded = False
     draft, decoded = result.draft, Decoded()
+    names: dict[bytes, str] = {}
     for offset, data in scan.records:
+        scalar = simple_scalar(data, names)
+        if scalar is not None and (purge.restarts() or scalar[1] >= purge.most_recent_step):
+            # One point in order, no problem, nothing rich: what ``decode`` would give.
+            if (draft.points >= max_points or draft.approx_bytes + 64 > max_bytes or
+                    (len(draft.series) >= MAX_BATCH_SERIES and draft.crowded((scalar,)))) \
+                    and not draft.empty():
+                stop, bounded = offset, True
+                break
+            purge.most_recent_step = scalar[1]
+            if run_refused:
+                skipped += 1
+            else:
+                draft.add_point(*scalar)
+            continue
         decoded.clear()
         before = (purge.file_version, purge.most_recent_step)  # this record may be read again
         decode(data, source=source, file=relative, offset=offset, plugins=plugins, state=purge,
