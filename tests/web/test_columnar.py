@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 
+import asyncpg
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.web.test_downsample import series
-from tuneplane.web import columnar, downsample
+from tuneplane.web import columnar, downsample, queries
 from tuneplane.web.columnar import Chunks, ColumnAnswer, Unrepresentable
 from tuneplane.web.downsample import Arrays, ChunkRef, ChunkSummary
 
@@ -108,3 +109,24 @@ def test_a_big_series_answers_from_its_segments_in_step_order() -> None:
     reference = downsample.answer(summaries, {}, 0, 9999, 50)
     assert_same(reference, columnar.answer(Chunks.of(summaries), {}, 0, 9999, 50))
 
+
+async def test_arrays_are_read_from_postgresql_binary_form_as_they_were_stored(
+        db: asyncpg.Connection) -> None:
+    floats_in = [1.5, -0.0, math.nan, math.inf, -math.inf, 5e-324, 1.7976931348623157e308]
+    ints_in = [-(2**63), -1, 0, 2**63 - 1]
+    row = await db.fetchrow("SELECT array_send($1::float8[]), array_send($2::bigint[]), "
+                            "array_send('{}'::float8[])", floats_in, ints_in)
+    assert row is not None
+    sent_floats, sent_ints, empty = row
+    found = queries.received(sent_floats, "f8")
+    assert found.dtype == np.float64
+    assert [comparable(v) for v in found.tolist()] == [comparable(v) for v in floats_in]
+    assert math.copysign(1, found[1]) == -1
+    assert queries.received(sent_ints, "i8").tolist() == ints_in
+    assert queries.received(empty, "f8").tolist() == []
+    with pytest.raises(ValueError, match="NULLs"):
+        queries.received(await db.fetchval("SELECT array_send('{1,NULL}'::float8[])"), "f8")
+
+
+def comparable(value: float) -> float | str:
+    return "nan" if math.isnan(value) else value
