@@ -77,30 +77,42 @@ WHERE run_id = $1 AND attempt = $2 AND member = $3 AND source = $4 AND run_path 
   AND tag = $6
 """
 
-# One series' read in one statement: its id, bounds and whether a purge marker may apply
+# A series' read in one statement: its id and whether a purge marker may apply
 # (``purge_cuts`` looks further only then) in every row, with the summaries of its chunks
 # in the step range, one row each in step order (ties as the index holds them: as the
-# downsampler always read them), or one row of NULLs when none is. Only
-# summary columns are read: a chunk's point arrays stay in TOAST.
-SERIES_READ = """
+# downsampler always read them), or one row of NULLs when none is. Only summary columns
+# are read: a chunk's point arrays stay in TOAST. The whole series is one scan (its bounds
+# are its chunks'); a step range needs the bounds of every chunk besides.
+READ_SERIES = """
 WITH s AS (
     SELECT series_id FROM series
     WHERE run_id = $1 AND attempt = $2 AND member = $3 AND source = $4 AND run_path = $5
       AND tag = $6
-), h AS (
+)"""
+READ_MARKED = """
+EXISTS (SELECT 1 FROM session_starts m
+        WHERE m.run_id = $1 AND m.attempt = $2 AND m.member = $3 AND m.source = $4
+          AND (cardinality(m.tags) = 0 OR $6 = ANY(m.tags))) AS marked"""
+READ_CHUNKS = """
+SELECT c.batch_id, c.chunk_index, c.step_min, c.step_max, c.n, c.v_min, c.v_max, c.v_last,
+       c.w_last, c.w_first, c.seg_steps, c.seg_last_steps, c.seg_counts, c.seg_min,
+       c.seg_max, c.seg_last, c.seg_last_walls
+FROM curve_chunks c"""
+
+SERIES_READ_WHOLE = f"""{READ_SERIES}
+SELECT s.series_id, NULL::bigint AS first, NULL::bigint AS last, NULL::float8 AS wall_first,
+       {READ_MARKED}, k.*
+FROM s LEFT JOIN LATERAL ({READ_CHUNKS}
+    WHERE c.series_id = s.series_id ORDER BY c.step_min
+) k ON true
+"""
+
+SERIES_READ = f"""{READ_SERIES}, h AS (
     SELECT s.series_id, min(c.step_min) AS first, max(c.step_max) AS last,
-           min(c.w_first) AS wall_first,
-           EXISTS (SELECT 1 FROM session_starts m
-                   WHERE m.run_id = $1 AND m.attempt = $2 AND m.member = $3
-                     AND m.source = $4 AND (cardinality(m.tags) = 0 OR $6 = ANY(m.tags)))
-               AS marked
+           min(c.w_first) AS wall_first, {READ_MARKED}
     FROM s LEFT JOIN curve_chunks c USING (series_id) GROUP BY s.series_id
 )
-SELECT h.*, k.* FROM h LEFT JOIN LATERAL (
-    SELECT c.batch_id, c.chunk_index, c.step_min, c.step_max, c.n, c.v_min, c.v_max, c.v_last,
-           c.w_last, c.seg_steps, c.seg_last_steps, c.seg_counts, c.seg_min, c.seg_max,
-           c.seg_last, c.seg_last_walls
-    FROM curve_chunks c
+SELECT h.*, k.* FROM h LEFT JOIN LATERAL ({READ_CHUNKS}
     WHERE c.series_id = h.series_id AND c.step_max >= coalesce($7::bigint, h.first)
       AND c.step_min <= coalesce($8::bigint, h.last)
     ORDER BY c.step_min
@@ -248,23 +260,33 @@ class SeriesRead:
 NOTHING = ColumnAnswer(False, 0, NO_POINTS, NO_BUCKETS)
 
 
-#: SERIES_READ's chunk columns after its header (series_id, first, last, wall_first, marked)
-HEADER = 5
+def column_of(rows: list[asyncpg.Record], name: str) -> list[Any]:
+    at = list(rows[0].keys()).index(name)
+    return [r[at] for r in rows]
 
 
 def chunks_of(rows: list[asyncpg.Record]) -> Chunks:
-    """``SERIES_READ``'s rows as columns (a row of NULLs: no chunk in range)."""
+    """``SERIES_READ``'s rows as columns (a row of NULLs: no chunk in range); a column at a
+    time, segment columns only when a chunk has segments."""
     if rows[0]["batch_id"] is None:
         return Chunks.of([])
-    (batch_ids, indexes, step_min, step_max, n, v_min, v_max, v_last, w_last,
-     *segs) = list(zip(*rows, strict=True))[HEADER:]
-    flat = [list(chain.from_iterable(c for c in column if c is not None)) for column in segs]
-    return Chunks(list(zip(batch_ids, indexes, strict=True)),
-                  Units(ints(step_min), ints(step_max), ints(n), floats(v_min), floats(v_max),
-                        floats(v_last), floats(w_last)),
-                  ints([0 if c is None else len(c) for c in segs[2]]),
-                  Units(ints(flat[0]), ints(flat[1]), ints(flat[2]), floats(flat[3]),
-                        floats(flat[4]), floats(flat[5]), floats(flat[6])))
+    names = list(rows[0].keys())
+
+    def units(*columns: list[Any]) -> Units:
+        step_min, step_max, n, v_min, v_max, v_last, w_last = columns
+        return Units(ints(step_min), ints(step_max), ints(n), floats(v_min), floats(v_max),
+                     floats(v_last), floats(w_last))
+
+    counts = column_of(rows, "seg_counts")
+    segmented = [r for r, c in zip(rows, counts, strict=True) if c is not None]
+    segments = [list(chain.from_iterable(r[names.index(name)] for r in segmented))
+                for name in ("seg_steps", "seg_last_steps", "seg_counts", "seg_min", "seg_max",
+                             "seg_last", "seg_last_walls")]
+    summary = [column_of(rows, name) for name in ("step_min", "step_max", "n", "v_min",
+                                                  "v_max", "v_last", "w_last")]
+    refs = list(zip(column_of(rows, "batch_id"), column_of(rows, "chunk_index"), strict=True))
+    return Chunks(refs, units(*summary), ints([0 if c is None else len(c) for c in counts]),
+                  units(*segments))
 
 
 async def cut_chunks(conn: Connection, series_id: int, chunks: Chunks,
@@ -329,16 +351,21 @@ async def series_read(conn: Connection, key: SeriesKey, lo: int | None, hi: int 
     purge applied when ``purge``. One query (series, bounds, summaries, whether any purge
     marker could apply) unless the answer unpacks chunks or a marker applies."""
     member = key.member
-    rows = await conn.fetch(SERIES_READ, member.run_id, member.attempt, member.member,
-                            key.source, key.run_path, key.tag, lo, hi)
+    whole = lo is None and hi is None
+    rows = await conn.fetch(SERIES_READ_WHOLE if whole else SERIES_READ, member.run_id,
+                            member.attempt, member.member, key.source, key.run_path, key.tag,
+                            *(() if whole else (lo, hi)))
     if not rows:
         return None
     row = rows[0]
     found: int = row["series_id"]
+    chunks = chunks_of(rows)
     first, last, wall_first = row["first"], row["last"], row["wall_first"]
+    if whole and chunks.refs:
+        first, last = int(chunks.summary.step_min.min()), int(chunks.summary.step_max.max())
+        wall_first = min(column_of(rows, "w_first"))
     lo = first if lo is None else lo
     hi = last if hi is None else hi
-    chunks = chunks_of(rows)
     cuts: dict[str, int] = {}
     stored_n: dict[ChunkRef, int] | None = None
     purged = 0
