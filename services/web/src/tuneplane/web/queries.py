@@ -23,6 +23,7 @@ from tuneplane.web.columnar import (
     NO_POINTS,
     Chunks,
     ColumnAnswer,
+    Ints,
     Points,
     Units,
     Unrepresentable,
@@ -290,23 +291,31 @@ def chunks_of(rows: list[asyncpg.Record]) -> Chunks:
 
 
 async def cut_chunks(conn: Connection, series_id: int, chunks: Chunks,
-                     purge: Mapping[str, int]) -> tuple[Chunks, dict[ChunkRef, int], int]:
+                     purge: Mapping[str, int]) -> tuple[Chunks, Ints, int]:
     """``chunks`` with what survives each purge cut in place of a cut chunk (none left:
-    gone), the stored points of each (what unpacking costs), and the points purged."""
-    stored_n = {ref: int(n) for ref, n in zip(chunks.refs, chunks.summary.n, strict=True)}
+    gone), the points each stores (what unpacking it costs), and the points purged."""
+    stored = dict(zip(chunks.refs, chunks.summary.n.tolist(), strict=True))
     remaining: dict[ChunkRef, ChunkSummary | None] = {}
     purged = 0
     for row in await conn.fetch(CUT_CHUNKS, series_id, list(purge), list(purge.values())):
         ref = (row["batch_id"], row["chunk_index"])
         purged += row["n"] - row["kept"]
-        stored_n[ref] = row["n"]
         remaining[ref] = None if not row["kept"] else ChunkSummary(
             ref, row["kept"], row["step_min"], row["step_max"], row["v_min"], row["v_max"],
             row["v_last"], row["w_last"])
     if not remaining:
-        return chunks, stored_n, purged
+        return chunks, chunks.summary.n, purged
     summaries = [remaining.get(s.ref, s) for s in chunks.summaries()]
-    return Chunks.of([s for s in summaries if s is not None]), stored_n, purged
+    cut = Chunks.of([s for s in summaries if s is not None])
+    return cut, ints([stored[ref] for ref in cut.refs]), purged
+
+
+def within_budget(needed: list[int], stored: Ints, unpack_budget: int) -> list[int]:
+    """The chunks of ``needed`` (in order) whose stored points fit ``unpack_budget``; the
+    answer takes the others from their summaries. A writer chooses its chunks' step ranges:
+    any number of them may straddle a range's edge or a purge's cut."""
+    spent = np.cumsum(stored[needed])
+    return needed[:int(np.searchsorted(spent, unpack_budget, side="right"))]
 
 
 def received(sent: bytes, element: str) -> npt.NDArray[Any]:
@@ -367,20 +376,15 @@ async def series_read(conn: Connection, key: SeriesKey, lo: int | None, hi: int 
     lo = first if lo is None else lo
     hi = last if hi is None else hi
     cuts: dict[str, int] = {}
-    stored_n: dict[ChunkRef, int] | None = None
-    purged = 0
+    stored, purged = chunks.summary.n, 0
     if purge and row["marked"]:
         cuts = await purge_cuts(conn, found, member, key.source, key.run_path, key.tag)
         if cuts:
-            chunks, stored_n, purged = await cut_chunks(conn, found, chunks, cuts)
+            chunks, stored, purged = await cut_chunks(conn, found, chunks, cuts)
     if lo is None or hi is None or lo > hi:
         return SeriesRead(NOTHING, lo or 0, hi or 0, purged, wall_first)
-    needed = columnar.chunks_to_unpack(chunks, lo, hi, max_points, unpack_budget)
-    if stored_n is None:
-        spent = np.cumsum(chunks.summary.n[needed]) if needed else ints([])
-    else:
-        spent = np.cumsum(ints([stored_n[chunks.refs[i]] for i in needed]))
-    needed = needed[:int(np.searchsorted(spent, unpack_budget, side="right"))]
+    needed = within_budget(columnar.chunks_to_unpack(chunks, lo, hi, max_points,
+                                                     unpack_budget), stored, unpack_budget)
     unpacked = await unpack(conn, found, chunks, needed, cuts)
     try:
         result = columnar.answer(chunks, unpacked, lo, hi, max_points)
