@@ -1,13 +1,17 @@
 """Query latency of the web API: p50/p99 over repeated requests to a running tuneplane-web.
 
-    uv run python bench/query.py [--requests 50]
+    uv run python bench/query.py [--requests 50] [--format columns|rows]
 
 Read models are filled by the projector's own projection and writer (chunk and segment
-summaries as in production): one 1,000,000-point series (100 chunks) and 100 member
-series of 10,000 points under one canonical name. Timed over HTTP with a user token:
-  whole      the 1M-point series reduced to 2,000 points
-  100 series the canonical curve's 100 member series at 2,000 points each
-  zoomed     a 20,000-step window of the 1M series (2,000 points: buckets or raw)
+summaries as in production): one 1,000,000-point series (100 chunks), 100 member series
+of 10,000 points under one canonical name, and one 1,000,000-point series in 50-point
+chunks (20,000 batches: what a job logging 200 tags at every step seals, 10,000-point
+batches spread over 200 tags; no segment summaries). Timed over HTTP with a user token,
+answers in ``--format`` (columns: what the Charts page asks for; rows: the default):
+  whole        the 1M-point series reduced to 2,000 points
+  100 series   the canonical curve's 100 member series at 2,000 points each
+  zoomed       a 20,000-step window of the 1M series (2,000 points: buckets or raw)
+  small chunks the 1M-point series of 50-point chunks reduced to 2,000 points
 Needs the real services (``eval "$(scripts/services up)"``).
 """
 
@@ -49,10 +53,12 @@ async def fill(database_url: str, run_id: str) -> None:
         big = [series_batch(run_id, "rank-0", "big", i, 10_000) for i in range(100)]
         small = [series_batch(run_id, f"rank-{m}", "loss", i, 1_000)
                  for m in range(100) for i in range(10)]
-        for start in range(0, len(big) + len(small), 50):
-            group = (big + small)[start:start + 50]
-            await writer.write_group([project(b.SerializeToString(), RecordMeta(0, 0, None))
-                                      for b in group])
+        narrow = [series_batch(run_id, "rank-0", "narrow", i, 50) for i in range(20_000)]
+        for batches, size in ((big + small, 50), (narrow, 500)):
+            for start in range(0, len(batches), size):
+                await writer.write_group([project(b.SerializeToString(),
+                                                  RecordMeta(0, 0, None))
+                                          for b in batches[start:start + size]])
         async with pool.acquire() as conn:
             await freeze(conn, run_id, 1,
                          [MetricMapping(tag="loss", name="loss", goal="minimize")])
@@ -115,6 +121,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=50)
+    parser.add_argument("--format", choices=("columns", "rows"), default="columns")
     args = parser.parse_args()
     endpoints = Endpoints.from_environ(os.environ)
     run_admin(endpoints, "init")
@@ -126,18 +133,21 @@ async def main() -> None:
         async with api_client(web, token) as client:
             base = f"/api/v1/runs/{run_id}/attempts/1"
             big: dict[str, str | int] = {"member": "rank-0", "source": "train", "tag": "big",
-                                         "max_points": 2000}
+                                         "max_points": 2000, "format": args.format}
             cases: list[tuple[str, str, dict[str, str | int]]] = [
                 ("whole", f"{base}/scalars", big),
-                ("100 series", f"{base}/curves/loss", {"max_points": 2000, "max_series": 100}),
+                ("100 series", f"{base}/curves/loss", {"max_points": 2000, "max_series": 100,
+                                                       "format": args.format}),
                 ("zoomed", f"{base}/scalars", {**big, "step_min": 500_000,
                                                "step_max": 519_999}),
+                ("small chunks", f"{base}/scalars", {**big, "tag": "narrow"}),
             ]
-            print(f"{args.requests} requests each, one client, over HTTP on loopback")
+            print(f"{args.requests} requests each, one client, over HTTP on loopback, "
+                  f"format={args.format}")
             for label, url, params in cases:
                 await timed(client, url, params, 3)  # warm the pool and caches
                 p50, p99, returned = await timed(client, url, params, args.requests)
-                print(f"{label:<11} p50 {p50:7.1f} ms   p99 {p99:7.1f} ms   "
+                print(f"{label:<12} p50 {p50:7.1f} ms   p99 {p99:7.1f} ms   "
                       f"({returned:,} points or buckets returned)")
     finally:
         web.stop()

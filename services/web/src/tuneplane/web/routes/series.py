@@ -8,41 +8,85 @@ why ``router`` is built from them (the caps are in the OpenAPI schema too).
 """
 
 import asyncio
+import math
 from typing import Annotated, Any, Literal
 
 import asyncpg
+import numpy as np
 import orjson
 from fastapi import APIRouter, HTTPException, Query, Response
 
 from tuneplane.controlplane import mapping
-from tuneplane.telemetry.v1.identity import MemberKey
+from tuneplane.telemetry.v1.identity import MemberKey, SeriesKey
 from tuneplane.telemetry.v1.names import json_number
 from tuneplane.web import models, queries
 from tuneplane.web.access import Viewer
+from tuneplane.web.columnar import ColumnAnswer, Floats
 from tuneplane.web.dependencies import Pool, State
 from tuneplane.web.downsample import METHOD
 from tuneplane.web.purge import SEMANTICS
 from tuneplane.web.routes.params import AttemptNo, RunPath, Step
 from tuneplane.web.state import WebState
 
+Layout = Literal["rows", "columns"]
+Format = Annotated[Layout, Query(
+    description="rows: points as [step, wall_time, value] and buckets as objects; columns: "
+                "one array per field ({steps, walls, values}; {step_lo, step_hi, count, "
+                "min, max, last, wall}), what the Charts page reads")]
 
-def series_data(ref: mapping.SeriesRef, read: queries.SeriesRead) -> dict[str, Any]:
-    """A ``models.SeriesData`` as plain data: large answers skip per-bucket model objects."""
+
+def json_numbers(values: Floats) -> Floats | list[float | str]:
+    """Values as JSON carries them: NaN and infinities as strings (``json_number``); an
+    array (written by orjson as it is) when every value is finite."""
+    if np.isfinite(values).all():
+        return values
+    return [json_number(v) for v in values.tolist()]
+
+
+def json_list(values: Floats) -> list[float | str]:
+    found = json_numbers(values)
+    return found.tolist() if isinstance(found, np.ndarray) else found
+
+
+def finite_or_none(values: Floats) -> list[float | None]:
+    return [None if math.isnan(v) else v for v in values.tolist()]
+
+
+BUCKET_FIELDS = ("step_lo", "step_hi", "count", "min", "max", "last", "wall")
+
+
+def answer_data(result: ColumnAnswer, layout: Layout) -> dict[str, Any]:
+    p, b = result.points, result.buckets
+    if layout == "columns":  # NaN minima and maxima are written as null by orjson
+        return {"points": {"steps": p.steps, "walls": p.walls, "values": json_numbers(p.values)},
+                "buckets": {"step_lo": b.step_lo, "step_hi": b.step_hi, "count": b.count,
+                            "min": b.min, "max": b.max, "last": json_numbers(b.last),
+                            "wall": b.wall}}
+    return {"points": list(zip(p.steps.tolist(), p.walls.tolist(), json_list(p.values),
+                               strict=True)),
+            "buckets": [dict(zip(BUCKET_FIELDS, row, strict=True)) for row in zip(
+                b.step_lo.tolist(), b.step_hi.tolist(), b.count.tolist(),
+                finite_or_none(b.min), finite_or_none(b.max), json_list(b.last),
+                b.wall.tolist(), strict=True)]}
+
+
+def series_data(ref: mapping.SeriesRef, read: queries.SeriesRead,
+                layout: Layout = "rows") -> dict[str, Any]:
+    """A ``models.SeriesData`` as plain data and arrays: no model object per bucket."""
     result = read.answer
     return {
         "member": ref.member, "source": ref.source, "run_path": ref.run_path, "tag": ref.tag,
         "step_min": read.lo, "step_max": read.hi, "wall_first": read.wall_first,
         "reduced": result.reduced, "method": METHOD if result.reduced else None,
         "points_in_range": result.points_in_range, "points_returned": result.points_returned,
-        "points": [(s, w, json_number(v)) for s, w, v in result.points],
-        "buckets": [{"step_lo": b.step_lo, "step_hi": b.step_hi, "count": b.count,
-                     "min": b.min, "max": b.max, "last": json_number(b.last), "wall": b.wall}
-                    for b in result.buckets]}
+        **answer_data(result, layout)}
 
 
 def json_response(data: dict[str, Any]) -> Response:
-    """Serialised by orjson, without re-validation: the shapes are the declared models'."""
-    return Response(orjson.dumps(data), media_type="application/json")
+    """Serialised by orjson, without re-validation: the shapes are the declared models'
+    (numpy arrays as JSON arrays)."""
+    return Response(orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY),
+                    media_type="application/json")
 
 
 def series_refs(items: tuple[mapping.SeriesRef, ...]) -> list[models.SeriesRef]:
@@ -52,18 +96,18 @@ def series_refs(items: tuple[mapping.SeriesRef, ...]) -> list[models.SeriesRef]:
 
 async def canonical_series(pool: asyncpg.Pool, web: WebState, member: MemberKey,
                            ref: mapping.SeriesRef, lo: int | None, hi: int | None,
-                           max_points: int) -> dict[str, Any]:
+                           max_points: int, layout: Layout = "rows") -> dict[str, Any]:
     """One series' answer as TensorBoard draws it (restarts and out-of-order steps purge
     what they orphan; see ``purge``), on a connection of its own so a chart's series are
-    read side by side."""
+    read side by side; a series not stored answers empty."""
+    key = SeriesKey(member, ref.source, ref.run_path, ref.tag)
     async with pool.acquire() as conn:
-        series_id = await queries.series_id(conn, member.run_id, member.attempt,
-                                            ref.member, ref.source, ref.run_path, ref.tag)
-        purge = await queries.purge_cuts(conn, series_id, member, ref.source, ref.run_path,
-                                         ref.tag)
-        read = await queries.series_answer(conn, series_id, lo, hi, max_points,
-                                           web.settings.unpack_budget, purge)
-    return {**series_data(ref, read), "semantics": SEMANTICS, "points_purged": read.purged}
+        read = await queries.series_read(conn, key, lo, hi, max_points,
+                                         web.settings.unpack_budget, purge=True)
+    if read is None:
+        read = queries.SeriesRead(queries.NOTHING, lo or 0, hi or 0, 0, None)
+    return {**series_data(ref, read, layout), "semantics": SEMANTICS,
+            "points_purged": read.purged}
 
 
 Semantics = Annotated[Literal["raw", "tensorboard"], Query(
@@ -91,26 +135,21 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
     async def scalars(_: Viewer, pool: Pool, web: State, run_id: str, attempt: AttemptNo,
                       member: str, source: str, tag: str, run_path: RunPath = "",
                       step_min: Step = None, step_max: Step = None,
-                      max_points: MaxPoints = 2000,
-                      semantics: Semantics = "raw") -> Response:
+                      max_points: MaxPoints = 2000, semantics: Semantics = "raw",
+                      format: Format = "rows") -> Response:
         """Scalars of one source's tag (of one TensorBoard run) for one member: every stored
         point (the inspector's view), or with ``semantics=tensorboard`` what TensorBoard
         serves, as a canonical curve does, mapped or not."""
+        key = SeriesKey(MemberKey(run_id, attempt, member), source, run_path, tag)
         async with pool.acquire() as conn:
-            found = await queries.series_id(conn, run_id, attempt, member, source, run_path,
-                                            tag)
-            if found is None:
-                run = f" of run path {run_path!r}" if run_path else ""
-                raise HTTPException(404, f"no series {member}/{source}/{tag}{run} in run "
-                                         f"{run_id!r} attempt {attempt}")
-            purge = None
-            if semantics == SEMANTICS:
-                purge = await queries.purge_cuts(conn, found,
-                                                 MemberKey(run_id, attempt, member), source,
-                                                 run_path, tag)
-            read = await queries.series_answer(conn, found, step_min, step_max, max_points,
-                                               web.settings.unpack_budget, purge)
-        data = series_data(mapping.SeriesRef(member, source, run_path, tag), read)
+            read = await queries.series_read(conn, key, step_min, step_max, max_points,
+                                             web.settings.unpack_budget,
+                                             purge=semantics == SEMANTICS)
+        if read is None:
+            run = f" of run path {run_path!r}" if run_path else ""
+            raise HTTPException(404, f"no series {member}/{source}/{tag}{run} in run "
+                                     f"{run_id!r} attempt {attempt}")
+        data = series_data(mapping.SeriesRef(member, source, run_path, tag), read, format)
         if semantics == SEMANTICS:
             data |= {"semantics": SEMANTICS, "points_purged": read.purged}
         return json_response(data)
@@ -133,7 +172,8 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
              response_model=models.CanonicalCurve)
     async def curve(_: Viewer, pool: Pool, web: State, run_id: str, attempt: AttemptNo,
                     name: str, step_min: Step = None, step_max: Step = None,
-                    max_points: MaxPoints = 2000, max_series: MaxSeries = 20) -> Response:
+                    max_points: MaxPoints = 2000, max_series: MaxSeries = 20,
+                    format: Format = "rows") -> Response:
         """A canonical curve through the attempt's frozen mapping: one series per member,
         with TensorBoard's semantics (restarts purge what they orphan; see ``purge``)."""
         async with pool.acquire() as conn:
@@ -145,7 +185,7 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
         chosen = found[0]
         data = await asyncio.gather(*(
             canonical_series(pool, web, MemberKey(run_id, attempt, ref.member), ref,
-                             step_min, step_max, max_points)
+                             step_min, step_max, max_points, format)
             for ref in chosen.series[:max_series]))
         return json_response({"name": chosen.name, "goal": chosen.goal, "unit": chosen.unit,
                               "aggregate": chosen.aggregate, "series": data,
@@ -154,7 +194,8 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
     @api.get("/runs/{run_id}/attempts/{attempt}/tag", response_model=models.TagCurve)
     async def tag_curve(_: Viewer, pool: Pool, web: State, run_id: str, attempt: AttemptNo,
                         tag: str, step_min: Step = None, step_max: Step = None,
-                        max_points: MaxPoints = 2000, max_series: MaxSeries = 20) -> Response:
+                        max_points: MaxPoints = 2000, max_series: MaxSeries = 20,
+                        format: Format = "rows") -> Response:
         """Every series of one tag in the attempt (each member's, source's and TensorBoard
         run's), with TensorBoard's semantics: the chart TensorBoard draws for a tag, one
         line per run. For series no mapping gives a meaning; 404 for a tag no series has."""
@@ -166,7 +207,7 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
         data = await asyncio.gather(*(
             canonical_series(pool, web, MemberKey(run_id, attempt, r["member"]),
                              mapping.SeriesRef(r["member"], r["source"], r["run_path"], tag),
-                             step_min, step_max, max_points)
+                             step_min, step_max, max_points, format)
             for r in rows))
         return json_response({"name": tag, "series": data, "series_total": rows[0]["total"]})
 

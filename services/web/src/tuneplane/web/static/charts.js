@@ -67,7 +67,7 @@ const grid = {
   async fetch(layer, spec, range) {
     const box = grid.cards.get(spec.key)?.box;
     const bounds = { max_points: Math.min(2000, Math.max(200, Math.round(box?.clientWidth ?? 500))),
-      max_series: 20, step_min: range?.lo, step_max: range?.hi };
+      max_series: 20, step_min: range?.lo, step_max: range?.hi, format: "columns" };
     if (spec.kind === "curve") return Session.get(`${runUrl(layer.run, layer.attempt)}/curves/${encodeURIComponent(spec.name)}`, bounds);
     return Session.get(`${runUrl(layer.run, layer.attempt)}/tag`, { ...bounds, tag: spec.name });
   },

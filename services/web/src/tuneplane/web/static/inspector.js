@@ -38,7 +38,7 @@ const Inspector = {
       const inspectorGrid = {
         ...grid, layers: () => [layer], chartView: () => Inspector.zoom,
         fetch: (_, __, range) => Session.get(`${base}/scalars`, { ...params, max_points: 1000,
-          step_min: range?.lo, step_max: range?.hi }).then((one) => ({ series: [one], series_total: 1 })),
+          step_min: range?.lo, step_max: range?.hi, format: "columns" }).then((one) => ({ series: [one], series_total: 1 })),
         setChartView: (_, changes) => {
           Inspector.zoom = { ...Inspector.zoom, ...changes };
           card.load().catch((e) => status(e.message));

@@ -26,23 +26,33 @@ const Plot = (() => {
     });
   }
 
+  // An answer's columns: its points' or buckets' (format=columns, what the page asks for;
+  // the rows of format=rows are read too).
+  function columnsOf(series) {
+    if (!series.reduced) {
+      const p = series.points;
+      if (!Array.isArray(p)) return { steps: p.steps, walls: p.walls, ys: p.values, lows: null, highs: null };
+      return { steps: p.map((q) => q[0]), walls: p.map((q) => q[1]), ys: p.map((q) => q[2]), lows: null, highs: null };
+    }
+    const b = series.buckets;
+    if (!Array.isArray(b)) return { steps: b.step_hi, walls: b.wall, ys: b.last, lows: b.min, highs: b.max };
+    return { steps: b.map((q) => q.step_hi), walls: b.map((q) => q.wall), ys: b.map((q) => q.last),
+      lows: b.map((q) => q.min), highs: b.map((q) => q.max) };
+  }
+
   // One series of an answer as a line: its points (or buckets) in x order.
   function line(series, layer, xMode) {
-    const raw = !series.reduced;
-    const items = raw ? series.points : series.buckets;
-    const step = raw ? (p) => p[0] : (b) => b.step_hi;
-    const wall = raw ? (p) => p[1] : (b) => b.wall;
-    const x = xMode === "step" ? step
-      : xMode === "wall" ? wall : (p) => wall(p) - (series.wall_first ?? 0);
-    const order = items.map((_, i) => i);
-    if (xMode !== "step") order.sort((a, b) => x(items[a]) - x(items[b]));
-    const pick = (f) => order.map((i) => f(items[i]));
+    const c = columnsOf(series);
+    const start = series.wall_first ?? 0;
+    const xs = xMode === "step" ? c.steps : xMode === "wall" ? c.walls : c.walls.map((w) => w - start);
+    const order = c.steps.map((_, i) => i);
+    if (xMode !== "step") order.sort((a, b) => xs[a] - xs[b]);
+    const pick = (column) => (column === null ? null : order.map((i) => column[i]));
     const who = [series.member, series.run_path].filter((part) => part).join(" ");
     return {
       label: layer.prefix ? `${layer.prefix} ${who}` : who, layer: layer.index,
-      reduced: series.reduced, xs: pick(x), steps: pick(step),
-      ys: pick(raw ? (p) => num(p[2]) : (b) => num(b.last)),
-      lows: raw ? null : pick((b) => b.min), highs: raw ? null : pick((b) => b.max),
+      reduced: series.reduced, xs: pick(xs), steps: pick(c.steps), ys: pick(c.ys).map(num),
+      lows: pick(c.lows), highs: pick(c.highs),
     };
   }
 
