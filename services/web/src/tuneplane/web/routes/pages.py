@@ -43,6 +43,13 @@ def to_login(request: Request) -> Response:
     return RedirectResponse(f"/login?next={quote(here)}", status_code=303)
 
 
+def page(request: Request, signer: Signer, name: str) -> Response:
+    """The static page ``name`` to a signed-in browser; anyone else to the sign-in page."""
+    if not signed_in(request, signer):
+        return to_login(request)
+    return FileResponse(STATIC / name, media_type="text/html")
+
+
 def router(uplot_dir: Path) -> APIRouter:
     """The pages, the Charts tab answering 503 while uPlot is not installed."""
     pages = APIRouter()
@@ -54,16 +61,12 @@ def router(uplot_dir: Path) -> APIRouter:
     @pages.get("/runs", include_in_schema=False)
     def runs(request: Request, signer: Signer) -> Response:
         """The runs list (the page asks the API for its rows; its view is in the URL)."""
-        if not signed_in(request, signer):
-            return to_login(request)
-        return FileResponse(STATIC / "runs.html", media_type="text/html")
+        return page(request, signer, "runs.html")
 
     @pages.get("/runs/{run_id}", include_in_schema=False)
     def run(request: Request, signer: Signer, run_id: str) -> Response:
         """A run's page: attempts, members, launches (the page asks the API)."""
-        if not signed_in(request, signer):
-            return to_login(request)
-        return FileResponse(STATIC / "run.html", media_type="text/html")
+        return page(request, signer, "run.html")
 
     @pages.get("/runs/{run_id}/charts", include_in_schema=False)
     def charts(request: Request, signer: Signer, run_id: str) -> Response:
@@ -80,9 +83,7 @@ def router(uplot_dir: Path) -> APIRouter:
     @pages.get("/runs/{run_id}/media", include_in_schema=False)
     def media(request: Request, signer: Signer, run_id: str) -> Response:
         """The Media tab: images, histograms, text and audio (the page asks the API)."""
-        if not signed_in(request, signer):
-            return to_login(request)
-        return FileResponse(STATIC / "media.html", media_type="text/html")
+        return page(request, signer, "media.html")
 
     @pages.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:
