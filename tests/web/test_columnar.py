@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.web.test_downsample import series
-from tuneplane.web import columnar, downsample, queries
+from tuneplane.web import columnar, downsample, series_read
 from tuneplane.web.columnar import Chunks, ColumnAnswer, Unrepresentable
 from tuneplane.web.downsample import Arrays, ChunkRef, ChunkSummary
 
@@ -118,14 +118,14 @@ async def test_arrays_are_read_from_postgresql_binary_form_as_they_were_stored(
                             "array_send('{}'::float8[])", floats_in, ints_in)
     assert row is not None
     sent_floats, sent_ints, empty = row
-    found = queries.received(sent_floats, "f8")
+    found = series_read.received(sent_floats, "f8")
     assert found.dtype == np.float64
     assert [comparable(v) for v in found.tolist()] == [comparable(v) for v in floats_in]
     assert math.copysign(1, found[1]) == -1
-    assert queries.received(sent_ints, "i8").tolist() == ints_in
-    assert queries.received(empty, "f8").tolist() == []
+    assert series_read.received(sent_ints, "i8").tolist() == ints_in
+    assert series_read.received(empty, "f8").tolist() == []
     with pytest.raises(ValueError, match="NULLs"):
-        queries.received(await db.fetchval("SELECT array_send('{1,NULL}'::float8[])"), "f8")
+        series_read.received(await db.fetchval("SELECT array_send('{1,NULL}'::float8[])"), "f8")
 
 
 def comparable(value: float) -> float | str:

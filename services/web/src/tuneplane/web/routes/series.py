@@ -19,7 +19,7 @@ from fastapi import APIRouter, HTTPException, Query, Response
 from tuneplane.controlplane import mapping
 from tuneplane.telemetry.v1.identity import MemberKey, SeriesKey
 from tuneplane.telemetry.v1.names import json_number
-from tuneplane.web import models, queries
+from tuneplane.web import models, queries, series_read
 from tuneplane.web.access import Viewer
 from tuneplane.web.columnar import ColumnAnswer, Floats
 from tuneplane.web.dependencies import Pool, State
@@ -70,7 +70,7 @@ def answer_data(result: ColumnAnswer, layout: Layout) -> dict[str, Any]:
                 b.wall.tolist(), strict=True)]}
 
 
-def series_data(ref: mapping.SeriesRef, read: queries.SeriesRead,
+def series_data(ref: mapping.SeriesRef, read: series_read.SeriesRead,
                 layout: Layout = "rows") -> dict[str, Any]:
     """A ``models.SeriesData`` as plain data and arrays: no model object per bucket."""
     result = read.answer
@@ -102,10 +102,10 @@ async def canonical_series(pool: asyncpg.Pool, web: WebState, member: MemberKey,
     read side by side; a series not stored answers empty."""
     key = SeriesKey(member, ref.source, ref.run_path, ref.tag)
     async with pool.acquire() as conn:
-        read = await queries.series_read(conn, key, lo, hi, max_points,
-                                         web.settings.unpack_budget, purge=True)
+        read = await series_read.read(conn, key, lo, hi, max_points,
+                                      web.settings.unpack_budget, purge=True)
     if read is None:
-        read = queries.SeriesRead(queries.NOTHING, lo or 0, hi or 0, 0, None)
+        read = series_read.SeriesRead(series_read.NOTHING, lo or 0, hi or 0, 0, None)
     return {**series_data(ref, read, layout), "semantics": SEMANTICS,
             "points_purged": read.purged}
 
@@ -142,9 +142,9 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
         serves, as a canonical curve does, mapped or not."""
         key = SeriesKey(MemberKey(run_id, attempt, member), source, run_path, tag)
         async with pool.acquire() as conn:
-            read = await queries.series_read(conn, key, step_min, step_max, max_points,
-                                             web.settings.unpack_budget,
-                                             purge=semantics == SEMANTICS)
+            read = await series_read.read(conn, key, step_min, step_max, max_points,
+                                          web.settings.unpack_budget,
+                                          purge=semantics == SEMANTICS)
         if read is None:
             run = f" of run path {run_path!r}" if run_path else ""
             raise HTTPException(404, f"no series {member}/{source}/{tag}{run} in run "

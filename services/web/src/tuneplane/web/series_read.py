@@ -1,0 +1,284 @@
+"""One series' bounded read: the series, its bounds and chunk summaries in one statement,
+TensorBoard's purge cuts where a marker may apply, chunks unpacked from PostgreSQL's binary
+arrays within the unpack budget, and the downsampler over the columns (``columnar``, with
+``downsample`` where int64 step arithmetic cannot hold)."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from itertools import chain
+from typing import Any
+
+import asyncpg
+import numpy as np
+import numpy.typing as npt
+
+from tuneplane.common.db import Connection
+from tuneplane.telemetry.v1.identity import MemberKey, SeriesKey
+from tuneplane.web import columnar
+from tuneplane.web.columnar import (
+    NO_BUCKETS,
+    NO_POINTS,
+    Chunks,
+    ColumnAnswer,
+    Ints,
+    Points,
+    Units,
+    Unrepresentable,
+    floats,
+    ints,
+)
+from tuneplane.web.downsample import ChunkRef, ChunkSummary, answer
+from tuneplane.web.purge import Marker, cuts, markers_of_series
+
+# A series' read in one statement: its id and whether a purge marker may apply
+# (``purge_cuts`` looks further only then) in every row, with the summaries of its chunks
+# in the step range, one row each in step order (ties as the index holds them: as the
+# downsampler always read them), or one row of NULLs when none is. Only summary columns
+# are read: a chunk's point arrays stay in TOAST. The whole series is one scan (its bounds
+# are its chunks'); a step range needs the bounds of every chunk besides.
+READ_SERIES = """
+WITH s AS (
+    SELECT series_id FROM series
+    WHERE run_id = $1 AND attempt = $2 AND member = $3 AND source = $4 AND run_path = $5
+      AND tag = $6
+)"""
+READ_MARKED = """
+EXISTS (SELECT 1 FROM session_starts m
+        WHERE m.run_id = $1 AND m.attempt = $2 AND m.member = $3 AND m.source = $4
+          AND (cardinality(m.tags) = 0 OR $6 = ANY(m.tags))) AS marked"""
+READ_CHUNKS = """
+SELECT c.batch_id, c.chunk_index, c.step_min, c.step_max, c.n, c.v_min, c.v_max, c.v_last,
+       c.w_last, c.w_first, c.seg_steps, c.seg_last_steps, c.seg_counts, c.seg_min,
+       c.seg_max, c.seg_last, c.seg_last_walls
+FROM curve_chunks c"""
+
+SERIES_READ_WHOLE = f"""{READ_SERIES}
+SELECT s.series_id, NULL::bigint AS first, NULL::bigint AS last, NULL::float8 AS wall_first,
+       {READ_MARKED}, k.*
+FROM s LEFT JOIN LATERAL ({READ_CHUNKS}
+    WHERE c.series_id = s.series_id ORDER BY c.step_min
+) k ON true
+"""
+
+SERIES_READ = f"""{READ_SERIES}, h AS (
+    SELECT s.series_id, min(c.step_min) AS first, max(c.step_max) AS last,
+           min(c.w_first) AS wall_first, {READ_MARKED}
+    FROM s LEFT JOIN curve_chunks c USING (series_id) GROUP BY s.series_id
+)
+SELECT h.*, k.* FROM h LEFT JOIN LATERAL ({READ_CHUNKS}
+    WHERE c.series_id = h.series_id AND c.step_max >= coalesce($7::bigint, h.first)
+      AND c.step_min <= coalesce($8::bigint, h.last)
+    ORDER BY c.step_min
+) k ON true
+"""
+
+# ARRAYS in PostgreSQL's binary array form (``array_send``): numpy reads it as it is, no
+# Python object per point.
+SENT_ARRAYS = """
+SELECT batch_id, chunk_index, array_send(steps) AS steps, array_send(wall_times) AS walls,
+       array_send("values") AS "values"
+FROM curve_chunks c JOIN unnest($2::text[], $3::int[]) AS w(batch_id, chunk_index)
+     USING (batch_id, chunk_index)
+WHERE c.series_id = $1
+"""
+
+MARKERS = """
+SELECT batch_id, marker_index, file, step, tags FROM session_starts
+WHERE run_id = $1 AND attempt = $2 AND member = $3 AND source = $4
+  AND (cardinality(tags) = 0 OR $5 = ANY(tags))
+"""
+
+EPOCH_STARTS = """
+SELECT substring(batch_id FROM '^(.*)-[0-9]+$') AS epoch, min(sealed_at) AS first_sealed
+FROM batch_ledger WHERE run_id = $1 AND attempt = $2 AND member = $3 GROUP BY 1
+"""
+
+SERIES_BATCHES = "SELECT DISTINCT batch_id FROM curve_chunks WHERE series_id = $1"
+
+# A cut chunk's summary of what survives its cut, in SQL: its points never reach Python
+# unless the answer needs them (and can afford them: ``within_budget``).
+CUT_CHUNKS = """
+SELECT c.batch_id, c.chunk_index, c.n, k.kept, k.step_min, k.step_max, k.v_min, k.v_max,
+       c."values"[k.last_i] AS v_last, c.wall_times[k.last_i] AS w_last
+FROM curve_chunks c JOIN unnest($2::text[], $3::bigint[]) AS w(batch_id, cut)
+     USING (batch_id)
+CROSS JOIN LATERAL (
+    SELECT count(*) AS kept, min(p.step) AS step_min, max(p.step) AS step_max,
+           min(p.v) FILTER (WHERE p.v NOT IN ('NaN', 'Infinity', '-Infinity')) AS v_min,
+           max(p.v) FILTER (WHERE p.v NOT IN ('NaN', 'Infinity', '-Infinity')) AS v_max,
+           max(p.i) AS last_i
+    FROM unnest(CASE WHEN c.step_min < w.cut THEN c.steps END,
+                CASE WHEN c.step_min < w.cut THEN c."values" END)
+         WITH ORDINALITY AS p(step, v, i)
+    WHERE p.step < w.cut
+) k
+WHERE c.series_id = $1 AND c.step_max >= w.cut
+"""
+
+async def purge_cuts(conn: Connection, series_id: int | None, member: MemberKey, source: str,
+                     run_path: str, tag: str) -> dict[str, int]:
+    """batch id → the step from which TensorBoard's purge drops the series' points there
+    (empty without purge markers: the common case costs one indexed query)."""
+    rows = await conn.fetch(MARKERS, member.run_id, member.attempt, member.member, source, tag)
+    markers = markers_of_series((Marker(r["batch_id"], r["file"], r["step"], r["marker_index"],
+                                        tuple(r["tags"])) for r in rows), run_path, tag)
+    if series_id is None or not markers:
+        return {}
+    epochs = {r["epoch"]: r["first_sealed"] for r in await conn.fetch(
+        EPOCH_STARTS, member.run_id, member.attempt, member.member)}
+    batches = [r["batch_id"] for r in await conn.fetch(SERIES_BATCHES, series_id)]
+    return cuts(batches, markers, epochs)
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesRead:
+    """A series' bounded answer over the step range [lo, hi], the points a purge dropped
+    from the whole series, and the wall time of its first stored point (where a relative
+    time axis starts; None for a series with no points)."""
+
+    answer: ColumnAnswer
+    lo: int
+    hi: int
+    purged: int
+    wall_first: float | None
+
+
+NOTHING = ColumnAnswer(False, 0, NO_POINTS, NO_BUCKETS)
+
+
+def column_of(rows: list[asyncpg.Record], name: str) -> list[Any]:
+    at = list(rows[0].keys()).index(name)
+    return [r[at] for r in rows]
+
+
+def chunks_of(rows: list[asyncpg.Record]) -> Chunks:
+    """``SERIES_READ``'s rows as columns (a row of NULLs: no chunk in range); a column at a
+    time, segment columns only when a chunk has segments."""
+    if rows[0]["batch_id"] is None:
+        return Chunks.of([])
+    names = list(rows[0].keys())
+
+    def units(*columns: list[Any]) -> Units:
+        step_min, step_max, n, v_min, v_max, v_last, w_last = columns
+        return Units(ints(step_min), ints(step_max), ints(n), floats(v_min), floats(v_max),
+                     floats(v_last), floats(w_last))
+
+    counts = column_of(rows, "seg_counts")
+    segmented = [r for r, c in zip(rows, counts, strict=True) if c is not None]
+    segments = [list(chain.from_iterable(r[names.index(name)] for r in segmented))
+                for name in ("seg_steps", "seg_last_steps", "seg_counts", "seg_min", "seg_max",
+                             "seg_last", "seg_last_walls")]
+    summary = [column_of(rows, name) for name in ("step_min", "step_max", "n", "v_min",
+                                                  "v_max", "v_last", "w_last")]
+    refs = list(zip(column_of(rows, "batch_id"), column_of(rows, "chunk_index"), strict=True))
+    return Chunks(refs, units(*summary), ints([0 if c is None else len(c) for c in counts]),
+                  units(*segments))
+
+
+async def cut_chunks(conn: Connection, series_id: int, chunks: Chunks,
+                     purge: Mapping[str, int]) -> tuple[Chunks, Ints, int]:
+    """``chunks`` with what survives each purge cut in place of a cut chunk (none left:
+    gone), the points each stores (what unpacking it costs), and the points purged."""
+    stored = dict(zip(chunks.refs, chunks.summary.n.tolist(), strict=True))
+    remaining: dict[ChunkRef, ChunkSummary | None] = {}
+    purged = 0
+    for row in await conn.fetch(CUT_CHUNKS, series_id, list(purge), list(purge.values())):
+        ref = (row["batch_id"], row["chunk_index"])
+        purged += row["n"] - row["kept"]
+        remaining[ref] = None if not row["kept"] else ChunkSummary(
+            ref, row["kept"], row["step_min"], row["step_max"], row["v_min"], row["v_max"],
+            row["v_last"], row["w_last"])
+    if not remaining:
+        return chunks, chunks.summary.n, purged
+    summaries = [remaining.get(s.ref, s) for s in chunks.summaries()]
+    cut = Chunks.of([s for s in summaries if s is not None])
+    return cut, ints([stored[ref] for ref in cut.refs]), purged
+
+
+def within_budget(needed: list[int], stored: Ints, unpack_budget: int) -> list[int]:
+    """The chunks of ``needed`` (in order) whose stored points fit ``unpack_budget``; the
+    answer takes the others from their summaries. A writer chooses its chunks' step ranges:
+    any number of them may straddle a range's edge or a purge's cut."""
+    spent = np.cumsum(stored[needed])
+    return needed[:int(np.searchsorted(spent, unpack_budget, side="right"))]
+
+
+def received(sent: bytes, element: str) -> npt.NDArray[Any]:
+    """A one-dimensional array without NULLs from ``array_send``'s bytes (header: ndim,
+    has-NULLs flag, element type; per dimension its size and lower bound; then each element
+    as its length and big-endian value), as the native numpy ``element`` (i8 or f8)."""
+    ndim, has_nulls, _ = struct.unpack_from(">iiI", sent)
+    if ndim == 0:
+        return np.empty(0, dtype=element)
+    if ndim != 1 or has_nulls:
+        raise ValueError(f"not a one-dimensional array without NULLs (ndim {ndim})")
+    (size,) = struct.unpack_from(">i", sent, 12)
+    pairs = np.frombuffer(sent, dtype=[("length", ">i4"), ("value", f">{element}")],
+                          count=size, offset=20)
+    return pairs["value"].astype(element)
+
+
+async def unpack(conn: Connection, series_id: int, chunks: Chunks, needed: list[int],
+                 purge: Mapping[str, int]) -> dict[int, Points]:
+    """The points of the chunks at positions ``needed``, what a purge cut left of them."""
+    if not needed:
+        return {}
+    refs = [chunks.refs[i] for i in needed]
+    position = dict(zip(refs, needed, strict=True))
+    unpacked: dict[int, Points] = {}
+    for r in await conn.fetch(SENT_ARRAYS, series_id, [ref[0] for ref in refs],
+                              [ref[1] for ref in refs]):
+        steps = received(r["steps"], "i8")
+        points = Points(steps, received(r["walls"], "f8"), received(r["values"], "f8"))
+        cut = purge.get(r["batch_id"])
+        if cut is not None:
+            keep = steps < cut
+            points = Points(steps[keep], points.walls[keep], points.values[keep])
+        unpacked[position[(r["batch_id"], r["chunk_index"])]] = points
+    return unpacked
+
+
+async def read(conn: Connection, key: SeriesKey, lo: int | None, hi: int | None,
+               max_points: int, unpack_budget: int, *,
+               purge: bool = False) -> SeriesRead | None:
+    """The bounded answer for one series (None when it is not stored), with TensorBoard's
+    purge applied when ``purge``. One query (series, bounds, summaries, whether any purge
+    marker could apply) unless the answer unpacks chunks or a marker applies."""
+    member = key.member
+    whole = lo is None and hi is None
+    rows = await conn.fetch(SERIES_READ_WHOLE if whole else SERIES_READ, member.run_id,
+                            member.attempt, member.member, key.source, key.run_path, key.tag,
+                            *(() if whole else (lo, hi)))
+    if not rows:
+        return None
+    row = rows[0]
+    found: int = row["series_id"]
+    chunks = chunks_of(rows)
+    first, last, wall_first = row["first"], row["last"], row["wall_first"]
+    if whole and chunks.refs:
+        first, last = int(chunks.summary.step_min.min()), int(chunks.summary.step_max.max())
+        wall_first = min(column_of(rows, "w_first"))
+    lo = first if lo is None else lo
+    hi = last if hi is None else hi
+    cuts: dict[str, int] = {}
+    stored, purged = chunks.summary.n, 0
+    if purge and row["marked"]:
+        cuts = await purge_cuts(conn, found, member, key.source, key.run_path, key.tag)
+        if cuts:
+            chunks, stored, purged = await cut_chunks(conn, found, chunks, cuts)
+    if lo is None or hi is None or lo > hi:
+        return SeriesRead(NOTHING, lo or 0, hi or 0, purged, wall_first)
+    needed = within_budget(columnar.chunks_to_unpack(chunks, lo, hi, max_points,
+                                                     unpack_budget), stored, unpack_budget)
+    unpacked = await unpack(conn, found, chunks, needed, cuts)
+    try:
+        result = columnar.answer(chunks, unpacked, lo, hi, max_points)
+    except Unrepresentable:
+        summaries = chunks.summaries()
+        arrays = {chunks.refs[i]: (p.steps.tolist(), p.walls.tolist(), p.values.tolist())
+                  for i, p in unpacked.items()}
+        result = ColumnAnswer.of(answer(summaries, arrays, lo, hi, max_points))
+    return SeriesRead(result, lo, hi, purged, wall_first)
