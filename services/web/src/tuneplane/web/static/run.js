@@ -12,18 +12,6 @@ const absent = (error, empty) => (error.status === 404 ? empty : Promise.reject(
 const when = (v) => (v ? new Date(v).toISOString().slice(0, 19).replace("T", " ") : null);
 const count = (n) => (n === null || n === undefined ? null : n.toLocaleString());
 
-function cell(row, content, className) {
-  const td = document.createElement("td");
-  if (className) td.className = className;
-  if (content instanceof Node) td.append(content);
-  else if (content === null || content === undefined || content === "") {
-    td.textContent = "—";
-    td.classList.add("muted");
-  } else td.textContent = content;
-  row.append(td);
-  return td;
-}
-
 function stateBadge(state) {
   const el = document.createElement("span");
   el.className = `state ${state ?? "none"}`;

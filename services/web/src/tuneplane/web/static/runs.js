@@ -52,18 +52,6 @@ function ago(value, now) {
   return "just now";
 }
 
-function cell(row, content, className) {
-  const td = document.createElement("td");
-  if (className) td.className = className;
-  if (content instanceof Node) td.append(content);
-  else if (content === null || content === undefined) {
-    td.textContent = "—";
-    td.classList.add("muted");
-  } else td.textContent = content;
-  row.append(td);
-  return td;
-}
-
 function rowOf(run, now) {
   const tr = document.createElement("tr");
   tr.dataset.run = run.run_id;
