@@ -149,15 +149,18 @@ def test_chunks_from_before_wall_summaries_get_them_as_the_projector_writes_them
                        seg_last)
                    VALUES (%s, 'b', %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
                            %s, %s, %s)""",
-                (series_id[0] if series_id else None, c.chunk_index, len(c.steps), c.step_min,
-                 c.step_max, c.v_min, c.v_max, c.v_first, c.v_last, c.steps, c.wall_times,
-                 c.values, *((s.first_steps, s.last_steps, s.counts, s.mins, s.maxs, s.lasts)
-                             if s else (None,) * 6)))
+                [v.tolist() if hasattr(v, "tolist") else v for v in (
+                    series_id[0] if series_id else None, c.chunk_index, len(c.steps),
+                    c.step_min, c.step_max, c.v_min, c.v_max, c.v_first, c.v_last, c.steps,
+                    c.wall_times, c.values,
+                    *((s.first_steps, s.last_steps, s.counts, s.mins, s.maxs, s.lasts)
+                      if s else (None,) * 6))])
     assert apply_migrations(scratch_database)[0] == "0016.chunk-walls"
     with psycopg.connect(scratch_database) as conn:
         rows = conn.execute("SELECT w_first, w_last, seg_last_walls FROM "
                             "readmodel.curve_chunks ORDER BY chunk_index").fetchall()
-    assert rows == [(c.w_first, c.w_last, c.segments.last_walls if c.segments else None)
+    assert rows == [(c.w_first, c.w_last,
+                     c.segments.last_walls.tolist() if c.segments else None)
                     for c in chunks]
     assert rows[1][2] is not None
     assert len(rows[1][2]) == 64

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-import itertools
 import math
 from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
 
 from tuneplane.common.kafka.message import InvalidMessage
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
@@ -25,6 +27,9 @@ class RecordMeta:
     key: bytes | None
 
 
+Ints = npt.NDArray[np.int64]
+Floats = npt.NDArray[np.float64]
+
 #: Chunks with more points than this carry segment summaries.
 SEGMENT_FROM = 256
 SEGMENTS = 64
@@ -34,42 +39,43 @@ SEGMENTS = 64
 class Segments:
     """Equal-count pieces of a chunk (in read order), summarised."""
 
-    first_steps: list[int]
-    last_steps: list[int]
-    counts: list[int]
-    mins: list[float | None]
+    first_steps: Ints
+    last_steps: Ints
+    counts: Ints
+    mins: list[float | None]  # over the piece's finite values; None when it has none
     maxs: list[float | None]
-    lasts: list[float]
-    last_walls: list[float]  # the wall time of each ``lasts`` value
+    lasts: Floats
+    last_walls: Floats  # the wall time of each ``lasts`` value
 
 
-def finite_range(values: list[float]) -> tuple[float | None, float | None]:
-    """Min and max over the finite values (None when there are none), at C speed when
-    every value is finite: a finite sum proves it."""
-    if math.isfinite(sum(values)):
-        return min(values), max(values)
-    finite = [v for v in values if math.isfinite(v)]
-    return (min(finite), max(finite)) if finite else (None, None)
+def finite_range(values: Floats) -> tuple[float | None, float | None]:
+    """Min and max over the finite values (None when there are none)."""
+    low, high = float(values.min()), float(values.max())
+    if math.isfinite(low) and math.isfinite(high):
+        return low, high  # NaN would have made both NaN
+    finite = values[np.isfinite(values)]
+    return (float(finite.min()), float(finite.max())) if len(finite) else (None, None)
 
 
-def segments(steps: list[int], wall_times: list[float],
-             values: list[float]) -> Segments | None:
+def _bounded(extremes: Floats) -> list[float | None]:
+    return [v if math.isfinite(v) else None for v in extremes.tolist()]
+
+
+def segments(steps: Ints, wall_times: Floats, values: Floats) -> Segments | None:
     n = len(steps)
     if n <= SEGMENT_FROM:
         return None
-    bounds = [n * i // SEGMENTS for i in range(SEGMENTS + 1)]
-    out = Segments([], [], [], [], [], [], [])
-    for start, end in itertools.pairwise(bounds):
-        piece, piece_steps = values[start:end], steps[start:end]
-        low, high = finite_range(piece)
-        out.first_steps.append(min(piece_steps))
-        out.last_steps.append(max(piece_steps))
-        out.counts.append(end - start)
-        out.mins.append(low)
-        out.maxs.append(high)
-        out.lasts.append(piece[-1])
-        out.last_walls.append(wall_times[end - 1])
-    return out
+    starts = np.arange(SEGMENTS, dtype=np.int64) * n // SEGMENTS
+    ends = np.append(starts[1:], n) - 1
+    finite = np.isfinite(values)
+    # A piece's min over finite values: the others count as +inf (-inf for the max), and
+    # a piece left at +inf (-inf) has no finite value.
+    lows = np.minimum.reduceat(np.where(finite, values, np.inf), starts)
+    highs = np.maximum.reduceat(np.where(finite, values, -np.inf), starts)
+    return Segments(first_steps=np.minimum.reduceat(steps, starts),
+                    last_steps=np.maximum.reduceat(steps, starts),
+                    counts=np.diff(np.append(starts, n)), mins=_bounded(lows),
+                    maxs=_bounded(highs), lasts=values[ends], last_walls=wall_times[ends])
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,9 +84,9 @@ class ChunkRow:
     run_path: str  # '' for the root, and for batches sealed before chunks carried it
     tag: str
     chunk_index: int
-    steps: list[int]
-    wall_times: list[float]
-    values: list[float]
+    steps: Ints
+    wall_times: Floats
+    values: Floats
     step_min: int
     step_max: int
     v_min: float | None  # over finite values
@@ -148,13 +154,17 @@ def rich_row(record: pb.RichRecord, index: int) -> RichRow:
 
 def summarise(chunk: pb.SeriesChunk, index: int) -> ChunkRow:
     """A validated chunk's row (``validate`` refused empty chunks and unequal columns)."""
-    steps, wall_times, values = list(chunk.steps), list(chunk.wall_times), list(chunk.values)
+    # The repeated fields' buffers, copied once (no Python object per element).
+    steps = np.array(chunk.steps, dtype=np.int64)
+    wall_times = np.array(chunk.wall_times, dtype=np.float64)
+    values = np.array(chunk.values, dtype=np.float64)
     low, high = finite_range(values)
     return ChunkRow(
         source=chunk.source, run_path=chunk.run_path, tag=chunk.tag, chunk_index=index,
         steps=steps, wall_times=wall_times, values=values,
-        step_min=min(steps), step_max=max(steps), v_min=low, v_max=high,
-        v_first=values[0], v_last=values[-1], w_first=wall_times[0], w_last=wall_times[-1],
+        step_min=int(steps.min()), step_max=int(steps.max()), v_min=low, v_max=high,
+        v_first=float(values[0]), v_last=float(values[-1]), w_first=float(wall_times[0]),
+        w_last=float(wall_times[-1]),
         segments=segments(steps, wall_times, values),
     )
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 import asyncpg
 
 from tuneplane.common.db import Connection
+from tuneplane.projector import pgbinary as pg
 from tuneplane.projector.projection import ChunkRow, Projection
 from tuneplane.telemetry.v1.identity import MemberKey, SeriesKey
 
@@ -61,11 +62,24 @@ START_COLUMNS = ("run_id", "attempt", "member", "batch_id", "marker_index", "sou
                  "file_offset", "step", "wall_time", "tags")
 
 
+CHUNK_FIELDS = (pg.int8, pg.text, pg.int4, pg.int4, pg.int8, pg.int8, pg.float8, pg.float8,
+                pg.float8, pg.float8, pg.float8, pg.float8, pg.int8_array, pg.float8_array,
+                pg.float8_array, pg.int8_array, pg.int8_array, pg.int4_array,
+                pg.nullable_float8_array, pg.nullable_float8_array, pg.float8_array,
+                pg.float8_array)
+
+
 def segment_columns(chunk: ChunkRow) -> tuple[object, ...]:
     s = chunk.segments
     if s is None:
         return (None,) * 7
     return (s.first_steps, s.last_steps, s.counts, s.mins, s.maxs, s.lasts, s.last_walls)
+
+
+def chunk_record(series_id: int, batch_id: str, c: ChunkRow) -> tuple[object, ...]:
+    return (series_id, batch_id, c.chunk_index, len(c.steps), c.step_min, c.step_max, c.v_min,
+            c.v_max, c.v_first, c.v_last, c.w_first, c.w_last, c.steps, c.wall_times,
+            c.values, *segment_columns(c))
 
 
 class ObjectStore(Protocol):
@@ -137,7 +151,12 @@ class PostgresWriter:
         async with self._pool.acquire() as conn, conn.transaction():
             if self._shares_swap_lock:
                 await conn.execute("SELECT pg_advisory_xact_lock_shared($1)", SWAP_LOCK)
-            applied = [await self._apply(conn, p) for p in projections]
+            chunks: list[tuple[object, ...]] = []
+            applied = [await self._apply(conn, p, chunks) for p in projections]
+            if chunks:  # the group's curve chunks in one binary COPY
+                await conn.copy_to_table("curve_chunks", columns=CHUNK_COLUMNS,
+                                         source=pg.source(pg.rows(CHUNK_FIELDS, chunks)),
+                                         format="binary")
             await summarise(conn, [p for p, fresh in zip(projections, applied, strict=True)
                                    if fresh])
             return applied
@@ -161,7 +180,10 @@ class PostgresWriter:
                                 f"attempt {member.attempt} {count} series, over the bound of "
                                 f"{self._max_series} (TUNEPLANE_TELEMETRY_MAX_SERIES)")
 
-    async def _apply(self, conn: Connection, projection: Projection) -> bool:
+    async def _apply(self, conn: Connection, projection: Projection,
+                     chunks: list[tuple[object, ...]]) -> bool:
+        """Writes the batch's ledger row, series, rich rows and markers; adds its curve
+        chunks' records to ``chunks``."""
         key, member = projection.key, projection.key.member
         ids = (member.run_id, member.attempt, member.member, key.batch_id)
         fresh = await conn.fetchval(INSERT_LEDGER, *ids, projection.meta.partition,
@@ -178,15 +200,9 @@ class PostgresWriter:
                 await self._check_series_bound(conn, projection)
             series_ids = {SeriesKey(member, r["source"], r["run_path"], r["tag"]):
                           r["series_id"] for r in rows}
-            await conn.copy_records_to_table(
-                "curve_chunks", columns=CHUNK_COLUMNS,
-                records=[(series_ids[SeriesKey(member, c.source, c.run_path, c.tag)],
-                          key.batch_id,
-                          c.chunk_index, len(c.steps), c.step_min, c.step_max, c.v_min,
-                          c.v_max, c.v_first, c.v_last, c.w_first, c.w_last, c.steps,
-                          c.wall_times, c.values,
-                          *segment_columns(c))
-                         for c in projection.chunks])
+            chunks.extend(
+                chunk_record(series_ids[SeriesKey(member, c.source, c.run_path, c.tag)],
+                             key.batch_id, c) for c in projection.chunks)
         if projection.rich:
             await conn.copy_records_to_table(
                 "rich_records", columns=RICH_COLUMNS,
