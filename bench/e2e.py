@@ -5,7 +5,8 @@ Needs the real services (``eval "$(scripts/services up)"``). Prints points/s for
   read+seal   JSONL file → sealed batches in the SQLite spool (collector reader)
   send        spool → ingest (TLS, token check) → Kafka acks=all → spool delete
   project     Kafka → faust projector → PostgreSQL (first to last point seen)
-  end-to-end  collector process started → every point in PostgreSQL
+  end-to-end  collector process started → every point in PostgreSQL (with when the
+              first point was stored and when the collector was done)
 
     uv run python bench/e2e.py [--points 1000000] [--tags 5] [--batch-points 10000]
 """
@@ -54,9 +55,10 @@ async def wait_points(db: asyncpg.Connection, run_id: str, expected: int) -> tup
 
 async def end_to_end(endpoints: Endpoints, ingest_port: int, tls_dir: Path, work: Path,
                      db: asyncpg.Connection, source: Path, points: int,
-                     batch_points: int) -> float:
-    """Seconds from starting a collector on ``source`` until all its points are in
-    PostgreSQL (a projector must be running)."""
+                     batch_points: int) -> tuple[float, float, float]:
+    """Seconds from starting a collector on ``source`` until its first point is in
+    PostgreSQL, until the collector is done, and until all its points are in PostgreSQL
+    (a projector must be running)."""
     run_id = f"bench-{uuid.uuid4().hex[:8]}"
     member = MemberKey(run_id, 1, "rank-0")
     token = workload_token(endpoints, member, work / f"token-{run_id}")
@@ -65,9 +67,13 @@ async def end_to_end(endpoints: Endpoints, ingest_port: int, tls_dir: Path, work
         [*collector_args(ingest_port, tls_dir, token, member, work / f"spool-{run_id}",
                          {"train": source}, "--max-batch-points", str(batch_points)),
          "--exit-when-idle", "--loglevel", "WARNING"])
-    _, last = await wait_points(db, run_id, points)
-    collector.wait(timeout=60)
-    return last - started
+
+    def done() -> float:
+        collector.wait(timeout=60)
+        return time.perf_counter()
+    exited = asyncio.get_running_loop().run_in_executor(None, done)
+    first, last = await wait_points(db, run_id, points)
+    return first - started, await exited - started, last - started
 
 
 async def main() -> None:
@@ -115,9 +121,11 @@ async def main() -> None:
         print(f"project     {rate(points, last - first)}")
 
         # The whole path at once, the projector already running.
-        seconds = await end_to_end(endpoints, ingest.port, tls_dir, work, db, source, points,
-                                   args.batch_points)
+        first, done, seconds = await end_to_end(endpoints, ingest.port, tls_dir, work, db,
+                                                source, points, args.batch_points)
         print(f"end-to-end  {rate(points, seconds)}")
+        print(f"            first point stored after {first:.2f} s, collector done after "
+              f"{done:.2f} s")
     finally:
         if projector is not None:  # a projector left behind would skew the next run
             projector.stop()
