@@ -135,8 +135,8 @@ async def main() -> None:
     db = await asyncpg.connect(endpoints.database_url)
     try:
         projector = start_projector(endpoints, work / "projector.log", env=group)
-        seconds = await end_to_end(endpoints, ingest.port, tls_dir, work, db, source,
-                                   steps * TAGS, 10_000)
+        _, _, seconds = await end_to_end(endpoints, ingest.port, tls_dir, work, db, source,
+                                         steps * TAGS, 10_000)
     finally:
         await db.close()
         if projector is not None:
