@@ -78,16 +78,6 @@ class Assignment:
     project: str
 
 
-async def deliver(conn: Connection, node_id: str, *, now: dt.datetime) -> list[Assignment]:
-    """Launches of the node not yet reported running (marked delivered)."""
-    rows = await conn.fetch(
-        "UPDATE launches l SET state = 'delivered', delivered_at = coalesce(delivered_at, $2) "
-        "FROM runs r WHERE l.node_id = $1 AND l.state IN ('pending', 'delivered') "
-        "AND r.run_id = l.run_id RETURNING l.launch_id, l.run_id, l.attempt, l.member, "
-        "l.command::text, l.environment::text, r.artifact::text, r.project", node_id, now)
-    return assignments(rows)
-
-
 def assignments(rows: Iterable[asyncpg.Record]) -> list[Assignment]:
     """Delivered launch rows (launch_id, run_id, attempt, member, command, environment,
     artifact, project) as assignments, oldest launch first."""
