@@ -4,7 +4,9 @@ alone and while another process floods the other past its call limit.
 Needs the real services (``eval "$(scripts/services up)"``). Starts its own ingest and
 control (each with a call limit of 16; control with 4 database connections), then prints
 p50/p99 of telemetry pushes (100 points each, made durable in Kafka) alone and under a
-Node control flood, and of Node control heartbeats alone and under a telemetry flood.
+Node control flood (one node's heartbeats, past control's call limit and the node's call
+rate), and of Node control heartbeats (a fleet of nodes in turn, each within its rate)
+alone and under a telemetry flood.
 
     uv run python bench/isolation.py [--calls 300] [--concurrency 200]
 """
