@@ -4,7 +4,9 @@ alone and while another process floods the other past its call limit.
 Needs the real services (``eval "$(scripts/services up)"``). Starts its own ingest and
 control (each with a call limit of 16; control with 4 database connections), then prints
 p50/p99 of telemetry pushes (100 points each, made durable in Kafka) alone and under a
-Node control flood, and of Node control heartbeats alone and under a telemetry flood.
+Node control flood (one node's heartbeats, past control's call limit and the node's call
+rate), and of Node control heartbeats (a fleet of nodes in turn, each within its rate)
+alone and under a telemetry flood.
 
     uv run python bench/isolation.py [--calls 300] [--concurrency 200]
 """
@@ -51,15 +53,17 @@ async def main() -> None:
     db = await asyncpg.connect(endpoints.database_url)
     try:
         member = MemberKey(f"bench-{uuid.uuid4().hex[:8]}", 1, "rank-0")
-        node, telemetry = await listeners(control.port, ingest.port, tls_dir, db,
-                                          TokenSigner(endpoints.jwt_secret), member)
+        parties = await listeners(control.port, ingest.port, tls_dir, db,
+                                  TokenSigner(endpoints.jwt_secret), member, calls=args.calls)
         print(f"{args.calls} timed calls per figure; the flood keeps {args.concurrency} calls "
               f"in flight from another process (nice {args.flood_nice})")
-        pushes = await measure(telemetry, "push", node, "heartbeat", calls=args.calls,
+        pushes = await measure(parties.telemetry, "push", parties.flooding_node, "heartbeat",
+                               calls=args.calls,
                                concurrency=args.concurrency, member=member,
                                flood_nice=args.flood_nice)
         print(pushes.report("telemetry push", "Node control"))
-        beats = await measure(node, "heartbeat", telemetry, "push", calls=args.calls,
+        beats = await measure(parties.nodes, "heartbeat", parties.telemetry, "push",
+                              calls=args.calls,
                               concurrency=args.concurrency, member=member,
                               flood_nice=args.flood_nice)
         print(beats.report("Node control heartbeat", "telemetry"))

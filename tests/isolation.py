@@ -2,6 +2,10 @@
 process while timing calls on the other. Shared by tests/control/test_isolation.py (which
 checks every timed call succeeds) and bench/isolation.py (which prints the figures).
 
+The Node control flood is one hostile node's, past control's call limit and its own call
+rate; timed heartbeats come from a fleet of other nodes in turn, each within its rate (one
+node beating back to back would be refused as the flood is).
+
     python -m tests.isolation flood heartbeat|push ...   (the flooding process)
 """
 
@@ -12,6 +16,7 @@ import asyncio
 import collections
 import datetime as dt
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -35,43 +40,71 @@ from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc
 from tuneplane.telemetry.v1.identity import MemberKey
 
 Call = Callable[[int], Awaitable[object]]
+WARM = 10  # calls before the timed ones, on the same channel
+
+
+#: Calls one node of the timed fleet makes in a row at most (within control's burst).
+CALLS_PER_NODE = 10
 
 
 @dataclass(frozen=True, slots=True)
 class Listener:
+    """A listener and its callers' tokens (calls take them in turn)."""
+
     target: str
     ca: Path
-    token: str
+    tokens: tuple[str, ...]
 
     def channel(self) -> grpc.aio.Channel:
         return grpc.aio.secure_channel(self.target,
                                        grpc.ssl_channel_credentials(self.ca.read_bytes()))
 
-    def metadata(self) -> tuple[tuple[str, str]]:
-        return (("authorization", f"Bearer {self.token}"),)
+    def metadata(self, i: int = 0) -> tuple[tuple[str, str]]:
+        return (("authorization", f"Bearer {self.tokens[i % len(self.tokens)]}"),)
+
+
+@dataclass(frozen=True, slots=True)
+class Listeners:
+    nodes: Listener  # Node control, a fleet of nodes taking turns
+    flooding_node: Listener  # Node control, one node of its own
+    telemetry: Listener  # the member's workload token
+
+
+async def enroll_nodes(control: Listener, db: Connection, prefix: str, count: int,
+                       ) -> tuple[str, ...]:
+    """``count`` freshly enrolled nodes' tokens."""
+    tokens = []
+    async with control.channel() as channel:
+        stub = node_grpc.NodeControlStub(channel)
+        for k in range(count):
+            token = await nodes.new_enrollment_token(db, f"{prefix}-{k}", created_by="test",
+                                                     now=dt.datetime.now(dt.UTC),
+                                                     ttl=dt.timedelta(minutes=5))
+            node = await stub.Enroll(node_pb.EnrollRequest(enrollment_token=token), timeout=30)
+            tokens.append(node.node_token)
+    return tuple(tokens)
 
 
 async def listeners(control_port: int, ingest_port: int, tls_dir: Path, db: Connection,
-                    signer: TokenSigner, member: MemberKey) -> tuple[Listener, Listener]:
-    """Node control with a freshly enrolled node's token; telemetry with the member's."""
-    token = await nodes.new_enrollment_token(db, f"iso-{member.run_id}", created_by="test",
-                                             now=dt.datetime.now(dt.UTC),
-                                             ttl=dt.timedelta(minutes=5))
-    control = Listener(f"localhost:{control_port}", tls_dir / "ca.pem", "")
-    async with control.channel() as channel:
-        node = await node_grpc.NodeControlStub(channel).Enroll(
-            node_pb.EnrollRequest(enrollment_token=token), timeout=30)
+                    signer: TokenSigner, member: MemberKey, *, calls: int) -> Listeners:
+    """Node control with a fleet of freshly enrolled nodes, enough for ``calls`` timed
+    heartbeats alone and as many flooded, and one node to flood with; telemetry with the
+    member's token."""
+    control = Listener(f"localhost:{control_port}", tls_dir / "ca.pem", ())
+    fleet = math.ceil((2 * calls + WARM) / CALLS_PER_NODE)
+    tokens = await enroll_nodes(control, db, f"iso-{member.run_id}", fleet + 1)
     workload = signer.issue_workload(member, now=time.time(), ttl_seconds=3600)
-    return (Listener(control.target, control.ca, node.node_token),
-            Listener(f"localhost:{ingest_port}", tls_dir / "ca.pem", workload))
+    return Listeners(Listener(control.target, control.ca, tokens[1:]),
+                     Listener(control.target, control.ca, tokens[:1]),
+                     Listener(f"localhost:{ingest_port}", tls_dir / "ca.pem", (workload,)))
 
 
-def heartbeat(listener: Listener, channel: grpc.aio.Channel) -> Call:
+def heartbeat(listener: Listener, channel: grpc.aio.Channel, base: int = 0) -> Call:
     stub = node_grpc.NodeControlStub(channel)
 
-    async def call(_: int) -> object:
-        return await stub.Heartbeat(node_pb.HeartbeatRequest(), metadata=listener.metadata(),
-                                    timeout=30)
+    async def call(i: int) -> object:
+        return await stub.Heartbeat(node_pb.HeartbeatRequest(),
+                                    metadata=listener.metadata(base + i), timeout=30)
     return call
 
 
@@ -114,7 +147,7 @@ class Flood:
             args += ["--member", f"{member.run_id}/{member.attempt}/{member.member}"]
         self._proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, text=True,
                                       stdin=subprocess.PIPE,
-                                      env={**os.environ, "ISOLATION_TOKEN": listener.token})
+                                      env={**os.environ, "ISOLATION_TOKEN": listener.tokens[0]})
         assert self._proc.stdout is not None
         assert self._proc.stdout.readline().strip() == "flooding"
 
@@ -149,15 +182,15 @@ async def measure(timed_on: Listener, timed_kind: str, flooded: Listener, flood_
     async with timed_on.channel() as channel:
         def call(base: int) -> Call:
             if timed_kind == "heartbeat":
-                return heartbeat(timed_on, channel)
+                return heartbeat(timed_on, channel, base)
             return push(timed_on, channel, member, base)
 
-        await timed(call(0), 10)  # warm the channel
-        alone = await timed(call(100), calls)
+        await timed(call(0), WARM)  # warm the channel
+        alone = await timed(call(WARM), calls)
         running = Flood(flood_kind, flooded, concurrency, member, flood_nice)
         try:
             await asyncio.sleep(1.0)  # let the flood reach the listener's limit
-            loaded = await timed(call(100 + calls), calls)
+            loaded = await timed(call(WARM + calls), calls)
         finally:
             codes = running.stop()
     return Isolation(alone, loaded, codes)
@@ -185,7 +218,7 @@ async def flood(call: Call, concurrency: int) -> collections.Counter[str]:
 
 async def flood_main(args: argparse.Namespace) -> None:
     os.nice(args.nice)
-    listener = Listener(args.target, Path(args.ca), os.environ["ISOLATION_TOKEN"])
+    listener = Listener(args.target, Path(args.ca), (os.environ["ISOLATION_TOKEN"],))
     async with listener.channel() as channel:
         if args.kind == "heartbeat":
             call = heartbeat(listener, channel)

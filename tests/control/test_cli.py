@@ -21,6 +21,7 @@ def test_help_explains_each_command() -> None:
     serve = control("serve", "--help").stdout
     assert "--max-concurrent-rpcs" in serve
     assert "--db-pool-size" in serve
+    assert "--node-calls-per-second" in serve
 
 
 @pytest.mark.parametrize(("drop", "artifact", "words"), [

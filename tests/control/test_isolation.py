@@ -42,10 +42,10 @@ async def test_saturated_node_control_leaves_telemetry_pushes_working(
         small_control: Process, ingest: Process, tls_dir: Path, db: asyncpg.Connection,
         signer: TokenSigner, run_id: str) -> None:
     member = MemberKey(run_id, 1, "rank-0")
-    control, telemetry = await listeners(small_control.port, ingest.port, tls_dir, db, signer,
-                                         member)
-    result = await measure(telemetry, "push", control, "heartbeat", calls=60,
-                           concurrency=150, member=member)
+    parties = await listeners(small_control.port, ingest.port, tls_dir, db, signer, member,
+                              calls=60)
+    result = await measure(parties.telemetry, "push", parties.flooding_node, "heartbeat",
+                           calls=60, concurrency=150, member=member)
     print("\n" + result.report("telemetry push", "Node control"))
     assert result.flood_codes.get("RESOURCE_EXHAUSTED", 0) > 0  # control was saturated
     assert result.flood_codes.get("OK", 0) > 0
@@ -56,9 +56,9 @@ async def test_saturated_telemetry_leaves_node_control_working(
         small_ingest: Process, small_control: Process, tls_dir: Path, db: asyncpg.Connection,
         signer: TokenSigner, run_id: str) -> None:
     member = MemberKey(run_id, 1, "rank-0")
-    control, telemetry = await listeners(small_control.port, small_ingest.port, tls_dir, db,
-                                         signer, member)
-    result = await measure(control, "heartbeat", telemetry, "push", calls=60,
+    parties = await listeners(small_control.port, small_ingest.port, tls_dir, db, signer,
+                              member, calls=60)
+    result = await measure(parties.nodes, "heartbeat", parties.telemetry, "push", calls=60,
                            concurrency=150, member=member)
     print("\n" + result.report("Node control heartbeat", "telemetry"))
     assert result.flood_codes.get("RESOURCE_EXHAUSTED", 0) > 0  # ingest was saturated

@@ -19,9 +19,11 @@ import sys
 
 import asyncpg
 
+from tuneplane.common.db import Connection
 from tuneplane.common.gateway import listener, shared_identity
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.contract.settings import SettingsError
+from tuneplane.control.admission import DEFAULT_RATE, CallRate
 from tuneplane.control.server import NodeControl, Policy, create_server
 from tuneplane.control.settings import ControlSettings
 from tuneplane.controlplane import errors, launches, nodes
@@ -45,22 +47,36 @@ async def collector_config(args: argparse.Namespace,
         artifact_path=str(artifact), artifact_digest=artifact.name)
 
 
+def call_rate(per_second: float) -> CallRate | None:
+    """A node's call rate: ``per_second`` on average, four seconds' worth at once (0: none)."""
+    return CallRate(per_second, max(1.0, 4 * per_second)) if per_second > 0 else None
+
+
+async def keep_session(conn: Connection) -> None:
+    """A pooled connection handed back as it is: control sets no session state, takes no
+    advisory lock and listens to nothing, so asyncpg's reset query (a round trip per call)
+    has nothing to undo; an open transaction is still rolled back by asyncpg itself."""
+
+
 async def serve(args: argparse.Namespace, settings: ControlSettings) -> None:
     os.nice(args.nice)  # telemetry first: Node control's calls can wait a scheduling slice
     credentials = await listener.credentials(args, settings.gateway)
     policy = Policy(await collector_config(args, settings),
                     workload_ttl=args.workload_token_ttl,
-                    heartbeat_seconds=args.heartbeat_seconds)
+                    heartbeat_seconds=args.heartbeat_seconds,
+                    call_rate=call_rate(args.node_calls_per_second),
+                    max_held=max(1, args.max_concurrent_rpcs // 2))
     signer = TokenSigner(settings.jwt_secret.get())
     pool = await asyncpg.create_pool(settings.database_url, min_size=1,
-                                     max_size=args.db_pool_size)
+                                     max_size=args.db_pool_size, reset=keep_session)
     server = create_server(NodeControl(signer, pool, policy),
                            max_concurrent_rpcs=args.max_concurrent_rpcs)
     server.add_secure_port(f"{args.host}:{args.port}", credentials)
     await server.start()
     log.info("control listening on %s:%d (TLS), %d calls at once, %d database connections, "
-             "nice %d", args.host, args.port, args.max_concurrent_rpcs, args.db_pool_size,
-             os.nice(0))
+             "nice %d, %s calls/s per node", args.host, args.port, args.max_concurrent_rpcs,
+             args.db_pool_size, os.nice(0), f"{args.node_calls_per_second:g}"
+             if args.node_calls_per_second > 0 else "unlimited")
     await listener.serve_until_signalled(server, "control")
     await pool.close()
 
@@ -129,6 +145,14 @@ def parser() -> argparse.ArgumentParser:
                    help="calls in flight before RESOURCE_EXHAUSTED (default 64)")
     s.add_argument("--db-pool-size", type=int, default=8,
                    help="database connections of this process (default 8)")
+    s.add_argument("--node-calls-per-second", type=float, metavar="RATE",
+                   default=DEFAULT_RATE.per_second,
+                   help="calls one node may make per second on average, four seconds' worth "
+                        "at once; past it a call is refused with RESOURCE_EXHAUSTED before "
+                        "any database work, answered when the node's next call would be "
+                        "admitted (at most 1 s later; agents retry with backoff). An agent "
+                        "beats every --heartbeat-seconds and reports each launch a few times "
+                        "(default 5; 0: no limit)")
     s.add_argument("--nice", type=int, default=10, choices=range(20), metavar="0..19",
                    help="how much lower this process's CPU priority is than what started "
                         "it, so telemetry sharing the host's CPU wins under a flood of "

@@ -1,7 +1,13 @@
-"""The NodeControl gRPC service: node credentials only, its own RPC cap and database pool."""
+"""The NodeControl gRPC service: node credentials only, its own RPC cap and database pool.
+
+A call is admitted (token, the node's call rate: ``tuneplane.control.admission``) before
+it takes a pooled connection, and does its database work on one connection: a heartbeat
+in one statement (``tuneplane.controlplane.heartbeats``).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 import time
@@ -15,13 +21,18 @@ import grpc
 
 from tuneplane.common.db import TRANSIENT_ERRORS, Connection
 from tuneplane.common.gateway.listener import bearer_token
-from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
-from tuneplane.controlplane import errors, launches, nodes
+from tuneplane.common.tokens import TokenKind, TokenSigner
+from tuneplane.control.admission import DEFAULT_RATE, CallRate, NodeAdmission, NodeCaller, Refused
+from tuneplane.controlplane import errors, heartbeats, launches, nodes
 from tuneplane.node.v1 import node_pb2 as pb
 from tuneplane.node.v1 import node_pb2_grpc as pb_grpc
 from tuneplane.telemetry.v1.identity import MemberKey
 
 log = logging.getLogger("tuneplane.control")
+
+#: Calls one connection (one node: TLS ends here, never at a proxy) has in flight at once;
+#: an agent's further calls wait in its own channel, costing control nothing.
+CALLS_PER_CONNECTION = 8
 
 Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
 REPORTED = {pb.LaunchReport.STATE_RUNNING: "running", pb.LaunchReport.STATE_FINISHED: "finished",
@@ -38,15 +49,25 @@ class Policy:
     node_ttl: int = 30 * 86400
     heartbeat_seconds: int = 5
     db_wait_seconds: float = 5.0
+    #: Each node's calls past this rate are refused before any database work (None: no
+    #: limit).
+    call_rate: CallRate | None = DEFAULT_RATE
+    #: Refusals for the call rate held at once (each holds a call slot); past it they are
+    #: answered at once.
+    max_held: int = 32
 
 
 class NodeControl(pb_grpc.NodeControlServicer):
     def __init__(self, signer: TokenSigner, pool: asyncpg.Pool, policy: Policy,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         self._signer = signer
         self._pool = pool
         self._policy = policy
         self._clock = clock
+        self._monotonic = monotonic
+        self._admission = NodeAdmission(signer, policy.call_rate)
+        self._held = 0
 
     def _now(self) -> dt.datetime:
         return dt.datetime.fromtimestamp(int(self._clock()), dt.UTC)
@@ -73,23 +94,27 @@ class NodeControl(pb_grpc.NodeControlServicer):
         finally:
             await self._pool.release(conn)
 
-    async def _node(self, context: Context) -> tuple[str, int]:
-        """The calling node's id and its token's expiry, or the call is refused."""
-        token = bearer_token(context)
-        if token is None:
-            await abort_unauthenticated(context, "missing node token: send 'authorization: "
-                                                 "Bearer <node token>'")
-        try:
-            claims = self._signer.verify(token, TokenKind.NODE, now=self._clock())
-        except TokenError as exc:
-            await abort_unauthenticated(context, f"node token refused: {exc}")
-        node_id = str(claims["sub"])
-        async with self._db(context) as conn:
-            problem = await nodes.check_credential(conn, node_id, int(claims["iat"]),
-                                                   now=self._now())
+    async def _caller(self, context: Context) -> NodeCaller:
+        """The calling node, from a token that verifies, within its call rate; or the call
+        is refused before any database work."""
+        found = self._admission.check(bearer_token(context), self._clock(), self._monotonic())
+        if isinstance(found, Refused):
+            if found.hold > 0 and self._held < self._policy.max_held:
+                self._held += 1
+                try:
+                    await asyncio.sleep(found.hold)
+                finally:
+                    self._held -= 1
+            await context.abort(found.code, found.message)
+            raise AssertionError("unreachable")  # abort raises
+        return found
+
+    async def _check(self, conn: Connection, caller: NodeCaller, context: Context) -> None:
+        """Refuse the call unless the node still stands (not revoked nor re-enrolled)."""
+        problem = await nodes.check_credential(conn, caller.node_id, caller.issued_at,
+                                               now=self._now())
         if problem is not None:
             await abort_unauthenticated(context, problem)
-        return node_id, int(claims["exp"])
 
     def _node_token(self, node_id: str) -> tuple[str, int]:
         now = self._clock()
@@ -121,13 +146,16 @@ class NodeControl(pb_grpc.NodeControlServicer):
 
     async def Heartbeat(self, request: pb.HeartbeatRequest,
                         context: Context) -> pb.HeartbeatReply:
-        node_id, expires = await self._node(context)
+        caller = await self._caller(context)
+        node_id = caller.node_id
         async with self._db(context) as conn:
-            assigned = await launches.deliver(conn, node_id, now=self._now())
+            beat = await heartbeats.beat(conn, node_id, caller.issued_at, now=self._now())
+        if beat.refused is not None:
+            await abort_unauthenticated(context, beat.refused)
         reply = pb.HeartbeatReply(next_heartbeat_seconds=self._policy.heartbeat_seconds)
-        if expires - self._clock() < self._policy.node_ttl / 4:
+        if caller.expires_at - self._clock() < self._policy.node_ttl / 4:
             reply.renewed_node_token = self._node_token(node_id)[0]
-        for a in assigned:
+        for a in beat.launches:
             collector = pb.CollectorConfig()
             collector.CopyFrom(self._policy.collector)
             collector.integration_json = a.artifact
@@ -140,12 +168,14 @@ class NodeControl(pb_grpc.NodeControlServicer):
 
     async def ReportLaunch(self, request: pb.LaunchReport,
                            context: Context) -> pb.LaunchReportReply:
-        node_id, _ = await self._node(context)
+        caller = await self._caller(context)
+        node_id = caller.node_id
         state = REPORTED.get(request.state)
         if state is None:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                                 f"launch {request.launch_id}: no state reported")
         async with self._db(context) as conn:
+            await self._check(conn, caller, context)
             try:
                 attempt_state = await launches.report(
                     conn, node_id, request.launch_id, state, exit_code=request.exit_code,
@@ -158,8 +188,10 @@ class NodeControl(pb_grpc.NodeControlServicer):
 
     async def RenewWorkloadToken(self, request: pb.RenewRequest,
                                  context: Context) -> pb.WorkloadToken:
-        node_id, _ = await self._node(context)
+        caller = await self._caller(context)
+        node_id = caller.node_id
         async with self._db(context) as conn:
+            await self._check(conn, caller, context)
             try:
                 member = await launches.member_of(conn, node_id, request.launch_id)
             except errors.LaunchError as exc:
@@ -174,7 +206,8 @@ async def abort_unauthenticated(context: Context, message: str) -> NoReturn:
 
 def create_server(service: NodeControl, *, max_concurrent_rpcs: int) -> grpc.aio.Server:
     server = grpc.aio.server(maximum_concurrent_rpcs=max_concurrent_rpcs,
-                             options=[("grpc.max_receive_message_length", 1024 * 1024)])
+                             options=[("grpc.max_receive_message_length", 1024 * 1024),
+                                      ("grpc.max_concurrent_streams", CALLS_PER_CONNECTION)])
     pb_grpc.add_NodeControlServicer_to_server(service, server)
     return server
 

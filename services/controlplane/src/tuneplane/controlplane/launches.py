@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+import asyncpg
 
 from tuneplane.common.db import Connection
 from tuneplane.controlplane import runs
@@ -75,13 +78,9 @@ class Assignment:
     project: str
 
 
-async def deliver(conn: Connection, node_id: str, *, now: dt.datetime) -> list[Assignment]:
-    """Launches of the node not yet reported running (marked delivered)."""
-    rows = await conn.fetch(
-        "UPDATE launches l SET state = 'delivered', delivered_at = coalesce(delivered_at, $2) "
-        "FROM runs r WHERE l.node_id = $1 AND l.state IN ('pending', 'delivered') "
-        "AND r.run_id = l.run_id RETURNING l.launch_id, l.run_id, l.attempt, l.member, "
-        "l.command::text, l.environment::text, r.artifact::text, r.project", node_id, now)
+def assignments(rows: Iterable[asyncpg.Record]) -> list[Assignment]:
+    """Delivered launch rows (launch_id, run_id, attempt, member, command, environment,
+    artifact, project) as assignments, oldest launch first."""
     return [Assignment(r["launch_id"], MemberKey(r["run_id"], r["attempt"], r["member"]),
                        json.loads(r["command"]), json.loads(r["environment"]), r["artifact"],
                        r["project"])

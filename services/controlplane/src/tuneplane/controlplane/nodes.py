@@ -100,9 +100,15 @@ async def check_credential(conn: Connection, node_id: str, issued_at: int,
         node_id, now, SEEN_GRAIN)
     if row is None:
         return f"node {node_id} is not enrolled"
-    if row["revoked_at"] is not None:
+    return credential_problem(node_id, issued_at, row["enrolled_at"], row["revoked_at"])
+
+
+def credential_problem(node_id: str, issued_at: int, enrolled_at: dt.datetime,
+                       revoked_at: dt.datetime | None) -> str | None:
+    """Why an enrolled node's token issued at ``issued_at`` is refused, or None."""
+    if revoked_at is not None:
         return f"node {node_id} was revoked"
-    if issued_at < int(row["enrolled_at"].timestamp()):
+    if issued_at < int(enrolled_at.timestamp()):
         return f"node token of {node_id} was replaced by a later enrollment"
     return None
 
