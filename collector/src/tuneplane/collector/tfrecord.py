@@ -41,6 +41,14 @@ class Damage:
     offset: int
     reason: str
 
+    @classmethod
+    def lost_framing(cls, offset: int, skipped: int) -> Damage:
+        return cls(offset, f"bad record length CRC; skipped {skipped} bytes to resynchronise")
+
+    @classmethod
+    def bad_data(cls, offset: int) -> Damage:
+        return cls(offset, "bad record data CRC; record skipped")
+
 
 @dataclass(slots=True)
 class Scan:
@@ -50,6 +58,11 @@ class Scan:
     damage: list[Damage] = field(default_factory=list)
     consumed: int = 0
     wanted: int = 0  # bytes a record in progress needs in the buffer, when over its size
+
+    @property
+    def count(self) -> int:
+        """Good records framed."""
+        return len(self.records)
 
 
 #: Headers already checked → their record's length: records of one tag repeat a few lengths,
@@ -101,8 +114,7 @@ def scan(buffer: bytes, base: int, limit: int | None = None) -> Scan:
         if length is None:
             found = _resync(view, pos)
             end = found if found is not None else size - HEADER + 1
-            result.damage.append(Damage(base + pos, f"bad record length CRC; skipped "
-                                                    f"{end - pos} bytes to resynchronise"))
+            result.damage.append(Damage.lost_framing(base + pos, end - pos))
             pos = end
             continue
         start = pos + HEADER
@@ -116,7 +128,7 @@ def scan(buffer: bytes, base: int, limit: int | None = None) -> Scan:
                 ((((actual >> 15) | (actual << 17)) + delta) & mask):
             append((base + pos, data))
         else:
-            result.damage.append(Damage(base + pos, "bad record data CRC; record skipped"))
+            result.damage.append(Damage.bad_data(base + pos))
         pos = end
     result.consumed = pos
     return result
