@@ -6,13 +6,16 @@
 ``verify`` is what a launch does first: it refuses a renamed, tampered, incomplete,
 padded or wrong-target artifact with the reason. The launcher starts Python isolated
 (``-I -S -B``): no PYTHONPATH, no user or system site-packages of the training
-environment, no bytecode written into the artifact.
+environment, no bytecode written into the artifact. The artifact ships its bytecode
+instead, compiled reproducibly (unchecked-hash ``.pyc``: no timestamps; ``verify`` is
+what checks the sources), so no start compiles a module again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import shutil
 import subprocess
@@ -95,6 +98,19 @@ def run(args: list[str], cwd: Path) -> None:
         raise ArtifactError(f"{' '.join(args[:3])} failed:\n{done.stderr[-3000:]}")
 
 
+def compile_bytecode(site: Path) -> None:
+    """Compile every module of ``site`` anew, the same bytes for the same sources."""
+    for cache in site.rglob("__pycache__"):
+        shutil.rmtree(cache)
+    # Not -I or -E: they would drop PYTHONHASHSEED, and set order in constants follows it.
+    done = subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode",
+         "unchecked-hash", "-d", "site-packages", str(site)], capture_output=True, text=True,
+        check=False, env={**os.environ, "PYTHONHASHSEED": "0"}, cwd=site)
+    if done.returncode != 0:
+        raise ArtifactError(f"compiling the artifact's bytecode failed:\n{done.stdout[-3000:]}")
+
+
 def build(workspace: Path, out: Path) -> Path:
     """Build the artifact for this host; returns ``out/<manifest sha256>``."""
     if shutil.which("uv") is None:
@@ -113,8 +129,7 @@ def build(workspace: Path, out: Path) -> Path:
              "-r", str(requirements)], workspace)
         run(["uv", "pip", "install", *python, "--target", str(site), "--no-deps",
              *map(str, sorted(wheels.glob("*.whl")))], workspace)
-        for cache in site.rglob("__pycache__"):
-            shutil.rmtree(cache)
+        compile_bytecode(site)
         # Installer bookkeeping names temporary paths; without it the same sources and lock
         # give the same digest.
         for name in ("direct_url.json", "uv_cache.json", "RECORD", "INSTALLER", "REQUESTED"):
