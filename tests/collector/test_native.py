@@ -27,8 +27,9 @@ Summary, Value = summary_pb2.Summary, summary_pb2.Summary.Value
 
 
 def event(step: int, wall_time: float, summary: Any = None, **fields: Any) -> bytes:
-    return event_pb2.Event(step=step, wall_time=wall_time, summary=summary,
-                           **fields).SerializeToString()
+    data: bytes = event_pb2.Event(step=step, wall_time=wall_time, summary=summary,
+                                  **fields).SerializeToString()
+    return data
 
 
 def simple(tag: str, step: int, wall_time: float, number: float) -> bytes:
@@ -140,7 +141,7 @@ def test_points_match_the_simple_value_fast_path(datas: list[bytes]) -> None:
         for index in range(first + 1, end):  # a run's steps do not go down
             assert frames.step(index) >= frames.step(index - 1)
         if is_simple:
-            at = {tag: [i for i in range(first, end) if expected[i] and expected[i][0] == tag]
+            at = {tag: [i for i in range(first, end) if (e := expected[i]) and e[0] == tag]
                   for tag, *_ in frames.columns(first, end)}
             for tag, steps, walls, values in frames.columns(first, end):
                 for i, step, wall, value in zip(at[tag], steps, walls, values, strict=True):
