@@ -27,19 +27,27 @@ from typing import Any
 
 MANIFEST = "manifest.json"
 FORMAT = 1
-LAUNCHER = """#!/bin/sh
-# Runs {program} isolated from the training environment's packages.
-here=$(cd "$(dirname "$0")/.." && pwd)
-exec "${TUNEPLANE_COLLECTOR_PYTHON:-python{version}}" -I -S -B "$here/bin/{module}.py" "$@"
-"""
+LAUNCHER = ("#!/bin/sh\n"
+            "# Runs {program} isolated from the training environment's packages.\n"
+            'here=$(cd "$(dirname "$0")/.." && pwd)\n'
+            "{environment}"
+            'exec "${TUNEPLANE_COLLECTOR_PYTHON:-python{version}}" -I -S -B '
+            '"$here/bin/{module}.py" "$@"\n')
 LAUNCH_PY = """import os, sys
 sys.path[:0] = [os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                              "site-packages")]
-from tuneplane.collector.{module} import main
+{preamble}from tuneplane.collector.{module} import main
 sys.exit(main())
 """
 #: The artifact's programs: the collector, and the node agent that launches it.
 PROGRAMS = {"tuneplane-collector": "cli", "tuneplane-node": "node.cli"}
+#: The collector's start, held to its memory budget beside the job (issue 17: 50 MB while
+#: following a file): two malloc arenas for its threads, not eight per core; and no
+#: Python ssl, which asyncio (imported by gRPC) would load with OpenSSL for nothing: the
+#: collector's TLS is gRPC's own (~4 MiB).
+LEAN = {"tuneplane-collector": (
+    'export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"\n',
+    'sys.modules["ssl"] = None  # not used: gRPC brings its own TLS (see artifact.LEAN)\n')}
 
 
 class ArtifactError(RuntimeError):
@@ -141,10 +149,13 @@ def build(workspace: Path, out: Path) -> Path:
         for program, module in PROGRAMS.items():
             entry = module.replace(".", "_")
             launcher = staging / "bin" / program
+            environment, preamble = LEAN.get(program, ("", ""))
             launcher.write_text(LAUNCHER.replace("{version}", version).replace(
-                "{program}", program).replace("{module}", entry))
+                "{program}", program).replace("{module}", entry).replace(
+                "{environment}", environment))
             launcher.chmod(0o755)
-            (staging / "bin" / f"{entry}.py").write_text(LAUNCH_PY.replace("{module}", module))
+            (staging / "bin" / f"{entry}.py").write_text(LAUNCH_PY.replace(
+                "{module}", module).replace("{preamble}", preamble))
         target = Target.of_this_host()
         manifest = {"format": FORMAT, "name": "tuneplane-collector",
                     "entry_point": "bin/tuneplane-collector",
