@@ -19,8 +19,8 @@ from tuneplane.collector import native, tensorboard, tfrecord
 from tuneplane.collector.draft import Position, ReadStep
 from tuneplane.collector.tbevents import simple_scalar
 
-compiled = native.compiled()
-pytestmark = pytest.mark.skipif(compiled is None, reason="the compiled reader is not built")
+frames = native.compiled()
+pytestmark = pytest.mark.skipif(frames is None, reason="the compiled reader is not built")
 
 TAGS = ["loss", "train/acc", "lr", "", "bad\x00tag", "é" * 40, "x" * 200]
 Summary, Value = summary_pb2.Summary, summary_pb2.Summary.Value
@@ -118,32 +118,31 @@ def seen(step: ReadStep) -> tuple[Any, ...]:
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(event_files(), st.integers(0, 400), st.one_of(st.none(), st.integers(1, 30)))
 def test_framing_matches_tfrecord_scan(data: bytes, base: int, limit: int | None) -> None:
-    assert compiled is not None
-    frames = compiled.frames(data, base, limit, tensorboard.is_name)
+    assert frames is not None
+    found = frames(data, base, limit, tensorboard.is_name)
     scan = tfrecord.scan(data, base, limit)
-    assert (frames.consumed, frames.wanted, frames.count) == \
-        (scan.consumed, scan.wanted, scan.count)
-    assert [(frames.offset(i), frames.data(i)) for i in range(frames.count)] == scan.records
+    assert (found.consumed, found.wanted, found.count) == (scan.consumed, scan.wanted, scan.count)
+    assert [(found.offset(i), found.data(i)) for i in range(found.count)] == scan.records
     assert [tfrecord.Damage.bad_data(o) if n < 0 else tfrecord.Damage.lost_framing(o, n)
-            for o, n in frames.damage] == scan.damage
+            for o, n in found.damage] == scan.damage
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.one_of(simples, mutated(), others), max_size=30))
 def test_points_match_the_simple_value_fast_path(datas: list[bytes]) -> None:
-    assert compiled is not None
-    frames = compiled.frames(b"".join(map(tfrecord.frame, datas)), 0, None, tensorboard.is_name)
+    assert frames is not None
+    found = frames(b"".join(map(tfrecord.frame, datas)), 0, None, tensorboard.is_name)
     names: dict[bytes, str] = {}
     expected = [simple_scalar(d, names) for d in datas]
     got: list[tuple[str, int, bytes, bytes] | None] = [None] * len(datas)
-    for first, end, is_simple in frames.segments():
+    for first, end, is_simple in found.segments():
         assert is_simple or end == first + 1
         for index in range(first + 1, end):  # a run's steps do not go down
-            assert frames.step(index) >= frames.step(index - 1)
+            assert found.step(index) >= found.step(index - 1)
         if is_simple:
             at = {tag: [i for i in range(first, end) if (e := expected[i]) and e[0] == tag]
-                  for tag, *_ in frames.columns(first, end)}
-            for tag, steps, walls, values in frames.columns(first, end):
+                  for tag, *_ in found.columns(first, end)}
+            for tag, steps, walls, values in found.columns(first, end):
                 for i, step, wall, value in zip(at[tag], steps, walls, values, strict=True):
                     got[i] = (tag, step, bits([wall]), bits([value]))
     assert got == [None if e is None else (e[0], e[1], bits([e[2]]), bits([e[3]]))
@@ -179,7 +178,7 @@ def test_without_the_extension_the_python_path_reads_and_says_so_once(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     path = tmp_path / "events.out.tfevents.1"
     path.write_bytes(b"".join(tfrecord.frame(simple("loss", s, 1.0, s / 2)) for s in range(5)))
-    monkeypatch.setattr(native, "_module", None)
+    monkeypatch.setattr(native, "_found", None)
     monkeypatch.setattr(native, "_said", False)
     with caplog.at_level(logging.WARNING, "tuneplane.collector"):
         reads = [tensorboard.read_file(path, path.name, "tb", Position(), max_points=10,

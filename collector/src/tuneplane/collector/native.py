@@ -9,24 +9,32 @@ and says so once in the log.
 from __future__ import annotations
 
 import logging
-from types import ModuleType
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:
+    from tuneplane.collector._native import Frames
 
 log = logging.getLogger("tuneplane.collector")
 
-_module: ModuleType | None
+#: frames(buffer, base offset, record limit, is_name) → the buffer's records and points
+Framing: TypeAlias = "Callable[[bytes, int, int | None, Callable[[str], bool]], Frames]"
+
 try:
-    from tuneplane.collector import _native as _module
+    from tuneplane.collector._native import frames as _frames
+
+    _found: Framing | None = _frames
     _missing = ""
 except ImportError as exc:  # a source install without a Rust toolchain, say
-    _module, _missing = None, str(exc)
+    _found, _missing = None, str(exc)
 _said = False
 
 
-def compiled() -> ModuleType | None:
-    """The extension module, or None (said once in the log) when it is absent."""
+def compiled() -> Framing | None:
+    """The compiled reader's ``frames``, or None (said once in the log) when it is absent."""
     global _said
-    if _module is None and not _said:
+    if _found is None and not _said:
         _said = True
         log.warning("the compiled TensorBoard reader is not installed (%s); reading event "
                     "files in Python, at several times the CPU", _missing)
-    return _module
+    return _found

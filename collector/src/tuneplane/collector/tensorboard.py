@@ -120,18 +120,18 @@ def read_file(path: Path, relative: str, source: str, start: Position, *, max_po
     run_refused = run_path_problem(run_path)
     relative = escape_controls(relative)  # a file name may hold what a record field may not
     plugins, purge = load_state(start.state, previous)
-    module = native.compiled() if compiled else None
+    framing = native.compiled() if compiled else None
     with open_file(path) as handle:
         size = os.fstat(handle.fileno()).st_size
-        if module is None:
+        if framing is None:
             covered, scan = scan_at(handle, start.offset, limit=max_points)
         else:
             covered, frames = frame_at(handle, start.offset, max_points,
-                                       lambda b, o, n: module.frames(b, o, n, is_name))
+                                       lambda b, o, n: framing(b, o, n, is_name))
     result = ReadStep(BatchDraft(source, "" if run_refused else run_path), start)
     fill = EventFill(result, source=source, file=relative, plugins=plugins, purge=purge,
                      run_refused=run_refused, max_points=max_points, max_bytes=max_bytes)
-    if module is None:
+    if framing is None:
         stop, count, consumed = fill_from_scan(fill, scan), scan.count, scan.consumed
         damage = scan.damage
     else:
