@@ -9,7 +9,9 @@ pub const MAX_RECORD_BYTES: u64 = 512 * 1024 * 1024;
 const MASK_DELTA: u32 = 0xA282_EAD8;
 
 pub fn masked_crc(data: &[u8]) -> u32 {
-    crc32c::crc32c(data).rotate_right(15).wrapping_add(MASK_DELTA)
+    crc32c::crc32c(data)
+        .rotate_right(15)
+        .wrapping_add(MASK_DELTA)
 }
 
 fn u32_at(buffer: &[u8], pos: usize) -> u32 {
@@ -67,7 +69,10 @@ pub fn scan(buffer: &[u8], limit: Option<usize>) -> Scan {
         };
         let Some(length) = length else {
             let end = resync(buffer, pos).unwrap_or(size - HEADER + 1);
-            result.damage.push(Damage { pos, skipped: Some(end - pos) });
+            result.damage.push(Damage {
+                pos,
+                skipped: Some(end - pos),
+            });
             pos = end;
             continue;
         };

@@ -19,6 +19,14 @@ struct Row {
     value: f64,
 }
 
+/// The points of one tag among some simple events, in read order.
+struct Columns {
+    tag: usize,
+    steps: Vec<i64>,
+    wall_times: Vec<f64>,
+    values: Vec<f64>,
+}
+
 /// The records of one buffer: damage, where the next scan resumes, and the points.
 #[pyclass(frozen, module = "tuneplane.collector._native")]
 struct Frames {
@@ -103,25 +111,42 @@ impl Frames {
 
     /// (tag, steps, wall times, values) of the simple events `first..end`, one per tag in
     /// the order tags first appear.
-    fn columns<'py>(&self, py: Python<'py>, first: usize, end: usize,
-                    ) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+    fn columns<'py>(
+        &self,
+        py: Python<'py>,
+        first: usize,
+        end: usize,
+    ) -> PyResult<Vec<Bound<'py, PyTuple>>> {
         let mut group = vec![usize::MAX; self.tags.len()];
-        let mut groups: Vec<(usize, Vec<i64>, Vec<f64>, Vec<f64>)> = Vec::new();
+        let mut groups: Vec<Columns> = Vec::new();
         for row in &self.rows[first..end] {
             let tag = row.tag.expect("a simple event");
             if group[tag] == usize::MAX {
                 group[tag] = groups.len();
-                groups.push((tag, Vec::new(), Vec::new(), Vec::new()));
+                groups.push(Columns {
+                    tag,
+                    steps: Vec::new(),
+                    wall_times: Vec::new(),
+                    values: Vec::new(),
+                });
             }
             let columns = &mut groups[group[tag]];
-            columns.1.push(row.step);
-            columns.2.push(row.wall_time);
-            columns.3.push(row.value);
+            columns.steps.push(row.step);
+            columns.wall_times.push(row.wall_time);
+            columns.values.push(row.value);
         }
-        groups.into_iter().map(|(tag, steps, walls, values)| {
-            (self.tags[tag].as_str(), PyList::new(py, steps)?, PyList::new(py, walls)?,
-             PyList::new(py, values)?).into_pyobject(py)
-        }).collect()
+        groups
+            .into_iter()
+            .map(|c| {
+                (
+                    self.tags[c.tag].as_str(),
+                    PyList::new(py, c.steps)?,
+                    PyList::new(py, c.wall_times)?,
+                    PyList::new(py, c.values)?,
+                )
+                    .into_pyobject(py)
+            })
+            .collect()
     }
 }
 
@@ -129,8 +154,12 @@ impl Frames {
 /// events; `accept(tag)` says whether a tag is a name (asked once per tag).
 #[pyfunction]
 #[pyo3(signature = (buffer, base, limit, accept))]
-fn frames(buffer: Bound<'_, PyBytes>, base: u64, limit: Option<usize>,
-          accept: Bound<'_, PyAny>) -> PyResult<Frames> {
+fn frames(
+    buffer: Bound<'_, PyBytes>,
+    base: u64,
+    limit: Option<usize>,
+    accept: Bound<'_, PyAny>,
+) -> PyResult<Frames> {
     let bytes = buffer.as_bytes();
     let scan = framing::scan(bytes, limit);
     let mut heads: HashMap<&[u8], Option<usize>> = HashMap::new();
@@ -138,7 +167,12 @@ fn frames(buffer: Bound<'_, PyBytes>, base: u64, limit: Option<usize>,
     let mut rows = Vec::with_capacity(scan.records.len());
     for record in &scan.records {
         let data = &bytes[record.start..record.start + record.length];
-        let mut row = Row { tag: None, step: 0, wall_time: 0.0, value: 0.0 };
+        let mut row = Row {
+            tag: None,
+            step: 0,
+            wall_time: 0.0,
+            value: 0.0,
+        };
         if let Some(event) = simple::simple(data) {
             let tag = match heads.get(event.head) {
                 Some(known) => *known,
@@ -155,17 +189,31 @@ fn frames(buffer: Bound<'_, PyBytes>, base: u64, limit: Option<usize>,
                 }
             };
             if tag.is_some() {
-                row = Row { tag, step: event.step, wall_time: event.wall_time,
-                            value: f64::from(event.value) };
+                row = Row {
+                    tag,
+                    step: event.step,
+                    wall_time: event.wall_time,
+                    value: f64::from(event.value),
+                };
             }
         }
         rows.push(row);
     }
-    let damaged = scan.damage.iter().map(|d| {
-        (base + d.pos as u64, d.skipped.map_or(-1, |s| s as i64))
-    }).collect();
-    Ok(Frames { buffer: buffer.clone().unbind(), base, records: scan.records, rows, damaged,
-                tags, consumed: scan.consumed, wanted: scan.wanted })
+    let damaged = scan
+        .damage
+        .iter()
+        .map(|d| (base + d.pos as u64, d.skipped.map_or(-1, |s| s as i64)))
+        .collect();
+    Ok(Frames {
+        buffer: buffer.clone().unbind(),
+        base,
+        records: scan.records,
+        rows,
+        damaged,
+        tags,
+        consumed: scan.consumed,
+        wanted: scan.wanted,
+    })
 }
 
 #[pymodule]

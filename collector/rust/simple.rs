@@ -38,7 +38,12 @@ pub fn simple(data: &[u8]) -> Option<Simple<'_>> {
         return None;
     }
     let value = f32::from_le_bytes(data[size - 4..].try_into().ok()?);
-    Some(Simple { head, step, wall_time, value })
+    Some(Simple {
+        head,
+        step,
+        wall_time,
+        value,
+    })
 }
 
 /// A head `\x2a L \x0a L \x0a L tag \x15` whose one-byte lengths nest (tbevents._head_tag).
@@ -46,8 +51,11 @@ fn head_checks(head: &[u8]) -> bool {
     let Some(size) = head.len().checked_sub(7).filter(|&s| s >= 1) else {
         return false;
     };
-    usize::from(head[5]) == size && usize::from(head[3]) == size + 7
-        && usize::from(head[1]) == size + 9 && head[2] == 0x0A && head[4] == 0x0A
+    usize::from(head[5]) == size
+        && usize::from(head[3]) == size + 7
+        && usize::from(head[1]) == size + 9
+        && head[2] == 0x0A
+        && head[4] == 0x0A
 }
 
 /// The tag of a head that checks out, as UTF-8.
