@@ -1,14 +1,16 @@
 """TensorBoard event-file reading: our reader against TensorBoard's own, and the collector's
 cost while it follows a growing file.
 
-    uv run python bench/tb_read.py [--events 1000000] [--follow-seconds 20]
+    uv run python bench/tb_read.py [--events 1000000] [--follow-seconds 20] [--collector DIR]
 
 1. One file of N scalar events (TF1 ``simple_value``, as PyTorch writes them) is read by
    TensorBoard's ``EventFileLoader`` (parse only) and by our reader (framing, CRC checks
    and decoding into scalar columns, in batches of 10,000 points); events/s and the ratio.
 2. A ``tuneplane-collector run`` process follows a file growing at 10,000 points/s and
    sends to a real ingest (services must be up: ``eval "$(scripts/services up)"``); its
-   CPU (share of one core) and peak RSS are read from /proc.
+   CPU (share of one core) and peak RSS (VmHWM) are read from /proc. The collector is the
+   one deployed: the artifact built from this checkout (or the artifact ``--collector``
+   names, to compare builds), started by its launcher.
 """
 
 from __future__ import annotations
@@ -28,9 +30,10 @@ from tensorboard.compat.proto import event_pb2, summary_pb2
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.support.credentials import workload_token
-from tests.support.environment import Endpoints, free_port, run_admin
+from tests.support.environment import ROOT, Endpoints, free_port, run_admin
 from tests.support.processes import collector_args, start_ingest
-from tuneplane.collector import tensorboard
+from tuneplane.collector import native, tensorboard
+from tuneplane.collector.artifact import build, verify
 from tuneplane.collector.draft import Position
 from tuneplane.collector.tfrecord import frame
 from tuneplane.common.gateway import tls
@@ -52,12 +55,12 @@ def read_with_tensorboard(path: Path) -> tuple[int, float]:
     return count, time.perf_counter() - started
 
 
-def read_with_ours(path: Path) -> tuple[int, float]:
+def read_with_ours(path: Path, *, compiled: bool = True) -> tuple[int, float]:
     started = time.perf_counter()
     position, points, size = Position(), 0, path.stat().st_size
     while position.offset < size:
         read = tensorboard.read_file(path, path.name, "tb", position, max_points=10_000,
-                                     max_bytes=3 << 20)
+                                     max_bytes=3 << 20, compiled=compiled)
         points += read.draft.points
         position = read.position
     return points, time.perf_counter() - started
@@ -68,14 +71,32 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+def memory_mib(pid: int, *fields: str) -> list[float]:
+    """Fields of /proc/PID/status, /proc/PID/smaps_rollup (kB), in MiB."""
+    found: dict[str, float] = {}
+    for name in ("status", "smaps_rollup"):
+        for line in Path(f"/proc/{pid}/{name}").read_text().splitlines():
+            key, _, rest = line.partition(":")
+            if key in fields and rest.strip().endswith("kB"):
+                found[key] = int(rest.split()[0]) / 1024
+    return [found.get(f, 0.0) for f in fields]
 
 
-def follow(work: Path, seconds: float) -> None:
+def mappings_mib(pid: int, most: int = 10) -> list[tuple[str, float]]:
+    """The largest resident parts of a process: each file's mappings together, anonymous
+    mappings by kind ([heap], [stack], [anon] for malloc arenas and thread stacks)."""
+    rss: dict[str, float] = {}
+    name = ""
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        head = line.split()
+        if "-" in head[0] and ":" not in head[0]:
+            name = Path(head[5]).name if len(head) > 5 else "[anon]"
+        elif head[0] == "Rss:":
+            rss[name] = rss.get(name, 0.0) + int(head[1]) / 1024
+    return sorted(rss.items(), key=lambda item: -item[1])[:most]
+
+
+def follow(work: Path, seconds: float, artifact: Path, detail: bool = False) -> None:
     endpoints = Endpoints.from_environ(os.environ)
     run_admin(endpoints, "init")
     tls_dir = work / "tls"
@@ -87,27 +108,51 @@ def follow(work: Path, seconds: float) -> None:
     path.write_bytes(b"")
     member = MemberKey(f"bench-follow-{int(time.time())}", 1, "rank-0")
     token = workload_token(endpoints, member, work / "token")
+    args = collector_args(ingest.port, tls_dir, token, member, work / "spool", {})
     collector = subprocess.Popen(
-        [*collector_args(ingest.port, tls_dir, token, member, work / "spool", {}),
-         "--tensorboard", f"tb={logdir}", "--loglevel", "WARNING"])
+        [str(artifact / "bin" / "tuneplane-collector"), *args[1:], "--tensorboard",
+         f"tb={logdir}", "--loglevel", "WARNING"])
     try:
         time.sleep(1.0)
-        start_cpu, started, peak, step = cpu_seconds(collector.pid), time.monotonic(), 0.0, 0
+        start_cpu, started, step = cpu_seconds(collector.pid), time.monotonic(), 0
         while (elapsed := time.monotonic() - started) < seconds:
             due = int(elapsed * 10_000)
             if due > step:
                 with path.open("ab") as out:
                     out.write(events(step, due - step))
                 step = due
-            peak = max(peak, rss_mib(collector.pid))
             time.sleep(0.1)
         cpu = (cpu_seconds(collector.pid) - start_cpu) / seconds
+        peak, anon, files = memory_mib(collector.pid, "VmHWM", "RssAnon", "RssFile")
         print(f"follow      {step:,} points in {seconds:.0f} s at 10,000 points/s: "
-              f"collector CPU {cpu * 100:.1f}% of one core, peak RSS {peak:.0f} MiB")
+              f"collector CPU {cpu * 100:.1f}% of one core, peak RSS {peak:.1f} MiB "
+              f"(at the end: {anon:.1f} MiB anonymous, {files:.1f} MiB of files)")
+        if detail:
+            threads = len(list(Path(f"/proc/{collector.pid}/task").iterdir()))
+            print(f"            {threads} threads; largest resident: " + ", ".join(
+                f"{name} {mib:.1f}" for name, mib in mappings_mib(collector.pid)))
     finally:
         collector.terminate()
         collector.wait(timeout=60)
         ingest.stop()
+
+
+def read(path: Path, count: int) -> None:
+    with path.open("wb") as out:
+        for first in range(0, count, 100_000):
+            out.write(events(first, min(100_000, count - first)))
+    print(f"{count:,} scalar events, {path.stat().st_size / 1e6:.1f} MB")
+    theirs, their_time = read_with_tensorboard(path)
+    print(f"tensorboard {theirs / their_time:>12,.0f} events/s  (EventFileLoader, parse only)")
+    mine, my_time = read_with_ours(path)
+    assert mine == theirs == count, (mine, theirs)
+    print(f"tuneplane   {mine / my_time:>12,.0f} events/s  (framing, CRC-32C, decode to columns)")
+    print(f"ratio       {their_time / my_time:.1f}x TensorBoard's loader")
+    if native.compiled() is not None:
+        python, python_time = read_with_ours(path, compiled=False)
+        assert python == count
+        print(f"python path {python / python_time:>12,.0f} events/s  (the same without the "
+              "compiled reader: the fallback)")
 
 
 def main() -> None:
@@ -115,21 +160,19 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--follow-seconds", type=float, default=20.0)
+    parser.add_argument("--collector", type=Path, help="the artifact directory to follow "
+                        "with (default: built from this checkout)")
+    parser.add_argument("--memory-detail", action="store_true",
+                        help="also print the collector's threads and largest mappings")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="tuneplane-tbbench-"))
-    path = work / "events.out.tfevents.1.bench"
-    with path.open("wb") as out:
-        for first in range(0, args.events, 100_000):
-            out.write(events(first, min(100_000, args.events - first)))
-    print(f"{args.events:,} scalar events, {path.stat().st_size / 1e6:.1f} MB")
-    theirs, their_time = read_with_tensorboard(path)
-    print(f"tensorboard {theirs / their_time:>12,.0f} events/s  (EventFileLoader, parse only)")
-    mine, my_time = read_with_ours(path)
-    assert mine == theirs == args.events, (mine, theirs)
-    print(f"tuneplane   {mine / my_time:>12,.0f} events/s  (framing, CRC-32C, decode to columns)")
-    print(f"ratio       {their_time / my_time:.1f}x TensorBoard's loader")
     if args.follow_seconds > 0:
-        follow(work, args.follow_seconds)
+        artifact = args.collector or build(ROOT, work / "artifacts")
+        verify(artifact)
+    if args.events > 0:
+        read(work / "events.out.tfevents.1.bench", args.events)
+    if args.follow_seconds > 0:
+        follow(work, args.follow_seconds, artifact, args.memory_detail)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,30 @@ def test_the_same_sources_build_the_same_digest(built: Path, tmp_path: Path) -> 
     assert manifest["target"] == dataclasses.asdict(Target.of_this_host())
     assert "bin/tuneplane-collector" in manifest["files"]
     assert manifest["programs"] == ["bin/tuneplane-collector", "bin/tuneplane-node"]
-    assert not [f for f in manifest["files"] if "__pycache__" in f or f.endswith(".pyc")]
+
+
+def test_it_ships_bytecode_that_no_timestamp_invalidates(built: Path) -> None:
+    files = verify(built)["files"]
+    tag = sys.implementation.cache_tag
+    modules = [f for f in files if f.startswith("site-packages/") and f.endswith(".py")]
+    assert "site-packages/tuneplane/collector/cli.py" in modules
+    missing = [m for m in modules
+               if "{}/__pycache__/{}.{}.pyc".format(*m.rsplit("/", 1), tag).replace(
+                   ".py.", ".", 1) not in files]
+    assert not missing, f"modules without bytecode: {missing[:5]}"
+    for name in (f for f in files if f.endswith(".pyc")):
+        flags = int.from_bytes((built / name).read_bytes()[4:8], "little")
+        assert flags == 0b01, f"{name}: not unchecked-hash bytecode (flags {flags:#b})"
+
+
+def test_it_ships_the_compiled_reader(built: Path) -> None:
+    site = built / "site-packages"
+    assert list((site / "tuneplane" / "collector").glob("_native.*.so"))
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-B", "-c", "import sys; sys.path[:0] = [sys.argv[1]]; "
+         "from tuneplane.collector import native; print(native.compiled().__file__)", str(site)],
+        capture_output=True, text=True, check=True)
+    assert done.stdout.startswith(str(site))
 
 
 def test_it_runs_isolated_from_the_training_environment(built: Path, tmp_path: Path) -> None:

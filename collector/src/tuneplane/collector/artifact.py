@@ -6,13 +6,16 @@
 ``verify`` is what a launch does first: it refuses a renamed, tampered, incomplete,
 padded or wrong-target artifact with the reason. The launcher starts Python isolated
 (``-I -S -B``): no PYTHONPATH, no user or system site-packages of the training
-environment, no bytecode written into the artifact.
+environment, no bytecode written into the artifact. The artifact ships its bytecode
+instead, compiled reproducibly (unchecked-hash ``.pyc``: no timestamps; ``verify`` is
+what checks the sources), so no start compiles a module again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import shutil
 import subprocess
@@ -24,19 +27,27 @@ from typing import Any
 
 MANIFEST = "manifest.json"
 FORMAT = 1
-LAUNCHER = """#!/bin/sh
-# Runs {program} isolated from the training environment's packages.
-here=$(cd "$(dirname "$0")/.." && pwd)
-exec "${TUNEPLANE_COLLECTOR_PYTHON:-python{version}}" -I -S -B "$here/bin/{module}.py" "$@"
-"""
+LAUNCHER = ("#!/bin/sh\n"
+            "# Runs {program} isolated from the training environment's packages.\n"
+            'here=$(cd "$(dirname "$0")/.." && pwd)\n'
+            "{environment}"
+            'exec "${TUNEPLANE_COLLECTOR_PYTHON:-python{version}}" -I -S -B '
+            '"$here/bin/{module}.py" "$@"\n')
 LAUNCH_PY = """import os, sys
 sys.path[:0] = [os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                              "site-packages")]
-from tuneplane.collector.{module} import main
+{preamble}from tuneplane.collector.{module} import main
 sys.exit(main())
 """
 #: The artifact's programs: the collector, and the node agent that launches it.
 PROGRAMS = {"tuneplane-collector": "cli", "tuneplane-node": "node.cli"}
+#: The collector's start, held to its memory budget beside the job (issue 17: 50 MB while
+#: following a file): two malloc arenas for its threads, not eight per core; and no
+#: Python ssl, which asyncio (imported by gRPC) would load with OpenSSL for nothing: the
+#: collector's TLS is gRPC's own (~4 MiB).
+LEAN = {"tuneplane-collector": (
+    'export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"\n',
+    'sys.modules["ssl"] = None  # not used: gRPC brings its own TLS (see artifact.LEAN)\n')}
 
 
 class ArtifactError(RuntimeError):
@@ -95,6 +106,19 @@ def run(args: list[str], cwd: Path) -> None:
         raise ArtifactError(f"{' '.join(args[:3])} failed:\n{done.stderr[-3000:]}")
 
 
+def compile_bytecode(site: Path) -> None:
+    """Compile every module of ``site`` anew, the same bytes for the same sources."""
+    for cache in site.rglob("__pycache__"):
+        shutil.rmtree(cache)
+    # Not -I or -E: they would drop PYTHONHASHSEED, and set order in constants follows it.
+    done = subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode",
+         "unchecked-hash", "-d", "site-packages", str(site)], capture_output=True, text=True,
+        check=False, env={**os.environ, "PYTHONHASHSEED": "0"}, cwd=site)
+    if done.returncode != 0:
+        raise ArtifactError(f"compiling the artifact's bytecode failed:\n{done.stdout[-3000:]}")
+
+
 def build(workspace: Path, out: Path) -> Path:
     """Build the artifact for this host; returns ``out/<manifest sha256>``."""
     if shutil.which("uv") is None:
@@ -113,8 +137,7 @@ def build(workspace: Path, out: Path) -> Path:
              "-r", str(requirements)], workspace)
         run(["uv", "pip", "install", *python, "--target", str(site), "--no-deps",
              *map(str, sorted(wheels.glob("*.whl")))], workspace)
-        for cache in site.rglob("__pycache__"):
-            shutil.rmtree(cache)
+        compile_bytecode(site)
         # Installer bookkeeping names temporary paths; without it the same sources and lock
         # give the same digest.
         for name in ("direct_url.json", "uv_cache.json", "RECORD", "INSTALLER", "REQUESTED"):
@@ -126,10 +149,13 @@ def build(workspace: Path, out: Path) -> Path:
         for program, module in PROGRAMS.items():
             entry = module.replace(".", "_")
             launcher = staging / "bin" / program
+            environment, preamble = LEAN.get(program, ("", ""))
             launcher.write_text(LAUNCHER.replace("{version}", version).replace(
-                "{program}", program).replace("{module}", entry))
+                "{program}", program).replace("{module}", entry).replace(
+                "{environment}", environment))
             launcher.chmod(0o755)
-            (staging / "bin" / f"{entry}.py").write_text(LAUNCH_PY.replace("{module}", module))
+            (staging / "bin" / f"{entry}.py").write_text(LAUNCH_PY.replace(
+                "{module}", module).replace("{preamble}", preamble))
         target = Target.of_this_host()
         manifest = {"format": FORMAT, "name": "tuneplane-collector",
                     "entry_point": "bin/tuneplane-collector",

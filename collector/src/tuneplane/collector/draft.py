@@ -78,6 +78,19 @@ class BatchDraft:
         self.points += 1
         self.approx_bytes += self.POINT_BYTES
 
+    def extend(self, tag: str, steps: list[int], wall_times: list[float],
+               values: list[float]) -> None:
+        """Points of one tag at once, as ``add_point`` one by one would add them."""
+        series = self.series.get(tag)
+        if series is None:
+            series = self.series[tag] = Series()
+            self.approx_bytes += len(tag.encode()) + self.chunk_names_bytes()
+        series.steps += steps
+        series.wall_times += wall_times
+        series.values += values
+        self.points += len(steps)
+        self.approx_bytes += self.POINT_BYTES * len(steps)
+
     @classmethod
     def rich_cost(cls, record: pb.RichRecord) -> int:
         return record.ByteSize() + cls.ENTRY_BYTES

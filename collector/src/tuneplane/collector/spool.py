@@ -9,7 +9,6 @@ its identity and bytes until an ACK deletes it.
 from __future__ import annotations
 
 import os
-import secrets
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -94,7 +93,8 @@ class Spool:
             meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
             if not meta:
                 # A new spool is a new epoch: its batch ids never collide with a lost spool's.
-                meta = {"epoch": secrets.token_hex(8), "next_sequence": "1",
+                # os.urandom, not secrets: that imports hashlib and with it OpenSSL (~3 MiB).
+                meta = {"epoch": os.urandom(8).hex(), "next_sequence": "1",
                         "owner": str(owner)}
                 db.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
         return meta
