@@ -41,7 +41,7 @@ sys.exit(main())
 """
 #: The artifact's programs: the collector, and the node agent that launches it.
 PROGRAMS = {"tuneplane-collector": "cli", "tuneplane-node": "node.cli"}
-#: The collector's start, held to its memory budget beside the job (issue 17: 50 MB while
+#: The collector's start, held to its memory budget beside the job (50 MB while
 #: following a file): two malloc arenas for its threads, not eight per core; and no
 #: Python ssl, which asyncio (imported by gRPC) would load with OpenSSL for nothing: the
 #: collector's TLS is gRPC's own (~4 MiB).
