@@ -58,7 +58,8 @@ def test_it_ships_the_compiled_reader(built: Path) -> None:
     assert list((site / "tuneplane" / "collector").glob("_native.*.so"))
     done = subprocess.run(
         [sys.executable, "-I", "-S", "-B", "-c", "import sys; sys.path[:0] = [sys.argv[1]]; "
-         "from tuneplane.collector import native; print(native.compiled().__file__)", str(site)],
+         "from tuneplane.collector import native; assert native.compiled() is not None; "
+         "print(sys.modules['tuneplane.collector._native'].__file__)", str(site)],
         capture_output=True, text=True, check=True)
     assert done.stdout.startswith(str(site))
 
