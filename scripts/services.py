@@ -500,6 +500,8 @@ def main() -> int:
         if command == "down":
             p.add_argument("--wipe", action="store_true", help="also delete the data folder")
     sub.add_parser("env", help="print the settings as export lines")
+    sub.add_parser("weed", help="print the path of the SeaweedFS binary (fetched into the "
+                                "cache when absent)")
     args = parser.parse_args()
     wanted = getattr(args, "components", None) or list(COMPONENTS)
     unknown = sorted(set(wanted) - set(COMPONENTS))
@@ -520,6 +522,8 @@ def main() -> int:
             for name in names:
                 state = "running" if running(COMPONENTS[name]) else "stopped"
                 print(f"{name}\t{state}\t127.0.0.1:{COMPONENTS[name].port}")
+        elif args.command == "weed":
+            print(weed_binary())
         else:
             print_env()
     except ServiceError as exc:

@@ -4,21 +4,22 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import os
 import re
 import stat
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from tests.support.compose import COMPOSE, docker_compose
 from tests.support.deployables import IMAGES, defaults, required
 from tests.support.environment import ROOT
 
-COMPOSE = ROOT / "compose" / "compose.yaml"
 FALLBACK = re.compile(r"^\$\{(TUNEPLANE_[A-Z_]+):-(.*)\}$")
 INTERPOLATION = re.compile(r"\$\{(\w+)(:?[-?+])?([^}]*)\}")
 #: Names of passwords and keys (not of paths to them, like TUNEPLANE_TELEMETRY_SECRETS_DIR).
@@ -69,9 +70,9 @@ def test_gateway_profile_and_ports() -> None:
     services = compose()["services"]
     assert {n for n, s in services.items() if "gateway" in s.get("profiles", [])} == \
         {"init", "ingest", "control", "projector", "web", "exporter"}
-    assert services["ingest"]["ports"] == ["8444:8444"]
-    assert services["control"]["ports"] == ["8443:8443"]
-    assert services["web"]["ports"] == ["8080:8080"]
+    assert services["ingest"]["ports"] == ["${TUNEPLANE_COMPOSE_TELEMETRY_PORT:-8444}:8444"]
+    assert services["control"]["ports"] == ["${TUNEPLANE_COMPOSE_CONTROL_PORT:-8443}:8443"]
+    assert services["web"]["ports"] == ["${TUNEPLANE_COMPOSE_WEB_PORT:-8080}:8080"]
     assert {"postgres", "kafka", "s3"} <= {n for n, s in services.items()
                                            if "profiles" not in s}
 
@@ -132,21 +133,6 @@ def test_images_are_small_runtime_stages_running_as_a_non_root_user() -> None:
         assert not any(line.startswith(("COPY protos", "COPY services", "RUN uv"))
                        for line in lines)  # sources and uv stay in the build stages
     assert found["runtime"][0] == "python:3.11-slim"
-
-
-def docker_compose(*args: str, env: dict[str, str],
-                   env_file: Path = Path(os.devnull)) -> subprocess.CompletedProcess[str]:
-    """``docker compose -f compose/compose.yaml ARGS`` with only ``env`` and ``env_file`` set
-    (never a compose/.env of this checkout, nor the shell's settings)."""
-    binary = os.environ.get("TUNEPLANE_DOCKER_COMPOSE", "")
-    if not binary:
-        pytest.fail("TUNEPLANE_DOCKER_COMPOSE is not set: "
-                    "`export TUNEPLANE_DOCKER_COMPOSE=$(scripts/docker-compose)`",
-                    pytrace=False)
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("TUNEPLANE_", "AWS_"))}
-    return subprocess.run([binary, "-f", str(COMPOSE), "--env-file", str(env_file), *args],
-                          capture_output=True, text=True, check=False, timeout=120,
-                          env={**clean, **env})
 
 
 #: The passwords and keys compose requires without a default (scripts/compose-secrets).
@@ -311,3 +297,29 @@ def test_compose_renders_from_the_file_compose_secrets_wrote(tmp_path: Path) -> 
         made["TUNEPLANE_POSTGRES_PASSWORD"]
     assert services["ingest"]["environment"]["TUNEPLANE_SECRET_ENC_KEY"] == \
         made["TUNEPLANE_SECRET_ENC_KEY"]
+
+
+def script_module(name: str) -> Any:
+    """A module of scripts/ (not a package), loaded by path."""
+    spec = importlib.util.spec_from_file_location(f"scripts_{name}",
+                                                  ROOT / "scripts" / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look themselves up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_public_image_compose_uses_has_a_stand_in_of_the_same_version() -> None:
+    """scripts/compose-images can stand in for each base image compose.yaml and the
+    Dockerfile name, at the versions scripts/services runs locally."""
+    images = script_module("compose_images")
+    services = script_module("services")
+    named = {s["image"] for s in compose()["services"].values() if "image" in s}
+    dockerfile = (ROOT / "compose" / "Dockerfile").read_text()
+    named |= {m[1] for m in re.finditer(r"^FROM (\S+:\S+)", dockerfile, re.MULTILINE)}
+    named |= {m[1] for m in re.finditer(r"COPY --from=(\S+:\S+) ", dockerfile)}
+    assert named == {s.image for s in images.STANDINS}
+    assert (images.KAFKA_VERSION, images.SEAWEEDFS_VERSION) == (
+        services.KAFKA_VERSION, services.SEAWEEDFS_VERSION)

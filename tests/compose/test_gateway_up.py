@@ -1,0 +1,188 @@
+"""`docker compose --profile gateway up` for real: the images built from compose/Dockerfile
+as a user builds them, the stack started with three projectors, and used from the host as
+an execution host would: a collector sends a TensorBoard run and a JSONL run to the
+published telemetry port with the gateway CA handed out by ``tuneplane-admin gateway-ca``,
+and the curves are read back over the published web port. Then a projector and Kafka are
+SIGKILLed mid-run, the whole stack is taken down (volumes kept) and brought up again, and
+the topic is replayed into fresh read models inside compose: every curve stays exact.
+
+Needs a Docker Engine and the base images (scripts/test starts ``dockerd`` and runs
+scripts/compose-images); fails, never skips, without them. Prints each step's time.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.compose import Stack
+from tests.support.processes import collector_args, run_collector
+from tests.support.truth import tensorboard_runs, write_add_scalars_logdir, write_jsonl
+from tuneplane.telemetry.v1.identity import MemberKey
+
+#: Where launches would find the collector artifact on execution hosts (not used here).
+ARTIFACT = "/opt/tuneplane/artifacts/" + "0" * 64
+TAGS = ["loss", "accuracy"]
+Points = list[tuple[int, float, float]]  # (step, wall time, value) in read order
+
+
+def docker_engine_fails() -> str | None:
+    try:
+        done = subprocess.run(["docker", "info"], capture_output=True, text=True, timeout=30,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    return None if done.returncode == 0 else done.stderr.strip()[-500:]
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    problem = docker_engine_fails()
+    if problem is not None:
+        pytest.fail(f"no Docker Engine answers ({problem}); scripts/test starts dockerd and "
+                    "builds the base images (scripts/compose-images)", pytrace=False)
+    stack = Stack(tmp_path_factory.mktemp("compose"), ARTIFACT)
+    try:
+        stack("build", what="build the images (compose/Dockerfile)")
+        stack.up("up --scale projector=3 --wait")
+        yield stack
+    except BaseException:
+        print(stack.logs())
+        raise
+    finally:
+        stack("down", "-v", "--remove-orphans", what="down -v")
+        print("compose timings:", ", ".join(f"{w} {s:.1f} s" for w, s in stack.timings))
+
+
+class Web:
+    """The published web port, as an admin's API client."""
+
+    def __init__(self, stack: Stack) -> None:
+        self.base = f"http://127.0.0.1:{stack.web_port}/api/v1"
+        self.token = stack.admin("user-add", "--admin", "--user",
+                                 f"tester-{uuid.uuid4().hex[:6]}").strip().splitlines()[-1]
+
+    def series(self, member: MemberKey, source: str, tag: str, run_path: str = "") -> Points:
+        query = urllib.parse.urlencode({"member": member.member, "source": source, "tag": tag,
+                                        "run_path": run_path, "format": "jsonl"})
+        request = urllib.request.Request(
+            f"{self.base}/runs/{member.run_id}/attempts/{member.attempt}/scalars/export?{query}",
+            headers={"Authorization": f"Bearer {self.token}"})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                lines = answer.read().decode().splitlines()
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:  # no point of the series projected yet
+                return []
+            raise
+        return [(p["step"], p["wall_time"], p["value"]) for p in map(json.loads, lines)]
+
+    def wait_exact(self, member: MemberKey, source: str, truth: dict[tuple[str, str], Points],
+                   seconds: float = 180.0) -> None:
+        """Every series of ``truth`` ((run path, tag) → points) reads back exactly: waits
+        while points are still missing; a point stored twice, or one that differs, fails."""
+        deadline = time.monotonic() + seconds
+        for (run_path, tag), expected in truth.items():
+            while True:
+                got = self.series(member, source, tag, run_path)
+                if len(got) >= len(expected) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
+            assert sorted(got) == sorted(expected), \
+                f"{member} {source} {run_path or '.'}/{tag}: {len(got)} points stored, " \
+                f"{len(expected)} written"
+
+
+def jsonl_truth(path: Path, steps: range) -> dict[tuple[str, str], Points]:
+    values = write_jsonl(path, steps, TAGS)
+    return {("", tag): [(s, 1.7e9 + s, values[(tag, s)]) for s in steps] for tag in TAGS}
+
+
+def send(stack: Stack, work: Path, member: MemberKey, sources: dict[str, Path],
+         *extra: str) -> list[str]:
+    """A collector's arguments for ``member``, with a workload token from the admin image
+    and the gateway CA it handed out."""
+    token = work / f"{member.run_id}.token"
+    token.write_text(stack.admin("token", "--run", member.run_id, "--attempt",
+                                 str(member.attempt), "--member", member.member).strip())
+    return collector_args(stack.telemetry_port, work, token, member, work / member.run_id,
+                          sources, *extra)
+
+
+def test_the_gateway_takes_telemetry_survives_kills_restarts_and_replays(
+        stack: Stack, tmp_path: Path) -> None:
+    (tmp_path / "ca.pem").write_text(stack.admin("gateway-ca"))
+    assert "BEGIN CERTIFICATE" in (tmp_path / "ca.pem").read_text()
+    web = Web(stack)
+    prefix = f"compose-{uuid.uuid4().hex[:6]}"
+
+    # A TensorBoard run and a JSONL run, from the host through the published 8444.
+    tb, train = MemberKey(f"{prefix}-tb", 1, "rank-0"), MemberKey(f"{prefix}-jsonl", 1, "rank-0")
+    write_add_scalars_logdir(tmp_path / "tb", steps=200)
+    tb_truth = tensorboard_runs(tmp_path / "tb")
+    train_truth = jsonl_truth(tmp_path / "train.jsonl", range(3000))
+    started = time.monotonic()
+    for args in (send(stack, tmp_path, tb, {}, "--tensorboard", f"tb={tmp_path / 'tb'}"),
+                 send(stack, tmp_path, train, {"train": tmp_path / "train.jsonl"})):
+        done = run_collector(args)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert " 0 problems, 0 batches not delivered" in done.stderr, done.stderr[-3000:]
+    web.wait_exact(tb, "tb", tb_truth)
+    web.wait_exact(train, "train", train_truth)
+    print(f"compose: two runs sent and read back: {time.monotonic() - started:.1f} s")
+
+    # SIGKILL a projector and Kafka while a bigger run is sent.
+    chaos = MemberKey(f"{prefix}-chaos", 1, "rank-0")
+    chaos_truth = jsonl_truth(tmp_path / "chaos.jsonl", range(100_000))
+    collector = subprocess.Popen(
+        [*send(stack, tmp_path, chaos, {"train": tmp_path / "chaos.jsonl"},
+               "--max-batch-points", "2000"), "--exit-when-idle"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not web.series(chaos, "train", "loss"):  # projection under way
+        assert collector.poll() is None, "the collector ended before any point was stored"
+        assert time.monotonic() < deadline, "no point of the run stored within 120 s"
+        time.sleep(0.1)
+    killed = [stack.container("projector", 2), stack.container("kafka")]
+    subprocess.run(["docker", "kill", "--signal", "KILL", *killed], check=True,
+                   capture_output=True)
+    states = subprocess.run(["docker", "inspect", "--format", "{{.State.Running}}", *killed],
+                            capture_output=True, text=True, check=True).stdout.split()
+    assert states == ["false", "false"], f"the SIGKILLs took no effect: {states}"
+    time.sleep(5)  # the collector retries against a gateway without Kafka meanwhile
+    stack.up("up again after the SIGKILLs")
+    _, errors = collector.communicate(timeout=600)
+    assert collector.returncode == 0, errors[-3000:]
+    assert " 0 problems, 0 batches not delivered" in errors, errors[-3000:]
+    web.wait_exact(chaos, "train", chaos_truth)
+
+    # The whole stack down (volumes kept) and up again: everything is still there.
+    stack("down", what="down (volumes kept)")
+    stack.up("up after down")
+    web.wait_exact(tb, "tb", tb_truth, seconds=30)
+    web.wait_exact(train, "train", train_truth, seconds=30)
+    web.wait_exact(chaos, "train", chaos_truth, seconds=30)
+
+    # The topic replayed into fresh read models inside compose: the same checksums.
+    def checksum() -> dict[str, str]:
+        out = stack("run", "--rm", "--no-deps", "-T", "projector", "checksum", "--run-prefix",
+                    prefix).stdout
+        sums: dict[str, str] = json.loads(out)
+        return sums
+    before = checksum()
+    report = json.loads(stack("run", "--rm", "--no-deps", "-T", "projector", "rebuild",
+                              what="rebuild").stdout.splitlines()[-1])
+    assert report["swapped"], report
+    assert report["poison"] == 0, report
+    assert report["applied"] >= 100_000 * len(TAGS) // 2000, report  # the chaos run's batches
+    assert checksum() == before
+    web.wait_exact(chaos, "train", chaos_truth, seconds=30)
