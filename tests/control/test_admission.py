@@ -6,9 +6,11 @@ while another node's calls pass."""
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import asyncpg
 import grpc
@@ -29,6 +31,8 @@ from tuneplane.control.admission import (
     Refused,
 )
 from tuneplane.control.cli import call_rate
+from tuneplane.control.server import NodeControl, Policy
+from tuneplane.controlplane import nodes
 from tuneplane.node.v1 import node_pb2 as pb
 from tuneplane.node.v1 import node_pb2_grpc as pb_grpc
 
@@ -136,3 +140,62 @@ async def test_a_flooding_node_is_refused_while_another_nodes_calls_pass(
         codes = await asyncio.gather(*(beat(flooding) for _ in range(8)))
         assert codes.count(grpc.StatusCode.RESOURCE_EXHAUSTED) >= 4  # 8 calls in < 8 s
         assert await beat(calm) == grpc.StatusCode.OK
+
+
+class Aborted(Exception):
+    pass
+
+
+class Call:
+    """A servicer context of one call: its token, and the abort it ends with."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token
+        self.code: grpc.StatusCode | None = None
+
+    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
+        return (("authorization", f"Bearer {self._token}"),)
+
+    async def abort(self, code: grpc.StatusCode, details: str) -> NoReturn:
+        self.code = code
+        raise Aborted(details)
+
+
+async def test_a_superseded_token_cannot_spend_the_call_rate_of_the_nodes_new_enrollment(
+        initialised: Endpoints, db: asyncpg.Connection) -> None:
+    """A host whose credential was replaced (re-enrolled under its name: the node keeps its
+    id) floods with its old tokens: the database refuses the first, and the rest are refused
+    before they cost the node's new credential any of its rate."""
+    signer = TokenSigner(initialised.jwt_secret)
+    name = f"stale-{uuid.uuid4().hex[:8]}"
+    enrolled = dt.datetime.fromtimestamp(NOW, dt.UTC)
+    first = await nodes.enroll(db, await nodes.new_enrollment_token(
+        db, name, created_by="test", now=enrolled, ttl=dt.timedelta(minutes=5)), "old",
+        now=enrolled)
+    old = [signer.issue(TokenKind.NODE, first.node_id, {}, now=NOW + i, ttl_seconds=86400)
+           for i in range(3)]  # renewals the old host kept
+    again = enrolled + dt.timedelta(seconds=10)
+    second = await nodes.enroll(db, await nodes.new_enrollment_token(
+        db, name, created_by="test", now=again, ttl=dt.timedelta(minutes=5)), "new", now=again)
+    assert second.node_id == first.node_id
+    new = signer.issue(TokenKind.NODE, first.node_id, {}, now=NOW + 10, ttl_seconds=86400)
+    pool = await asyncpg.create_pool(initialised.database_url, min_size=1, max_size=2)
+    try:
+        control = NodeControl(signer, pool, Policy(pb.CollectorConfig(),
+                                                   call_rate=CallRate(1.0, 2.0)),
+                              clock=lambda: NOW + 20, monotonic=lambda: 0.0)
+
+        async def beat(token: str) -> grpc.StatusCode:
+            call = Call(token)
+            try:
+                await control.Heartbeat(pb.HeartbeatRequest(), call)  # type: ignore[arg-type]
+            except Aborted:
+                assert call.code is not None
+                return call.code
+            return grpc.StatusCode.OK
+
+        codes = [await beat(token) for token in old * 3]
+        assert set(codes) == {grpc.StatusCode.UNAUTHENTICATED}
+        assert await beat(new) == grpc.StatusCode.OK
+    finally:
+        await pool.close()

@@ -51,13 +51,14 @@ async def test_a_revoked_or_superseded_node_is_refused_and_handed_nothing(
     _, ids = await launches.create(db, run_id, name, ["rank-0"], ["train"], {})
     old_token = int(T0.timestamp()) - 1  # issued before the node's enrollment
     beat = await heartbeats.beat(db, node_id, old_token, now=T0)
-    assert beat.refused == f"node token of {node_id} was replaced by a later enrollment"
+    assert beat.refused == nodes.Refusal(
+        f"node token of {node_id} was replaced by a later enrollment", int(T0.timestamp()))
     assert not beat.launches
     assert await pending(db, ids) == ["pending"]
     await nodes.revoke(db, name, now=T0)
     beat = await heartbeats.beat(db, node_id, int(T0.timestamp()), now=T0)
-    assert beat.refused == f"node {node_id} was revoked"
+    assert beat.refused == nodes.Refusal(f"node {node_id} was revoked", int(T0.timestamp()))
     assert not beat.launches
     assert await pending(db, ids) == ["pending"]
     absent = await heartbeats.beat(db, "node-absent", int(T0.timestamp()), now=T0)
-    assert absent.refused == "node node-absent is not enrolled"
+    assert absent.refused == nodes.Refusal("node node-absent is not enrolled", None)

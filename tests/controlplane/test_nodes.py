@@ -33,6 +33,6 @@ async def test_last_seen_moves_once_a_grain_and_revocation_is_seen_at_once(
     assert await seen_after(11) == t0 + dt.timedelta(seconds=11)
     await nodes.revoke(db, name, now=t0 + dt.timedelta(seconds=12))
     assert await nodes.check_credential(db, node.node_id, issued, now=t0 + dt.timedelta(
-        seconds=13)) == f"node {node.node_id} was revoked"
+        seconds=13)) == nodes.Refusal(f"node {node.node_id} was revoked", issued)
     assert await nodes.check_credential(db, "node-absent", issued, now=t0) == \
-        "node node-absent is not enrolled"
+        nodes.Refusal("node node-absent is not enrolled", None)

@@ -26,6 +26,8 @@ from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
 TOKENS_KEPT = 4096
 #: Nodes whose buckets are kept before full ones are forgotten.
 BUCKETS_KEPT = 4096
+#: Nodes whose tokens from before their latest enrollment are refused before their call rate.
+REPLACED_KEPT = 4096
 #: The longest a refusal for the call rate is held before it is answered (seconds).
 MAX_HOLD = 1.0
 
@@ -92,7 +94,16 @@ class NodeAdmission:
         """``rate`` None: no call rate per node."""
         self._signer = signer
         self._verified: dict[str, NodeCaller] = {}
+        self._replaced: dict[str, int] = {}  # node → its tokens issued before this are refused
         self.buckets = None if rate is None else CallBuckets(rate)
+
+    def replaced_before(self, node_id: str, issued_at: int) -> None:
+        """The database says the node's tokens issued before ``issued_at`` are refused for
+        good (a later enrollment): they are refused from now on before the node's call rate,
+        so a replaced credential cannot spend the rate of the node's new one."""
+        if node_id not in self._replaced and len(self._replaced) >= REPLACED_KEPT:
+            del self._replaced[next(iter(self._replaced))]
+        self._replaced[node_id] = max(issued_at, self._replaced.get(node_id, issued_at))
 
     def caller(self, token: str, now: float) -> NodeCaller:
         """The node the token names; raises TokenError when it does not verify or expired."""
@@ -117,6 +128,9 @@ class NodeAdmission:
             caller = self.caller(token, now)
         except TokenError as exc:
             return Refused(grpc.StatusCode.UNAUTHENTICATED, f"node token refused: {exc}")
+        if caller.issued_at < self._replaced.get(caller.node_id, caller.issued_at):
+            return Refused(grpc.StatusCode.UNAUTHENTICATED, f"node token of {caller.node_id} "
+                           "was replaced by a later enrollment")
         if self.buckets is not None:
             wait = self.buckets.take(caller.node_id, monotonic)
             if wait is not None:

@@ -111,10 +111,18 @@ class NodeControl(pb_grpc.NodeControlServicer):
 
     async def _check(self, conn: Connection, caller: NodeCaller, context: Context) -> None:
         """Refuse the call unless the node still stands (not revoked nor re-enrolled)."""
-        problem = await nodes.check_credential(conn, caller.node_id, caller.issued_at,
+        refusal = await nodes.check_credential(conn, caller.node_id, caller.issued_at,
                                                now=self._now())
-        if problem is not None:
-            await abort_unauthenticated(context, problem)
+        if refusal is not None:
+            await self._refuse(caller, refusal, context)
+
+    async def _refuse(self, caller: NodeCaller, refusal: nodes.Refusal,
+                      context: Context) -> NoReturn:
+        """Refuse a node the database does not let stand; its tokens from before its latest
+        enrollment are refused before its call rate from now on."""
+        if refusal.replaced_before is not None:
+            self._admission.replaced_before(caller.node_id, refusal.replaced_before)
+        await abort_unauthenticated(context, refusal.reason)
 
     def _node_token(self, node_id: str) -> tuple[str, int]:
         now = self._clock()
@@ -151,7 +159,7 @@ class NodeControl(pb_grpc.NodeControlServicer):
         async with self._db(context) as conn:
             beat = await heartbeats.beat(conn, node_id, caller.issued_at, now=self._now())
         if beat.refused is not None:
-            await abort_unauthenticated(context, beat.refused)
+            await self._refuse(caller, beat.refused, context)
         reply = pb.HeartbeatReply(next_heartbeat_seconds=self._policy.heartbeat_seconds)
         if caller.expires_at - self._clock() < self._policy.node_ttl / 4:
             reply.renewed_node_token = self._node_token(node_id)[0]

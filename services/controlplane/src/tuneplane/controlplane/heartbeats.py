@@ -39,7 +39,7 @@ SELECT n.enrolled_at, n.revoked_at, d.* FROM node n LEFT JOIN delivered d ON tru
 
 @dataclass(frozen=True, slots=True)
 class Heartbeat:
-    refused: str | None  # why the node's credential is refused (then no launches)
+    refused: nodes.Refusal | None  # why the node's credential is refused (then no launches)
     launches: list[launches.Assignment]
 
 
@@ -49,7 +49,7 @@ async def beat(conn: Connection, node_id: str, issued_at: int,
     ``now``, in one statement."""
     rows = await conn.fetch(BEAT, node_id, now, issued_at, nodes.SEEN_GRAIN)
     if not rows:
-        return Heartbeat(f"node {node_id} is not enrolled", [])
+        return Heartbeat(nodes.Refusal(f"node {node_id} is not enrolled", None), [])
     first = rows[0]
     refused = nodes.credential_problem(node_id, issued_at, first["enrolled_at"],
                                        first["revoked_at"])

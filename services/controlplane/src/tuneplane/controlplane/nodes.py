@@ -86,8 +86,18 @@ async def refused_because(conn: Connection, token: str) -> str:
 SEEN_GRAIN = dt.timedelta(seconds=10)
 
 
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a node's token is refused, and from when its tokens stand at the earliest."""
+
+    reason: str
+    #: The node's tokens issued before this (epoch seconds, its latest enrollment) are
+    #: refused for good; None when the node is not enrolled.
+    replaced_before: int | None
+
+
 async def check_credential(conn: Connection, node_id: str, issued_at: int,
-                           *, now: dt.datetime) -> str | None:
+                           *, now: dt.datetime) -> Refusal | None:
     """None when the node may act (and note it was seen, to ``SEEN_GRAIN``), else why not.
 
     ``last_seen`` moves only when it is ``SEEN_GRAIN`` old: most calls then write nothing,
@@ -99,17 +109,18 @@ async def check_credential(conn: Connection, node_id: str, issued_at: int,
         "SELECT enrolled_at, revoked_at FROM nodes WHERE node_id = $1",
         node_id, now, SEEN_GRAIN)
     if row is None:
-        return f"node {node_id} is not enrolled"
+        return Refusal(f"node {node_id} is not enrolled", None)
     return credential_problem(node_id, issued_at, row["enrolled_at"], row["revoked_at"])
 
 
 def credential_problem(node_id: str, issued_at: int, enrolled_at: dt.datetime,
-                       revoked_at: dt.datetime | None) -> str | None:
+                       revoked_at: dt.datetime | None) -> Refusal | None:
     """Why an enrolled node's token issued at ``issued_at`` is refused, or None."""
+    enrolled = int(enrolled_at.timestamp())
     if revoked_at is not None:
-        return f"node {node_id} was revoked"
-    if issued_at < int(enrolled_at.timestamp()):
-        return f"node token of {node_id} was replaced by a later enrollment"
+        return Refusal(f"node {node_id} was revoked", enrolled)
+    if issued_at < enrolled:
+        return Refusal(f"node token of {node_id} was replaced by a later enrollment", enrolled)
     return None
 
 
