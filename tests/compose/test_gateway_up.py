@@ -6,8 +6,10 @@ and the curves are read back over the published web port. Then a projector and K
 SIGKILLed mid-run, the whole stack is taken down (volumes kept) and brought up again, and
 the topic is replayed into fresh read models inside compose: every curve stays exact.
 
-Needs a Docker Engine and the base images (scripts/test starts ``dockerd`` and runs
-scripts/compose-images); fails, never skips, without them. Prints each step's time.
+The stack is built and started with the operator guide's `sh compose` commands (the
+README's too) in a copy of the checkout. Needs a Docker Engine and the base images
+(scripts/test starts ``dockerd`` and runs scripts/compose-images); fails, never skips,
+without them. Prints each step's time.
 """
 
 from __future__ import annotations
@@ -25,12 +27,14 @@ from pathlib import Path
 import pytest
 
 from tests.support.compose import Stack
+from tests.support.environment import ROOT
+from tests.support.guide import blocks, marked
 from tests.support.processes import collector_args, run_collector
 from tests.support.truth import tensorboard_runs, write_add_scalars_logdir, write_jsonl
 from tuneplane.telemetry.v1.identity import MemberKey
 
-#: Where launches would find the collector artifact on execution hosts (not used here).
-ARTIFACT = "/opt/tuneplane/artifacts/" + "0" * 64
+#: The collector artifact's directory name on execution hosts (not used here).
+COLLECTOR_DIGEST = "0" * 64
 TAGS = ["loss", "accuracy"]
 Points = list[tuple[int, float, float]]  # (step, wall time, value) in read order
 
@@ -45,22 +49,30 @@ def docker_engine_fails() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+def stack(tmp_path_factory: pytest.TempPathFactory,
+          pytestconfig: pytest.Config) -> Iterator[Stack]:
     problem = docker_engine_fails()
     if problem is not None:
         pytest.fail(f"no Docker Engine answers ({problem}); scripts/test starts dockerd and "
                     "builds the base images (scripts/compose-images)", pytrace=False)
-    stack = Stack(tmp_path_factory.mktemp("compose"), ARTIFACT)
+    stack = Stack(tmp_path_factory.mktemp("compose"), COLLECTOR_DIGEST)
     try:
-        stack("build", what="build the images (compose/Dockerfile)")
-        stack.up("up --scale projector=3 --wait")
+        # As the operator guide (and the README) say: build and start, three projectors.
+        for block in marked("compose"):
+            stack.shell(block, "the guide's compose commands (build, up)")
+        stack.up("wait until healthy")
         yield stack
     except BaseException:
         print(stack.logs())
         raise
     finally:
         stack("down", "-v", "--remove-orphans", what="down -v")
-        print("compose timings:", ", ".join(f"{w} {s:.1f} s" for w, s in stack.timings))
+        # Shown in CI's output, passing or not.
+        reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")
+        line = "compose timings: " + ", ".join(f"{w} {s:.1f} s" for w, s in stack.timings)
+        if reporter is not None:
+            reporter.write_line(line)
+        print(line)
 
 
 class Web:
@@ -102,6 +114,13 @@ class Web:
                 f"{len(expected)} written"
 
 
+def test_the_readme_deploys_with_the_guides_compose_commands() -> None:
+    """The README's Docker block is the guide's, which the stack below is started with."""
+    readme = [body for language, _, body in blocks((ROOT / "README.md").read_text())
+              if language == "sh" and "docker compose" in body]
+    assert readme == marked("compose")
+
+
 def jsonl_truth(path: Path, steps: range) -> dict[tuple[str, str], Points]:
     values = write_jsonl(path, steps, TAGS)
     return {("", tag): [(s, 1.7e9 + s, values[(tag, s)]) for s in steps] for tag in TAGS}
@@ -138,7 +157,7 @@ def test_the_gateway_takes_telemetry_survives_kills_restarts_and_replays(
         assert " 0 problems, 0 batches not delivered" in done.stderr, done.stderr[-3000:]
     web.wait_exact(tb, "tb", tb_truth)
     web.wait_exact(train, "train", train_truth)
-    print(f"compose: two runs sent and read back: {time.monotonic() - started:.1f} s")
+    stack.timings.append(("two runs sent and read back", time.monotonic() - started))
 
     # SIGKILL a projector and Kafka while a bigger run is sent.
     chaos = MemberKey(f"{prefix}-chaos", 1, "rank-0")

@@ -1,11 +1,11 @@
 """docs/operator-guide.md: every shell block is marked `sh test` (run here, in order,
-against the real services) or `sh cluster` (needs a real cluster, Docker engine or
-execution host). The `sh test` blocks must all succeed."""
+against the real services), `sh compose` (run by tests/compose/test_gateway_up.py on a
+Docker Engine) or `sh cluster` (needs a real cluster or execution host). The `sh test`
+blocks must all succeed."""
 
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -15,25 +15,18 @@ import pytest
 
 from tests.support.credentials import new_user_token
 from tests.support.environment import BIN, ROOT, Endpoints, free_port
+from tests.support.guide import blocks
 from tests.support.processes import Process
-
-GUIDE = ROOT / "docs" / "operator-guide.md"
-FENCE = re.compile(r"^```(\S*)(?: (\S+))?\n(.*?)^```$", re.M | re.S)
-
-
-def blocks() -> list[tuple[str, str, str]]:
-    """(language, marker, body) of every fenced block."""
-    return [(m.group(1), m.group(2) or "", m.group(3)) for m in FENCE.finditer(
-        GUIDE.read_text())]
 
 
 def test_every_shell_block_is_run_or_marked_as_needing_a_cluster() -> None:
     shell = [(marker, body) for language, marker, body in blocks() if language == "sh"]
     assert shell, "the guide has no shell blocks: the pattern is stale"
     unmarked = [body.splitlines()[0] for marker, body in shell
-                if marker not in ("test", "cluster")]
+                if marker not in ("test", "compose", "cluster")]
     assert not unmarked, f"shell blocks neither run nor marked: {unmarked}"
     assert [m for m, _ in shell].count("test") >= 8
+    assert [m for m, _ in shell].count("compose") >= 1
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ volumes named after it) with its published ports chosen free."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -40,46 +41,66 @@ def docker_compose(*args: str, env: dict[str, str],
                           env={**clean_environment(), **env})
 
 
-class Stack:
-    """One compose project of the gateway profile, with its own secrets and host ports."""
+#: Left out of the checkout's copy a stack is built from: environments, data, build
+#: directories, caches, and the checkout's own compose/.env.
+NOT_COPIED = shutil.ignore_patterns(".git", ".venv", ".services", ".artifacts", "node_modules",
+                                    "target", "__pycache__", ".*_cache", "*.so", ".env")
 
-    def __init__(self, work: Path, artifact: str) -> None:
+
+class Stack:
+    """One compose project of the gateway profile, in a copy of the checkout (its own
+    compose/.env), with its host ports chosen free. ``shell`` runs commands as a user types
+    them there, ``docker compose`` being the compose CLI."""
+
+    def __init__(self, work: Path, collector_digest: str) -> None:
+        self.root = work / "checkout"
+        shutil.copytree(ROOT, self.root, ignore=NOT_COPIED, symlinks=True)
+        self.compose_file = self.root / "compose" / "compose.yaml"
+        self.env_file = self.root / "compose" / ".env"
         # One name: the images it builds (<project>-<service>) are reused by the next run.
         self.project = "tuneplane-test"
-        self.env_file = work / "compose.env"
-        subprocess.run([str(ROOT / "scripts" / "compose-secrets"), "--env-file",
-                        str(self.env_file)], check=True, capture_output=True, text=True)
         self.telemetry_port, self.control_port, self.web_port = (free_port() for _ in "abc")
-        self.env = {"TUNEPLANE_TELEMETRY_COLLECTOR_ARTIFACT": artifact,
+        self.env = {"COMPOSE_PROJECT_NAME": self.project, "COLLECTOR_DIGEST": collector_digest,
+                    "TUNEPLANE_TELEMETRY_COLLECTOR_ARTIFACT":
+                        f"/opt/tuneplane/artifacts/{collector_digest}",
                     "TUNEPLANE_COMPOSE_TELEMETRY_PORT": str(self.telemetry_port),
                     "TUNEPLANE_COMPOSE_CONTROL_PORT": str(self.control_port),
                     "TUNEPLANE_COMPOSE_WEB_PORT": str(self.web_port)}
+        self.shim = work / "bin"
+        self.shim.mkdir()
+        docker = shutil.which("docker") or "docker"
+        (self.shim / "docker").write_text(
+            '#!/bin/sh\n# `docker compose` is the compose CLI scripts/docker-compose built\n'
+            f'if [ "$1" = compose ]; then shift; exec {compose_binary()} "$@"; fi\n'
+            f'exec {docker} "$@"\n')
+        (self.shim / "docker").chmod(0o755)
         self.timings: list[tuple[str, float]] = []
 
-    def secret(self, name: str) -> str:
-        for line in self.env_file.read_text().splitlines():
-            key, _, value = line.partition("=")
-            if key == name:
-                return value
-        raise KeyError(f"{name} is not in {self.env_file}")
+    def _timed(self, args: list[str], what: str | None, timeout: float,
+               env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+        started = time.monotonic()
+        done = subprocess.run(args, capture_output=True, text=True, check=False,
+                              timeout=timeout, env={**clean_environment(), **env}, cwd=cwd)
+        if what is not None:
+            self.timings.append((what, time.monotonic() - started))
+            print(f"compose: {what}: {time.monotonic() - started:.1f} s", flush=True)
+        if done.returncode != 0:
+            pytest.fail(f"{' '.join(args)[:300]} exited {done.returncode}:\n"
+                        f"{done.stdout[-3000:]}\n{done.stderr[-5000:]}", pytrace=False)
+        return done
+
+    def shell(self, script: str, what: str, timeout: float = 1800.0) -> None:
+        """Runs ``script`` (bash, stopping at the first failure) in the checkout's copy."""
+        self._timed(["bash", "-euo", "pipefail", "-c", script], what, timeout,
+                    {**self.env, "PATH": f"{self.shim}:{os.environ['PATH']}"}, self.root)
 
     def __call__(self, *args: str, timeout: float = 900.0,
                  what: str | None = None) -> subprocess.CompletedProcess[str]:
         """Runs ``docker compose ARGS`` on the stack; fails the test with compose's output
         when it fails. ``what`` names the step in the printed timings."""
-        started = time.monotonic()
-        done = subprocess.run(
-            [compose_binary(), "-p", self.project, "-f", str(COMPOSE), "--env-file",
-             str(self.env_file), "--profile", "gateway", *args],
-            capture_output=True, text=True, check=False, timeout=timeout,
-            env={**clean_environment(), **self.env})
-        if what is not None:
-            self.timings.append((what, time.monotonic() - started))
-            print(f"compose: {what}: {time.monotonic() - started:.1f} s", flush=True)
-        if done.returncode != 0:
-            pytest.fail(f"docker compose {' '.join(args)} exited {done.returncode}:\n"
-                        f"{done.stdout[-3000:]}\n{done.stderr[-5000:]}", pytrace=False)
-        return done
+        return self._timed([compose_binary(), "-f", str(self.compose_file), "--env-file",
+                            str(self.env_file), "--profile", "gateway", *args],
+                           what, timeout, self.env)
 
     def up(self, what: str, *extra: str) -> None:
         self("up", "-d", "--scale", "projector=3", "--wait", "--wait-timeout", "300", *extra,
