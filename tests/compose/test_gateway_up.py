@@ -14,6 +14,7 @@ without them. Prints each step's time.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import time
@@ -67,12 +68,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory,
         raise
     finally:
         stack("down", "-v", "--remove-orphans", what="down -v")
-        # Shown in CI's output, passing or not.
-        reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")
+        # Shown in CI's output, passing or not: around pytest's output capture.
         line = "compose timings: " + ", ".join(f"{w} {s:.1f} s" for w, s in stack.timings)
-        if reporter is not None:
-            reporter.write_line(line)
-        print(line)
+        capture = pytestconfig.pluginmanager.get_plugin("capturemanager")
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+            print(f"\n{line}", flush=True)
 
 
 class Web:
@@ -112,6 +112,16 @@ class Web:
             assert sorted(got) == sorted(expected), \
                 f"{member} {source} {run_path or '.'}/{tag}: {len(got)} points stored, " \
                 f"{len(expected)} written"
+
+
+def sigkill(*containers: str) -> None:
+    """SIGKILLs the containers and checks that they stopped."""
+    subprocess.run(["docker", "kill", "--signal", "KILL", *containers], check=True,
+                   capture_output=True)
+    states = subprocess.run(["docker", "inspect", "--format", "{{.State.Running}}",
+                             *containers], capture_output=True, text=True, check=True)
+    assert states.stdout.split() == ["false"] * len(containers), \
+        f"the SIGKILLs took no effect: {states.stdout}"
 
 
 def test_the_readme_deploys_with_the_guides_compose_commands() -> None:
@@ -159,26 +169,27 @@ def test_the_gateway_takes_telemetry_survives_kills_restarts_and_replays(
     web.wait_exact(train, "train", train_truth)
     stack.timings.append(("two runs sent and read back", time.monotonic() - started))
 
-    # SIGKILL a projector and Kafka while a bigger run is sent.
+    # Kafka and a projector SIGKILLed as a run starts: the collector keeps its batches
+    # (ingest ACKs only what Kafka holds) until Kafka is back. Then another projector is
+    # SIGKILLed while the run is being projected.
     chaos = MemberKey(f"{prefix}-chaos", 1, "rank-0")
     chaos_truth = jsonl_truth(tmp_path / "chaos.jsonl", range(100_000))
     collector = subprocess.Popen(
         [*send(stack, tmp_path, chaos, {"train": tmp_path / "chaos.jsonl"},
-               "--max-batch-points", "2000"), "--exit-when-idle"],
+               "--max-batch-points", "500"), "--exit-when-idle"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sigkill(stack.container("kafka"), stack.container("projector", 2))
+    time.sleep(5)
+    assert collector.poll() is None, "the collector finished though Kafka was down"
+    assert web.series(chaos, "train", "loss") == [], "a point was stored though Kafka was down"
+    stack.up("up again after SIGKILLing Kafka and a projector")
     deadline = time.monotonic() + 120
     while not web.series(chaos, "train", "loss"):  # projection under way
         assert collector.poll() is None, "the collector ended before any point was stored"
         assert time.monotonic() < deadline, "no point of the run stored within 120 s"
-        time.sleep(0.1)
-    killed = [stack.container("projector", 2), stack.container("kafka")]
-    subprocess.run(["docker", "kill", "--signal", "KILL", *killed], check=True,
-                   capture_output=True)
-    states = subprocess.run(["docker", "inspect", "--format", "{{.State.Running}}", *killed],
-                            capture_output=True, text=True, check=True).stdout.split()
-    assert states == ["false", "false"], f"the SIGKILLs took no effect: {states}"
-    time.sleep(5)  # the collector retries against a gateway without Kafka meanwhile
-    stack.up("up again after the SIGKILLs")
+        time.sleep(0.05)
+    sigkill(stack.container("projector", 1))
+    stack.up("up again after SIGKILLing a projector mid-projection")
     _, errors = collector.communicate(timeout=600)
     assert collector.returncode == 0, errors[-3000:]
     assert " 0 problems, 0 batches not delivered" in errors, errors[-3000:]
@@ -202,6 +213,6 @@ def test_the_gateway_takes_telemetry_survives_kills_restarts_and_replays(
                               what="rebuild").stdout.splitlines()[-1])
     assert report["swapped"], report
     assert report["poison"] == 0, report
-    assert report["applied"] >= 100_000 * len(TAGS) // 2000, report  # the chaos run's batches
+    assert report["applied"] >= 100_000 * len(TAGS) // 500, report  # the chaos run's batches
     assert checksum() == before
     web.wait_exact(chaos, "train", chaos_truth, seconds=30)
