@@ -178,21 +178,26 @@ def test_the_gateway_takes_telemetry_survives_kills_restarts_and_replays(
         [*send(stack, tmp_path, chaos, {"train": tmp_path / "chaos.jsonl"},
                "--max-batch-points", "500"), "--exit-when-idle"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    sigkill(stack.container("kafka"), stack.container("projector", 2))
-    time.sleep(5)
-    assert collector.poll() is None, "the collector finished though Kafka was down"
-    assert web.series(chaos, "train", "loss") == [], "a point was stored though Kafka was down"
-    stack.up("up again after SIGKILLing Kafka and a projector")
-    deadline = time.monotonic() + 120
-    while not web.series(chaos, "train", "loss"):  # projection under way
-        assert collector.poll() is None, "the collector ended before any point was stored"
-        assert time.monotonic() < deadline, "no point of the run stored within 120 s"
-        time.sleep(0.05)
-    sigkill(stack.container("projector", 1))
-    stack.up("up again after SIGKILLing a projector mid-projection")
-    _, errors = collector.communicate(timeout=600)
-    assert collector.returncode == 0, errors[-3000:]
-    assert " 0 problems, 0 batches not delivered" in errors, errors[-3000:]
+    try:
+        sigkill(stack.container("kafka"), stack.container("projector", 2))
+        time.sleep(5)
+        assert collector.poll() is None, "the collector finished though Kafka was down"
+        assert web.series(chaos, "train", "loss") == [], "a point was stored though Kafka was down"
+        stack.up("up again after SIGKILLing Kafka and a projector")
+        deadline = time.monotonic() + 120
+        while not web.series(chaos, "train", "loss"):  # projection under way (the collector
+            # may be done by now: it is once Kafka holds every batch)
+            assert time.monotonic() < deadline, "no point of the run stored within 120 s"
+            time.sleep(0.05)
+        sigkill(stack.container("projector", 1))
+        stack.up("up again after SIGKILLing a projector mid-projection")
+        _, errors = collector.communicate(timeout=600)
+        assert collector.returncode == 0, errors[-3000:]
+        assert " 0 problems, 0 batches not delivered" in errors, errors[-3000:]
+    finally:  # a collector left running (a failed check above) is stopped, its pipes closed
+        if collector.poll() is None:
+            collector.kill()
+        collector.communicate()
     web.wait_exact(chaos, "train", chaos_truth)
 
     # The whole stack down (volumes kept) and up again: everything is still there.
