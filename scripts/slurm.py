@@ -1,0 +1,191 @@
+"""A local single-node Slurm cluster for tests and development, from Debian's packages
+(``slurm-wlm``, ``munge``): munged with a key of its own, slurmctld and slurmd in the
+background, one node (``tuneplane-node``, this host's CPUs) in one partition (``debug``).
+Everything lives below ``.slurm/`` of the checkout (``TUNEPLANE_SLURM_DIR``).
+
+    scripts/slurm up       start it (installing the packages when absent; needs root)
+    scripts/slurm env      print `export SLURM_CONF=...` for sbatch, srun, squeue, scancel
+    scripts/slurm status   whether each daemon runs, and the node's state
+    scripts/slurm down     stop it (--wipe: also delete .slurm/)
+
+``eval "$(scripts/slurm up)"`` starts it and sets ``SLURM_CONF`` in the shell.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(os.environ.get("TUNEPLANE_SLURM_DIR", ROOT / ".slurm"))
+NODE = "tuneplane-node"
+DAEMONS = ("munged", "slurmctld", "slurmd")
+
+
+class SlurmError(RuntimeError):
+    """The cluster could not be set up or started; the message says why."""
+
+
+def log(message: str) -> None:
+    print(f"slurm: {message}", file=sys.stderr, flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def install() -> None:
+    if all(shutil.which(p) for p in ("slurmctld", "slurmd", "munged", "sbatch")):
+        return
+    log("installing Debian's slurm-wlm and munge")
+    done = subprocess.run(["sh", "-c", "apt-get update -q && DEBIAN_FRONTEND=noninteractive "
+                           "apt-get install -y -q slurm-wlm munge"],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SlurmError(f"could not install slurm-wlm and munge (needs root): "
+                         f"{done.stderr.strip()[-500:]}")
+
+
+def config(ctld_port: int, slurmd_port: int) -> str:
+    d = DATA
+    return "\n".join([
+        "ClusterName=tuneplane",
+        "SlurmctldHost=localhost(127.0.0.1)",
+        f"SlurmctldPort={ctld_port}",
+        f"SlurmdPort={slurmd_port}",
+        "SlurmUser=root",
+        "SlurmdUser=root",
+        "AuthType=auth/munge",
+        "CredType=cred/munge",
+        f"AuthInfo=socket={d / 'munge.socket'}",
+        f"StateSaveLocation={d / 'state'}",
+        f"SlurmdSpoolDir={d / 'spool'}",
+        f"SlurmctldPidFile={d / 'slurmctld.pid'}",
+        f"SlurmdPidFile={d / 'slurmd.pid'}",
+        f"SlurmctldLogFile={d / 'slurmctld.log'}",
+        f"SlurmdLogFile={d / 'slurmd.log'}",
+        "ProctrackType=proctrack/linuxproc",
+        "TaskPlugin=task/none",
+        "MpiDefault=none",
+        "SchedulerType=sched/backfill",
+        "SelectType=select/cons_tres",
+        "SelectTypeParameters=CR_Core",
+        "ReturnToService=2",
+        "JobAcctGatherType=jobacct_gather/none",
+        "AccountingStorageType=accounting_storage/none",
+        "SlurmdTimeout=30",
+        "InactiveLimit=0",
+        "KillWait=5",
+        f"NodeName={NODE} NodeHostname={socket.gethostname()} NodeAddr=127.0.0.1 "
+        f"CPUs={os.cpu_count() or 1} State=UNKNOWN",
+        "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
+        "",
+    ])
+
+
+def pid_of(name: str) -> int | None:
+    try:
+        pid = int((DATA / f"{name}.pid").read_text().split()[0])
+        os.kill(pid, 0)
+    except (OSError, ValueError, IndexError):
+        return None
+    return pid
+
+
+def wait_until(what: str, check: Callable[[], bool], seconds: float, logfile: Path) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.2)
+    tail = logfile.read_text(errors="replace")[-1500:] if logfile.exists() else "(no log)"
+    raise SlurmError(f"{what} not ready within {seconds:.0f} s; {logfile}:\n{tail}")
+
+
+def node_state() -> str:
+    done = subprocess.run(["sinfo", "-h", "-N", "-o", "%T"], capture_output=True, text=True,
+                          check=False, env={**os.environ, "SLURM_CONF": str(DATA / "slurm.conf")})
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def up() -> None:
+    install()
+    for sub in ("state", "spool"):
+        (DATA / sub).mkdir(parents=True, exist_ok=True)
+    key = DATA / "munge.key"
+    if not key.exists():
+        key.write_bytes(os.urandom(1024))
+    key.chmod(0o400)
+    DATA.chmod(0o700)
+    if pid_of("munged") is None:
+        subprocess.run(["munged", "--force", f"--key-file={key}",
+                        f"--socket={DATA / 'munge.socket'}", f"--pid-file={DATA / 'munged.pid'}",
+                        f"--log-file={DATA / 'munged.log'}", f"--seed-file={DATA / 'munge.seed'}"],
+                       check=True, capture_output=True)
+        wait_until("munged", lambda: (DATA / "munge.socket").exists(), 10, DATA / "munged.log")
+    conf = DATA / "slurm.conf"
+    if pid_of("slurmctld") is None or not conf.exists():
+        conf.write_text(config(free_port(), free_port()))
+    env = {**os.environ, "SLURM_CONF": str(conf)}
+    if pid_of("slurmctld") is None:
+        subprocess.run(["slurmctld", "-c", "-f", str(conf)], check=True, env=env)
+    if pid_of("slurmd") is None:
+        subprocess.run(["slurmd", "-N", NODE, "-f", str(conf)], check=True, env=env)
+    wait_until("the node", lambda: node_state() in ("idle", "mixed", "allocated"), 60,
+               DATA / "slurmd.log")
+    log(f"one node ({NODE}) idle in partition debug; SLURM_CONF={conf}")
+    print(f"export SLURM_CONF={conf}")
+
+
+def down(wipe: bool) -> None:
+    for name in reversed(DAEMONS):
+        pid = pid_of(name)
+        if pid is not None:
+            os.kill(pid, signal.SIGTERM)
+            for _ in range(50):
+                if pid_of(name) is None:
+                    break
+                time.sleep(0.1)
+    if wipe:
+        shutil.rmtree(DATA, ignore_errors=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="scripts/slurm", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("up", help="start munged, slurmctld and slurmd")
+    sub.add_parser("env", help="print `export SLURM_CONF=...`")
+    sub.add_parser("status", help="each daemon, and the node's state")
+    d = sub.add_parser("down", help="stop the daemons")
+    d.add_argument("--wipe", action="store_true", help="also delete the state directory")
+    args = parser.parse_args()
+    try:
+        if args.command == "up":
+            up()
+        elif args.command == "down":
+            down(args.wipe)
+        elif args.command == "env":
+            print(f"export SLURM_CONF={DATA / 'slurm.conf'}")
+        else:
+            for name in DAEMONS:
+                print(f"{name}\t{'running' if pid_of(name) else 'stopped'}")
+            print(f"node\t{node_state() or 'unknown'}")
+    except (SlurmError, subprocess.CalledProcessError) as exc:
+        log(f"error: {exc}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
