@@ -41,10 +41,11 @@ def docker_compose(*args: str, env: dict[str, str],
                           env={**clean_environment(), **env})
 
 
-#: Left out of the checkout's copy a stack is built from: environments, data, build
-#: directories, caches, and the checkout's own compose/.env.
-NOT_COPIED = shutil.ignore_patterns(".git", ".venv", ".services", ".artifacts", "node_modules",
-                                    "target", "__pycache__", ".*_cache", "*.so", ".env")
+#: Left out of the checkout's copy a stack is built from: environments, service data and
+#: sockets, build directories, caches, and the checkout's own compose/.env.
+NOT_COPIED = shutil.ignore_patterns(".git", ".venv", ".services", ".slurm", ".artifacts",
+                                    "node_modules", "target", "__pycache__", ".*_cache", "*.so",
+                                    "*.socket", ".env")
 
 
 class Stack:
