@@ -103,7 +103,6 @@ def rows(fields: Sequence[Field], records: Sequence[Sequence[object]]) -> bytes:
     return b"".join(parts)
 
 
-
 async def source(payload: bytes) -> AsyncIterator[bytes]:
     """``payload`` as what ``copy_to_table`` takes (bytes alone would be read as a path)."""
     yield payload

@@ -51,22 +51,23 @@ FROM series s JOIN wanted w USING (source, run_path, tag)
 WHERE s.run_id = $1 AND s.attempt = $2 AND s.member = $3
 """
 
-CHUNK_COLUMNS = ("series_id", "batch_id", "chunk_index", "n", "step_min", "step_max", "v_min",
-                 "v_max", "v_first", "v_last", "w_first", "w_last", "steps", "wall_times",
-                 "values", "seg_steps", "seg_last_steps", "seg_counts", "seg_min", "seg_max",
-                 "seg_last", "seg_last_walls")
+#: curve_chunks' columns as ``chunk_record`` orders them, each with its binary encoding.
+CHUNK_ENCODED = (("series_id", pg.int8), ("batch_id", pg.text), ("chunk_index", pg.int4),
+                 ("n", pg.int4), ("step_min", pg.int8), ("step_max", pg.int8),
+                 ("v_min", pg.float8), ("v_max", pg.float8), ("v_first", pg.float8),
+                 ("v_last", pg.float8), ("w_first", pg.float8), ("w_last", pg.float8),
+                 ("steps", pg.int8_array), ("wall_times", pg.float8_array),
+                 ("values", pg.float8_array), ("seg_steps", pg.int8_array),
+                 ("seg_last_steps", pg.int8_array), ("seg_counts", pg.int4_array),
+                 ("seg_min", pg.nullable_float8_array), ("seg_max", pg.nullable_float8_array),
+                 ("seg_last", pg.float8_array), ("seg_last_walls", pg.float8_array))
+CHUNK_COLUMNS = tuple(column for column, _ in CHUNK_ENCODED)
+CHUNK_FIELDS = tuple(encode for _, encode in CHUNK_ENCODED)
 RICH_COLUMNS = ("run_id", "attempt", "member", "batch_id", "record_index", "source", "tag",
                 "step", "wall_time", "kind", "plugin_name", "plugin_content", "file",
                 "file_offset", "object_key", "bytes")
 START_COLUMNS = ("run_id", "attempt", "member", "batch_id", "marker_index", "source", "file",
                  "file_offset", "step", "wall_time", "tags")
-
-
-CHUNK_FIELDS = (pg.int8, pg.text, pg.int4, pg.int4, pg.int8, pg.int8, pg.float8, pg.float8,
-                pg.float8, pg.float8, pg.float8, pg.float8, pg.int8_array, pg.float8_array,
-                pg.float8_array, pg.int8_array, pg.int8_array, pg.int4_array,
-                pg.nullable_float8_array, pg.nullable_float8_array, pg.float8_array,
-                pg.float8_array)
 
 
 def segment_columns(chunk: ChunkRow) -> tuple[object, ...]:
