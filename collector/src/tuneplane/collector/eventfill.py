@@ -9,11 +9,14 @@ is decoded (``record``). All three fill the batch exactly as reading record by r
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from tuneplane.collector.draft import BatchDraft, ReadStep
 from tuneplane.collector.tbevents import Decoded, PurgeState, Scalar, TagPlugins, decode
 from tuneplane.telemetry.v1.limits import MAX_BATCH_SERIES
+
+if TYPE_CHECKING:
+    from tuneplane.collector._native import Frames
 
 #: What the fast path counts a point as before it is added (a point and a tag's share).
 POINT_MARGIN = 64
@@ -29,17 +32,6 @@ def refuse_oversized(decoded: Decoded, max_bytes: int, where: str, problems: lis
     refused = len(decoded.rich) - len(kept)
     decoded.rich[:] = kept
     return refused
-
-
-class Run(Protocol):
-    """The compiled reader's records of a buffer (``_native.Frames``)."""
-
-    def offset(self, index: int) -> int: ...
-    def data(self, index: int) -> bytes: ...
-    def step(self, index: int) -> int: ...
-    def first_tags(self, first: int, end: int) -> list[tuple[int, str]]: ...
-    def columns(self, first: int, end: int,
-                ) -> list[tuple[str, list[int], list[float], list[float]]]: ...
 
 
 class EventFill:
@@ -61,10 +53,8 @@ class EventFill:
     def point(self, scalar: Scalar) -> bool:
         """Add the point of a simple event in order; False when the batch is full first."""
         draft = self.draft
-        if (draft.points >= self.max_points or
-                draft.approx_bytes + POINT_MARGIN > self.max_bytes or
-                (len(draft.series) >= MAX_BATCH_SERIES and draft.crowded((scalar,)))) \
-                and not draft.empty():
+        if (self._full() or (len(draft.series) >= MAX_BATCH_SERIES and
+                             draft.crowded((scalar,)))) and not draft.empty():
             return False
         self.purge.most_recent_step = scalar[1]
         if self.run_refused:
@@ -73,7 +63,7 @@ class EventFill:
             draft.add_point(*scalar)
         return True
 
-    def run(self, run: Run, first: int, end: int) -> int:
+    def run(self, run: Frames, first: int, end: int) -> int:
         """Add the simple events ``first..end`` (steps not going down); returns the index of
         the first one the batch had no room for (``end`` when none)."""
         if not self.in_order(run.step(first)):  # it purges: decoded, as a marker
@@ -83,8 +73,7 @@ class EventFill:
         draft = self.draft
         if self.run_refused:  # nothing is added, so the bounds stand as they are
             if first < end:
-                if (draft.points >= self.max_points or
-                        draft.approx_bytes + POINT_MARGIN > self.max_bytes) and not draft.empty():
+                if self._full() and not draft.empty():
                     return first
                 self.skipped += end - first
                 self.purge.most_recent_step = run.step(end - 1)
@@ -107,6 +96,13 @@ class EventFill:
                 return stop
             at = stop + 1
         return end
+
+    def _full(self) -> bool:
+        """Whether the batch is at its point bound, or one more point would pass its byte
+        bound."""
+        draft = self.draft
+        return draft.points >= self.max_points or \
+            draft.approx_bytes + POINT_MARGIN > self.max_bytes
 
     def _room(self) -> int:
         """How many points of tags in the batch already fit before a bound stops them."""
