@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import grpc
 
 from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
+from tuneplane.controlplane import nodes
 
 #: Verified tokens remembered (one per node in use; the oldest forgotten first).
 TOKENS_KEPT = 4096
@@ -129,8 +130,7 @@ class NodeAdmission:
         except TokenError as exc:
             return Refused(grpc.StatusCode.UNAUTHENTICATED, f"node token refused: {exc}")
         if caller.issued_at < self._replaced.get(caller.node_id, caller.issued_at):
-            return Refused(grpc.StatusCode.UNAUTHENTICATED, f"node token of {caller.node_id} "
-                           "was replaced by a later enrollment")
+            return Refused(grpc.StatusCode.UNAUTHENTICATED, nodes.replaced(caller.node_id))
         if self.buckets is not None:
             wait = self.buckets.take(caller.node_id, monotonic)
             if wait is not None:

@@ -18,15 +18,13 @@ from tuneplane.controlplane import launches, nodes
 # The node row comes back once per delivered launch (or once, with no launch); the
 # launches move only while the token's issue time is not before the node's enrollment
 # and the node is not revoked: nodes.credential_problem says the same in Python.
-BEAT = """
+BEAT = f"""
 WITH node AS (
     SELECT enrolled_at, revoked_at,
-           revoked_at IS NULL AND $3::bigint >= floor(extract(epoch FROM enrolled_at))
+           revoked_at IS NULL AND $4::bigint >= floor(extract(epoch FROM enrolled_at))
                AS stands
     FROM nodes WHERE node_id = $1),
-seen AS (
-    UPDATE nodes SET last_seen = $2 WHERE node_id = $1
-    AND (last_seen IS NULL OR last_seen <= $2::timestamptz - $4::interval) RETURNING 1),
+seen AS ({nodes.NOTE_SEEN}),
 delivered AS (
     UPDATE launches l SET state = 'delivered', delivered_at = coalesce(delivered_at, $2)
     FROM runs r WHERE l.node_id = $1 AND l.state IN ('pending', 'delivered')
@@ -47,7 +45,7 @@ async def beat(conn: Connection, node_id: str, issued_at: int,
                *, now: dt.datetime) -> Heartbeat:
     """Check the node's token (issued at ``issued_at``) and deliver its launches as of
     ``now``, in one statement."""
-    rows = await conn.fetch(BEAT, node_id, now, issued_at, nodes.SEEN_GRAIN)
+    rows = await conn.fetch(BEAT, node_id, now, nodes.SEEN_GRAIN, issued_at)
     if not rows:
         return Heartbeat(nodes.Refusal(f"node {node_id} is not enrolled", None), [])
     first = rows[0]

@@ -86,6 +86,12 @@ async def refused_because(conn: Connection, token: str) -> str:
 SEEN_GRAIN = dt.timedelta(seconds=10)
 
 
+#: Node $1 seen at $2: ``last_seen`` moves only when it is $3 (``SEEN_GRAIN``) old. A
+#: data-modifying CTE of the statements that check a node's credential.
+NOTE_SEEN = ("UPDATE nodes SET last_seen = $2 WHERE node_id = $1 AND "
+             "(last_seen IS NULL OR last_seen <= $2::timestamptz - $3::interval) RETURNING 1")
+
+
 @dataclass(frozen=True, slots=True)
 class Refusal:
     """Why a node's token is refused, and from when its tokens stand at the earliest."""
@@ -104,10 +110,8 @@ async def check_credential(conn: Connection, node_id: str, issued_at: int,
     so a flood of node calls costs PostgreSQL no WAL flush per call (a commit that writes
     waits for the disk, which telemetry's stores share)."""
     row = await conn.fetchrow(
-        "WITH seen AS (UPDATE nodes SET last_seen = $2 WHERE node_id = $1 AND "
-        "(last_seen IS NULL OR last_seen <= $2::timestamptz - $3::interval) RETURNING 1) "
-        "SELECT enrolled_at, revoked_at FROM nodes WHERE node_id = $1",
-        node_id, now, SEEN_GRAIN)
+        f"WITH seen AS ({NOTE_SEEN}) SELECT enrolled_at, revoked_at FROM nodes "
+        "WHERE node_id = $1", node_id, now, SEEN_GRAIN)
     if row is None:
         return Refusal(f"node {node_id} is not enrolled", None)
     return credential_problem(node_id, issued_at, row["enrolled_at"], row["revoked_at"])
@@ -120,8 +124,13 @@ def credential_problem(node_id: str, issued_at: int, enrolled_at: dt.datetime,
     if revoked_at is not None:
         return Refusal(f"node {node_id} was revoked", enrolled)
     if issued_at < enrolled:
-        return Refusal(f"node token of {node_id} was replaced by a later enrollment", enrolled)
+        return Refusal(replaced(node_id), enrolled)
     return None
+
+
+def replaced(node_id: str) -> str:
+    """Why a token of the node from before its latest enrollment is refused."""
+    return f"node token of {node_id} was replaced by a later enrollment"
 
 
 @dataclass(frozen=True, slots=True)
