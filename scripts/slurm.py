@@ -85,7 +85,7 @@ def config(ctld_port: int, slurmd_port: int) -> str:
         "AccountingStorageType=accounting_storage/none",
         "SlurmdTimeout=30",
         "InactiveLimit=0",
-        "KillWait=5",
+        "KillWait=30",
         f"NodeName={NODE} NodeHostname={socket.gethostname()} NodeAddr=127.0.0.1 "
         f"CPUs={os.cpu_count() or 1} State=UNKNOWN",
         "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP",

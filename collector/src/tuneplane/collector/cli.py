@@ -1,6 +1,7 @@
 """``tuneplane-collector``: read training telemetry beside a job and deliver it to ingest.
 
     tuneplane-collector run --run R --attempt N --member M --source ID=FILE.jsonl ...
+    tuneplane-collector slurm-node ...      a Slurm job's collector (its job script runs it)
     tuneplane-collector read PATH...        print every decoded record as JSON lines
     tuneplane-collector spool status DIR    what a spool holds
 
@@ -20,6 +21,7 @@ import orjson
 from tuneplane.collector import spool
 from tuneplane.collector.run_command import add_run, cmd_run
 from tuneplane.collector.settings import CollectorSettings
+from tuneplane.collector.slurm.arguments import add_slurm_node
 from tuneplane.collector.spool import SpoolError
 from tuneplane.contract.settings import SettingsError
 
@@ -104,6 +106,7 @@ def parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     add_run(sub)
+    add_slurm_node(sub)
     r = sub.add_parser("read", help="print every decoded record of PATHs as JSON lines",
                        description="Decode TensorBoard event files (a log directory or one "
                                    "file) and JSONL metric files, one JSON object per record. "
@@ -136,14 +139,17 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    if args.command != "run":
+    if args.command not in ("run", "slurm-node"):
         result: int = args.func(args)
         return result
     try:
         settings = CollectorSettings.from_environ(os.environ)
     except SettingsError as exc:
-        print(f"tuneplane-collector run: {exc}", file=sys.stderr)
+        print(f"tuneplane-collector {args.command}: {exc}", file=sys.stderr)
         return 2
+    if args.command == "slurm-node":
+        from tuneplane.collector.slurm.node import cmd_slurm_node
+        return cmd_slurm_node(args, settings)
     return cmd_run(args, settings)
 
 

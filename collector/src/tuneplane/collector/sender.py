@@ -39,8 +39,12 @@ class TransientSendError(Exception):
 class Target:
     address: str
     ca_file: Path
+    #: Re-read for every batch: the platform rewrites it when it renews the token.
     token_file: Path
     server_name: str | None = None
+    #: Where the token comes from instead of ``token_file``, when given: a collector that
+    #: holds its tokens in memory alone (a Slurm job's, which renews them itself).
+    token_source: Callable[[], str] | None = None
 
 
 def open_channel(target: Target,
@@ -65,7 +69,8 @@ class Sender:
         self.sent_points = 0
 
     def _token(self) -> str:
-        # Re-read every call: the platform rewrites the file when it renews the token.
+        if self._target.token_source is not None:
+            return self._target.token_source()
         return self._target.token_file.read_text().strip()
 
     def _start(self, batch: SealedBatch) -> Callable[[], pb.PushBatchReply]:

@@ -22,6 +22,11 @@ FAILPOINTS = Variable(
     "SIGKILL itself the Nth time it passes POINT (read, seal, send, ack, delete)",
     parse=failpoints.parse)
 
+MOUNT_TABLE = Variable(
+    "TUNEPLANE_COLLECTOR_MOUNT_TABLE", "the mount table a Slurm job's collector judges its "
+    "spool root's filesystem from (a shared one is refused): for hosts whose /proc is "
+    "masked, and fault tests", parse=Path)
+
 
 class CollectorSettings(Settings):
     spool_root: Needed[Path] = needed(TELEMETRY_SPOOL_ROOT, needed_for=("run without --spool",))
@@ -32,3 +37,4 @@ class CollectorSettings(Settings):
                                shown="268435456 (256 MiB)")
     drain_seconds: int = setting(TELEMETRY_DRAIN_SECONDS, default=DEFAULT_DRAIN_SECONDS)
     failpoints: dict[str, int] = setting(FAILPOINTS, default_factory=dict)
+    mount_table: Path = setting(MOUNT_TABLE, default=Path("/proc/self/mountinfo"))

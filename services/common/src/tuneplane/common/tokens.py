@@ -1,4 +1,5 @@
-"""Token kinds (workload, node, user, session, sign-in): JWTs (PyJWT) each signed with its own key.
+"""Token kinds (workload, node, Slurm ticket and job, user, session, sign-in): JWTs (PyJWT) each
+signed with its own key.
 
 Each kind's HMAC key is derived from ``TUNEPLANE_WEB_JWT_SECRET`` with HKDF-SHA256 and
 the kind as context, so a token of one kind never verifies as another, and each
@@ -30,6 +31,11 @@ class TokenKind(enum.StrEnum):
     USER = "user"
     SESSION = "session"
     SIGN_IN = "sign-in"  # a browser's sign-in at the identity provider, in progress
+    #: What a Slurm job script holds: redeemed once per node and start of the job, by the
+    #: node's collector, for a SLURM_JOB credential.
+    SLURM_TICKET = "slurm-ticket"
+    #: A job's collector on one node: workload tokens for that node's members only.
+    SLURM_JOB = "slurm-job"
 
     @property
     def audience(self) -> str:
@@ -39,6 +45,8 @@ class TokenKind(enum.StrEnum):
             TokenKind.USER: "tuneplane-web",
             TokenKind.SESSION: "tuneplane-web-session",
             TokenKind.SIGN_IN: "tuneplane-web-sign-in",
+            TokenKind.SLURM_TICKET: "tuneplane-slurm-ticket",
+            TokenKind.SLURM_JOB: "tuneplane-slurm-job",
         }[self]
 
 

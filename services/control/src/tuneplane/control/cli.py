@@ -3,6 +3,7 @@
     tuneplane-control serve                          serve Node control over TLS
     tuneplane-control enrollment-token --node NAME   a one-time token to enroll a node
     tuneplane-control launch --run R --node N --member M -- CMD...
+    tuneplane-control launch --backend slurm --run R --nodes 2 --tasks-per-node 4 -- CMD...
     tuneplane-control launches [--run R]             launches and their states
     tuneplane-control nodes | node-revoke NAME
 """
@@ -26,7 +27,10 @@ from tuneplane.contract.settings import SettingsError
 from tuneplane.control.admission import DEFAULT_RATE, CallRate
 from tuneplane.control.server import NodeControl, Policy, create_server
 from tuneplane.control.settings import ControlSettings
-from tuneplane.controlplane import errors, launches, nodes
+from tuneplane.control.slurm.backend import Reach, SlurmBackend
+from tuneplane.control.slurm.scheduler import Slurm
+from tuneplane.control.slurm.service import SlurmJobControl
+from tuneplane.controlplane import errors, launches, nodes, slurm_collectors, slurm_launches
 from tuneplane.controlplane.errors import NodeNotFound
 from tuneplane.node.v1 import node_pb2 as pb
 
@@ -69,16 +73,43 @@ async def serve(args: argparse.Namespace, settings: ControlSettings) -> None:
     signer = TokenSigner(settings.jwt_secret.get())
     pool = await asyncpg.create_pool(settings.database_url, min_size=1,
                                      max_size=args.db_pool_size, reset=keep_session)
+    slurm, backend = slurm_backend(args, settings, signer, pool, policy)
     server = create_server(NodeControl(signer, pool, policy),
-                           max_concurrent_rpcs=args.max_concurrent_rpcs)
+                           max_concurrent_rpcs=args.max_concurrent_rpcs, slurm=slurm)
     server.add_secure_port(f"{args.host}:{args.port}", credentials)
     await server.start()
+    following = asyncio.create_task(backend.run()) if backend is not None else None
     log.info("control listening on %s:%d (TLS), %d calls at once, %d database connections, "
              "nice %d, %s calls/s per node", args.host, args.port, args.max_concurrent_rpcs,
              args.db_pool_size, os.nice(0), f"{args.node_calls_per_second:g}"
              if args.node_calls_per_second > 0 else "unlimited")
     await listener.serve_until_signalled(server, "control")
+    if following is not None:
+        following.cancel()
     await pool.close()
+
+
+def slurm_backend(args: argparse.Namespace, settings: ControlSettings, signer: TokenSigner,
+                  pool: asyncpg.Pool, policy: Policy,
+                  ) -> tuple[SlurmJobControl | None, SlurmBackend | None]:
+    """With --slurm: the Slurm job control service and the backend that submits and follows
+    Slurm launches."""
+    if not args.slurm:
+        return None, None
+    if not args.slurm_control_address:
+        raise SettingsError("--slurm needs --slurm-control-address, the host:port the "
+                            "cluster's compute nodes reach this service at")
+    slurm = Slurm()
+    service = SlurmJobControl(signer, pool, policy, slurm)
+    reach = Reach(control=args.slurm_control_address,
+                  server_name=args.slurm_control_server_name or "",
+                  control_ca_pem=policy.collector.trust_bundle_pem,
+                  artifact=settings.collector_artifact.get(),
+                  collector_environment={k: v for k, v in os.environ.items()
+                                         if k.startswith("TUNEPLANE_COLLECTOR_")})
+    log.info("Slurm backend on: jobs' collectors reach control at %s", reach.control)
+    return service, SlurmBackend(pool, slurm, service, reach,
+                                 poll_seconds=args.slurm_poll_seconds)
 
 
 async def admin(args: argparse.Namespace, settings: ControlSettings) -> int:
@@ -90,13 +121,10 @@ async def admin(args: argparse.Namespace, settings: ControlSettings) -> int:
                 conn, args.node, created_by="cli", now=now,
                 ttl=dt.timedelta(seconds=args.ttl)))
         elif args.command == "launch":
-            command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
-            environment = dict(item.split("=", 1) for item in args.env)
-            attempt, ids = await launches.create(conn, args.run, args.node, args.member,
-                                                 command, environment)
-            print(json.dumps({"run": args.run, "attempt": attempt, "launches": ids}))
+            print(json.dumps(await launch(conn, args, settings)))
         elif args.command == "launches":
-            for row in await launches.listing(conn, args.run):
+            for row in [*await launches.listing(conn, args.run),
+                        *await slurm_collectors.listing(conn, args.run)]:
                 print(json.dumps(row, default=str))
         elif args.command == "nodes":
             for row in await nodes.listing(conn):
@@ -115,6 +143,31 @@ async def admin(args: argparse.Namespace, settings: ControlSettings) -> int:
     finally:
         await conn.close()
     return 0
+
+
+async def launch(conn: Connection, args: argparse.Namespace,
+                 settings: ControlSettings) -> dict[str, object]:
+    """Start the run's next attempt on a node, or queue it as a Slurm job."""
+    command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    environment = dict(item.split("=", 1) for item in args.env)
+    if args.backend == "slurm":
+        if args.node or args.member:
+            raise errors.InvalidLaunch("--node and --member are the node backend's: a Slurm "
+                                       "job's members are its tasks (rank-0, rank-1, ...)")
+        spool_root = args.spool_root or str(settings.spool_root.get())
+        attempt, launch_id = await slurm_launches.create(
+            conn, args.run, nodes=args.nodes, tasks_per_node=args.tasks_per_node,
+            command=command, environment=environment, spool_root=spool_root,
+            options=slurm_launches.JobOptions(args.partition or "", args.time or "",
+                                              args.workdir or "", not args.no_requeue))
+        return {"run": args.run, "attempt": attempt, "slurm_launch": launch_id,
+                "members": [slurm_launches.member(i)
+                            for i in range(args.nodes * args.tasks_per_node)]}
+    if not args.node or not args.member:
+        raise errors.InvalidLaunch("a node launch needs --node and at least one --member")
+    attempt, ids = await launches.create(conn, args.run, args.node, args.member, command,
+                                         environment)
+    return {"run": args.run, "attempt": attempt, "launches": ids}
 
 
 def env_item(text: str) -> str:
@@ -161,16 +214,49 @@ def parser() -> argparse.ArgumentParser:
                    help="seconds a workload token lives; agents renew at half (default 900)")
     s.add_argument("--heartbeat-seconds", type=int, default=5,
                    help="how often agents are told to beat (default 5)")
+    s.add_argument("--slurm", action="store_true",
+                   help="also serve Slurm jobs' collectors, and submit and follow Slurm "
+                        "launches with this host's sbatch and squeue (SLURM_CONF)")
+    s.add_argument("--slurm-control-address", metavar="HOST:PORT",
+                   help="where the compute nodes reach this service (its TLS certificate "
+                        "must name HOST, or give --slurm-control-server-name)")
+    s.add_argument("--slurm-control-server-name", metavar="NAME",
+                   help="TLS name the collectors verify when it differs from HOST")
+    s.add_argument("--slurm-poll-seconds", type=float, default=2.0,
+                   help="how often Slurm launches are submitted and their jobs looked at "
+                        "(default 2)")
     s.add_argument("--loglevel", default="INFO")
     e = sub.add_parser("enrollment-token", help="print a one-time token that enrolls a node")
     e.add_argument("--node", required=True, help="the node's name")
     e.add_argument("--ttl", type=int, default=3600, help="seconds it stays usable (3600)")
-    la = sub.add_parser("launch", help="start the run's next attempt on a node; prints the "
-                                       "attempt and launch ids as JSON")
+    la = sub.add_parser(
+        "launch", help="start the run's next attempt on a node, or as a Slurm job; prints the "
+                       "attempt and launch ids as JSON",
+        description="Node backend: one launch per --member on an enrolled --node. Slurm "
+                    "backend: one batch job of --nodes x --tasks-per-node tasks, task i being "
+                    "member rank-i, submitted and followed by a control service serving with "
+                    "--slurm; the attempt is pending until the job runs and ends as it ends.")
     la.add_argument("--run", required=True)
-    la.add_argument("--node", required=True, help="enrolled node name")
-    la.add_argument("--member", action="append", required=True,
-                    help="member to launch (repeatable; each must own a source)")
+    la.add_argument("--backend", choices=("node", "slurm"), default="node",
+                    help="where it runs (default: node)")
+    la.add_argument("--node", help="node backend: an enrolled node's name")
+    la.add_argument("--member", action="append",
+                    help="node backend: member to launch (repeatable; each must own a source)")
+    la.add_argument("--nodes", type=int, default=1, help="Slurm: nodes of the job (default 1)")
+    la.add_argument("--tasks-per-node", type=int, default=1,
+                    help="Slurm: tasks (ranks) per node (default 1)")
+    la.add_argument("--partition", help="Slurm: partition (default: the cluster's default)")
+    la.add_argument("--time", help="Slurm: time limit, as sbatch --time takes it")
+    la.add_argument("--workdir", metavar="DIR",
+                    help="Slurm: the tasks' working directory, existing on every node "
+                         "(default: a fresh one per node and start, below $TMPDIR or /tmp)")
+    la.add_argument("--spool-root", metavar="DIR",
+                    help="Slurm: the node-local directory of the collectors' spools, checked "
+                         "on each node: a shared filesystem (NFS, Lustre, GPFS...) is refused "
+                         "(default: TUNEPLANE_TELEMETRY_SPOOL_ROOT)")
+    la.add_argument("--no-requeue", action="store_true",
+                    help="Slurm: never requeue the job (by default a preempted or requeued "
+                         "job starts again as the next attempt)")
     la.add_argument("--env", action="append", type=env_item, default=[], metavar="NAME=VALUE",
                     help="added to the training command's environment (repeatable)")
     la.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND...",

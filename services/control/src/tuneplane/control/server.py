@@ -12,7 +12,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeAlias
 
@@ -26,6 +26,7 @@ from tuneplane.control.admission import DEFAULT_RATE, CallRate, NodeAdmission, N
 from tuneplane.controlplane import errors, heartbeats, launches, nodes
 from tuneplane.node.v1 import node_pb2 as pb
 from tuneplane.node.v1 import node_pb2_grpc as pb_grpc
+from tuneplane.node.v1 import slurm_pb2_grpc as spb_grpc
 from tuneplane.telemetry.v1.identity import MemberKey
 
 log = logging.getLogger("tuneplane.control")
@@ -72,27 +73,8 @@ class NodeControl(pb_grpc.NodeControlServicer):
     def _now(self) -> dt.datetime:
         return dt.datetime.fromtimestamp(int(self._clock()), dt.UTC)
 
-    @asynccontextmanager
-    async def _db(self, context: Context) -> AsyncIterator[Connection]:
-        """A pooled connection; a busy pool or an unreachable database is UNAVAILABLE (the
-        agent backs off and retries), never an internal error."""
-        try:
-            conn = await self._pool.acquire(timeout=self._policy.db_wait_seconds)
-        except TimeoutError:
-            await context.abort(grpc.StatusCode.UNAVAILABLE,
-                                "control database pool busy; retry with backoff")
-        except TRANSIENT_ERRORS as exc:
-            log.warning("control database unreachable: %s", exc)
-            await context.abort(grpc.StatusCode.UNAVAILABLE,
-                                "control database unavailable; retry with backoff")
-        try:
-            yield conn
-        except TRANSIENT_ERRORS as exc:
-            log.warning("control database connection lost: %s", exc)
-            await context.abort(grpc.StatusCode.UNAVAILABLE,
-                                "control database unavailable; retry with backoff")
-        finally:
-            await self._pool.release(conn)
+    def _db(self, context: Context) -> AbstractAsyncContextManager[Connection]:
+        return pooled(self._pool, self._policy, context)
 
     async def _caller(self, context: Context) -> NodeCaller:
         """The calling node, from a token that verifies, within its call rate; or the call
@@ -207,15 +189,43 @@ class NodeControl(pb_grpc.NodeControlServicer):
         return self._workload_token(member, node_id)
 
 
+@asynccontextmanager
+async def pooled(pool: asyncpg.Pool, policy: Policy, context: Context,
+                 ) -> AsyncIterator[Connection]:
+    """A pooled connection; a busy pool or an unreachable database is UNAVAILABLE (the
+    caller backs off and retries), never an internal error."""
+    try:
+        conn = await pool.acquire(timeout=policy.db_wait_seconds)
+    except TimeoutError:
+        await context.abort(grpc.StatusCode.UNAVAILABLE,
+                            "control database pool busy; retry with backoff")
+    except TRANSIENT_ERRORS as exc:
+        log.warning("control database unreachable: %s", exc)
+        await context.abort(grpc.StatusCode.UNAVAILABLE,
+                            "control database unavailable; retry with backoff")
+    try:
+        yield conn
+    except TRANSIENT_ERRORS as exc:
+        log.warning("control database connection lost: %s", exc)
+        await context.abort(grpc.StatusCode.UNAVAILABLE,
+                            "control database unavailable; retry with backoff")
+    finally:
+        await pool.release(conn)
+
+
 async def abort_unauthenticated(context: Context, message: str) -> NoReturn:
     await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
     raise AssertionError("unreachable")  # abort raises
 
 
-def create_server(service: NodeControl, *, max_concurrent_rpcs: int) -> grpc.aio.Server:
+def create_server(service: NodeControl, *, max_concurrent_rpcs: int,
+                  slurm: spb_grpc.SlurmJobControlServicer | None = None) -> grpc.aio.Server:
+    """The control server: Node control, and Slurm job control when ``slurm`` is given."""
     server = grpc.aio.server(maximum_concurrent_rpcs=max_concurrent_rpcs,
                              options=[("grpc.max_receive_message_length", 1024 * 1024),
                                       ("grpc.max_concurrent_streams", CALLS_PER_CONNECTION)])
     pb_grpc.add_NodeControlServicer_to_server(service, server)
+    if slurm is not None:
+        spb_grpc.add_SlurmJobControlServicer_to_server(slurm, server)
     return server
 

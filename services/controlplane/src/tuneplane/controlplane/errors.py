@@ -73,6 +73,11 @@ class LaunchEnded(LaunchError, Conflict):
     pass
 
 
+class JobStartRefused(LaunchError, Conflict):
+    """A Slurm job's collector may not have credentials for this node and start (a ticket
+    already spent, a job Slurm does not run, an attempt that has ended)."""
+
+
 class EnrollmentError(ControlPlaneError):
     """Node enrollment."""
 

@@ -26,7 +26,9 @@ from tuneplane.controlplane.projects import DEFAULT
 from tuneplane.telemetry.v1.integration import check_document
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-END_STATES = ("finished", "failed", "cancelled")
+END_STATES = ("finished", "failed", "cancelled", "timeout", "preempted")
+#: Not ended: waiting in a scheduler's queue, or running.
+LIVE_STATES = ("pending", "running")
 
 
 def new_run_id(now: dt.datetime) -> str:
@@ -58,29 +60,33 @@ async def create_run(conn: Connection, artifact: Any, *, created_by: str, now: d
     return run_id
 
 
-async def start_attempt(conn: Connection, run_id: str) -> int:
-    """The next attempt of the run, with the artifact's mapping frozen for it."""
+async def start_attempt(conn: Connection, run_id: str, *, state: str = "running") -> int:
+    """The next attempt of the run, with the artifact's mapping frozen for it; ``pending``
+    when it waits in a scheduler's queue first."""
+    if state not in LIVE_STATES:
+        raise InvalidRun(f"an attempt starts as one of {', '.join(LIVE_STATES)}, not {state!r}")
     async with conn.transaction():
         document = await conn.fetchval("SELECT artifact::text FROM runs WHERE run_id = $1 "
                                        "FOR UPDATE", run_id)
         if document is None:
             raise RunNotFound(f"no run {run_id!r}")
-        running = await conn.fetchval("SELECT attempt FROM attempts WHERE run_id = $1 AND "
-                                      "state = 'running'", run_id)
-        if running is not None:
-            raise AttemptStillRunning(f"run {run_id!r} attempt {running} is still running; "
-                                      "end it first")
+        live = await conn.fetchrow("SELECT attempt, state FROM attempts WHERE run_id = $1 "
+                                   "AND state = ANY($2::text[])", run_id, list(LIVE_STATES))
+        if live is not None:
+            raise AttemptStillRunning(f"run {run_id!r} attempt {live['attempt']} is still "
+                                      f"{live['state']}; end it first")
         attempt = int(await conn.fetchval("SELECT coalesce(max(attempt), 0) + 1 FROM attempts "
                                           "WHERE run_id = $1", run_id))
         await conn.execute("INSERT INTO attempts (run_id, attempt, state) "
-                           "VALUES ($1, $2, 'running')", run_id, attempt)
+                           "VALUES ($1, $2, $3)", run_id, attempt, state)
         mappings = check_document(json.loads(document), f"run {run_id} artifact")
         await mapping.freeze(conn, run_id, attempt, mappings)
     return attempt
 
 
 async def end_attempt(conn: Connection, run_id: str, attempt: int, state: str) -> bool:
-    """End a running attempt; True when ended now, False when it already ended so."""
+    """End a pending or running attempt; True when ended now, False when it already ended
+    so."""
     if state not in END_STATES:
         raise InvalidRun(f"an attempt ends as one of {', '.join(END_STATES)}, not {state!r}")
     current = await conn.fetchval("SELECT state FROM attempts WHERE run_id = $1 AND "
@@ -88,8 +94,8 @@ async def end_attempt(conn: Connection, run_id: str, attempt: int, state: str) -
     if current is None:
         raise AttemptNotFound(f"no attempt {attempt} of run {run_id!r}")
     ended = await conn.fetchval("UPDATE attempts SET state = $3, ended_at = now() WHERE "
-                                "run_id = $1 AND attempt = $2 AND state = 'running' "
-                                "RETURNING 1", run_id, attempt, state)
+                                "run_id = $1 AND attempt = $2 AND state = ANY($4::text[]) "
+                                "RETURNING 1", run_id, attempt, state, list(LIVE_STATES))
     if ended:
         return True
     if current == state:

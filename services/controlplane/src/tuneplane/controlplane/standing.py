@@ -96,6 +96,8 @@ def refusal(claims: WorkloadClaims, attempt: Attempt, node: Node, *,
             return f"{through} before its latest enrollment, which replaced it"
         if attempt is None:
             return f"{through}, yet the control plane never started that attempt"
+    if isinstance(attempt, AttemptFacts) and attempt.state == "pending":
+        return f"{where} has not started: its job waits in the scheduler's queue"
     if isinstance(attempt, AttemptFacts) and attempt.state != "running":
         window = drain_seconds + DRAIN_MARGIN_SECONDS
         if attempt.ended_ago is None:

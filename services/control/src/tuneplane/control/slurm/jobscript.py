@@ -1,0 +1,143 @@
+"""The batch script of a Slurm launch: collectors first, then the training tasks.
+
+On every node of the job, the compute node's own Python checks the collector artifact with
+``tuneplane.contract.artifact`` (whose source the script carries: nothing of the artifact
+is trusted before it verifies) and then runs its collector, which reads the job's ticket
+from its standard input, refuses a spool root on a shared filesystem, redeems the ticket
+and says it is ready. Only once every node's collector is ready do the training tasks
+start (task i is member ``rank-<i>``), so the ticket the script holds is spent by then.
+When training ends the collectors are told to drain; when Slurm ends the job (cancel,
+time limit) they drain within its ``KillWait``. A refusal is written to the job's Comment,
+where control reads it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tuneplane.contract import artifact as artifact_check
+
+READY = "tuneplane-collector: ready"
+REFUSED = "tuneplane-collector: refused: "
+
+#: Runs on the compute node: verify the artifact, then run its collector from it.
+START = '''
+
+def _start() -> None:
+    import os
+    import socket
+    where = Path(ARTIFACT)
+    try:
+        if where.name != DIGEST:
+            raise ArtifactError(f"{where} is not the artifact launched ({DIGEST})")
+        verify(where)
+    except (ArtifactError, OSError, LookupError, TypeError, ValueError) as exc:
+        print(f"REFUSED{socket.gethostname()}: collector artifact refused: {exc}", flush=True)
+        sys.exit(3)
+    os.execve(str(where / "bin" / "tuneplane-collector"),
+              ["tuneplane-collector", "slurm-node", *ARGS, "--workdir", sys.argv[1]],
+              {**os.environ, **ENV})
+
+
+_start()
+'''
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """What the script is written from."""
+
+    launch_id: int
+    run_id: str
+    nodes: int
+    tasks_per_node: int
+    command: Sequence[str]
+    workdir: str              # empty: a fresh directory per node and start
+    spool_root: str
+    artifact: Path            # content-addressed: its name is the manifest's sha256
+    ticket: str
+    control: str              # host:port the compute nodes reach control at
+    server_name: str          # TLS name of control, when it differs from the host
+    control_ca_pem: str
+    collector_environment: Mapping[str, str]  # TUNEPLANE_COLLECTOR_* for the collectors
+
+
+def program(job: Job) -> str:
+    """The Python program each node runs first (standard library only)."""
+    args = ["--control", job.control, "--spool-root", job.spool_root, "--launch",
+            str(job.launch_id), *(["--server-name", job.server_name] if job.server_name
+                                  else []), *(["--workdir-given"] if job.workdir else [])]
+    environment = {**job.collector_environment,
+                   "TUNEPLANE_SLURM_CONTROL_CA": job.control_ca_pem}
+    return (inspect.getsource(artifact_check)
+            + f"\n\nARTIFACT = {str(job.artifact)!r}\nDIGEST = {job.artifact.name!r}\n"
+            + f"ARGS = {args!r}\nENV = {environment!r}\n"
+            + START.replace("REFUSED", REFUSED))
+
+
+def render(job: Job) -> str:
+    q = shlex.quote
+    workdir = q(job.workdir) if job.workdir else \
+        '"${TMPDIR:-/tmp}/tuneplane-$SLURM_JOB_ID-${SLURM_RESTART_COUNT:-0}"'
+    training = " ".join(q(arg) for arg in job.command)
+    return f'''#!/bin/sh
+# Tuneplane Slurm launch {job.launch_id}: run {job.run_id}, {job.nodes} node(s) x \
+{job.tasks_per_node} task(s). Written by tuneplane-control.
+set -u
+tp_nodes={job.nodes}
+tp_tasks={job.tasks_per_node}
+tp_python="${{TUNEPLANE_COLLECTOR_PYTHON:-python3.11}}"
+tp_workdir={workdir}
+tp_log=$(mktemp "${{TMPDIR:-/tmp}}/tuneplane-collectors-$SLURM_JOB_ID.XXXXXX") || exit 1
+tp_comment() {{
+    echo "tuneplane: $1" >&2
+    scontrol update JobId="$SLURM_JOB_ID" Comment="tuneplane: $1" >/dev/null 2>&1 || :
+}}
+tp_program={q(program(job))}
+# One collector per node, from the artifact verified there; the ticket on its stdin.
+printf '%s\\n' {q(job.ticket)} | srun --overlap --input=all --kill-on-bad-exit=0 \\
+    -N "$tp_nodes" -n "$tp_nodes" --ntasks-per-node=1 --job-name=tuneplane-collector \\
+    "$tp_python" -I -S -c "$tp_program" "$tp_workdir" >"$tp_log" 2>&1 &
+tp_collectors=$!
+until [ "$(grep -c '^{READY}' "$tp_log")" -ge "$tp_nodes" ]; do
+    if ! kill -0 "$tp_collectors" 2>/dev/null; then
+        cat "$tp_log" >&2
+        tp_why=$(sed -n 's/^{REFUSED}//p' "$tp_log" | head -n 1)
+        tp_comment "refused: ${{tp_why:-a collector ended before it was ready}}"
+        rm -f "$tp_log"
+        exit 1
+    fi
+    sleep 0.2
+done
+TUNEPLANE_ATTEMPT=$(sed -n 's/^{READY} attempt=\\([0-9]*\\).*/\\1/p' "$tp_log" | head -n 1)
+export TUNEPLANE_ATTEMPT
+srun --overlap --kill-on-bad-exit=1 -N "$tp_nodes" -n $((tp_nodes * tp_tasks)) \\
+    --ntasks-per-node="$tp_tasks" --distribution=block --chdir="$tp_workdir" \\
+    /bin/sh -c 'TUNEPLANE_MEMBER="rank-$SLURM_PROCID"; export TUNEPLANE_MEMBER; exec "$@"' \\
+    tuneplane-task {training}
+tp_code=$?
+# Training ended: the collectors read to the end and drain (step 0 is theirs).
+scancel --signal=TERM "$SLURM_JOB_ID.0" 2>/dev/null || kill -TERM "$tp_collectors"
+wait "$tp_collectors"
+cat "$tp_log"
+rm -f "$tp_log"
+[ "$tp_code" -eq 0 ] || tp_comment "training tasks exited with $tp_code"
+exit "$tp_code"
+'''
+
+
+def sbatch_options(job: Job, *, partition: str, time_limit: str, requeue: bool) -> list[str]:
+    """sbatch's options for the job (the script goes on its standard input)."""
+    place = job.workdir or "/tmp"
+    options = [f"--job-name=tuneplane-{job.launch_id}", f"--nodes={job.nodes}",
+               f"--ntasks-per-node={job.tasks_per_node}", f"--chdir={place}",
+               "--output=tuneplane-%j.out", "--requeue" if requeue else "--no-requeue"]
+    if partition:
+        options.append(f"--partition={partition}")
+    if time_limit:
+        options.append(f"--time={time_limit}")
+    return options

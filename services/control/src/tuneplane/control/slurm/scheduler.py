@@ -1,0 +1,95 @@
+"""The Slurm cluster as control sees it, through the cluster's own client commands.
+
+``sbatch`` submits (the script on its standard input, the environment exactly what control
+gives it, never control's own), and ``squeue --json --states=all`` shows every job the
+controller still remembers (``MinJobAge`` after it ended). A job the controller no longer
+shows is unknown. The commands run with a time limit, at most a few at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tuneplane.controlplane.slurm_launches import JobSeen
+
+log = logging.getLogger("tuneplane.control.slurm")
+
+#: What a submitted job's environment keeps of control's own: where the Slurm commands and
+#: the cluster's configuration are, and the locale. Nothing else of control's (its database
+#: URL, its signing secret) ever reaches a job.
+PASSED_ON = ("PATH", "LANG", "LC_ALL", "TZ", "SLURM_CONF")
+
+
+class SlurmError(RuntimeError):
+    """A Slurm command failed or could not run; the message says which and why."""
+
+
+class Slurm:
+    def __init__(self, *, timeout: float = 30.0, at_once: int = 4,
+                 environ: Mapping[str, str] | None = None) -> None:
+        self._timeout = timeout
+        self._slots = asyncio.Semaphore(at_once)
+        environ = os.environ if environ is None else environ
+        self._base = {k: v for k, v in environ.items() if k in PASSED_ON}
+
+    async def _run(self, args: Sequence[str], *, stdin: bytes | None = None,
+                   env: Mapping[str, str] | None = None) -> str:
+        async with self._slots:
+            try:
+                process = await asyncio.create_subprocess_exec(
+                    *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE, env={**self._base, **(env or {})})
+            except OSError as exc:
+                raise SlurmError(f"{args[0]}: {exc.strerror or exc}; is Slurm's client on "
+                                 "control's PATH?") from None
+            try:
+                out, err = await asyncio.wait_for(process.communicate(stdin), self._timeout)
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+                raise SlurmError(f"{args[0]} did not answer within {self._timeout:.0f} s"
+                                 ) from None
+        if process.returncode != 0:
+            raise SlurmError(f"{args[0]} failed ({process.returncode}): "
+                             f"{err.decode(errors='replace').strip()[-2000:]}")
+        return out.decode(errors="replace")
+
+    async def submit(self, script: str, options: Sequence[str],
+                     environment: Mapping[str, str]) -> str:
+        """Submit ``script`` with sbatch's ``options``; the job's id."""
+        out = await self._run(["sbatch", "--parsable", "--export=ALL", *options],
+                              stdin=script.encode(), env=environment)
+        job_id = out.strip().split(";")[0]
+        if not job_id.isdigit():
+            raise SlurmError(f"sbatch answered {out.strip()!r}, not a job id")
+        return job_id
+
+    async def jobs(self) -> dict[str, tuple[str, JobSeen]]:
+        """Every job the controller shows: its name and what it shows of it, by job id."""
+        document = json.loads(await self._run(["squeue", "--json", "--states=all"]))
+        return {str(job["job_id"]): (str(job.get("name", "")), seen(job))
+                for job in document.get("jobs", [])}
+
+    async def job(self, job_id: str) -> JobSeen | None:
+        found = (await self.jobs()).get(job_id)
+        return None if found is None else found[1]
+
+    async def release(self, job_id: str) -> None:
+        """Let a job submitted held (``sbatch --hold``) run."""
+        await self._run(["scontrol", "release", job_id])
+
+    async def cancel(self, job_id: str) -> None:
+        await self._run(["scancel", job_id])
+
+
+def seen(job: Mapping[str, Any]) -> JobSeen:
+    exit_code = job.get("exit_code", 0)
+    return JobSeen(str(job.get("job_state", "")), int(job.get("restart_cnt", 0) or 0),
+                   str(job.get("state_reason", "") or ""),
+                   "" if exit_code in (0, None) else str(exit_code),
+                   str(job.get("comment", "") or ""))

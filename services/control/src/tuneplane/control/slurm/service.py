@@ -1,0 +1,172 @@
+"""The SlurmJobControl gRPC service: a Slurm job's collectors get their credentials here.
+
+A ticket (``TokenKind.SLURM_TICKET``) names one launch and job; it is checked before any
+database or Slurm work, then redeemed once per node and start of the job while Slurm shows
+that start running (``tuneplane.controlplane.slurm_collectors``). What it yields, a job
+credential (``TokenKind.SLURM_JOB``), names the launch, start, node and attempt, and gives
+workload tokens for that node's members of that attempt only, renewed while the attempt
+runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import asyncpg
+import grpc
+
+from tuneplane.common.gateway.listener import bearer_token
+from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
+from tuneplane.control.server import Context, Policy, abort_unauthenticated, pooled
+from tuneplane.control.slurm.scheduler import Slurm, SlurmError
+from tuneplane.controlplane import errors, slurm_collectors
+from tuneplane.controlplane.slurm_collectors import Start
+from tuneplane.controlplane.slurm_launches import JobSeen
+from tuneplane.node.v1 import node_pb2 as pb
+from tuneplane.node.v1 import slurm_pb2 as spb
+from tuneplane.node.v1 import slurm_pb2_grpc as spb_grpc
+from tuneplane.telemetry.v1.identity import MemberKey
+
+log = logging.getLogger("tuneplane.control.slurm")
+
+
+@dataclass(frozen=True, slots=True)
+class JobCaller:
+    """The collector a job credential was issued to."""
+
+    launch_id: int
+    restart: int
+    node_index: int
+    run_id: str
+    attempt: int
+
+
+class SlurmJobControl(spb_grpc.SlurmJobControlServicer):
+    def __init__(self, signer: TokenSigner, pool: asyncpg.Pool, policy: Policy, slurm: Slurm,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._signer = signer
+        self._pool = pool
+        self._policy = policy
+        self._slurm = slurm
+        self._clock = clock
+
+    def issue_ticket(self, launch_id: int, ttl_seconds: int) -> str:
+        """The ticket of the launch's job script (its job id is checked at redemption)."""
+        return self._signer.issue(TokenKind.SLURM_TICKET, str(launch_id), {},
+                                  now=self._clock(), ttl_seconds=ttl_seconds)
+
+    async def _start(self, request: spb.JobStart, context: Context) -> Start:
+        """The start the ticket and request name, refused before any other work unless the
+        ticket verifies."""
+        try:
+            claims = self._signer.verify(request.ticket, TokenKind.SLURM_TICKET,
+                                         now=self._clock())
+            launch_id = int(claims["sub"])
+        except (TokenError, KeyError, ValueError) as exc:
+            await abort_unauthenticated(context, f"job ticket refused: {exc}")
+        return Start(launch_id, request.job_id, request.restart, request.node_index,
+                     request.hostname)
+
+    async def _seen(self, start: Start, context: Context) -> JobSeen:
+        try:
+            seen = await self._slurm.job(start.job_id)
+        except SlurmError as exc:
+            log.warning("cannot ask Slurm about %s: %s", start, exc)
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "Slurm did not answer control; "
+                                "retry with backoff")
+        if seen is None:
+            await refuse(context, f"{start}: Slurm does not know the job")
+        return seen
+
+    def _credentials(self, caller: JobCaller, members: list[str]) -> spb.JobCredentials:
+        now, ttl = self._clock(), self._policy.workload_ttl
+        credential = self._signer.issue(
+            TokenKind.SLURM_JOB, f"{caller.launch_id}/{caller.restart}/{caller.node_index}",
+            {"launch": caller.launch_id, "restart": caller.restart, "node": caller.node_index,
+             "run": caller.run_id, "attempt": caller.attempt}, now=now, ttl_seconds=ttl)
+        return spb.JobCredentials(credential=credential, expires_at=int(now) + ttl, members=[
+            spb.MemberToken(member=m, token=pb.WorkloadToken(
+                token=self._signer.issue_workload(MemberKey(caller.run_id, caller.attempt, m),
+                                                  now=now, ttl_seconds=ttl),
+                expires_at=int(now) + ttl)) for m in members])
+
+    async def Redeem(self, request: spb.RedeemRequest, context: Context) -> spb.RedeemReply:
+        start = await self._start(request.start, context)
+        seen = await self._seen(start, context)
+        async with pooled(self._pool, self._policy, context) as conn:
+            try:
+                granted = await slurm_collectors.redeem(conn, start, seen)
+            except errors.LaunchError as exc:
+                await refuse(context, str(exc))
+        caller = JobCaller(start.launch_id, start.restart, start.node_index, granted.run_id,
+                           granted.attempt)
+        collector = pb.CollectorConfig()
+        collector.CopyFrom(self._policy.collector)
+        collector.integration_json = granted.artifact
+        log.info("%s redeemed its ticket on %s: %s attempt %d, members %s", start,
+                 start.hostname, granted.run_id, granted.attempt, ", ".join(granted.members))
+        return spb.RedeemReply(run_id=granted.run_id, attempt=granted.attempt,
+                               project=granted.project, collector=collector,
+                               credentials=self._credentials(caller, granted.members))
+
+    async def Refuse(self, request: spb.RefuseRequest, context: Context) -> spb.RefuseReply:
+        start = await self._start(request.start, context)
+        seen = await self._seen(start, context)
+        async with pooled(self._pool, self._policy, context) as conn:
+            try:
+                await slurm_collectors.refuse(conn, start, seen, request.reason)
+            except errors.LaunchError as exc:
+                await refuse(context, str(exc))
+        log.warning("%s refused to run: %s", start, request.reason)
+        return spb.RefuseReply()
+
+    def _caller(self, context: Context) -> JobCaller | str:
+        token = bearer_token(context)
+        if token is None:
+            return "a job credential is needed (authorization: Bearer)"
+        try:
+            c: dict[str, Any] = self._signer.verify(token, TokenKind.SLURM_JOB,
+                                                    now=self._clock())
+            return JobCaller(int(c["launch"]), int(c["restart"]), int(c["node"]), str(c["run"]),
+                             int(c["attempt"]))
+        except (TokenError, KeyError, TypeError, ValueError) as exc:
+            return f"job credential refused: {exc}"
+
+    async def Renew(self, request: spb.RenewJobRequest,
+                    context: Context) -> spb.JobCredentials:
+        caller = self._caller(context)
+        if isinstance(caller, str):
+            await abort_unauthenticated(context, caller)
+        async with pooled(self._pool, self._policy, context) as conn:
+            try:
+                members = await slurm_collectors.renewable(
+                    conn, caller.launch_id, caller.restart, caller.node_index, caller.attempt)
+            except errors.LaunchError as exc:
+                await refuse(context, str(exc))
+        return self._credentials(caller, members)
+
+    async def Report(self, request: spb.JobNodeReport,
+                     context: Context) -> spb.JobNodeReportReply:
+        caller = self._caller(context)
+        if isinstance(caller, str):
+            await abort_unauthenticated(context, caller)
+        async with pooled(self._pool, self._policy, context) as conn:
+            try:
+                state = await slurm_collectors.report(
+                    conn, caller.launch_id, caller.restart, caller.node_index,
+                    undelivered=request.undelivered_batches, detail=request.detail)
+            except errors.LaunchError as exc:
+                await refuse(context, str(exc))
+        log.info("launch %d node %d (start %d): drained, %d batches left spooled%s",
+                 caller.launch_id, caller.node_index, caller.restart,
+                 request.undelivered_batches, f": {request.detail}" if request.detail else "")
+        return spb.JobNodeReportReply(attempt_state=state)
+
+
+async def refuse(context: Context, message: str) -> NoReturn:
+    await context.abort(grpc.StatusCode.FAILED_PRECONDITION, message)
+    raise AssertionError("unreachable")  # abort raises

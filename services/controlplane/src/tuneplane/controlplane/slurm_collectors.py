@@ -1,0 +1,134 @@
+"""The collectors of a Slurm launch: one per node and start of its job.
+
+A node's collector redeems the job's ticket once per start (``redeem``): only while Slurm
+runs that start of the job, only for a node the job has, and never twice for the same node
+and start, so the script's ticket is spent before any training task of that start runs.
+One that cannot run there (its spool place refused) spends the ticket all the same
+(``refuse``), recording why. The credential it gets is renewed while its attempt runs
+(``renewable``), and its end report (``report``) says what its drain left spooled.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from tuneplane.common.db import Connection
+from tuneplane.controlplane import slurm_launches
+from tuneplane.controlplane.errors import JobStartRefused
+from tuneplane.controlplane.slurm_launches import JobSeen
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """One node of one start of a job, as its collector names it."""
+
+    launch_id: int
+    job_id: str
+    restart: int
+    node_index: int
+    hostname: str = ""
+
+    def __str__(self) -> str:
+        return f"job {self.job_id} node {self.node_index} (start {self.restart})"
+
+
+@dataclass(frozen=True, slots=True)
+class Granted:
+    run_id: str
+    attempt: int
+    project: str
+    members: list[str]
+    artifact: str  # the run's integration artifact, JSON
+
+
+async def _claim(conn: Connection, start: Start, seen: JobSeen,
+                 refused: str | None) -> dict[str, Any]:
+    """Follow the job to ``seen``, check ``start`` is its current start on one of its nodes,
+    and record the node's collector (once); the launch's row."""
+    state = await slurm_launches.follow(conn, start.launch_id, seen)
+    row = await conn.fetchrow(
+        "SELECT l.run_id, l.attempt, l.nodes, l.tasks_per_node, l.job_id, l.restarts, "
+        "l.state, r.project, r.artifact::text AS artifact FROM slurm_launches l "
+        "JOIN runs r USING (run_id) WHERE l.launch_id = $1 FOR UPDATE OF l", start.launch_id)
+    if row is None or row["job_id"] != start.job_id:
+        raise JobStartRefused(f"{start}: the ticket is not this job's")
+    if row["state"] == "ended" or not seen.running:
+        raise JobStartRefused(f"{start}: Slurm shows the job {seen.state}, not running "
+                              f"(attempt {row['attempt']} is {state})")
+    if start.restart != seen.restarts:
+        raise JobStartRefused(f"{start}: the job's current start is {seen.restarts}")
+    if not 0 <= start.node_index < row["nodes"]:
+        raise JobStartRefused(f"{start}: the job has {row['nodes']} node(s)")
+    claimed = await conn.fetchval(
+        "INSERT INTO slurm_collectors (launch_id, restart, node_index, attempt, hostname, "
+        "refused) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING 1",
+        start.launch_id, start.restart, start.node_index, row["attempt"], start.hostname[:255],
+        refused)
+    if claimed is None:
+        raise JobStartRefused(f"{start}: its ticket was already redeemed; a job's ticket is "
+                              "spent once per node and start, by the node's collector")
+    return dict(row)
+
+
+async def redeem(conn: Connection, start: Start, seen: JobSeen) -> Granted:
+    async with conn.transaction():
+        row = await _claim(conn, start, seen, None)
+    members = slurm_launches.members_of(row["nodes"], row["tasks_per_node"], start.node_index)
+    return Granted(row["run_id"], int(row["attempt"]), row["project"], members,
+                   row["artifact"])
+
+
+async def refuse(conn: Connection, start: Start, seen: JobSeen, reason: str) -> None:
+    async with conn.transaction():
+        await _claim(conn, start, seen, reason[:2000])
+
+
+async def renewable(conn: Connection, launch_id: int, restart: int, node_index: int,
+                    attempt: int) -> list[str]:
+    """The node's members, while the collector's attempt has not ended; else refused."""
+    row = await conn.fetchrow(
+        "SELECT l.nodes, l.tasks_per_node, a.state FROM slurm_collectors c "
+        "JOIN slurm_launches l USING (launch_id) JOIN attempts a ON a.run_id = l.run_id AND "
+        "a.attempt = c.attempt WHERE c.launch_id = $1 AND c.restart = $2 AND "
+        "c.node_index = $3 AND c.attempt = $4 AND c.refused IS NULL",
+        launch_id, restart, node_index, attempt)
+    if row is None:
+        raise JobStartRefused(f"launch {launch_id} node {node_index} (start {restart}) "
+                              "redeemed no ticket")
+    if row["state"] != "running":
+        raise JobStartRefused(f"launch {launch_id} attempt {attempt} has ended "
+                              f"({row['state']}); no new credentials")
+    return slurm_launches.members_of(row["nodes"], row["tasks_per_node"], node_index)
+
+
+async def report(conn: Connection, launch_id: int, restart: int, node_index: int, *,
+                 undelivered: int, detail: str) -> str:
+    """Record how the node's collector ended; returns its attempt's state."""
+    state = await conn.fetchval(
+        "UPDATE slurm_collectors c SET reported_at = now(), undelivered = $4, detail = $5 "
+        "FROM slurm_launches l JOIN attempts a ON a.run_id = l.run_id WHERE "
+        "c.launch_id = $1 AND c.restart = $2 AND c.node_index = $3 AND c.refused IS NULL "
+        "AND l.launch_id = c.launch_id AND a.attempt = c.attempt RETURNING a.state",
+        launch_id, restart, node_index, max(0, undelivered), detail[:2000])
+    if state is None:
+        raise JobStartRefused(f"launch {launch_id} node {node_index} (start {restart}) "
+                              "redeemed no ticket")
+    return str(state)
+
+
+async def listing(conn: Connection, run_id: str | None = None) -> list[dict[str, Any]]:
+    """Slurm launches with their job and how each node's collector ended."""
+    rows = await conn.fetch(
+        "SELECT l.launch_id, l.run_id, l.attempt, l.nodes, l.tasks_per_node, l.state, "
+        "l.job_id, l.job_state, l.restarts, l.detail, a.state AS attempt_state, "
+        "coalesce((SELECT jsonb_agg(jsonb_build_object('restart', c.restart, 'node', "
+        "c.node_index, 'attempt', c.attempt, 'hostname', c.hostname, 'refused', c.refused, "
+        "'undelivered', c.undelivered, 'reported', c.reported_at IS NOT NULL) ORDER BY "
+        "c.restart, c.node_index) FROM slurm_collectors c WHERE c.launch_id = l.launch_id), "
+        "'[]')::text AS collectors FROM slurm_launches l JOIN attempts a ON "
+        "a.run_id = l.run_id AND a.attempt = l.attempt "
+        "WHERE $1::text IS NULL OR l.run_id = $1 ORDER BY l.launch_id", run_id)
+    return [{**dict(r), "backend": "slurm", "collectors": json.loads(r["collectors"])}
+            for r in rows]
