@@ -91,15 +91,19 @@ def existing_ancestor(path: Path) -> Path:
     return path.resolve()
 
 
-def check_filesystem(directory: Path, mountinfo: str | None = None) -> Mount:
+#: What to do about a spool root refused for its filesystem.
+LOCAL_ROOT_HINT = "Set TUNEPLANE_TELEMETRY_SPOOL_ROOT to a local directory (no other is tried)"
+
+
+def check_filesystem(directory: Path, mountinfo: str | None = None, *,
+                     hint: str = LOCAL_ROOT_HINT) -> Mount:
     text = mountinfo if mountinfo is not None else Path("/proc/self/mountinfo").read_text()
     mount = mount_of(existing_ancestor(directory), parse_mountinfo(text))
     name = network_filesystem(mount.fs_type)
     if name is not None:
         raise SpoolPlaceError(
             f"spool directory {directory} is on {name} ({mount.fs_type} {mount.source} at "
-            f"{mount.mount_point}); the spool must be on a host-local disk. Set "
-            "TUNEPLANE_TELEMETRY_SPOOL_ROOT to a local directory (no other is tried)")
+            f"{mount.mount_point}); the spool must be on a host-local disk. {hint}")
     return mount
 
 

@@ -61,7 +61,8 @@ def cmd_slurm_node(args: argparse.Namespace, settings: CollectorSettings) -> int
     control = JobControl(args.control, ca_pem, args.server_name)
     try:
         return run(args, settings, control, start)
-    except JobRefused as exc:
+    except (JobRefused, spoolroot.SpoolPlaceError, integration.IntegrationError,
+            OSError) as exc:
         return refused(f"{host}: {exc}")
     finally:
         control.close()
@@ -72,7 +73,9 @@ def run(args: argparse.Namespace, settings: CollectorSettings, control: JobContr
     root: Path = args.spool_root
     try:
         mount_table = settings.mount_table.read_text()
-        spoolroot.check_filesystem(root, mount_table)
+        spoolroot.check_filesystem(root, mount_table, hint=(
+            "Launch with --spool-root on a node-local directory such as /tmp or the "
+            "node's scratch disk (no other is tried)"))
         spoolroot.make_private(root, "spool root")
     except (spoolroot.SpoolPlaceError, OSError) as exc:
         reason = f"{start.hostname}: spool root refused: {exc}"

@@ -181,6 +181,9 @@ async def ending(conn: Connection, launch_id: int, seen: JobSeen) -> str:
                               "slurm_collectors WHERE launch_id = $1 AND (refused IS NOT NULL "
                               "OR undelivered > 0) ORDER BY restart, node_index", launch_id):
         where = f"node {r['node_index']} (start {r['restart']})"
-        words.append(f"{where}: {r['refused']}" if r["refused"] is not None else
-                     f"{where}: {r['undelivered']} batches left in its spool: {r['detail']}")
+        if r["refused"] is None:
+            words.append(f"{where}: {r['undelivered']} batches left in its spool: "
+                         f"{r['detail']}")
+        elif r["refused"] not in seen.comment:  # the script's refusal says it already
+            words.append(f"{where}: {r['refused']}")
     return "; ".join(words)[:4000]

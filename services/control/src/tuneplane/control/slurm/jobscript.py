@@ -103,6 +103,13 @@ printf '%s\\n' {q(job.ticket)} | srun --overlap --input=all --kill-on-bad-exit=0
     -N "$tp_nodes" -n "$tp_nodes" --ntasks-per-node=1 --job-name=tuneplane-collector \\
     "$tp_python" -I -S -c "$tp_program" "$tp_workdir" >"$tp_log" 2>&1 &
 tp_collectors=$!
+tp_end() {{
+    wait "$tp_collectors"
+    cat "$tp_log"
+    rm -f "$tp_log"
+}}
+# Slurm ends the job (cancelled, time limit): the collectors drain within its KillWait.
+trap 'tp_end; exit 143' TERM
 until [ "$(grep -c '^{READY}' "$tp_log")" -ge "$tp_nodes" ]; do
     if ! kill -0 "$tp_collectors" 2>/dev/null; then
         cat "$tp_log" >&2
@@ -122,9 +129,7 @@ srun --overlap --kill-on-bad-exit=1 -N "$tp_nodes" -n $((tp_nodes * tp_tasks)) \
 tp_code=$?
 # Training ended: the collectors read to the end and drain (step 0 is theirs).
 scancel --signal=TERM "$SLURM_JOB_ID.0" 2>/dev/null || kill -TERM "$tp_collectors"
-wait "$tp_collectors"
-cat "$tp_log"
-rm -f "$tp_log"
+tp_end
 [ "$tp_code" -eq 0 ] || tp_comment "training tasks exited with $tp_code"
 exit "$tp_code"
 '''

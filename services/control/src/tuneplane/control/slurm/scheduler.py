@@ -88,8 +88,13 @@ class Slurm:
 
 
 def seen(job: Mapping[str, Any]) -> JobSeen:
-    exit_code = job.get("exit_code", 0)
     return JobSeen(str(job.get("job_state", "")), int(job.get("restart_cnt", 0) or 0),
-                   str(job.get("state_reason", "") or ""),
-                   "" if exit_code in (0, None) else str(exit_code),
+                   str(job.get("state_reason", "") or ""), exit_code(job.get("exit_code")),
                    str(job.get("comment", "") or ""))
+
+
+def exit_code(status: object) -> str:
+    """squeue's exit code (a wait status) as Slurm words it: ``code:signal``; "" for 0."""
+    if not isinstance(status, int) or status == 0:
+        return ""
+    return f"{status >> 8 & 0xFF}:{status & 0x7F}"
