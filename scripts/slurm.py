@@ -126,7 +126,11 @@ def up() -> None:
     if not key.exists():
         key.write_bytes(os.urandom(1024))
     key.chmod(0o400)
-    DATA.chmod(0o700)
+    # Jobs run as unprivileged users: they pass through to slurmd's spool (their scripts)
+    # and munged's socket; the key and the controller's state stay root's.
+    DATA.chmod(0o711)
+    (DATA / "spool").chmod(0o755)
+    (DATA / "state").chmod(0o700)
     if pid_of("munged") is None:
         subprocess.run(["munged", "--force", f"--key-file={key}",
                         f"--socket={DATA / 'munge.socket'}", f"--pid-file={DATA / 'munged.pid'}",

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
+import shutil
 import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,7 @@ import pytest
 from tests.support.environment import BIN, Endpoints, free_port, run_admin
 from tests.support.nodes import control_cli
 from tests.support.processes import Process, launch_env, start_control
+from tests.support.users import SYSTEM_PYTHON, public_place, readable_copy, system_user
 
 
 def cluster() -> str:
@@ -34,37 +38,79 @@ def slurm(*args: str) -> str:
     return done.stdout
 
 
+@dataclass(frozen=True)
+class Tenant:
+    """The unprivileged user a project's jobs run as, and what it may reach: the collector
+    artifact and the training program (readable copies), a scratch directory of its own
+    (the jobs' TMPDIR, below which the spool root is)."""
+
+    user: pwd.struct_passwd
+    place: Path
+    artifact: Path
+    training: Path
+    ca_file: Path
+    scratch: Path
+
+    @property
+    def spool_root(self) -> Path:
+        return self.scratch / "spool"
+
+    def workdir(self, job_id: object) -> Path:
+        """The tasks' working directory of the job's first start (the script's default)."""
+        return self.scratch / f"tuneplane-{job_id}-0"
+
+
 @contextmanager
-def slurm_control(tls_dir: Path, ingest: Process, artifact: Path, place: Path,
-                  *extra: str, env: dict[str, str] | None = None) -> Iterator[Process]:
-    """A control service with its Slurm backend on, spool root ``place``/spool."""
+def tenant(artifact: Path, tls_dir: Path) -> Iterator[Tenant]:
+    with system_user() as user, public_place() as place:
+        copy = place / "artifacts" / artifact.name
+        shutil.copytree(artifact, copy, symlinks=True)
+        for path in (copy.parent, copy, *copy.rglob("*")):
+            path.chmod(0o755 if path.is_dir() or os.access(path, os.X_OK) else 0o644)
+        training = readable_copy(Path(__file__).parent.parent / "slurm" / "training.py", place)
+        ca_file = readable_copy(tls_dir / "ca.pem", place)
+        scratch = place / "scratch"
+        scratch.mkdir(mode=0o700)
+        os.chown(scratch, user.pw_uid, user.pw_gid)
+        yield Tenant(user, place, copy, training, ca_file, scratch)
+
+
+@contextmanager
+def slurm_control(tls_dir: Path, ingest: Process, who: Tenant, log: Path, *extra: str,
+                  env: dict[str, str] | None = None,
+                  artifact: Path | None = None) -> Iterator[Process]:
+    """A control service with its Slurm backend on, every project's jobs run as ``who``."""
     cluster()
     port = free_port()
-    process = start_control(tls_dir, port, place / "control.log",
-                            {**launch_env(ingest.port, place / "spool", artifact),
+    process = start_control(tls_dir, port, log,
+                            {**launch_env(ingest.port, who.spool_root, artifact or who.artifact),
                              **(env or {})},
                             "--slurm", "--slurm-control-address", f"localhost:{port}",
-                            "--slurm-poll-seconds", "0.5", *extra)
+                            "--slurm-poll-seconds", "0.5", "--slurm-run-as", who.user.pw_name,
+                            *extra)
     try:
         yield process
     finally:
         process.stop()
 
 
-def launch(endpoints: Endpoints, run_id: str, place: Path, artifact: dict[str, object],
+def launch(endpoints: Endpoints, run_id: str, who: Tenant, artifact: dict[str, object],
            command: list[str], *options: str) -> dict[str, object]:
-    """Create the run and launch it as a Slurm job; what control answers."""
-    integration = place / f"integration-{run_id}.json"
+    """Create the run and launch ``command`` (the tenant's training program and its
+    arguments) as a Slurm job of ``who``; what control answers."""
+    integration = who.place / f"integration-{run_id}.json"
     integration.write_text(json.dumps(artifact))
     run_admin(endpoints, "run-create", "--integration", str(integration), "--run", run_id)
     started: dict[str, object] = json.loads(control_cli(
-        "launch", "--backend", "slurm", "--run", run_id, *options, "--", *command))
+        "launch", "--backend", "slurm", "--run", run_id, "--env", f"TMPDIR={who.scratch}",
+        "--spool-root", str(who.spool_root), *options, "--", str(SYSTEM_PYTHON), str(who.training), *command))
     return started
 
 
 def launch_of(run_id: str) -> dict[str, object]:
-    (row,) = [json.loads(line) for line in control_cli("launches", "--run", run_id)
-              .splitlines()]
+    rows = [json.loads(line) for line in control_cli("launches", "--run", run_id).splitlines()]
+    assert len(rows) == 1, rows
+    row: dict[str, object] = rows[0]
     return row
 
 
@@ -92,5 +138,5 @@ def collectors_of(row: dict[str, object]) -> list[dict[str, object]]:
     return found
 
 
-__all__ = ["BIN", "collectors_of", "job_output", "launch", "launch_of", "slurm",
-           "slurm_control", "wait_for"]
+__all__ = ["BIN", "Tenant", "collectors_of", "job_output", "launch", "launch_of", "slurm",
+           "slurm_control", "tenant", "wait_for"]

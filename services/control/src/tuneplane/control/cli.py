@@ -30,6 +30,7 @@ from tuneplane.control.settings import ControlSettings
 from tuneplane.control.slurm.backend import Reach, SlurmBackend
 from tuneplane.control.slurm.scheduler import Slurm
 from tuneplane.control.slurm.service import SlurmJobControl
+from tuneplane.control.slurm.users import JobUsers
 from tuneplane.controlplane import errors, launches, nodes, slurm_collectors, slurm_launches
 from tuneplane.controlplane.errors import NodeNotFound
 from tuneplane.node.v1 import node_pb2 as pb
@@ -106,7 +107,8 @@ def slurm_backend(args: argparse.Namespace, settings: ControlSettings, signer: T
                   control_ca_pem=policy.collector.trust_bundle_pem,
                   artifact=settings.collector_artifact.get(),
                   collector_environment={k: v for k, v in os.environ.items()
-                                         if k.startswith("TUNEPLANE_COLLECTOR_")})
+                                         if k.startswith("TUNEPLANE_COLLECTOR_")},
+                  users=JobUsers(args.slurm_run_as))
     log.info("Slurm backend on: jobs' collectors reach control at %s", reach.control)
     return service, SlurmBackend(pool, slurm, service, reach,
                                  poll_seconds=args.slurm_poll_seconds)
@@ -222,6 +224,11 @@ def parser() -> argparse.ArgumentParser:
                         "must name HOST, or give --slurm-control-server-name)")
     s.add_argument("--slurm-control-server-name", metavar="NAME",
                    help="TLS name the collectors verify when it differs from HOST")
+    s.add_argument("--slurm-run-as", action="append", default=[],
+                   metavar="[PROJECT=]USER",
+                   help="the Unix user a project's Slurm jobs run as (repeatable; a bare "
+                        "USER: every other project). Never root; other users than control's "
+                        "own need control to run as root (sbatch --uid)")
     s.add_argument("--slurm-poll-seconds", type=float, default=2.0,
                    help="how often Slurm launches are submitted and their jobs looked at "
                         "(default 2)")

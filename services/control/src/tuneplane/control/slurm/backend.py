@@ -22,6 +22,7 @@ import asyncpg
 from tuneplane.control.slurm import jobscript
 from tuneplane.control.slurm.scheduler import Slurm, SlurmError
 from tuneplane.control.slurm.service import SlurmJobControl
+from tuneplane.control.slurm.users import JobUserError, JobUsers
 from tuneplane.controlplane import runs, slurm_launches
 from tuneplane.controlplane.slurm_launches import VANISHED, JobSeen
 
@@ -42,6 +43,7 @@ class Reach:
     control_ca_pem: str
     artifact: Path
     collector_environment: Mapping[str, str]
+    users: JobUsers
 
 
 class SlurmBackend:
@@ -99,7 +101,7 @@ class SlurmBackend:
         try:
             job_id = earlier[0] if earlier else await self._slurm.submit(*self._job(row))
             await self._stored(launch_id, job_id)
-        except SlurmError as exc:
+        except (SlurmError, JobUserError) as exc:
             log.error("launch %d: not submitted: %s", launch_id, exc)
             async with self._pool.acquire() as conn, conn.transaction():
                 await conn.execute("UPDATE slurm_launches SET state = 'ended', ended_at = now(), "
@@ -136,10 +138,11 @@ class SlurmBackend:
             control=reach.control, server_name=reach.server_name,
             control_ca_pem=reach.control_ca_pem,
             collector_environment=reach.collector_environment)
-        environment = {**json.loads(row["environment"]), "TUNEPLANE_RUN_ID": row["run_id"],
-                       "TUNEPLANE_PROJECT": row["project"]}
+        user = reach.users.of(row["project"])
+        environment = {**user.environment(), **json.loads(row["environment"]),
+                       "TUNEPLANE_RUN_ID": row["run_id"], "TUNEPLANE_PROJECT": row["project"]}
         return (jobscript.render(job),
-                ["--hold", *jobscript.sbatch_options(
+                ["--hold", *user.sbatch_options(), *jobscript.sbatch_options(
                     job, partition=options.get("partition", ""),
                     time_limit=options.get("time_limit", ""),
                     requeue=bool(options.get("requeue", True)))], environment)
