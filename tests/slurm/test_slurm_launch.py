@@ -95,7 +95,7 @@ async def test_a_two_task_job_delivers_both_members_exactly_and_completes(
     assert "tuneplane-collector: node 0 drained; 0 batches left in the spool" in output
     assert output.count("credentials renewed") >= 1, output  # 8 s of training, 6 s tokens
     workdir = who.workdir(row["job_id"])
-    assert workdir.stat().st_uid == who.user.pw_uid and workdir.stat().st_mode & 0o077 == 0
+    assert (workdir.stat().st_uid, workdir.stat().st_mode & 0o077) == (who.user.pw_uid, 0)
     for spool in who.spool_root.glob(f"{run_id}/1/rank-*"):
         assert (spool.stat().st_uid, spool.stat().st_mode & 0o777) == (who.user.pw_uid, 0o700)
     await assert_stored_exactly(db, run_id, truth(steps))
@@ -191,6 +191,6 @@ async def test_training_tasks_reach_none_of_the_jobs_credentials(
     (answer,) = tried["ticket redeemed"]     # ...and spent
     assert answer.startswith("refused: FAILED_PRECONDITION: "), tried
     assert "its ticket was already redeemed" in answer, tried
-    assert tried["environment tokens"] == [] and tried["token files"] == [], tried
+    assert (tried["environment tokens"], tried["token files"]) == ([], []), tried
     assert len(collectors_of(row)) == 1  # the thief's redemption left no collector row
     await assert_stored_exactly(db, run_id, truth(steps))

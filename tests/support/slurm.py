@@ -103,7 +103,8 @@ def launch(endpoints: Endpoints, run_id: str, who: Tenant, artifact: dict[str, o
     run_admin(endpoints, "run-create", "--integration", str(integration), "--run", run_id)
     started: dict[str, object] = json.loads(control_cli(
         "launch", "--backend", "slurm", "--run", run_id, "--env", f"TMPDIR={who.scratch}",
-        "--spool-root", str(who.spool_root), *options, "--", str(SYSTEM_PYTHON), str(who.training), *command))
+        "--spool-root", str(who.spool_root), *options, "--", str(SYSTEM_PYTHON),
+        str(who.training), *command))
     return started
 
 
