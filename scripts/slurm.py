@@ -1,6 +1,7 @@
 """A local single-node Slurm cluster for tests and development, from Debian's packages
 (``slurm-wlm``, ``munge``): munged with a key of its own, slurmctld and slurmd in the
-background, one node (``tuneplane-node``, this host's CPUs) in one partition (``debug``).
+background, one node (``tuneplane-node``, this host's CPUs) in two partitions: ``debug``, the
+default, and ``urgent``, whose jobs preempt (requeue) those of ``debug``.
 Everything lives below ``.slurm/`` of the checkout (``TUNEPLANE_SLURM_DIR``).
 
     scripts/slurm up       start it (installing the packages when absent; needs root)
@@ -88,7 +89,12 @@ def config(ctld_port: int, slurmd_port: int) -> str:
         "KillWait=30",
         f"NodeName={NODE} NodeHostname={socket.gethostname()} NodeAddr=127.0.0.1 "
         f"CPUs={os.cpu_count() or 1} State=UNKNOWN",
-        "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
+        # Jobs in `urgent` preempt jobs in `debug`, which are requeued (their next start
+        # is a new attempt): the path a preempted training job takes.
+        "PreemptType=preempt/partition_prio",
+        "PreemptMode=REQUEUE",
+        "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP PriorityTier=1",
+        "PartitionName=urgent Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=2",
         "",
     ])
 
@@ -115,7 +121,8 @@ def wait_until(what: str, check: Callable[[], bool], seconds: float, logfile: Pa
 def node_state() -> str:
     done = subprocess.run(["sinfo", "-h", "-N", "-o", "%T"], capture_output=True, text=True,
                           check=False, env={**os.environ, "SLURM_CONF": str(DATA / "slurm.conf")})
-    return done.stdout.strip() if done.returncode == 0 else ""
+    # One line per partition the node is in; its state is the same on each.
+    return done.stdout.split("\n", 1)[0].strip() if done.returncode == 0 else ""
 
 
 def up() -> None:

@@ -67,9 +67,10 @@ def truth(steps: int) -> set[tuple[str, str, str, int, float]]:
 
 
 async def assert_stored_exactly(db: asyncpg.Connection, run_id: str,
-                                expected: set[tuple[str, str, str, int, float]]) -> None:
-    assert await wait_for_points(db, run_id, len(expected)) == len(expected)
-    points = await curve_points(db, run_id)
+                                expected: set[tuple[str, str, str, int, float]],
+                                attempt: int | None = None) -> None:
+    assert await wait_for_points(db, run_id, len(expected), attempt=attempt) == len(expected)
+    points = await curve_points(db, run_id, attempt)
     assert len(points) == len(expected)  # nothing duplicated
     assert set(points) == expected        # nothing lost or altered
 
@@ -194,3 +195,43 @@ async def test_training_tasks_reach_none_of_the_jobs_credentials(
     assert (tried["environment tokens"], tried["token files"]) == ([], []), tried
     assert len(collectors_of(row)) == 1  # the thief's redemption left no collector row
     await assert_stored_exactly(db, run_id, truth(steps))
+
+
+async def test_a_preempted_job_ends_its_attempt_preempted_and_runs_again_as_the_next(
+        initialised: Endpoints, ingest: Process, projector: Process, tls_dir: Path,
+        who: Tenant, tmp_path: Path, run_id: str, db: asyncpg.Connection) -> None:
+    steps = 1000
+    with slurm_control(tls_dir, ingest, who, tmp_path / "control.log"):
+        launch(initialised, run_id, who, INTEGRATION, [
+            "--steps", str(steps), "--seconds", "4", "--first-start-seconds", "90"],
+            *TWO_TASKS)
+        first = wait_for(run_id, job_state=("RUNNING",))
+        assert await wait_for_points(db, run_id, 300, attempt=1) >= 300
+        # A job of the urgent partition needs every CPU of the node: Slurm preempts ours
+        # and requeues it.
+        slurm("sbatch", "--partition=urgent", "--ntasks=2", "--output=/dev/null",
+              "--wrap", "sleep 2")
+        requeued = wait_for(run_id, restarts=1)
+        assert requeued["attempt"] == 2
+        states = await db.fetch("SELECT attempt, state FROM attempts WHERE run_id = $1 "
+                                "ORDER BY attempt", run_id)
+        assert [tuple(r) for r in states][0] == (1, "preempted")
+        slurm("scontrol", "update", f"JobId={first['job_id']}", "StartTime=now")  # no delay
+        row = wait_for(run_id, ended=True)
+    output = job_output(row["job_id"])
+    assert (row["job_state"], row["attempt"], row["attempt_state"]) == (
+        "COMPLETED", 2, "finished"), (row, output)
+    states = await db.fetch("SELECT attempt, state FROM attempts WHERE run_id = $1 "
+                            "ORDER BY attempt", run_id)
+    assert [tuple(r) for r in states] == [(1, "preempted"), (2, "finished")]
+    by_start = {(c["restart"], c["attempt"]) for c in collectors_of(row)}
+    assert by_start == {(0, 1), (1, 2)}, row  # each start's collector redeemed its own
+    assert "tuneplane-collector: ready attempt=2 node=0" in output
+    # The first start's points, as its tasks wrote them before the preemption; the second
+    # start's, whole, as the next attempt.
+    before = written(who.workdir(row["job_id"]))
+    assert 300 <= len(before) < len(truth(steps))  # the preemption cut the first start short
+    await assert_stored_exactly(db, run_id, before, attempt=1)
+    second = who.scratch / f"tuneplane-{row['job_id']}-1"
+    assert written(second) == truth(steps)
+    await assert_stored_exactly(db, run_id, truth(steps), attempt=2)

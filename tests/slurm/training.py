@@ -1,7 +1,8 @@
 """A training task of a Slurm job, standard library only (it runs on the system Python as
 the job's unprivileged user).
 
-    python3 training.py --steps N --seconds S [--try-credentials CONTROL CA ARTIFACT]
+    python3 training.py --steps N --seconds S [--first-start-seconds S]
+                        [--try-credentials CONTROL CA ARTIFACT]
 
 Writes below ``$TUNEPLANE_MEMBER/`` of its working directory: ``tb/`` (a TensorBoard event
 file, scalar ``loss`` = step/4, written record by record as TensorBoard's writers frame
@@ -166,11 +167,16 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--seconds", type=float, default=4.0)
+    parser.add_argument("--first-start-seconds", type=float,
+                        help="how long the job's first start lasts (a later start of a "
+                             "requeued job lasts --seconds)")
     parser.add_argument("--try-credentials", nargs=3, metavar=("CONTROL", "CA", "ARTIFACT"))
     args = parser.parse_args()
     out = Path(os.environ["TUNEPLANE_MEMBER"])
     (out / "tb").mkdir(parents=True, exist_ok=True)
-    pause = args.seconds / args.steps
+    first = not int(os.environ.get("SLURM_RESTART_COUNT") or 0)
+    seconds = args.first_start_seconds if first and args.first_start_seconds else args.seconds
+    pause = seconds / args.steps
     name = f"events.out.tfevents.{int(time.time())}.{socket.gethostname()}"
     with (out / "tb" / name).open("wb", buffering=0) as tb, \
             (out / "metrics.jsonl").open("w", buffering=1) as metrics, \

@@ -14,26 +14,28 @@ from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.identity import MemberKey
 
 
-async def curve_points(conn: asyncpg.Connection, run_id: str) -> list[tuple[str, str, str, int,
-                                                                             float]]:
-    """Every stored point of a run as (member, source, tag, step, value), duplicates kept."""
+async def curve_points(conn: asyncpg.Connection, run_id: str, attempt: int | None = None,
+                       ) -> list[tuple[str, str, str, int, float]]:
+    """Every stored point of a run (of one attempt, if given) as (member, source, tag, step,
+    value), duplicates kept."""
     rows = await conn.fetch("""
         SELECT s.member, s.source, s.tag, p.step, p.value
         FROM series s JOIN curve_chunks c USING (series_id),
              unnest(c.steps, c."values") AS p(step, value)
-        WHERE s.run_id = $1""", run_id)
+        WHERE s.run_id = $1 AND ($2::int IS NULL OR s.attempt = $2)""", run_id, attempt)
     return [tuple(row) for row in rows]
 
 
 async def wait_for_points(conn: asyncpg.Connection, run_id: str, expected: int,
-                          timeout: float = 120.0) -> int:
-    """Waits until the run has at least ``expected`` points (or the timeout); returns the count."""
+                          timeout: float = 120.0, attempt: int | None = None) -> int:
+    """Waits until the run (one attempt of it, if given) has at least ``expected`` points (or
+    the timeout); returns the count."""
     deadline = time.monotonic() + timeout
     count = 0
     while time.monotonic() < deadline:
         count = await conn.fetchval("""
             SELECT coalesce(sum(c.n), 0) FROM series s JOIN curve_chunks c USING (series_id)
-            WHERE s.run_id = $1""", run_id)
+            WHERE s.run_id = $1 AND ($2::int IS NULL OR s.attempt = $2)""", run_id, attempt)
         if count >= expected:
             break
         await asyncio.sleep(0.2)

@@ -116,12 +116,14 @@ def launch_of(run_id: str) -> dict[str, object]:
 
 
 def wait_for(run_id: str, *, job_state: tuple[str, ...] = (), ended: bool = False,
-             seconds: float = 180.0) -> dict[str, object]:
-    """The run's Slurm launch once its job is in one of ``job_state`` (or has ended)."""
+             restarts: int | None = None, seconds: float = 180.0) -> dict[str, object]:
+    """The run's Slurm launch once its job is in one of ``job_state``, has ended, or has been
+    requeued ``restarts`` times."""
     deadline, row = time.monotonic() + seconds, {}
     while time.monotonic() < deadline:
         row = launch_of(run_id)
-        if (ended and row["state"] == "ended") or row["job_state"] in job_state:
+        if (ended and row["state"] == "ended") or row["job_state"] in job_state or (
+                restarts is not None and row["restarts"] == restarts):
             return row
         time.sleep(0.25)
     raise AssertionError(f"launch of {run_id} not {'ended' if ended else job_state} after "

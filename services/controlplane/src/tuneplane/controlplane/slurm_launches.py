@@ -131,38 +131,46 @@ class JobSeen:
 
 
 async def follow(conn: Connection, launch_id: int, seen: JobSeen) -> str:
-    """Bring the launch and its attempts to what Slurm shows; returns the attempt's state."""
+    """Bring the launch and its attempts to what Slurm shows; returns the attempt's state.
+
+    A job preempted may be requeued: its attempt ends ``preempted`` at once, and the launch
+    is followed on, its next start being the next attempt, until the job ends otherwise or
+    Slurm forgets it."""
     async with conn.transaction():
-        row = await conn.fetchrow("SELECT run_id, attempt, restarts, state FROM slurm_launches "
+        row = await conn.fetchrow("SELECT run_id, attempt, restarts, state, (options->>"
+                                  "'requeue')::boolean AS requeue FROM slurm_launches "
                                   "WHERE launch_id = $1 FOR UPDATE", launch_id)
         if row is None:
             raise InvalidLaunch(f"no Slurm launch {launch_id}")
         run_id, attempt = row["run_id"], int(row["attempt"])
         if row["state"] == "ended":
-            return str(await attempt_state(conn, run_id, attempt))
+            return await attempt_state(conn, run_id, attempt)
         if seen.restarts > row["restarts"]:  # requeued: this start is the next attempt
-            if await attempt_state(conn, run_id, attempt) in runs.LIVE_STATES:
-                await runs.end_attempt(conn, run_id, attempt, "preempted")
+            await end_live(conn, run_id, attempt, "preempted")
             attempt = await runs.start_attempt(conn, run_id, state="pending")
             await conn.execute("UPDATE slurm_launches SET attempt = $2, restarts = $3 "
                                "WHERE launch_id = $1", launch_id, attempt, seen.restarts)
         ends = ENDS.get(seen.state)
-        current = await attempt_state(conn, run_id, attempt)
         if ends is not None:
-            if current in runs.LIVE_STATES:
-                await runs.end_attempt(conn, run_id, attempt, ends)
-            await conn.execute(
-                "UPDATE slurm_launches SET state = 'ended', job_state = $2, ended_at = now(), "
-                "detail = $3 WHERE launch_id = $1", launch_id, seen.state,
-                await ending(conn, launch_id, seen))
-            return ends
-        if seen.running and current == "pending":
+            await end_live(conn, run_id, attempt, ends)
+            if not (seen.state == "PREEMPTED" and row["requeue"] is not False):
+                await conn.execute(
+                    "UPDATE slurm_launches SET state = 'ended', job_state = $2, "
+                    "ended_at = now(), detail = $3 WHERE launch_id = $1", launch_id,
+                    seen.state, await ending(conn, launch_id, seen))
+                return await attempt_state(conn, run_id, attempt)
+        elif seen.running and await attempt_state(conn, run_id, attempt) == "pending":
             await conn.execute("UPDATE attempts SET state = 'running', started_at = now() "
                                "WHERE run_id = $1 AND attempt = $2", run_id, attempt)
-            current = "running"
         await conn.execute("UPDATE slurm_launches SET job_state = $2 WHERE launch_id = $1",
                            launch_id, seen.state)
-        return str(current)
+        return await attempt_state(conn, run_id, attempt)
+
+
+async def end_live(conn: Connection, run_id: str, attempt: int, state: str) -> None:
+    """End the attempt as ``state`` unless it has ended already."""
+    if await attempt_state(conn, run_id, attempt) in runs.LIVE_STATES:
+        await runs.end_attempt(conn, run_id, attempt, state)
 
 
 async def attempt_state(conn: Connection, run_id: str, attempt: int) -> str:
