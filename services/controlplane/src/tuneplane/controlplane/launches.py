@@ -138,7 +138,8 @@ async def report(conn: Connection, node_id: str, launch_id: int, state: str, *,
 
 async def listing(conn: Connection, run_id: str | None = None) -> list[dict[str, Any]]:
     rows = await conn.fetch(
-        "SELECT l.launch_id, l.run_id, l.attempt, l.member, n.name AS node, l.state, "
-        "l.exit_code, l.detail, l.undelivered FROM launches l JOIN nodes n USING (node_id) "
+        "SELECT 'node' AS backend, l.launch_id, l.run_id, l.attempt, l.member, "
+        "n.name AS node, l.state, l.exit_code, l.detail, l.undelivered "
+        "FROM launches l JOIN nodes n USING (node_id) "
         "WHERE $1::text IS NULL OR l.run_id = $1 ORDER BY l.launch_id", run_id)
     return [dict(r) for r in rows]

@@ -121,7 +121,8 @@ async def report(conn: Connection, launch_id: int, restart: int, node_index: int
 async def listing(conn: Connection, run_id: str | None = None) -> list[dict[str, Any]]:
     """Slurm launches with their job and how each node's collector ended."""
     rows = await conn.fetch(
-        "SELECT l.launch_id, l.run_id, l.attempt, l.nodes, l.tasks_per_node, l.state, "
+        "SELECT 'slurm' AS backend, l.launch_id, l.run_id, l.attempt, l.nodes, "
+        "l.tasks_per_node, l.state, "
         "l.job_id, l.job_state, l.restarts, l.detail, a.state AS attempt_state, "
         "coalesce((SELECT jsonb_agg(jsonb_build_object('restart', c.restart, 'node', "
         "c.node_index, 'attempt', c.attempt, 'hostname', c.hostname, 'refused', c.refused, "
@@ -130,5 +131,4 @@ async def listing(conn: Connection, run_id: str | None = None) -> list[dict[str,
         "'[]')::text AS collectors FROM slurm_launches l JOIN attempts a ON "
         "a.run_id = l.run_id AND a.attempt = l.attempt "
         "WHERE $1::text IS NULL OR l.run_id = $1 ORDER BY l.launch_id", run_id)
-    return [{**dict(r), "backend": "slurm", "collectors": json.loads(r["collectors"])}
-            for r in rows]
+    return [{**dict(r), "collectors": json.loads(r["collectors"])} for r in rows]

@@ -1,7 +1,10 @@
 """Nodes and launches over HTTP, for platforms that drive Tuneplane from their own
-scheduler: enrollment tokens for new nodes, and launches (the run's next attempt, one
-launch per member on an enrolled node). Nodes and their enrollment are for admins; a
-run's launches are read by its project's viewers and made by its editors.
+scheduler: enrollment tokens for new nodes, and launches (the run's next attempt: one
+launch per member on an enrolled node, or one Slurm batch job whose tasks are the members,
+submitted by control's Slurm backend). Nodes and their enrollment are for admins; a run's
+launches are read by its project's viewers and made by its editors. Which Unix user a
+project's Slurm jobs run as is the operator's (control's ``--slurm-run-as``), never the
+request's.
 
 Refusals (``EnrollmentError``, ``LaunchError``, ``RunError``) propagate as typed errors;
 ``tuneplane.web.exceptions`` answers them by kind.
@@ -13,7 +16,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, Field
 
-from tuneplane.controlplane import launches, nodes
+from tuneplane.controlplane import launches, nodes, slurm_collectors, slurm_launches
 from tuneplane.web.access import Caller, Editor, Viewer, admin_only
 from tuneplane.web.dependencies import Now, Pool
 
@@ -27,6 +30,29 @@ class LaunchCreate(BaseModel):
                        Field(min_length=1, max_length=4096)]
     environment: dict[str, Annotated[str, Field(max_length=65_536)]] = Field(
         default_factory=dict)
+
+
+AbsolutePath = Annotated[str, Field(min_length=1, max_length=4096, pattern=r"^/[^\x00\n\r]*$")]
+
+
+class SlurmLaunchCreate(BaseModel):
+    nodes: Annotated[int, Field(ge=1, le=slurm_launches.MAX_TASKS)] = 1
+    tasks_per_node: Annotated[int, Field(ge=1, le=1024)] = Field(
+        1, description="tasks (ranks) per node; task i is member rank-i")
+    command: Annotated[list[Annotated[str, Field(max_length=65_536)]],
+                       Field(min_length=1, max_length=4096)]
+    environment: dict[str, Annotated[str, Field(max_length=65_536)]] = Field(
+        default_factory=dict)
+    spool_root: AbsolutePath = Field(description="node-local directory of the collectors' spools; "
+                                         "a shared filesystem is refused on the node")
+    partition: Annotated[str, Field(max_length=64)] = ""
+    time_limit: Annotated[str, Field(max_length=32)] = Field(
+        "", description="as sbatch --time takes it; empty: the partition's default")
+    workdir: Annotated[str, Field(max_length=4096)] = Field(
+        "", description="the tasks' working directory, existing on every node; empty: a "
+                        "fresh one per node and start")
+    requeue: bool = Field(True, description="a preempted job may start again, as the next "
+                                            "attempt")
 
 
 class EnrollmentTokenCreate(BaseModel):
@@ -74,7 +100,24 @@ async def launch(_: Editor, pool: Pool, run_id: str, body: LaunchCreate) -> dict
     return {"run_id": run_id, "attempt": attempt, "launches": ids}
 
 
+@router.post("/runs/{run_id}/slurm-launches", status_code=201)
+async def slurm_launch(_: Editor, pool: Pool, run_id: str,
+                       body: SlurmLaunchCreate) -> dict[str, Any]:
+    """Queue the run's next attempt as a Slurm batch job (pending until it runs)."""
+    async with pool.acquire() as conn:
+        attempt, launch_id = await slurm_launches.create(
+            conn, run_id, nodes=body.nodes, tasks_per_node=body.tasks_per_node,
+            command=body.command, environment=body.environment, spool_root=body.spool_root,
+            options=slurm_launches.JobOptions(body.partition, body.time_limit, body.workdir,
+                                              body.requeue))
+    return {"run_id": run_id, "attempt": attempt, "slurm_launch": launch_id,
+            "members": [slurm_launches.member(i)
+                        for i in range(body.nodes * body.tasks_per_node)]}
+
+
 @router.get("/runs/{run_id}/launches")
 async def launch_list(_: Viewer, pool: Pool, run_id: str) -> list[dict[str, Any]]:
+    """The run's launches on nodes (``backend`` "node"), then its Slurm jobs ("slurm")."""
     async with pool.acquire() as conn:
-        return await launches.listing(conn, run_id)
+        return [*await launches.listing(conn, run_id),
+                *await slurm_collectors.listing(conn, run_id)]
