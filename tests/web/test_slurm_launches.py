@@ -42,6 +42,7 @@ async def test_an_editor_queues_a_slurm_job_whose_tasks_are_the_members(
         "slurm", body["slurm_launch"], "queued", None, "pending", 2, 2)
     row = await db.fetchrow("SELECT command, environment, options, spool_root FROM "
                             "slurm_launches WHERE launch_id = $1", body["slurm_launch"])
+    assert row is not None
     assert row["spool_root"] == "/local/scratch/tuneplane"
     assert json.loads(row["options"]) == {"partition": "gpu", "time_limit": "2:00:00",
                                           "workdir": "", "requeue": True}
