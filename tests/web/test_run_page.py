@@ -18,7 +18,7 @@ from tests.support.environment import Endpoints
 from tests.support.kafka import produce
 from tests.support.processes import Process
 from tests.support.truth import member_batch
-from tuneplane.controlplane import launches, passwords
+from tuneplane.controlplane import launches, passwords, runs, slurm_collectors, slurm_launches
 from tuneplane.telemetry.v1.identity import MemberKey
 
 
@@ -106,3 +106,68 @@ async def test_a_run_page_shows_attempts_members_launches_and_what_stayed_undeli
     # The one failed request: the managed record a run known only by telemetry lacks.
     assert errors == ["Failed to load resource: the server responded with a status of 404 "
                       "(Not Found)"]
+
+
+async def test_a_run_page_shows_a_slurm_jobs_starts_as_attempts_and_its_ranks_as_members(
+        web: Process, db: asyncpg.Connection, run_id: str) -> None:
+    user = await add_user(db, "viewer", roles={"default": "viewer"})
+    await passwords.set_password(db, user, PASSWORD)
+    await runs.create_run(db, {"version": 1, "sources": [
+        {"id": f"m{r}", "kind": "jsonl", "path": f"r{r}.jsonl", "owner": f"rank-{r}"}
+        for r in range(4)]}, created_by="test", now=dt.datetime.now(dt.UTC), run_id=run_id)
+    _, launch_id = await slurm_launches.create(
+        db, run_id, nodes=2, tasks_per_node=2, command=["python", "train.py"],
+        environment={}, spool_root="/local/tuneplane", options=slurm_launches.JobOptions())
+    await db.execute("UPDATE slurm_launches SET state = 'submitted', job_id = '4242' "
+                     "WHERE launch_id = $1", launch_id)
+    Seen = slurm_launches.JobSeen
+    for node in (0, 1):  # the first start: both nodes' collectors, then a preemption
+        start = slurm_collectors.Start(launch_id, "4242", 0, node, f"gpu-{node}")
+        await slurm_collectors.redeem(db, start, Seen("RUNNING", 0))
+    await slurm_launches.follow(db, launch_id, Seen("PENDING", 1, "BeginTime"))
+    await slurm_collectors.report(db, launch_id, 0, 0, undelivered=0, detail="",
+                                  by_member={"rank-0": 0, "rank-1": 0})
+    await slurm_collectors.report(db, launch_id, 0, 1, undelivered=3, detail="rank-3: 3",
+                                  by_member={"rank-3": 3})
+    second = slurm_collectors.Start(launch_id, "4242", 1, 0, "gpu-0")
+    await slurm_collectors.redeem(db, second, Seen("RUNNING", 1))
+    refused = "gpu-1: spool root refused: spool directory /local/tuneplane is on NFS"
+    await slurm_collectors.refuse(db, slurm_collectors.Start(launch_id, "4242", 1, 1, "gpu-1"),
+                                  Seen("RUNNING", 1), refused)
+    await slurm_launches.follow(db, launch_id, Seen("FAILED", 1, "NonZeroExitCode", "1:0",
+                                                    f"tuneplane: refused: {refused}"))
+    async with opened_page(height=800) as opened:
+        page, errors = opened.page, opened.errors
+        missing: list[str] = []
+        page.on("response", lambda r: missing.append(r.url) if r.status == 404 else None)
+        await page.goto(f"http://localhost:{web.port}/runs/{run_id}")
+        await sign_in(page, user, PASSWORD)
+        await page.wait_for_url(f"**/runs/{run_id}")
+        await page.wait_for_selector("body[data-ready=true]")
+        assert await page.locator("#undelivered").inner_text() == "3 batches"
+        rows = page.locator("#attempts tbody tr")
+        assert await rows.count() == 2
+        one, two = await cells(rows.nth(0)), await cells(rows.nth(1))
+        assert (one[:2], one[8:10]) == (["#1", "preempted"], ["4", "3"])
+        assert (two[:2], two[8:10]) == (["#2", "failed"], ["4", "0"])
+        members = [await cells(r) for r in await page.locator("#members tbody tr").all()]
+        assert [m[:3] for m in members] == [
+            ["rank-0", "failed", "gpu-0 · job 4242"], ["rank-1", "failed", "gpu-0 · job 4242"],
+            ["rank-2", "refused", "gpu-1 · job 4242"], ["rank-3", "refused", "gpu-1 · job 4242"]]
+        assert members[2][9] == refused
+        assert members[0][9].startswith("job failed (exit 1:0); tuneplane: refused: gpu-1")
+        await page.screenshot(path=str(ARTIFACTS / "run-slurm.png"), full_page=True)
+        await page.click("#attempts a:text-is('#1')")
+        await page.locator("#selected", has_text="#1").wait_for()
+        await page.locator("#members tbody tr").nth(3).wait_for()
+        first = [await cells(r) for r in await page.locator("#members tbody tr").all()]
+        assert [(m[0], m[1], m[8]) for m in first] == [
+            ("rank-0", "preempted", "0"), ("rank-1", "preempted", "0"),
+            ("rank-2", "preempted", "0"), ("rank-3", "preempted", "3")]
+        assert first[0][9] == "this start of job 4242 was preempted; the job ran again"
+        await page.screenshot(path=str(ARTIFACTS / "run-slurm-preempted.png"), full_page=True)
+    # The only failed requests: the run's telemetry (it has none), on each load.
+    telemetry = f"http://localhost:{web.port}/api/v1/runs/{run_id}/attempts"
+    assert missing == [telemetry, telemetry]
+    assert errors == ["Failed to load resource: the server responded with a status of 404 "
+                      "(Not Found)"] * 2

@@ -90,9 +90,11 @@ class JobControl:
         assert isinstance(reply, spb.JobCredentials)
         return reply
 
-    def report(self, credential: str, undelivered: int, detail: str) -> str:
-        reply = self._call("Report", spb.JobNodeReport(undelivered_batches=undelivered,
-                                                      detail=detail), credential)
+    def report(self, credential: str, left: Mapping[str, int], detail: str) -> str:
+        """Say how the drain ended: ``left`` batches in each member's spool."""
+        reply = self._call("Report", spb.JobNodeReport(
+            undelivered_batches=sum(left.values()), detail=detail,
+            undelivered_by_member=dict(left)), credential)
         assert isinstance(reply, spb.JobNodeReportReply)
         return reply.attempt_state
 

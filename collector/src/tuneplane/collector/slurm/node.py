@@ -148,7 +148,7 @@ def follow(collectors: list[Collector], credentials: Credentials, control: JobCo
     print(f"tuneplane-collector: node {start.node_index} drained; {undelivered} batches left "
           f"in the spool{f' ({detail})' if detail else ''}", flush=True)
     try:
-        control.report(credentials.credential, undelivered, detail)
+        control.report(credentials.credential, left, detail)
     except JobRefused as exc:
         log.error("the drain's end was not reported: %s", exc)
     stopping.set()

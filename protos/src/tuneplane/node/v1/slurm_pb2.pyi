@@ -227,19 +227,45 @@ Global___RenewJobRequest: _TypeAlias = RenewJobRequest  # noqa: Y015
 class JobNodeReport(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class UndeliveredByMemberEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.int
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.int = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     UNDELIVERED_BATCHES_FIELD_NUMBER: _builtins.int
     DETAIL_FIELD_NUMBER: _builtins.int
+    UNDELIVERED_BY_MEMBER_FIELD_NUMBER: _builtins.int
     undelivered_batches: _builtins.int
     detail: _builtins.str
+    @_builtins.property
+    def undelivered_by_member(self) -> _containers.ScalarMap[_builtins.str, _builtins.int]:
+        """of undelivered_batches, each member's"""
+
     def __init__(
         self,
         *,
         undelivered_batches: _builtins.int = ...,
         detail: _builtins.str = ...,
+        undelivered_by_member: _abc.Mapping[_builtins.str, _builtins.int] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["detail", b"detail", "undelivered_batches", b"undelivered_batches"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["detail", b"detail", "undelivered_batches", b"undelivered_batches", "undelivered_by_member", b"undelivered_by_member"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

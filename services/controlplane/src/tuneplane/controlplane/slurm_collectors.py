@@ -11,6 +11,7 @@ One that cannot run there (its spool place refused) spends the ticket all the sa
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,14 +105,21 @@ async def renewable(conn: Connection, launch_id: int, restart: int, node_index: 
 
 
 async def report(conn: Connection, launch_id: int, restart: int, node_index: int, *,
-                 undelivered: int, detail: str) -> str:
-    """Record how the node's collector ended; returns its attempt's state."""
+                 undelivered: int, detail: str, by_member: Mapping[str, int]) -> str:
+    """Record how the node's collector ended; returns its attempt's state. Only the node's
+    own members' counts are kept."""
+    row = await conn.fetchrow("SELECT nodes, tasks_per_node FROM slurm_launches WHERE "
+                              "launch_id = $1", launch_id)
+    members = set(slurm_launches.members_of(row["nodes"], row["tasks_per_node"], node_index)
+                  if row is not None else ())
+    counts = {m: max(0, int(n)) for m, n in by_member.items() if m in members}
     state = await conn.fetchval(
-        "UPDATE slurm_collectors c SET reported_at = now(), undelivered = $4, detail = $5 "
-        "FROM slurm_launches l JOIN attempts a ON a.run_id = l.run_id WHERE "
-        "c.launch_id = $1 AND c.restart = $2 AND c.node_index = $3 AND c.refused IS NULL "
-        "AND l.launch_id = c.launch_id AND a.attempt = c.attempt RETURNING a.state",
-        launch_id, restart, node_index, max(0, undelivered), detail[:2000])
+        "UPDATE slurm_collectors c SET reported_at = now(), undelivered = $4, detail = $5, "
+        "undelivered_by_member = $6::jsonb FROM slurm_launches l JOIN attempts a ON "
+        "a.run_id = l.run_id WHERE c.launch_id = $1 AND c.restart = $2 AND "
+        "c.node_index = $3 AND c.refused IS NULL AND l.launch_id = c.launch_id AND "
+        "a.attempt = c.attempt RETURNING a.state",
+        launch_id, restart, node_index, max(0, undelivered), detail[:2000], json.dumps(counts))
     if state is None:
         raise JobStartRefused(f"launch {launch_id} node {node_index} (start {restart}) "
                               "redeemed no ticket")
@@ -126,7 +134,8 @@ async def listing(conn: Connection, run_id: str | None = None) -> list[dict[str,
         "l.job_id, l.job_state, l.restarts, l.detail, a.state AS attempt_state, "
         "coalesce((SELECT jsonb_agg(jsonb_build_object('restart', c.restart, 'node', "
         "c.node_index, 'attempt', c.attempt, 'hostname', c.hostname, 'refused', c.refused, "
-        "'undelivered', c.undelivered, 'reported', c.reported_at IS NOT NULL) ORDER BY "
+        "'undelivered', c.undelivered, 'undelivered_by_member', c.undelivered_by_member, "
+        "'reported', c.reported_at IS NOT NULL) ORDER BY "
         "c.restart, c.node_index) FROM slurm_collectors c WHERE c.launch_id = l.launch_id), "
         "'[]')::text AS collectors FROM slurm_launches l JOIN attempts a ON "
         "a.run_id = l.run_id AND a.attempt = l.attempt "

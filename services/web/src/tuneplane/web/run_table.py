@@ -19,7 +19,8 @@ from tuneplane.common.db import Connection
 
 Sort = Literal["run_id", "project", "created", "last_telemetry", "points"]
 Direction = Literal["asc", "desc"]
-State = Literal["running", "finished", "failed", "cancelled", "none"]
+State = Literal["pending", "running", "finished", "failed", "cancelled", "timeout", "preempted",
+                "none"]
 TimeField = Literal["created", "last_telemetry"]
 
 #: The column each sort key orders by; run_id breaks ties so pages do not overlap.

@@ -158,7 +158,8 @@ class SlurmJobControl(spb_grpc.SlurmJobControlServicer):
             try:
                 state = await slurm_collectors.report(
                     conn, caller.launch_id, caller.restart, caller.node_index,
-                    undelivered=request.undelivered_batches, detail=request.detail)
+                    undelivered=request.undelivered_batches, detail=request.detail,
+                    by_member=dict(request.undelivered_by_member))
             except errors.LaunchError as exc:
                 await refuse(context, str(exc))
         log.info("launch %d node %d (start %d): drained, %d batches left spooled%s",

@@ -48,6 +48,7 @@ CREATE TABLE public.slurm_collectors (
     refused      text,                         -- why it did not run (spool place, artifact)
     reported_at  timestamptz,
     undelivered  bigint,                       -- batches left in its spools after the drain
+    undelivered_by_member jsonb NOT NULL DEFAULT '{}',  -- of those, each member's
     detail       text NOT NULL DEFAULT '',
     PRIMARY KEY (launch_id, restart, node_index)
 );

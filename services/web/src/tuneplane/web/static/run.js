@@ -1,5 +1,5 @@
 // A run's page: what it is (project, creation), its attempts (managed state, telemetry,
-// launches and what their collectors left undelivered) and the members of one attempt
+// launches on nodes or as Slurm jobs, and what their collectors left undelivered) and the members of one attempt
 // (launch state, node, exit code, sources, series, points, undelivered batches). The
 // attempt shown is in the URL (?attempt=N).
 "use strict";
@@ -25,6 +25,38 @@ function undeliveredCell(row, n) {
     td.classList.add("warn");
     td.title = "batches still spooled on the host when its collector stopped";
   }
+}
+
+// A Slurm job as the page shows launches: one per member of each start of the job, from
+// its node's collector (where it ran, what its drain left); members of a start no
+// collector has told about yet (queued, pending, refused on the node) from the job alone.
+function slurmLaunches(job, stateOf) {
+  const perNode = job.tasks_per_node;
+  const where = (c) => `${c.hostname || `node ${c.node}`} · job ${job.job_id}`;
+  const out = job.collectors.flatMap((c) => Array.from({ length: perNode }, (_, i) => {
+    const member = `rank-${c.node * perNode + i}`;
+    const state = c.refused ? "refused" : stateOf(c.attempt) ?? job.attempt_state;
+    return { attempt: c.attempt, member, state, node: where(c), exit_code: null,
+             undelivered: c.undelivered_by_member?.[member] ?? 0,
+             detail: c.refused ?? (c.attempt === job.attempt ? job.detail
+               : `this start of job ${job.job_id} was ${state}; the job ran again`) };
+  }));
+  const told = new Set(job.collectors.filter((c) => c.attempt === job.attempt).map((c) => c.node));
+  for (let node = 0; node < job.nodes; node++) {
+    if (told.has(node)) continue;
+    for (let i = 0; i < perNode; i++) {
+      out.push({ attempt: job.attempt, member: `rank-${node * perNode + i}`,
+                 state: job.attempt_state, node: job.job_id ? `job ${job.job_id}` : "queued",
+                 exit_code: null, undelivered: 0, detail: job.detail || null });
+    }
+  }
+  return out;
+}
+
+// Node launches as they are, Slurm jobs as their members' launches.
+function asLaunches(listed, managed) {
+  const states = new Map((managed?.attempts ?? []).map((a) => [a.attempt, a.state]));
+  return listed.flatMap((l) => (l.backend === "slurm" ? slurmLaunches(l, (n) => states.get(n)) : [l]));
 }
 
 // Attempts by number: the managed record, the telemetry and the launches of each.
@@ -97,11 +129,12 @@ async function showMembers(attempt) {
 
 async function load() {
   status("loading…");
-  const [managed, telemetry, launches] = await Promise.all([
+  const [managed, telemetry, listed] = await Promise.all([
     Session.get(api).catch((e) => absent(e, null)),
     Session.get(`${api}/attempts`).catch((e) => absent(e, [])),
     Session.get(`${api}/launches`).catch((e) => absent(e, [])),
   ]);
+  const launches = asLaunches(listed, managed);
   if (!managed && !telemetry.length) {
     status(`No run ${runId} that you can see.`);
     return;
