@@ -79,11 +79,16 @@ def program(job: Job) -> str:
             + START.replace("REFUSED", REFUSED))
 
 
+def shell_words(args: Sequence[str]) -> str:
+    """``args`` as words of a POSIX shell command line, each exactly as given."""
+    return " ".join(shlex.quote(arg) for arg in args)
+
+
 def render(job: Job) -> str:
     q = shlex.quote
     workdir = q(job.workdir) if job.workdir else \
         '"${TMPDIR:-/tmp}/tuneplane-$SLURM_JOB_ID-${SLURM_RESTART_COUNT:-0}"'
-    training = " ".join(q(arg) for arg in job.command)
+    training = shell_words(job.command)
     return f'''#!/bin/sh
 # Tuneplane Slurm launch {job.launch_id}: run {job.run_id}, {job.nodes} node(s) x \
 {job.tasks_per_node} task(s). Written by tuneplane-control.

@@ -1,0 +1,122 @@
+"""``tuneplane-control``'s command line: ``serve`` and the administration commands."""
+
+from __future__ import annotations
+
+import argparse
+
+from tuneplane.common.gateway import listener
+from tuneplane.control.admission import DEFAULT_RATE
+
+
+def env_item(text: str) -> str:
+    if "=" not in text or text.startswith("="):
+        raise argparse.ArgumentTypeError(f"want NAME=VALUE, got {text!r}")
+    return text
+
+
+def parser(description: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tuneplane-control", description=description,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser(
+        "serve", help="serve Node control on 8443 over TLS",
+        description="Node control: enrollment, launches, attempt reports and workload token "
+                    "renewal, for node tokens only. Its own process, call limit and database "
+                    "pool, so it never starves telemetry (or the reverse). Reads "
+                    "TUNEPLANE_DATABASE_URL, TUNEPLANE_WEB_JWT_SECRET, TUNEPLANE_TELEMETRY_"
+                    "TARGET, TUNEPLANE_TELEMETRY_SPOOL_ROOT, TUNEPLANE_TELEMETRY_COLLECTOR_"
+                    "ARTIFACT (+ _SPOOL_BYTES, _DRAIN_SECONDS) and the TLS settings below "
+                    "(docs/settings.md).")
+    s.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
+    s.add_argument("--port", type=int, default=8443, help="Node control port (default 8443)")
+    listener.add_arguments(s)
+    s.add_argument("--telemetry-server-name",
+                   help="TLS name collectors verify when it differs from the target's host")
+    s.add_argument("--max-concurrent-rpcs", type=int, default=64,
+                   help="calls in flight before RESOURCE_EXHAUSTED (default 64)")
+    s.add_argument("--db-pool-size", type=int, default=8,
+                   help="database connections of this process (default 8)")
+    s.add_argument("--node-calls-per-second", type=float, metavar="RATE",
+                   default=DEFAULT_RATE.per_second,
+                   help="calls one node may make per second on average, four seconds' worth "
+                        "at once; past it a call is refused with RESOURCE_EXHAUSTED before "
+                        "any database work, answered when the node's next call would be "
+                        "admitted (at most 1 s later; agents retry with backoff). An agent "
+                        "beats every --heartbeat-seconds and reports each launch a few times "
+                        "(default 5; 0: no limit)")
+    s.add_argument("--nice", type=int, default=10, choices=range(20), metavar="0..19",
+                   help="how much lower this process's CPU priority is than what started "
+                        "it, so telemetry sharing the host's CPU wins under a flood of "
+                        "node calls (default 10; 0 keeps it)")
+    s.add_argument("--workload-token-ttl", type=int, default=900,
+                   help="seconds a workload token lives; agents renew at half (default 900)")
+    s.add_argument("--heartbeat-seconds", type=int, default=5,
+                   help="how often agents are told to beat (default 5)")
+    s.add_argument("--slurm", action="store_true",
+                   help="also serve Slurm jobs' collectors, and submit and follow Slurm "
+                        "launches with this host's sbatch and squeue (SLURM_CONF)")
+    s.add_argument("--slurm-control-address", metavar="HOST:PORT",
+                   help="where the compute nodes reach this service (its TLS certificate "
+                        "must name HOST, or give --slurm-control-server-name)")
+    s.add_argument("--slurm-control-server-name", metavar="NAME",
+                   help="TLS name the collectors verify when it differs from HOST")
+    s.add_argument("--slurm-run-as", action="append", default=[],
+                   metavar="[PROJECT=]USER",
+                   help="the Unix user a project's Slurm jobs run as (repeatable; a bare "
+                        "USER: every other project). Never root; other users than control's "
+                        "own need control to run as root (sbatch --uid)")
+    s.add_argument("--slurm-poll-seconds", type=float, default=2.0,
+                   help="how often Slurm launches are submitted and their jobs looked at "
+                        "(default 2)")
+    s.add_argument("--loglevel", default="INFO")
+    e = sub.add_parser("enrollment-token", help="print a one-time token that enrolls a node")
+    e.add_argument("--node", required=True, help="the node's name")
+    e.add_argument("--ttl", type=int, default=3600, help="seconds it stays usable (3600)")
+    la = sub.add_parser(
+        "launch", help="start the run's next attempt on a node, or as a Slurm job; prints the "
+                       "attempt and launch ids as JSON",
+        description="Node backend: one launch per --member on an enrolled --node. Slurm "
+                    "backend: one batch job of --nodes x --tasks-per-node tasks, task i being "
+                    "member rank-i, submitted and followed by a control service serving with "
+                    "--slurm; the attempt is pending until the job runs and ends as it ends.")
+    la.add_argument("--run", required=True)
+    la.add_argument("--backend", choices=("node", "slurm"), default="node",
+                    help="where it runs (default: node)")
+    la.add_argument("--node", help="node backend: an enrolled node's name")
+    la.add_argument("--member", action="append",
+                    help="node backend: member to launch (repeatable; each must own a source)")
+    la.add_argument("--nodes", type=int, default=1, help="Slurm: nodes of the job (default 1)")
+    la.add_argument("--tasks-per-node", type=int, default=1,
+                    help="Slurm: tasks (ranks) per node (default 1)")
+    la.add_argument("--partition", help="Slurm: partition (default: the cluster's default)")
+    la.add_argument("--time", help="Slurm: time limit, as sbatch --time takes it")
+    la.add_argument("--workdir", metavar="DIR",
+                    help="Slurm: the tasks' working directory, existing on every node "
+                         "(default: a fresh one per node and start, below $TMPDIR or /tmp)")
+    la.add_argument("--spool-root", metavar="DIR",
+                    help="Slurm: the node-local directory of the collectors' spools, checked "
+                         "on each node: a shared filesystem (NFS, Lustre, GPFS...) is refused "
+                         "(default: TUNEPLANE_TELEMETRY_SPOOL_ROOT)")
+    la.add_argument("--no-requeue", action="store_true",
+                    help="Slurm: never requeue the job (by default a preempted or requeued "
+                         "job starts again as the next attempt)")
+    la.add_argument("--env", action="append", type=env_item, default=[], metavar="NAME=VALUE",
+                    help="added to the training command's environment (repeatable)")
+    la.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND...",
+                    help="the training command, after --")
+    ls = sub.add_parser("launches", help="launches and their states, one JSON line each")
+    ls.add_argument("--run")
+    sub.add_parser("nodes", help="enrolled nodes, one JSON line each")
+    sc = sub.add_parser("node-scope", help="which projects' launches a node takes (a fleet "
+                                            "of one team's nodes)")
+    sc.add_argument("node")
+    which = sc.add_mutually_exclusive_group(required=True)
+    which.add_argument("--project", action="append", metavar="PROJECT",
+                       help="a project whose runs may launch on the node (repeatable)")
+    which.add_argument("--any", action="store_true", help="launches of every project "
+                                                          "(the default of a new node)")
+    r = sub.add_parser("node-revoke", help="refuse a node's credential and the workload tokens "
+                                           "issued through it from now on, and cancel its "
+                                           "unused enrollment tokens")
+    r.add_argument("node")
+    return p
