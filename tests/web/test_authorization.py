@@ -53,6 +53,7 @@ REQUIRED = {
     ("PUT", "/api/v1/nodes/{name}/projects"): "admin",
     ("GET", "/api/v1/nodes"): "admin",
     ("POST", "/api/v1/runs/{run_id}/launches"): "editor",
+    ("POST", "/api/v1/runs/{run_id}/slurm-launches"): "editor",
     ("GET", "/api/v1/runs/{run_id}/launches"): "viewer",
     ("GET", "/api/v1/runs"): "user",
     ("GET", "/api/v1/run-table"): "user",
@@ -110,6 +111,7 @@ OUTSIDE = {
 BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/api/v1/runs"): {"project": "{project}", "integration": {}},
     ("POST", "/api/v1/runs/{run_id}/launches"): {},
+    ("POST", "/api/v1/runs/{run_id}/slurm-launches"): {},
     ("POST", "/api/v1/runs/{run_id}/attempts/{attempt}/end"): {"state": "bogus"},
     ("PUT", "/api/v1/destinations/{name}"): {},
     ("PUT", "/api/v1/nodes/{name}/projects"): {},
