@@ -71,6 +71,16 @@ def cmd_slurm_node(args: argparse.Namespace, settings: CollectorSettings) -> int
 def run(args: argparse.Namespace, settings: CollectorSettings, control: JobControl,
         start: spb.JobStart) -> int:
     root: Path = args.spool_root
+    collectors: list[Collector] = []
+    stopping = threading.Event()
+
+    def stop(*_: object) -> None:  # from now on: a SIGTERM before the collectors start
+        stopping.set()             # stops each as it starts, which then drains at once
+        for collector in collectors:
+            collector.stop()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     try:
         mount_table = settings.mount_table.read_text()
         spoolroot.check_filesystem(root, mount_table, hint=(
@@ -96,7 +106,6 @@ def run(args: argparse.Namespace, settings: CollectorSettings, control: JobContr
     spoolroot.make_private(place)
     ca_file = place / "telemetry-ca.pem"
     write_private(ca_file, config.trust_bundle_pem)
-    collectors = []
     for member in credentials.members:
         sources = owners.sources_of(member, workdir)
         if not sources:
@@ -111,23 +120,17 @@ def run(args: argparse.Namespace, settings: CollectorSettings, control: JobContr
             spool_bytes=config.spool_bytes or settings.spool_bytes,
             drain_seconds=config.drain_seconds or settings.drain_seconds,
             fence=Fence.of([root], open_plainly))))
+        if stopping.is_set():
+            collectors[-1].stop()
     print(f"{READY} attempt={granted.attempt} node={start.node_index} "
           f"members={','.join(credentials.members)}", flush=True)
-    return follow(collectors, credentials, control, start)
+    return follow(collectors, credentials, control, start, stopping)
 
 
 def follow(collectors: list[Collector], credentials: Credentials, control: JobControl,
-           start: spb.JobStart) -> int:
-    """Run the collectors until SIGTERM, let them drain, and report what stayed spooled."""
-    stopping = threading.Event()
-
-    def stop(*_: object) -> None:
-        stopping.set()
-        for collector in collectors:
-            collector.stop()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+           start: spb.JobStart, stopping: threading.Event) -> int:
+    """Run the collectors until SIGTERM (``stopping``), let them drain, and report what
+    stayed spooled."""
     renewing = threading.Thread(target=credentials.keep_fresh, args=(control, stopping),
                                 name="renewal", daemon=True)
     renewing.start()
