@@ -23,9 +23,9 @@ async def submitted(db: asyncpg.Connection, run_id: str, *, nodes: int = 2,
                     job_id: str = "77") -> int:
     await runs.create_run(db, ARTIFACT, created_by="test", now=dt.datetime.now(dt.UTC),
                           run_id=run_id)
-    _, launch_id = await slurm_launches.create(
+    launch_id = (await slurm_launches.create(
         db, run_id, nodes=nodes, tasks_per_node=2, command=["train"], environment={},
-        spool_root="/local/spool", options=JobOptions())
+        spool_root="/local/spool", options=JobOptions())).launch_id
     await db.execute("UPDATE slurm_launches SET state = 'submitted', job_id = $2 "
                      "WHERE launch_id = $1", launch_id, job_id)
     return launch_id

@@ -76,3 +76,20 @@ def test_a_path_with_a_nul_is_refused() -> None:
 def test_the_schema_states_the_same_name_rule() -> None:
     assert NAME.pattern == NAME_PATTERN.strip("^$")
     assert check_document(artifact(), "a") == []  # and a good artifact passes
+
+
+def test_an_artifact_may_say_how_a_ranks_member_is_named() -> None:
+    from tuneplane.telemetry.v1.integration import RANK_MEMBER, rank_member
+    plain: dict[str, Any] = {"version": 1, "sources": [
+        {"id": "a", "kind": "jsonl", "path": "a.jsonl", "owner": "rank-0"}]}
+    check_document(plain, "plain")
+    assert rank_member(plain) == RANK_MEMBER == "rank-{rank}"
+    named = {**plain, "members": {"rank": "gpu.{rank}-of-8"}}
+    check_document(named, "named")
+    assert rank_member(named) == "gpu.{rank}-of-8"
+    for template, words in ((".w{rank}", "does not make names"),
+                            ("worker", "must match pattern"),
+                            ("w{rank}{rank}", "must match pattern"),
+                            ("w/{rank}", "must match pattern")):
+        with pytest.raises(IntegrationError, match=words):
+            check_document({**plain, "members": {"rank": template}}, "artifact.yaml")

@@ -28,12 +28,24 @@ from tests.support.slurm import (
 )
 from tests.support.truth import tensorboard_runs
 
-#: Task i writes below rank-i/ of its node's working directory (tests/slurm/training.py).
-INTEGRATION = {"version": 1, "sources": [
-    {"id": "tb-0", "kind": "tensorboard", "path": "rank-0/tb", "owner": "rank-0"},
-    {"id": "train", "kind": "jsonl", "path": "rank-0/metrics.jsonl", "owner": "rank-0"},
-    {"id": "tb-1", "kind": "tensorboard", "path": "rank-1/tb", "owner": "rank-1"},
-    {"id": "eval", "kind": "jsonl", "path": "rank-1/eval.jsonl", "owner": "rank-1"}]}
+RANKS = "rank-{rank}"  # how task N names its member, unless the artifact says otherwise
+
+
+def integration(name: str = RANKS) -> dict[str, object]:
+    """Task N writes below its member's directory of its node's working directory
+    (tests/slurm/training.py): the sources rank 0 and rank 1 own."""
+    zero, one = (name.replace("{rank}", str(rank)) for rank in (0, 1))
+    document: dict[str, object] = {"version": 1, "sources": [
+        {"id": "tb-0", "kind": "tensorboard", "path": f"{zero}/tb", "owner": zero},
+        {"id": "train", "kind": "jsonl", "path": f"{zero}/metrics.jsonl", "owner": zero},
+        {"id": "tb-1", "kind": "tensorboard", "path": f"{one}/tb", "owner": one},
+        {"id": "eval", "kind": "jsonl", "path": f"{one}/eval.jsonl", "owner": one}]}
+    if name != RANKS:
+        document["members"] = {"rank": name}
+    return document
+
+
+INTEGRATION = integration()
 TWO_TASKS = ("--tasks-per-node", "2")
 
 
@@ -43,27 +55,28 @@ def who(collector_artifact: Path, tls_dir: Path) -> Iterator[Tenant]:
         yield found
 
 
-def written(workdir: Path) -> set[tuple[str, str, str, int, float]]:
+def written(workdir: Path, name: str = RANKS) -> set[tuple[str, str, str, int, float]]:
     """Every point the tasks wrote to the files the collectors read, as the files hold them
     (TensorBoard's own loader for the event files; complete JSONL lines)."""
+    zero, one = (name.replace("{rank}", str(rank)) for rank in (0, 1))
     found: set[tuple[str, str, str, int, float]] = set()
-    for rank in (0, 1):
-        for (_, tag), points in tensorboard_runs(workdir / f"rank-{rank}" / "tb").items():
-            found |= {(f"rank-{rank}", f"tb-{rank}", tag, step, value)
-                      for step, _, value in points}
-    for member, source, name, tag in (("rank-0", "train", "metrics.jsonl", "acc"),
-                                      ("rank-1", "eval", "eval.jsonl", "score")):
-        for line in (workdir / member / name).read_text().splitlines(keepends=True):
+    for rank, member in enumerate((zero, one)):
+        for (_, tag), points in tensorboard_runs(workdir / member / "tb").items():
+            found |= {(member, f"tb-{rank}", tag, step, value) for step, _, value in points}
+    for member, source, file, tag in ((zero, "train", "metrics.jsonl", "acc"),
+                                      (one, "eval", "eval.jsonl", "score")):
+        for line in (workdir / member / file).read_text().splitlines(keepends=True):
             if line.endswith("\n"):
                 record = json.loads(line)
                 found.add((member, source, tag, record["step"], record["metrics"][tag]))
     return found
 
 
-def truth(steps: int) -> set[tuple[str, str, str, int, float]]:
-    return {(f"rank-{r}", f"tb-{r}", "loss", s, s / 4) for r in (0, 1) for s in range(steps)} | {
-        ("rank-0", "train", "acc", s, s / 8) for s in range(steps)} | {
-        ("rank-1", "eval", "score", s, s / 2) for s in range(steps)}
+def truth(steps: int, name: str = RANKS) -> set[tuple[str, str, str, int, float]]:
+    zero, one = (name.replace("{rank}", str(rank)) for rank in (0, 1))
+    return {(m, f"tb-{r}", "loss", s, s / 4) for r, m in enumerate((zero, one))
+            for s in range(steps)} | {(zero, "train", "acc", s, s / 8) for s in range(steps)} | {
+        (one, "eval", "score", s, s / 2) for s in range(steps)}
 
 
 async def assert_stored_exactly(db: asyncpg.Connection, run_id: str,
@@ -176,10 +189,12 @@ async def test_training_tasks_reach_none_of_the_jobs_credentials(
         initialised: Endpoints, ingest: Process, projector: Process, tls_dir: Path,
         who: Tenant, tmp_path: Path, run_id: str, db: asyncpg.Connection) -> None:
     steps = 1000
+    workers = "worker{rank}"  # the artifact names the tasks' members
     with slurm_control(tls_dir, ingest, who, tmp_path / "control.log") as control:
-        launch(initialised, run_id, who, INTEGRATION, [
+        started = launch(initialised, run_id, who, integration(workers), [
             "--steps", str(steps), "--seconds", "6", "--try-credentials",
             f"localhost:{control.port}", str(who.ca_file), str(who.artifact)], *TWO_TASKS)
+        assert started["members"] == ["worker0", "worker1"]
         row = wait_for(run_id, ended=True)
     output = job_output(row["job_id"])
     assert (row["job_state"], row["attempt_state"]) == ("COMPLETED", "finished"), (row, output)
@@ -194,7 +209,7 @@ async def test_training_tasks_reach_none_of_the_jobs_credentials(
     assert "its ticket was already redeemed" in answer, tried
     assert (tried["environment tokens"], tried["token files"]) == ([], []), tried
     assert len(collectors_of(row)) == 1  # the thief's redemption left no collector row
-    await assert_stored_exactly(db, run_id, truth(steps))
+    await assert_stored_exactly(db, run_id, truth(steps, workers))
 
 
 async def test_a_preempted_job_ends_its_attempt_preempted_and_runs_again_as_the_next(

@@ -189,7 +189,8 @@ def main() -> None:
                                       "metrics": {"acc": step / 8}}) + "\n")
             evals.write(json.dumps({"step": step, "wall_time": 1.7e9 + step,
                                     "metrics": {"score": step / 2}}) + "\n")
-            if step == args.steps // 2 and args.try_credentials and out.name == "rank-0":
+            if step == args.steps // 2 and args.try_credentials and \
+                    os.environ["SLURM_PROCID"] == "0":
                 control, ca, artifact = args.try_credentials
                 Path("attempts.json").write_text(json.dumps(
                     try_credentials(control, Path(ca), Path(artifact)), indent=2))

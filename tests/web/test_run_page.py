@@ -115,9 +115,10 @@ async def test_a_run_page_shows_a_slurm_jobs_starts_as_attempts_and_its_ranks_as
     await runs.create_run(db, {"version": 1, "sources": [
         {"id": f"m{r}", "kind": "jsonl", "path": f"r{r}.jsonl", "owner": f"rank-{r}"}
         for r in range(4)]}, created_by="test", now=dt.datetime.now(dt.UTC), run_id=run_id)
-    _, launch_id = await slurm_launches.create(
+    launch_id = (await slurm_launches.create(
         db, run_id, nodes=2, tasks_per_node=2, command=["python", "train.py"],
-        environment={}, spool_root="/local/tuneplane", options=slurm_launches.JobOptions())
+        environment={}, spool_root="/local/tuneplane",
+        options=slurm_launches.JobOptions())).launch_id
     await db.execute("UPDATE slurm_launches SET state = 'submitted', job_id = '4242' "
                      "WHERE launch_id = $1", launch_id)
     Seen = slurm_launches.JobSeen

@@ -33,7 +33,7 @@ def test_the_training_command_reaches_the_task_word_for_word() -> None:
 def test_the_script_is_valid_shell_whatever_the_launch_holds(tmp_path: Path) -> None:
     script = jobscript.render(job(tmp_path / ("a" * 64), NASTY, workdir="/work/it's here"))
     assert subprocess.run(["sh", "-n"], input=script.encode(), check=False).returncode == 0
-    assert "tuneplane-task " + jobscript.shell_words(NASTY) in script
+    assert "tuneplane-task rank- '' " + jobscript.shell_words(NASTY) in script
     assert "--chdir=\"$tp_workdir\"" in script
     assert "tp_workdir='/work/it'\"'\"'s here'" in script
 

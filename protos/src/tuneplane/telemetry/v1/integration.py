@@ -28,6 +28,16 @@ _validate = fastjsonschema.compile(json.loads(
     (resources.files("tuneplane.telemetry.v1") / "integration-v1.json").read_text()))
 
 
+#: How a scheduler's task of rank N names its member unless the artifact says otherwise
+#: (``members.rank``).
+RANK_MEMBER = "rank-{rank}"
+
+
+def rank_member(document: dict[str, Any]) -> str:
+    """The artifact's template of a rank's member name (``{rank}`` stands for the rank)."""
+    return str(document.get("members", {}).get("rank", RANK_MEMBER))
+
+
 class IntegrationError(ValueError):
     """The artifact is unreadable or breaks its contract; the message names file and place."""
 
@@ -65,7 +75,11 @@ def _schema_error(exc: fastjsonschema.JsonSchemaValueException) -> str:
 
 
 def check_names_and_paths(document: dict[str, Any], origin: str) -> None:
-    """What the schema cannot say about each source and channel: NUL-free paths, local refs."""
+    """What the schema cannot say about each source and channel (NUL-free paths, local refs)
+    and about the members' names."""
+    if not is_name(rank_member(document).replace("{rank}", "0")):
+        raise IntegrationError(f"{origin}: members.rank {rank_member(document)!r} does not make "
+                               f"names: {NAME_RULE}")
     for group in ("sources", "channels"):
         for i, entry in enumerate(document.get(group, [])):
             for what in ("id", "owner"):

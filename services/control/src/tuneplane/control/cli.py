@@ -158,14 +158,13 @@ async def launch(conn: Connection, args: argparse.Namespace,
             raise errors.InvalidLaunch("--node and --member are the node backend's: a Slurm "
                                        "job's members are its tasks (rank-0, rank-1, ...)")
         spool_root = args.spool_root or str(settings.spool_root.get())
-        attempt, launch_id = await slurm_launches.create(
+        queued = await slurm_launches.create(
             conn, args.run, nodes=args.nodes, tasks_per_node=args.tasks_per_node,
             command=command, environment=environment, spool_root=spool_root,
             options=slurm_launches.JobOptions(args.partition or "", args.time or "",
                                               args.workdir or "", not args.no_requeue))
-        return {"run": args.run, "attempt": attempt, "slurm_launch": launch_id,
-                "members": [slurm_launches.member(i)
-                            for i in range(args.nodes * args.tasks_per_node)]}
+        return {"run": args.run, "attempt": queued.attempt, "slurm_launch": queued.launch_id,
+                "members": queued.members}
     if not args.node or not args.member:
         raise errors.InvalidLaunch("a node launch needs --node and at least one --member")
     attempt, ids = await launches.create(conn, args.run, args.node, args.member, command,

@@ -50,7 +50,8 @@ async def _claim(conn: Connection, start: Start, seen: JobSeen,
     and record the node's collector (once); the launch's row."""
     state = await slurm_launches.follow(conn, start.launch_id, seen)
     row = await conn.fetchrow(
-        "SELECT l.run_id, l.attempt, l.nodes, l.tasks_per_node, l.job_id, l.restarts, "
+        "SELECT l.run_id, l.attempt, l.nodes, l.tasks_per_node, l.member_template, "
+        "l.job_id, l.restarts, "
         "l.state, r.project, r.artifact::text AS artifact FROM slurm_launches l "
         "JOIN runs r USING (run_id) WHERE l.launch_id = $1 FOR UPDATE OF l", start.launch_id)
     if row is None or row["job_id"] != start.job_id:
@@ -76,7 +77,8 @@ async def _claim(conn: Connection, start: Start, seen: JobSeen,
 async def redeem(conn: Connection, start: Start, seen: JobSeen) -> Granted:
     async with conn.transaction():
         row = await _claim(conn, start, seen, None)
-    members = slurm_launches.members_of(row["nodes"], row["tasks_per_node"], start.node_index)
+    members = slurm_launches.members_of(row["nodes"], row["tasks_per_node"], start.node_index,
+                                        row["member_template"])
     return Granted(row["run_id"], int(row["attempt"]), row["project"], members,
                    row["artifact"])
 
@@ -90,7 +92,7 @@ async def renewable(conn: Connection, launch_id: int, restart: int, node_index: 
                     attempt: int) -> list[str]:
     """The node's members, while the collector's attempt has not ended; else refused."""
     row = await conn.fetchrow(
-        "SELECT l.nodes, l.tasks_per_node, a.state FROM slurm_collectors c "
+        "SELECT l.nodes, l.tasks_per_node, l.member_template, a.state FROM slurm_collectors c "
         "JOIN slurm_launches l USING (launch_id) JOIN attempts a ON a.run_id = l.run_id AND "
         "a.attempt = c.attempt WHERE c.launch_id = $1 AND c.restart = $2 AND "
         "c.node_index = $3 AND c.attempt = $4 AND c.refused IS NULL",
@@ -101,17 +103,18 @@ async def renewable(conn: Connection, launch_id: int, restart: int, node_index: 
     if row["state"] != "running":
         raise JobStartRefused(f"launch {launch_id} attempt {attempt} has ended "
                               f"({row['state']}); no new credentials")
-    return slurm_launches.members_of(row["nodes"], row["tasks_per_node"], node_index)
+    return slurm_launches.members_of(row["nodes"], row["tasks_per_node"], node_index,
+                                     row["member_template"])
 
 
 async def report(conn: Connection, launch_id: int, restart: int, node_index: int, *,
                  undelivered: int, detail: str, by_member: Mapping[str, int]) -> str:
     """Record how the node's collector ended; returns its attempt's state. Only the node's
     own members' counts are kept."""
-    row = await conn.fetchrow("SELECT nodes, tasks_per_node FROM slurm_launches WHERE "
-                              "launch_id = $1", launch_id)
-    members = set(slurm_launches.members_of(row["nodes"], row["tasks_per_node"], node_index)
-                  if row is not None else ())
+    row = await conn.fetchrow("SELECT nodes, tasks_per_node, member_template FROM "
+                              "slurm_launches WHERE launch_id = $1", launch_id)
+    members = set(slurm_launches.members_of(row["nodes"], row["tasks_per_node"], node_index,
+                                            row["member_template"]) if row is not None else ())
     counts = {m: max(0, int(n)) for m, n in by_member.items() if m in members}
     state = await conn.fetchval(
         "UPDATE slurm_collectors c SET reported_at = now(), undelivered = $4, detail = $5, "
@@ -130,7 +133,7 @@ async def listing(conn: Connection, run_id: str | None = None) -> list[dict[str,
     """Slurm launches with their job and how each node's collector ended."""
     rows = await conn.fetch(
         "SELECT 'slurm' AS backend, l.launch_id, l.run_id, l.attempt, l.nodes, "
-        "l.tasks_per_node, l.state, "
+        "l.tasks_per_node, l.member_template, l.state, "
         "l.job_id, l.job_state, l.restarts, l.detail, a.state AS attempt_state, "
         "coalesce((SELECT jsonb_agg(jsonb_build_object('restart', c.restart, 'node', "
         "c.node_index, 'attempt', c.attempt, 'hostname', c.hostname, 'refused', c.refused, "

@@ -1,7 +1,8 @@
 """Slurm launches: a run's attempt as one batch job of ``nodes`` x ``tasks_per_node`` tasks.
 
-Task ``i`` (``SLURM_PROCID``, block distribution) is member ``rank-<i>``; node ``k`` runs
-ranks ``k*T .. k*T+T-1`` and one collector for them. A launch is queued here and submitted
+Task ``i`` (``SLURM_PROCID``, block distribution) is member ``rank-<i>`` (or as the run's
+integration artifact names ranks, ``members.rank``); node ``k`` runs ranks
+``k*T .. k*T+T-1`` and one collector for them. A launch is queued here and submitted
 by control's Slurm backend, which follows the job (``follow``): the attempt is pending
 while the job waits, running while it runs, and ends as the job ends. A job requeued
 (preempted, or by an operator) ends its attempt ``preempted``; its next start is the next
@@ -20,6 +21,7 @@ from typing import Any
 from tuneplane.common.db import Connection
 from tuneplane.controlplane import launches, runs
 from tuneplane.controlplane.errors import InvalidLaunch
+from tuneplane.telemetry.v1.integration import RANK_MEMBER, rank_member
 
 MAX_TASKS = 4096
 PARTITION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -37,14 +39,15 @@ RUNS = {"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STOPPED", "SIGNALI
         "RESIZING", "STAGE_OUT"}
 
 
-def member(rank: int) -> str:
-    return f"rank-{rank}"
+def member(rank: int, template: str = RANK_MEMBER) -> str:
+    return template.replace("{rank}", str(rank))
 
 
-def members_of(nodes: int, tasks_per_node: int, node_index: int) -> list[str]:
+def members_of(nodes: int, tasks_per_node: int, node_index: int,
+               template: str = RANK_MEMBER) -> list[str]:
     """The members whose tasks run on node ``node_index`` (block distribution)."""
     first = node_index * tasks_per_node
-    return [member(rank) for rank in range(first, first + tasks_per_node)]
+    return [member(rank, template) for rank in range(first, first + tasks_per_node)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,21 +72,32 @@ def plain_path(path: str, what: str) -> None:
         raise InvalidLaunch(f"{what} {path!r} must be an absolute path on one line")
 
 
-def check_members(artifact: dict[str, Any], nodes: int, tasks_per_node: int) -> None:
-    """Every source and channel's owner must be one of the job's members."""
-    known = {member(rank) for rank in range(nodes * tasks_per_node)}
+def check_members(artifact: dict[str, Any], nodes: int, tasks_per_node: int) -> str:
+    """Every source and channel's owner must be one of the job's members; returns how the
+    artifact names a rank's member."""
+    template = rank_member(artifact)
+    known = {member(rank, template) for rank in range(nodes * tasks_per_node)}
     stray = sorted(launches.owners(artifact) - known)
     if stray:
         raise InvalidLaunch(
             f"the integration artifact's owner(s) {', '.join(stray)} are not members of a job "
-            f"of {nodes} node(s) x {tasks_per_node} task(s), whose members are rank-0 .. "
-            f"rank-{nodes * tasks_per_node - 1} (task i is rank-i)")
+            f"of {nodes} node(s) x {tasks_per_node} task(s), whose members are "
+            f"{member(0, template)} .. {member(nodes * tasks_per_node - 1, template)} "
+            f"(task i is {template.replace('{rank}', 'i')})")
+    return template
+
+
+@dataclass(frozen=True, slots=True)
+class Queued:
+    attempt: int
+    launch_id: int
+    members: list[str]  # by rank
 
 
 async def create(conn: Connection, run_id: str, *, nodes: int, tasks_per_node: int,
                  command: list[str], environment: Mapping[str, str], spool_root: str,
-                 options: JobOptions) -> tuple[int, int]:
-    """Queue the run's next attempt as a Slurm job; returns (attempt, launch id)."""
+                 options: JobOptions) -> Queued:
+    """Queue the run's next attempt as a Slurm job."""
     if min(nodes, tasks_per_node) < 1 or nodes * tasks_per_node > MAX_TASKS:
         raise InvalidLaunch(f"a Slurm launch has 1 .. {MAX_TASKS} tasks: nodes and tasks per "
                             f"node of at least 1 (asked {nodes} x {tasks_per_node})")
@@ -102,17 +116,19 @@ async def create(conn: Connection, run_id: str, *, nodes: int, tasks_per_node: i
                                   "WHERE run_id = $1", run_id)
         if run is None:
             raise InvalidLaunch(f"no run {run_id!r}")
-        check_members(json.loads(run["document"]), nodes, tasks_per_node)
+        template = check_members(json.loads(run["document"]), nodes, tasks_per_node)
         attempt = await runs.start_attempt(conn, run_id, state="pending")
         launch_id = int(await conn.fetchval(
             "INSERT INTO slurm_launches (run_id, attempt, nodes, tasks_per_node, command, "
-            "environment, options, spool_root) VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb, "
-            "$7::jsonb, $8) RETURNING launch_id", run_id, attempt, nodes, tasks_per_node,
+            "environment, options, spool_root, member_template) VALUES ($1, $2, $3, $4, "
+            "$5::jsonb, $6::jsonb, $7::jsonb, $8, $9) RETURNING launch_id", run_id, attempt,
+            nodes, tasks_per_node,
             json.dumps(command), json.dumps(dict(environment)),
             json.dumps({"partition": options.partition, "time_limit": options.time_limit,
                         "workdir": options.workdir, "requeue": options.requeue}),
-            spool_root))
-    return attempt, launch_id
+            spool_root, template))
+    return Queued(attempt, launch_id,
+                  [member(rank, template) for rank in range(nodes * tasks_per_node)])
 
 
 @dataclass(frozen=True, slots=True)

@@ -137,7 +137,8 @@ class SlurmBackend:
             ticket=self._service.issue_ticket(int(row["launch_id"]), TICKET_TTL),
             control=reach.control, server_name=reach.server_name,
             control_ca_pem=reach.control_ca_pem,
-            collector_environment=reach.collector_environment)
+            collector_environment=reach.collector_environment,
+            member_template=row["member_template"])
         user = reach.users.of(row["project"])
         environment = {**user.environment(), **json.loads(row["environment"]),
                        "TUNEPLANE_RUN_ID": row["run_id"], "TUNEPLANE_PROJECT": row["project"]}

@@ -64,6 +64,7 @@ class Job:
     server_name: str          # TLS name of control, when it differs from the host
     control_ca_pem: str
     collector_environment: Mapping[str, str]  # TUNEPLANE_COLLECTOR_* for the collectors
+    member_template: str = "rank-{rank}"      # the member of task N: {rank} stands for N
 
 
 def program(job: Job) -> str:
@@ -129,8 +130,8 @@ TUNEPLANE_ATTEMPT=$(sed -n 's/^{READY} attempt=\\([0-9]*\\).*/\\1/p' "$tp_log" |
 export TUNEPLANE_ATTEMPT
 srun --overlap --kill-on-bad-exit=1 -N "$tp_nodes" -n $((tp_nodes * tp_tasks)) \\
     --ntasks-per-node="$tp_tasks" --distribution=block --chdir="$tp_workdir" \\
-    /bin/sh -c 'TUNEPLANE_MEMBER="rank-$SLURM_PROCID"; export TUNEPLANE_MEMBER; exec "$@"' \\
-    tuneplane-task {training}
+    /bin/sh -c 'TUNEPLANE_MEMBER="$1$SLURM_PROCID$2"; export TUNEPLANE_MEMBER; shift 2
+exec "$@"' tuneplane-task {shell_words(job.member_template.split("{rank}", 1))} {training}
 tp_code=$?
 # Training ended: the collectors read to the end and drain (step 0 is theirs).
 scancel --signal=TERM "$SLURM_JOB_ID.0" 2>/dev/null || kill -TERM "$tp_collectors"

@@ -15,6 +15,7 @@ CREATE TABLE public.slurm_launches (
     attempt        integer NOT NULL,          -- the attempt of its latest start
     nodes          integer NOT NULL CHECK (nodes BETWEEN 1 AND 4096),
     tasks_per_node integer NOT NULL CHECK (tasks_per_node BETWEEN 1 AND 1024),
+    member_template text NOT NULL DEFAULT 'rank-{rank}', -- task of rank N: {rank} = N
     command        jsonb NOT NULL,
     environment    jsonb NOT NULL DEFAULT '{}',
     options        jsonb NOT NULL DEFAULT '{}', -- partition, time limit, working directory…

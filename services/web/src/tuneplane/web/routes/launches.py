@@ -105,14 +105,13 @@ async def slurm_launch(_: Editor, pool: Pool, run_id: str,
                        body: SlurmLaunchCreate) -> dict[str, Any]:
     """Queue the run's next attempt as a Slurm batch job (pending until it runs)."""
     async with pool.acquire() as conn:
-        attempt, launch_id = await slurm_launches.create(
+        queued = await slurm_launches.create(
             conn, run_id, nodes=body.nodes, tasks_per_node=body.tasks_per_node,
             command=body.command, environment=body.environment, spool_root=body.spool_root,
             options=slurm_launches.JobOptions(body.partition, body.time_limit, body.workdir,
                                               body.requeue))
-    return {"run_id": run_id, "attempt": attempt, "slurm_launch": launch_id,
-            "members": [slurm_launches.member(i)
-                        for i in range(body.nodes * body.tasks_per_node)]}
+    return {"run_id": run_id, "attempt": queued.attempt, "slurm_launch": queued.launch_id,
+            "members": queued.members}
 
 
 @router.get("/runs/{run_id}/launches")

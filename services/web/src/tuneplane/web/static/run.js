@@ -32,9 +32,10 @@ function undeliveredCell(row, n) {
 // collector has told about yet (queued, pending, refused on the node) from the job alone.
 function slurmLaunches(job, stateOf) {
   const perNode = job.tasks_per_node;
+  const name = (rank) => job.member_template.replace("{rank}", rank);
   const where = (c) => `${c.hostname || `node ${c.node}`} · job ${job.job_id}`;
   const out = job.collectors.flatMap((c) => Array.from({ length: perNode }, (_, i) => {
-    const member = `rank-${c.node * perNode + i}`;
+    const member = name(c.node * perNode + i);
     const state = c.refused ? "refused" : stateOf(c.attempt) ?? job.attempt_state;
     return { attempt: c.attempt, member, state, node: where(c), exit_code: null,
              undelivered: c.undelivered_by_member?.[member] ?? 0,
@@ -45,7 +46,7 @@ function slurmLaunches(job, stateOf) {
   for (let node = 0; node < job.nodes; node++) {
     if (told.has(node)) continue;
     for (let i = 0; i < perNode; i++) {
-      out.push({ attempt: job.attempt, member: `rank-${node * perNode + i}`,
+      out.push({ attempt: job.attempt, member: name(node * perNode + i),
                  state: job.attempt_state, node: job.job_id ? `job ${job.job_id}` : "queued",
                  exit_code: null, undelivered: 0, detail: job.detail || null });
     }
