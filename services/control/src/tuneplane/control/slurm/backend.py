@@ -101,7 +101,7 @@ class SlurmBackend:
         try:
             job_id = earlier[0] if earlier else await self._slurm.submit(*self._job(row))
             await self._stored(launch_id, job_id)
-        except (SlurmError, JobUserError) as exc:
+        except (SlurmError, JobUserError, ValueError) as exc:
             log.error("launch %d: not submitted: %s", launch_id, exc)
             async with self._pool.acquire() as conn, conn.transaction():
                 await conn.execute("UPDATE slurm_launches SET state = 'ended', ended_at = now(), "
@@ -137,10 +137,12 @@ class SlurmBackend:
             ticket=self._service.issue_ticket(int(row["launch_id"]), TICKET_TTL),
             control=reach.control, server_name=reach.server_name,
             control_ca_pem=reach.control_ca_pem,
-            collector_environment=reach.collector_environment)
+            collector_environment=reach.collector_environment,
+            environment=json.loads(row["environment"]))
         user = reach.users.of(row["project"])
-        environment = {**user.environment(), **json.loads(row["environment"]),
-                       "TUNEPLANE_RUN_ID": row["run_id"], "TUNEPLANE_PROJECT": row["project"]}
+        # sbatch's (run by control, as root): never the launch's, which the script exports.
+        environment = {**user.environment(), "TUNEPLANE_RUN_ID": row["run_id"],
+                       "TUNEPLANE_PROJECT": row["project"]}
         return (jobscript.render(job),
                 ["--hold", *user.sbatch_options(), *jobscript.sbatch_options(
                     job, partition=options.get("partition", ""),

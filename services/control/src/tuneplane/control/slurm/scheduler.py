@@ -1,9 +1,10 @@
 """The Slurm cluster as control sees it, through the cluster's own client commands.
 
 ``sbatch`` submits (the script on its standard input, the environment exactly what control
-gives it, never control's own), and ``squeue --json --states=all`` shows every job the
-controller still remembers (``MinJobAge`` after it ended). A job the controller no longer
-shows is unknown. The commands run with a time limit, at most a few at once.
+gives it, never control's own nor a launch's: sbatch runs as control's user, and a PATH or
+LD_PRELOAD given to it would choose what runs there), and ``squeue --json --states=all``
+shows every job the controller still remembers (``MinJobAge`` after it ended). A job the
+controller no longer shows is unknown. The commands run with a time limit, at most a few at once.
 """
 
 from __future__ import annotations

@@ -1,0 +1,94 @@
+"""The job script, run by /bin/sh with stand-ins for srun, scontrol and scancel that record
+each step's arguments, environment and standard input: what reaches the collectors, what
+reaches the training tasks, and nasty inputs arriving as they were given."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tuneplane.control.slurm import jobscript
+
+#: srun's stand-in: the collectors' step records itself and says ready; the training step
+#: runs its command as task 0.
+SRUN = f'''#!{sys.executable}
+import json, os, sys
+args = sys.argv[1:]
+i = 0
+while i < len(args) and args[i].startswith("-"):
+    i += 2 if args[i] in ("-N", "-n") else 1
+step = "collectors" if "--job-name=tuneplane-collector" in args else "training"
+record = {{"args": args[i:], "env": dict(os.environ),
+          "stdin": sys.stdin.read() if step == "collectors" else ""}}
+with open(os.path.join(os.environ["RECORDS"], step + ".json"), "w") as out:
+    json.dump(record, out)
+if step == "collectors":
+    print("tuneplane-collector: ready attempt=7 node=0 members=rank-0", flush=True)
+    sys.exit(0)
+os.environ["SLURM_PROCID"] = "0"
+os.chdir(next(a[len("--chdir="):] for a in args if a.startswith("--chdir=")))
+os.execv(args[i], args[i:])
+'''
+#: The training command: records what it was given.
+TASK = f'''#!{sys.executable}
+import json, os, sys
+with open(os.path.join(os.environ["RECORDS"], "task.json"), "w") as out:
+    json.dump({{"argv": sys.argv[1:], "env": dict(os.environ), "cwd": os.getcwd()}}, out)
+'''
+NASTY = ["$(touch pwned)", "`touch pwned`", "a'b", 'a"b', "a\nb", "; touch pwned", "*", "",
+         "-n", "\\", "${HOME}", "é ☃", "%j %u"]
+
+
+def job(tmp_path: Path, environment: dict[str, str], command: list[str]) -> jobscript.Job:
+    return jobscript.Job(
+        launch_id=1, run_id="r-1", nodes=1, tasks_per_node=1, command=command,
+        workdir=str(tmp_path / "work dir 'x'"), spool_root=str(tmp_path / "spool $(x)"),
+        artifact=tmp_path / ("0" * 64), ticket="eyJ.ticket'$(touch pwned)", control="c:1",
+        server_name="", control_ca_pem="PEM", collector_environment={},
+        environment=environment)
+
+
+def run(tmp_path: Path, job: jobscript.Job) -> dict[str, dict[str, object]]:
+    bin_dir, records = tmp_path / "bin", tmp_path / "records"
+    bin_dir.mkdir()
+    records.mkdir()
+    (tmp_path / "work dir 'x'").mkdir()
+    for name, text in (("srun", SRUN), ("train", TASK),
+                       ("scontrol", "#!/bin/sh\nexit 0\n"), ("scancel", "#!/bin/sh\nexit 1\n")):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "SLURM_JOB_ID": "42",
+           "TMPDIR": str(tmp_path), "RECORDS": str(records)}
+    done = subprocess.run(["/bin/sh", "-c", jobscript.render(job)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert not list(tmp_path.rglob("pwned"))
+    return {p.stem: json.loads(p.read_text()) for p in records.glob("*.json")}
+
+
+def test_the_launch_environment_reaches_the_training_tasks_but_not_the_collectors(
+        tmp_path: Path) -> None:
+    environment = {"LD_PRELOAD": "/home/tenant/evil.so", "PYTHONPATH": "/home/tenant/py",
+                   "MY_SETTING": "it's $(touch pwned)\nsecond line"}
+    seen = run(tmp_path, job(tmp_path, environment, [str(tmp_path / "bin" / "train")]))
+    collectors, task = seen["collectors"]["env"], seen["task"]["env"]
+    assert isinstance(collectors, dict)
+    assert isinstance(task, dict)
+    assert not set(environment) & set(collectors), collectors
+    assert {k: task.get(k) for k in environment} == environment
+    assert (task["TUNEPLANE_MEMBER"], task["TUNEPLANE_ATTEMPT"]) == ("rank-0", "7")
+
+
+def test_nasty_command_arguments_paths_and_ticket_arrive_as_given(tmp_path: Path) -> None:
+    given = job(tmp_path, {}, [str(tmp_path / "bin" / "train"), *NASTY])
+    seen = run(tmp_path, given)
+    assert seen["task"]["argv"] == NASTY
+    assert seen["task"]["cwd"] == given.workdir
+    assert seen["collectors"]["stdin"] == given.ticket + "\n"
+    program_args = seen["collectors"]["args"]
+    assert isinstance(program_args, list)
+    assert program_args[-1] == given.workdir
+    assert f"'--spool-root', {given.spool_root!r}" in program_args[-2]
