@@ -71,8 +71,17 @@ class Slurm:
         return job_id
 
     async def jobs(self) -> dict[str, tuple[str, JobSeen]]:
-        """Every job the controller shows: its name and what it shows of it, by job id."""
+        """Every job the controller shows: its name and what it shows of it, by job id.
+
+        squeue that could not reach the controller still exits 0, its ``errors`` saying
+        so beside no jobs: that is an error, never an empty cluster (where every launch's
+        job would have vanished and its attempt failed)."""
         document = json.loads(await self._run(["squeue", "--json", "--states=all"]))
+        errors = document.get("errors") or []
+        if errors:
+            raise SlurmError("squeue: " + "; ".join(
+                f"{e.get('description', '')} ({e.get('source', '')}: {e.get('error', '')})"
+                if isinstance(e, dict) else str(e) for e in errors)[:2000])
         return {str(job["job_id"]): (str(job.get("name", "")), seen(job))
                 for job in document.get("jobs", [])}
 
