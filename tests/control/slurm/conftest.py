@@ -13,7 +13,7 @@ from tests.support.environment import Endpoints
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.control.server import Policy
 from tuneplane.control.slurm.backend import Reach, SlurmBackend
-from tuneplane.control.slurm.scheduler import Slurm
+from tuneplane.control.slurm.scheduler import Shown, Slurm
 from tuneplane.control.slurm.service import SlurmJobControl
 from tuneplane.control.slurm.users import JobUsers
 from tuneplane.controlplane.slurm_launches import JobSeen
@@ -21,12 +21,13 @@ from tuneplane.node.v1 import node_pb2 as pb
 
 
 class FakeSlurm(Slurm):
-    """Slurm as a test sets it up: ``shown`` is what squeue shows (job id: name and state);
-    every submission, release and squeue is recorded."""
+    """Slurm as a test sets it up: ``shown`` is what squeue shows (by job id); every
+    submission, release and squeue is recorded. Jobs it submits are user ``uid``'s."""
 
-    def __init__(self) -> None:
+    def __init__(self, uid: int = 65534) -> None:
         super().__init__()
-        self.shown: dict[str, tuple[str, JobSeen]] = {}
+        self.uid = uid
+        self.shown: dict[str, Shown] = {}
         self.submitted: list[tuple[str, list[str], dict[str, str]]] = []
         self.released: list[str] = []
         self.asked = 0
@@ -36,10 +37,10 @@ class FakeSlurm(Slurm):
         job_id = str(900000 + len(self.submitted))
         self.submitted.append((script, list(options), dict(environment)))
         name = next(o.split("=", 1)[1] for o in options if o.startswith("--job-name="))
-        self.shown[job_id] = (name, JobSeen("PENDING", 0, "JobHeldUser"))
+        self.shown[job_id] = Shown(name, self.uid, JobSeen("PENDING", 0, "JobHeldUser"))
         return job_id
 
-    async def jobs(self) -> dict[str, tuple[str, JobSeen]]:
+    async def jobs(self) -> dict[str, Shown]:
         self.asked += 1
         return dict(self.shown)
 
@@ -71,5 +72,5 @@ def backend(pool: asyncpg.Pool, fake_slurm: FakeSlurm, service: SlurmJobControl,
             tmp_path: Path) -> SlurmBackend:
     reach = Reach(control="localhost:8443", server_name="", control_ca_pem="",
                   artifact=tmp_path / ("0" * 64), collector_environment={},
-                  users=JobUsers(["nobody"]))
+                  users=JobUsers(["nobody"]))  # uid 65534
     return SlurmBackend(pool, fake_slurm, service, reach)

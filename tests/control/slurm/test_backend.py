@@ -8,8 +8,9 @@ import asyncpg
 from tests.control.slurm.conftest import FakeSlurm
 from tests.support.control import new_run
 from tuneplane.control.slurm.backend import SlurmBackend
+from tuneplane.control.slurm.scheduler import Shown
 from tuneplane.controlplane import slurm_launches
-from tuneplane.controlplane.slurm_launches import JobOptions
+from tuneplane.controlplane.slurm_launches import JobOptions, JobSeen
 
 
 async def queue(db: asyncpg.Connection, run_id: str, environment: dict[str, str] | None = None,
@@ -33,3 +34,49 @@ async def test_the_launch_environment_never_reaches_sbatch_run_by_control(
     ((script, _, environment),) = [s for s in fake_slurm.submitted if run_id in s[0]]
     assert not set(tenant) & set(environment), environment
     assert "export MY_SETTING=x" in script  # the training tasks' own
+
+
+async def launch_row(db: asyncpg.Connection, launch_id: int) -> asyncpg.Record:
+    row = await db.fetchrow("SELECT l.state, l.job_id, l.detail, a.state AS attempt_state "
+                            "FROM slurm_launches l JOIN attempts a ON a.run_id = l.run_id "
+                            "AND a.attempt = l.attempt WHERE l.launch_id = $1", launch_id)
+    assert row is not None
+    return row
+
+
+async def test_a_job_named_after_a_queued_launch_is_never_taken_for_its_job(
+        backend: SlurmBackend, fake_slurm: FakeSlurm, db: asyncpg.Connection,
+        run_id: str) -> None:
+    """Anyone may name a job ``tuneplane-<next launch id>``: taken for that launch's job,
+    it would decide another tenant's attempt, and the launch's own job never be run."""
+    launch_id = await queue(db, run_id)
+    fake_slurm.shown["555"] = Shown(f"tuneplane-{launch_id}", 1234,
+                                    JobSeen("PENDING", 0, "JobHeldUser"))
+    await backend.step()
+    row = await launch_row(db, launch_id)
+    (ours,) = [job_id for job_id, job in fake_slurm.shown.items()
+               if job.name == f"tuneplane-{launch_id}" and job_id != "555"]
+    assert (row["state"], row["job_id"]) == ("submitted", ours)
+    assert "555" not in fake_slurm.released
+    fake_slurm.shown["555"] = Shown(f"tuneplane-{launch_id}", 1234,
+                                    JobSeen("COMPLETED", 0, comment="all good"))
+    await backend.step()
+    assert (await launch_row(db, launch_id))["attempt_state"] == "pending"
+
+
+async def test_a_submission_left_half_done_is_found_again_only_among_the_projects_jobs(
+        backend: SlurmBackend, fake_slurm: FakeSlurm, db: asyncpg.Connection,
+        run_id: str) -> None:
+    """A control that stopped between sbatch and storing the job id left the launch
+    ``submitting``: its job is found by name, but only a job of the project's user."""
+    launch_id = await queue(db, run_id)
+    await db.execute("UPDATE slurm_launches SET state = 'submitting', submitted_at = "
+                     "now() - interval '1 hour' WHERE launch_id = $1", launch_id)
+    held = JobSeen("PENDING", 0, "JobHeldUser")
+    fake_slurm.shown["555"] = Shown(f"tuneplane-{launch_id}", 1234, held)
+    fake_slurm.shown["556"] = Shown(f"tuneplane-{launch_id}", fake_slurm.uid, held)
+    await backend.step()
+    assert (await launch_row(db, launch_id))["job_id"] == "556"
+    assert [s for s in fake_slurm.submitted if run_id in s[0]] == []
+    assert "556" in fake_slurm.released
+    assert "555" not in fake_slurm.released

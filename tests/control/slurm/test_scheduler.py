@@ -36,6 +36,6 @@ async def test_squeue_answering_jobs_is_read(tmp_path: Path) -> None:
         {"job_id": 7, "name": "tuneplane-3", "user_id": 1000, "job_state": "RUNNING",
          "restart_cnt": 1, "exit_code": 256, "comment": "c"}]}).jobs()
     assert list(shown) == ["7"]
-    name, seen = shown["7"]
-    assert (name, seen.state, seen.restarts, seen.exit_code) == ("tuneplane-3", "RUNNING", 1,
-                                                                  "1:0")
+    job = shown["7"]
+    assert (job.name, job.uid, job.seen.state, job.seen.restarts, job.seen.exit_code) == (
+        "tuneplane-3", 1000, "RUNNING", 1, "1:0")
