@@ -13,7 +13,7 @@ from tests.support.environment import Endpoints
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.control.server import Policy
 from tuneplane.control.slurm.backend import Reach, SlurmBackend
-from tuneplane.control.slurm.scheduler import Shown, Slurm
+from tuneplane.control.slurm.scheduler import Shown, Slurm, SlurmError
 from tuneplane.control.slurm.service import SlurmJobControl
 from tuneplane.control.slurm.users import JobUsers
 from tuneplane.controlplane.slurm_launches import JobSeen
@@ -31,9 +31,12 @@ class FakeSlurm(Slurm):
         self.submitted: list[tuple[str, list[str], dict[str, str]]] = []
         self.released: list[str] = []
         self.asked = 0
+        self.refusing = ""  # sbatch's error, when it refuses every submission
 
     async def submit(self, script: str, options: Sequence[str],
                      environment: Mapping[str, str]) -> str:
+        if self.refusing:
+            raise SlurmError(self.refusing)
         job_id = str(900000 + len(self.submitted))
         self.submitted.append((script, list(options), dict(environment)))
         name = next(o.split("=", 1)[1] for o in options if o.startswith("--job-name="))

@@ -9,7 +9,7 @@ from tests.control.slurm.conftest import FakeSlurm
 from tests.support.control import new_run
 from tuneplane.control.slurm.backend import SlurmBackend
 from tuneplane.control.slurm.scheduler import Shown
-from tuneplane.controlplane import slurm_launches
+from tuneplane.controlplane import runs, slurm_launches
 from tuneplane.controlplane.slurm_launches import JobOptions, JobSeen
 
 
@@ -80,3 +80,40 @@ async def test_a_submission_left_half_done_is_found_again_only_among_the_project
     assert [s for s in fake_slurm.submitted if run_id in s[0]] == []
     assert "556" in fake_slurm.released
     assert "555" not in fake_slurm.released
+
+
+async def test_a_launch_that_cannot_be_followed_leaves_every_other_launch_followed(
+        backend: SlurmBackend, fake_slurm: FakeSlurm, db: asyncpg.Connection,
+        run_id: str) -> None:
+    """An editor ends a Slurm launch's attempt and starts the run's next one; the job is
+    then requeued, and its next start can have no attempt. That launch ends saying so; the
+    launches after it are still followed, in the same pass."""
+    first, other = await queue(db, run_id), await queue(db, run_id + "-other")
+    await backend.step()
+    jobs = {(await launch_row(db, launch_id))["job_id"]: launch_id
+            for launch_id in (first, other)}
+    await runs.end_attempt(db, run_id, 1, "cancelled")
+    assert await runs.start_attempt(db, run_id) == 2
+    for job_id, launch_id in jobs.items():
+        fake_slurm.shown[job_id] = Shown(f"tuneplane-{launch_id}", fake_slurm.uid,
+                                         JobSeen("RUNNING", 1 if launch_id == first else 0))
+    await backend.step()
+    assert (await launch_row(db, other))["attempt_state"] == "running"
+    ended = await launch_row(db, first)
+    assert ended["state"] == "ended"
+    assert "attempt 2 is running" in ended["detail"], ended
+    attempts = await db.fetch("SELECT attempt, state FROM attempts WHERE run_id = $1 ORDER BY "
+                              "attempt", run_id)
+    assert [tuple(a) for a in attempts] == [(1, "cancelled"), (2, "running")]
+
+
+async def test_a_launch_whose_attempt_an_editor_ended_ends_when_sbatch_refuses_it(
+        backend: SlurmBackend, fake_slurm: FakeSlurm, db: asyncpg.Connection,
+        run_id: str) -> None:
+    launch_id = await queue(db, run_id)
+    await runs.end_attempt(db, run_id, 1, "cancelled")
+    fake_slurm.refusing = "sbatch: error: Batch job submission failed: Invalid partition"
+    await backend.step()
+    row = await launch_row(db, launch_id)
+    assert (row["state"], row["attempt_state"]) == ("ended", "cancelled")
+    assert "Invalid partition" in row["detail"]

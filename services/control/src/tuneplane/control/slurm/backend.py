@@ -56,12 +56,15 @@ class SlurmBackend:
         self._poll = poll_seconds
 
     async def run(self) -> None:
-        """Pass after pass until cancelled; a failing pass is logged and retried."""
+        """Pass after pass until cancelled; a failing pass is logged and retried (whatever
+        failed: this task ending would leave every launch unfollowed, silently)."""
         while True:
             try:
                 await self.step()
             except (SlurmError, OSError, asyncpg.PostgresError) as exc:
                 log.warning("Slurm backend pass failed, retrying: %s", exc)
+            except Exception:
+                log.exception("Slurm backend pass failed, retrying")
             await asyncio.sleep(self._poll)
 
     async def step(self) -> None:
@@ -71,21 +74,30 @@ class SlurmBackend:
                 "l.state = 'queued' OR (l.state = 'submitting' AND l.submitted_at < now() - "
                 "make_interval(secs => $1)) ORDER BY l.launch_id", STALE_SUBMISSION)
             live = await conn.fetch("SELECT launch_id, job_id FROM slurm_launches WHERE "
-                                    "state = 'submitted'")
+                                    "state = 'submitted' ORDER BY launch_id")
         jobs = await self._slurm.jobs() if queued or live else {}
+        # One launch's trouble (its row, its job) is its own: the others still go on.
         for row in queued:
-            await self._submit(dict(row), jobs)
+            try:
+                await self._submit(dict(row), jobs)
+            except Exception:
+                log.exception("launch %d: not submitted in this pass", row["launch_id"])
         for row in live:
-            found = jobs.get(row["job_id"])
-            seen = found.seen if found else JobSeen(VANISHED, 0,
-                                                  comment="Slurm no longer shows the job")
-            if found is None:
-                log.error("launch %d: Slurm no longer shows job %s", row["launch_id"],
-                          row["job_id"])
-            elif seen.state == "PENDING" and seen.reason == "JobHeldUser":
-                await self._release(row["job_id"])
-            async with self._pool.acquire() as conn:
-                await slurm_launches.follow(conn, row["launch_id"], seen)
+            try:
+                await self._follow(row["launch_id"], row["job_id"], jobs)
+            except Exception:
+                log.exception("launch %d: not followed in this pass", row["launch_id"])
+
+    async def _follow(self, launch_id: int, job_id: str, jobs: Mapping[str, Shown]) -> None:
+        found = jobs.get(job_id)
+        seen = found.seen if found else JobSeen(VANISHED, 0,
+                                              comment="Slurm no longer shows the job")
+        if found is None:
+            log.error("launch %d: Slurm no longer shows job %s", launch_id, job_id)
+        elif seen.state == "PENDING" and seen.reason == "JobHeldUser":
+            await self._release(job_id)
+        async with self._pool.acquire() as conn:
+            await slurm_launches.follow(conn, launch_id, seen)
 
     async def _submit(self, row: dict[str, Any], jobs: Mapping[str, Shown]) -> None:
         launch_id = int(row["launch_id"])
@@ -106,7 +118,10 @@ class SlurmBackend:
                 await conn.execute("UPDATE slurm_launches SET state = 'ended', ended_at = now(), "
                                    "detail = $2 WHERE launch_id = $1", launch_id,
                                    f"not submitted: {exc}"[:4000])
-                await runs.end_attempt(conn, row["run_id"], row["attempt"], "failed")
+                # Unless an editor ended it meanwhile (its end stands).
+                if await slurm_launches.attempt_state(
+                        conn, row["run_id"], row["attempt"]) in runs.LIVE_STATES:
+                    await runs.end_attempt(conn, row["run_id"], row["attempt"], "failed")
             return
         log.info("launch %d: %s attempt %d submitted as Slurm job %s", launch_id, row["run_id"],
                  row["attempt"], job_id)
