@@ -1,8 +1,9 @@
 """The SlurmJobControl gRPC service: a Slurm job's collectors get their credentials here.
 
 A ticket (``TokenKind.SLURM_TICKET``) names one launch and job; it is checked before any
-database or Slurm work, then redeemed once per node and start of the job while Slurm shows
-that start running (``tuneplane.controlplane.slurm_collectors``). What it yields, a job
+database or Slurm work, the start it names against the database before Slurm is asked, then
+redeemed once per node and start of the job while Slurm shows that start running and its
+attempt has not ended (``tuneplane.controlplane.slurm_collectors``). What it yields, a job
 credential (``TokenKind.SLURM_JOB``), names the launch, start, node and attempt, and gives
 workload tokens for that node's members of that attempt only, renewed while the attempt
 runs.
@@ -71,6 +72,14 @@ class SlurmJobControl(spb_grpc.SlurmJobControlServicer):
         return Start(launch_id, request.job_id, request.restart, request.node_index,
                      request.hostname)
 
+    async def _checked(self, start: Start, context: Context) -> None:
+        """Refuse what no answer of Slurm's would let redeem, before Slurm is asked."""
+        async with pooled(self._pool, self._policy, context) as conn:
+            try:
+                await slurm_collectors.check(conn, start)
+            except errors.LaunchError as exc:
+                await refuse(context, str(exc))
+
     async def _seen(self, start: Start, context: Context) -> JobSeen:
         try:
             seen = await self._slurm.job(start.job_id)
@@ -96,6 +105,7 @@ class SlurmJobControl(spb_grpc.SlurmJobControlServicer):
 
     async def Redeem(self, request: spb.RedeemRequest, context: Context) -> spb.RedeemReply:
         start = await self._start(request.start, context)
+        await self._checked(start, context)
         seen = await self._seen(start, context)
         async with pooled(self._pool, self._policy, context) as conn:
             try:
@@ -115,6 +125,7 @@ class SlurmJobControl(spb_grpc.SlurmJobControlServicer):
 
     async def Refuse(self, request: spb.RefuseRequest, context: Context) -> spb.RefuseReply:
         start = await self._start(request.start, context)
+        await self._checked(start, context)
         seen = await self._seen(start, context)
         async with pooled(self._pool, self._policy, context) as conn:
             try:
