@@ -3,6 +3,7 @@ Slurm that answers what each test tells it and records what control asked of it.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 
@@ -32,6 +33,9 @@ class FakeSlurm(Slurm):
         self.released: list[str] = []
         self.asked = 0
         self.refusing = ""  # sbatch's error, when it refuses every submission
+        self.asking = asyncio.Event()   # set while squeue is asked
+        self.answer = asyncio.Event()   # squeue answers once set
+        self.answer.set()
 
     async def submit(self, script: str, options: Sequence[str],
                      environment: Mapping[str, str]) -> str:
@@ -45,6 +49,8 @@ class FakeSlurm(Slurm):
 
     async def jobs(self) -> dict[str, Shown]:
         self.asked += 1
+        self.asking.set()
+        await self.answer.wait()
         return dict(self.shown)
 
     async def release(self, job_id: str) -> None:

@@ -4,6 +4,7 @@ costs control before it is refused."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import asyncpg
@@ -114,3 +115,27 @@ async def test_an_attempt_an_editor_ended_gets_no_credentials(
     with pytest.raises(Aborted, match="cancelled"):
         await redeem(service, launch_id, job_id)
     assert await collectors(db, launch_id) == 0
+
+
+async def test_a_flood_of_redemptions_costs_control_one_squeue_at_a_time_per_node_of_the_job(
+        backend: SlurmBackend, fake_slurm: FakeSlurm, service: SlurmJobControl,
+        db: asyncpg.Connection, run_id: str) -> None:
+    """Any process of the job's user may hold its ticket while the job runs, and a start
+    to come is never redeemed yet: each call would run squeue, as many at once as it
+    sends, taking every call slot of control (Node control's too) and Slurm's."""
+    launch_id, job_id = await running(backend, fake_slurm, db, run_id)  # one node
+    fake_slurm.answer.clear()
+    fake_slurm.asking.clear()
+    asked = fake_slurm.asked
+    first = asyncio.create_task(redeem(service, launch_id, job_id, restart=5))
+    await fake_slurm.asking.wait()
+    for _ in range(3):
+        with pytest.raises(Aborted, match="RESOURCE_EXHAUSTED") as refused:
+            await redeem(service, launch_id, job_id, restart=5)
+        assert "retry" in str(refused.value)
+    assert fake_slurm.asked == asked + 1
+    fake_slurm.answer.set()
+    with pytest.raises(Aborted, match="current start is 0"):
+        await first
+    reply = await redeem(service, launch_id, job_id)  # the node's collector, after it
+    assert reply.attempt == 1

@@ -43,13 +43,13 @@ class Granted:
     artifact: str  # the run's integration artifact, JSON
 
 
-async def check(conn: Connection, start: Start) -> None:
+async def check(conn: Connection, start: Start) -> int:
     """Refuse, before Slurm is asked (a squeue per call), a start no answer of Slurm's could
     let redeem: a launch not submitted as this job or ended, a node the job does not have,
     a start before its latest, one already redeemed. A ticket lives as long as a job may
     wait (30 days) and its job's user can read it: these refusals cost one read. Checked
     before the job is followed, too: a job the ticket's holder names is not the launch's
-    unless it is the one control submitted."""
+    unless it is the one control submitted. Returns the job's node count."""
     row = await conn.fetchrow(
         "SELECT l.state, l.job_id, l.nodes, l.restarts, EXISTS (SELECT 1 FROM "
         "slurm_collectors c WHERE c.launch_id = l.launch_id AND c.restart = $2 AND "
@@ -66,6 +66,7 @@ async def check(conn: Connection, start: Start) -> None:
     if row["redeemed"]:
         raise JobStartRefused(f"{start}: its ticket was already redeemed; a job's ticket is "
                               "spent once per node and start, by the node's collector")
+    return int(row["nodes"])
 
 
 async def _claim(conn: Connection, start: Start, seen: JobSeen,
