@@ -56,8 +56,11 @@ class Tenant:
         return self.scratch / "spool"
 
     def workdir(self, job_id: object) -> Path:
-        """The tasks' working directory of the job's first start (the script's default)."""
-        return self.scratch / f"tuneplane-{job_id}-0"
+        """The tasks' working directory of the job's first start (the script's default,
+        tuneplane-<job>-0-<random>), or a path that does not exist when none was made."""
+        found = sorted(self.scratch.glob(f"tuneplane-{job_id}-0-*"))
+        assert len(found) <= 1, found
+        return found[0] if found else self.scratch / f"tuneplane-{job_id}-0-none"
 
 
 @contextmanager

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from tuneplane.control.slurm import jobscript
@@ -26,6 +27,7 @@ record = {{"args": args[i:], "env": dict(os.environ),
 with open(os.path.join(os.environ["RECORDS"], step + ".json"), "w") as out:
     json.dump(record, out)
 if step == "collectors":
+    os.makedirs(args[-1], exist_ok=True)  # as the collector makes the working directory
     print("tuneplane-collector: ready attempt=7 node=0 members=rank-0", flush=True)
     sys.exit(0)
 os.environ["SLURM_PROCID"] = "0"
@@ -55,7 +57,7 @@ def run(tmp_path: Path, job: jobscript.Job) -> dict[str, dict[str, object]]:
     bin_dir, records = tmp_path / "bin", tmp_path / "records"
     bin_dir.mkdir()
     records.mkdir()
-    (tmp_path / "work dir 'x'").mkdir()
+    (tmp_path / "work dir 'x'").mkdir(exist_ok=True)
     for name, text in (("srun", SRUN), ("train", TASK),
                        ("scontrol", "#!/bin/sh\nexit 0\n"), ("scancel", "#!/bin/sh\nexit 1\n")):
         (bin_dir / name).write_text(text)
@@ -92,3 +94,19 @@ def test_nasty_command_arguments_paths_and_ticket_arrive_as_given(tmp_path: Path
     assert isinstance(program_args, list)
     assert program_args[-1] == given.workdir
     assert f"'--spool-root', {given.spool_root!r}" in program_args[-2]
+
+
+def test_the_default_working_directory_cannot_be_foretold(tmp_path: Path) -> None:
+    """Job ids come in order: below a shared /tmp, another tenant's process could make
+    tuneplane-<job>-<start> first, and the collector, refusing a directory not its own,
+    would fail the job."""
+    made = set()
+    for place in (tmp_path / "a", tmp_path / "b"):
+        place.mkdir()
+        given = replace(job(place, {}, [str(place / "bin" / "train")]), workdir="")
+        args = run(place, given)["collectors"]["args"]
+        assert isinstance(args, list)
+        assert args[-1].startswith(f"{place}/tuneplane-42-0-"), args[-1]
+        assert len(args[-1]) >= len(f"{place}/tuneplane-42-0-") + 16
+        made.add(args[-1].removeprefix(str(place)))
+    assert len(made) == 2

@@ -99,8 +99,11 @@ def render(job: Job) -> str:
     # The launch's TMPDIR, when it gives one, is where the job's own places go.
     tmp = q(job.environment["TMPDIR"]) if job.environment.get("TMPDIR") else \
         '"${TMPDIR:-/tmp}"'
+    # Not foretold (job ids come in order): in a shared /tmp another user could make it
+    # first, and the collectors refuse a directory not their own.
     workdir = q(job.workdir) if job.workdir else \
-        '"$tp_tmp/tuneplane-$SLURM_JOB_ID-${SLURM_RESTART_COUNT:-0}"'
+        '"$tp_tmp/tuneplane-$SLURM_JOB_ID-${SLURM_RESTART_COUNT:-0}-$(od -An -N8 -tx1 ' \
+        '/dev/urandom | tr -d \' \\n\')"'
     training = " ".join(q(arg) for arg in job.command)
     return f'''#!/bin/sh
 # Tuneplane Slurm launch {job.launch_id}: run {job.run_id}, {job.nodes} node(s) x \
