@@ -131,9 +131,11 @@ def wait_for(run_id: str, *, job_state: tuple[str, ...] = (), ended: bool = Fals
                          f"{seconds:.0f} s: {row}")
 
 
-def job_output(job_id: object, workdir: Path = Path("/tmp")) -> str:
-    path = workdir / f"tuneplane-{job_id}.out"
-    return path.read_text(errors="replace") if path.exists() else f"({path} missing)"
+def job_output(job_id: object, place: Path) -> str:
+    """The job's output, in the file its script made below ``place`` (its TMPDIR)."""
+    found = sorted(place.glob(f"tuneplane-{job_id}.out.*"))
+    return found[0].read_text(errors="replace") if len(found) == 1 else \
+        f"(no single output of job {job_id} in {place}: {found})"
 
 
 def collectors_of(row: dict[str, object]) -> list[dict[str, object]]:

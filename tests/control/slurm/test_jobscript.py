@@ -110,3 +110,22 @@ def test_the_default_working_directory_cannot_be_foretold(tmp_path: Path) -> Non
         assert len(args[-1]) >= len(f"{place}/tuneplane-42-0-") + 16
         made.add(args[-1].removeprefix(str(place)))
     assert len(made) == 2
+
+
+def test_the_jobs_output_is_a_file_of_its_own_never_a_name_another_user_foretells(
+        tmp_path: Path) -> None:
+    """Slurm opens --output as the job's user, following symlinks and truncating: a name
+    foretold in a shared /tmp (job ids come in order) let another user's symlink point the
+    job at any file of its user, emptied; or a file of theirs receive its output."""
+    given = job(tmp_path, {}, [str(tmp_path / "bin" / "train")])
+    options = jobscript.sbatch_options(given, partition="", time_limit="", requeue=True)
+    assert [o for o in options if o.startswith(("--output", "--error"))] == [
+        "--output=/dev/null"]
+    precious = tmp_path / "checkpoint"
+    precious.write_text("precious")
+    (tmp_path / "tuneplane-42.out").symlink_to(precious)
+    run(tmp_path, replace(given, environment={"TMPDIR": str(tmp_path)}))
+    assert precious.read_text() == "precious"
+    (output,) = tmp_path.glob("tuneplane-42.out.*")
+    assert "tuneplane-collector: ready attempt=7" in output.read_text()
+    assert output.stat().st_mode & 0o077 == 0

@@ -113,6 +113,9 @@ tp_nodes={job.nodes}
 tp_tasks={job.tasks_per_node}
 tp_python="${{TUNEPLANE_COLLECTOR_PYTHON:-python3.11}}"
 tp_tmp={tmp}
+# The job's output: a file of its own made here (Slurm's --output is /dev/null), as a name
+# foretold in a shared /tmp could be another user's symlink, which Slurm follows, truncating.
+tp_out=$(mktemp "$tp_tmp/tuneplane-$SLURM_JOB_ID.out.XXXXXX") && exec >"$tp_out" 2>&1
 tp_workdir={workdir}
 tp_log=$(mktemp "$tp_tmp/tuneplane-collectors-$SLURM_JOB_ID.XXXXXX") || exit 1
 tp_comment() {{
@@ -164,7 +167,7 @@ def sbatch_options(job: Job, *, partition: str, time_limit: str, requeue: bool) 
     place = job.workdir or "/tmp"
     options = [f"--job-name=tuneplane-{job.launch_id}", f"--nodes={job.nodes}",
                f"--ntasks-per-node={job.tasks_per_node}", f"--chdir={place}",
-               "--output=tuneplane-%j.out", "--requeue" if requeue else "--no-requeue"]
+               "--output=/dev/null", "--requeue" if requeue else "--no-requeue"]
     if partition:
         options.append(f"--partition={partition}")
     if time_limit:
