@@ -98,7 +98,7 @@ async def test_a_two_task_job_delivers_both_members_exactly_and_completes(
                          ["--steps", str(steps), "--seconds", "8"], *TWO_TASKS)
         assert (started["attempt"], started["members"]) == (1, ["rank-0", "rank-1"])
         row = wait_for(run_id, ended=True)
-    output = job_output(row["job_id"])
+    output = job_output(row["job_id"], who.scratch)
     assert (row["job_state"], row["attempt_state"]) == ("COMPLETED", "finished"), (row, output)
     assert await db.fetchval("SELECT state FROM attempts WHERE run_id = $1", run_id) == \
         "finished"
@@ -125,7 +125,7 @@ async def test_a_job_cancelled_mid_run_ends_cancelled_drained_with_every_point_w
         assert await wait_for_points(db, run_id, 2000) >= 2000  # well into its run
         slurm("scancel", str(row["job_id"]))
         row = wait_for(run_id, ended=True)
-    output = job_output(row["job_id"])
+    output = job_output(row["job_id"], who.scratch)
     assert (row["job_state"], row["attempt_state"]) == ("CANCELLED", "cancelled"), (row, output)
     (collector,) = collectors_of(row)
     assert (collector["undelivered"], collector["reported"]) == (0, True), (row, output)
@@ -151,7 +151,7 @@ async def test_a_spool_root_on_a_shared_filesystem_refuses_the_job_with_the_reas
                        env={"TUNEPLANE_COLLECTOR_MOUNT_TABLE": str(table)}):
         launch(initialised, run_id, who, INTEGRATION, ["--steps", "100"], *TWO_TASKS)
         row = wait_for(run_id, ended=True)
-    output = job_output(row["job_id"])
+    output = job_output(row["job_id"], who.scratch)
     assert (row["job_state"], row["attempt_state"]) == ("FAILED", "failed"), (row, output)
     reason = (f"spool root refused: spool directory {who.spool_root} is on Lustre (lustre "
               f"10.0.0.1@tcp:/scratch at {who.scratch}); the spool must be on a host-local "
@@ -176,7 +176,7 @@ async def test_a_tampered_collector_artifact_is_refused_on_the_compute_node(
     with slurm_control(tls_dir, ingest, who, tmp_path / "control.log", artifact=tampered):
         launch(initialised, run_id, who, INTEGRATION, ["--steps", "100"], *TWO_TASKS)
         row = wait_for(run_id, ended=True)
-    output = job_output(row["job_id"])
+    output = job_output(row["job_id"], who.scratch)
     assert (row["job_state"], row["attempt_state"]) == ("FAILED", "failed"), (row, output)
     assert "collector artifact refused: " in str(row["detail"]), row
     assert "bin/cli.py does not match its sha256 (tampered)" in str(row["detail"]), row
@@ -196,7 +196,7 @@ async def test_training_tasks_reach_none_of_the_jobs_credentials(
             f"localhost:{control.port}", str(who.ca_file), str(who.artifact)], *TWO_TASKS)
         assert started["members"] == ["worker0", "worker1"]
         row = wait_for(run_id, ended=True)
-    output = job_output(row["job_id"])
+    output = job_output(row["job_id"], who.scratch)
     assert (row["job_state"], row["attempt_state"]) == ("COMPLETED", "finished"), (row, output)
     tried = json.loads((who.workdir(row["job_id"]) / "attempts.json").read_text())
     (pid,) = tried["collectors found"]  # its node's collector, found and tried
@@ -234,7 +234,7 @@ async def test_a_preempted_job_ends_its_attempt_preempted_and_runs_again_as_the_
                                               [(1, "preempted"), (2, "running")])
         slurm("scontrol", "update", f"JobId={first['job_id']}", "StartTime=now")  # no delay
         row = wait_for(run_id, ended=True)
-    output = job_output(row["job_id"])
+    output = job_output(row["job_id"], who.scratch)
     assert (row["job_state"], row["attempt"], row["attempt_state"]) == (
         "COMPLETED", 2, "finished"), (row, output)
     states = await db.fetch("SELECT attempt, state FROM attempts WHERE run_id = $1 "
@@ -248,6 +248,6 @@ async def test_a_preempted_job_ends_its_attempt_preempted_and_runs_again_as_the_
     before = written(who.workdir(row["job_id"]))
     assert 300 <= len(before) < len(truth(steps))  # the preemption cut the first start short
     await assert_stored_exactly(db, run_id, before, attempt=1)
-    second = who.scratch / f"tuneplane-{row['job_id']}-1"
+    second = who.workdir(row["job_id"], start=1)
     assert written(second) == truth(steps)
     await assert_stored_exactly(db, run_id, truth(steps), attempt=2)

@@ -55,9 +55,13 @@ class Tenant:
     def spool_root(self) -> Path:
         return self.scratch / "spool"
 
-    def workdir(self, job_id: object) -> Path:
-        """The tasks' working directory of the job's first start (the script's default)."""
-        return self.scratch / f"tuneplane-{job_id}-0"
+    def workdir(self, job_id: object, start: int = 0) -> Path:
+        """The tasks' working directory of a start of the job (the script's default,
+        tuneplane-<job>-<start>-<random>), or a path that does not exist when none was
+        made."""
+        found = sorted(self.scratch.glob(f"tuneplane-{job_id}-{start}-*"))
+        assert len(found) <= 1, found
+        return found[0] if found else self.scratch / f"tuneplane-{job_id}-{start}-none"
 
 
 @contextmanager
@@ -130,9 +134,12 @@ def wait_for(run_id: str, *, job_state: tuple[str, ...] = (), ended: bool = Fals
                          f"{seconds:.0f} s: {row}")
 
 
-def job_output(job_id: object, workdir: Path = Path("/tmp")) -> str:
-    path = workdir / f"tuneplane-{job_id}.out"
-    return path.read_text(errors="replace") if path.exists() else f"({path} missing)"
+def job_output(job_id: object, place: Path) -> str:
+    """The job's output, in the files its script made below ``place`` (its TMPDIR), one per
+    start of the job, in the order they were made."""
+    found = sorted(place.glob(f"tuneplane-{job_id}.out.*"), key=lambda p: p.stat().st_mtime)
+    return "".join(path.read_text(errors="replace") for path in found) if found else \
+        f"(no output of job {job_id} in {place})"
 
 
 def collectors_of(row: dict[str, object]) -> list[dict[str, object]]:

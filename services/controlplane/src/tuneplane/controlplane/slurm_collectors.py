@@ -44,10 +44,37 @@ class Granted:
     artifact: str  # the run's integration artifact, JSON
 
 
+async def check(conn: Connection, start: Start) -> int:
+    """Refuse, before Slurm is asked (a squeue per call), a start no answer of Slurm's could
+    let redeem: a launch not submitted as this job or ended, a node the job does not have,
+    a start before its latest, one already redeemed. A ticket lives as long as a job may
+    wait (30 days) and its job's user can read it: these refusals cost one read. Checked
+    before the job is followed, too: a job the ticket's holder names is not the launch's
+    unless it is the one control submitted. Returns the job's node count."""
+    row = await conn.fetchrow(
+        "SELECT l.state, l.job_id, l.nodes, l.restarts, EXISTS (SELECT 1 FROM "
+        "slurm_collectors c WHERE c.launch_id = l.launch_id AND c.restart = $2 AND "
+        "c.node_index = $3) AS redeemed FROM slurm_launches l WHERE l.launch_id = $1",
+        start.launch_id, start.restart, start.node_index)
+    if row is None or row["job_id"] != start.job_id:
+        raise JobStartRefused(f"{start}: the ticket is not this job's")
+    if row["state"] != "submitted":
+        raise JobStartRefused(f"{start}: the launch has {row['state']}")
+    if not 0 <= start.node_index < row["nodes"]:
+        raise JobStartRefused(f"{start}: the job has {row['nodes']} node(s)")
+    if start.restart < row["restarts"]:
+        raise JobStartRefused(f"{start}: the job's current start is {row['restarts']}")
+    if row["redeemed"]:
+        raise JobStartRefused(f"{start}: its ticket was already redeemed; a job's ticket is "
+                              "spent once per node and start, by the node's collector")
+    return int(row["nodes"])
+
+
 async def _claim(conn: Connection, start: Start, seen: JobSeen,
                  refused: str | None) -> dict[str, Any]:
     """Follow the job to ``seen``, check ``start`` is its current start on one of its nodes,
     and record the node's collector (once); the launch's row."""
+    await check(conn, start)
     state = await slurm_launches.follow(conn, start.launch_id, seen)
     row = await conn.fetchrow(
         "SELECT l.run_id, l.attempt, l.nodes, l.tasks_per_node, l.member_template, "
@@ -61,6 +88,8 @@ async def _claim(conn: Connection, start: Start, seen: JobSeen,
                               f"(attempt {row['attempt']} is {state})")
     if start.restart != seen.restarts:
         raise JobStartRefused(f"{start}: the job's current start is {seen.restarts}")
+    if state != "running":  # an editor ended it: credentials would outlive it
+        raise JobStartRefused(f"{start}: attempt {row['attempt']} is {state}, not running")
     if not 0 <= start.node_index < row["nodes"]:
         raise JobStartRefused(f"{start}: the job has {row['nodes']} node(s)")
     claimed = await conn.fetchval(

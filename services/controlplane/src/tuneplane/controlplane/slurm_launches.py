@@ -6,8 +6,10 @@ integration artifact names ranks, ``members.rank``); node ``k`` runs ranks
 by control's Slurm backend, which follows the job (``follow``): the attempt is pending
 while the job waits, running while it runs, and ends as the job ends. A job requeued
 (preempted, or by an operator) ends its attempt ``preempted``; its next start is the next
-attempt. On each node and start, the collector redeems the job's one-time ticket
-(``redeem``, or ``refuse`` when it cannot run there) before any training task starts.
+attempt (or, when the run has a live attempt begun elsewhere, none: the launch ends, and the
+start's collectors are refused). On each node and start, the collector redeems the job's
+one-time ticket (``redeem``, or ``refuse`` when it cannot run there) before any training
+task starts.
 """
 
 from __future__ import annotations
@@ -163,6 +165,18 @@ async def follow(conn: Connection, launch_id: int, seen: JobSeen) -> str:
             return await attempt_state(conn, run_id, attempt)
         if seen.restarts > row["restarts"]:  # requeued: this start is the next attempt
             await end_live(conn, run_id, attempt, "preempted")
+            other = await conn.fetchrow("SELECT attempt, state FROM attempts WHERE run_id = "
+                                        "$1 AND state = ANY($2::text[])", run_id,
+                                        list(runs.LIVE_STATES))
+            if other is not None:  # begun elsewhere (an editor's): this start has none
+                await conn.execute(
+                    "UPDATE slurm_launches SET state = 'ended', job_state = $2, restarts = $3, "
+                    "ended_at = now(), detail = $4 WHERE launch_id = $1", launch_id,
+                    seen.state, seen.restarts,
+                    f"job requeued (start {seen.restarts}) with no attempt of its own: the "
+                    f"run's attempt {other['attempt']} is {other['state']}, begun outside "
+                    "this launch")
+                return await attempt_state(conn, run_id, attempt)
             attempt = await runs.start_attempt(conn, run_id, state="pending")
             await conn.execute("UPDATE slurm_launches SET attempt = $2, restarts = $3 "
                                "WHERE launch_id = $1", launch_id, attempt, seen.restarts)

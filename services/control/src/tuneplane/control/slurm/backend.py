@@ -4,7 +4,7 @@ Each pass submits what is queued (``sbatch --hold``, the job id stored, then rel
 collector of the job can ask for its credentials before control knows the job) and brings
 every submitted launch to what ``squeue`` shows (``slurm_launches.follow``). A launch left
 ``submitting`` by a control that stopped mid-submission is found again by its job name
-rather than submitted twice.
+rather than submitted twice (among the jobs of the project's user only).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from typing import Any
 import asyncpg
 
 from tuneplane.control.slurm import jobscript
-from tuneplane.control.slurm.scheduler import Slurm, SlurmError
+from tuneplane.control.slurm.scheduler import Shown, Slurm, SlurmError
 from tuneplane.control.slurm.service import SlurmJobControl
-from tuneplane.control.slurm.users import JobUserError, JobUsers
+from tuneplane.control.slurm.users import JobUser, JobUserError, JobUsers
 from tuneplane.controlplane import runs, slurm_launches
 from tuneplane.controlplane.slurm_launches import VANISHED, JobSeen
 
@@ -56,12 +56,15 @@ class SlurmBackend:
         self._poll = poll_seconds
 
     async def run(self) -> None:
-        """Pass after pass until cancelled; a failing pass is logged and retried."""
+        """Pass after pass until cancelled; a failing pass is logged and retried (whatever
+        failed: this task ending would leave every launch unfollowed, silently)."""
         while True:
             try:
                 await self.step()
             except (SlurmError, OSError, asyncpg.PostgresError) as exc:
                 log.warning("Slurm backend pass failed, retrying: %s", exc)
+            except Exception:
+                log.exception("Slurm backend pass failed, retrying")
             await asyncio.sleep(self._poll)
 
     async def step(self) -> None:
@@ -71,24 +74,32 @@ class SlurmBackend:
                 "l.state = 'queued' OR (l.state = 'submitting' AND l.submitted_at < now() - "
                 "make_interval(secs => $1)) ORDER BY l.launch_id", STALE_SUBMISSION)
             live = await conn.fetch("SELECT launch_id, job_id FROM slurm_launches WHERE "
-                                    "state = 'submitted'")
+                                    "state = 'submitted' ORDER BY launch_id")
         jobs = await self._slurm.jobs() if queued or live else {}
+        # One launch's trouble (its row, its job) is its own: the others still go on.
         for row in queued:
-            await self._submit(dict(row), jobs)
+            try:
+                await self._submit(dict(row), jobs)
+            except Exception:
+                log.exception("launch %d: not submitted in this pass", row["launch_id"])
         for row in live:
-            found = jobs.get(row["job_id"])
-            seen = found[1] if found else JobSeen(VANISHED, 0,
-                                                  comment="Slurm no longer shows the job")
-            if found is None:
-                log.error("launch %d: Slurm no longer shows job %s", row["launch_id"],
-                          row["job_id"])
-            elif seen.state == "PENDING" and seen.reason == "JobHeldUser":
-                await self._release(row["job_id"])
-            async with self._pool.acquire() as conn:
-                await slurm_launches.follow(conn, row["launch_id"], seen)
+            try:
+                await self._follow(row["launch_id"], row["job_id"], jobs)
+            except Exception:
+                log.exception("launch %d: not followed in this pass", row["launch_id"])
 
-    async def _submit(self, row: dict[str, Any],
-                      jobs: Mapping[str, tuple[str, JobSeen]]) -> None:
+    async def _follow(self, launch_id: int, job_id: str, jobs: Mapping[str, Shown]) -> None:
+        found = jobs.get(job_id)
+        seen = found.seen if found else JobSeen(VANISHED, 0,
+                                              comment="Slurm no longer shows the job")
+        if found is None:
+            log.error("launch %d: Slurm no longer shows job %s", launch_id, job_id)
+        elif seen.state == "PENDING" and seen.reason == "JobHeldUser":
+            await self._release(job_id)
+        async with self._pool.acquire() as conn:
+            await slurm_launches.follow(conn, launch_id, seen)
+
+    async def _submit(self, row: dict[str, Any], jobs: Mapping[str, Shown]) -> None:
         launch_id = int(row["launch_id"])
         async with self._pool.acquire() as conn:
             claimed = await conn.fetchval(
@@ -96,18 +107,21 @@ class SlurmBackend:
                 "launch_id = $1 AND state = $2 RETURNING 1", launch_id, row["state"])
         if claimed is None:
             return  # another control took it
-        name = f"tuneplane-{launch_id}"
-        earlier = [job_id for job_id, (job_name, _) in jobs.items() if job_name == name]
         try:
-            job_id = earlier[0] if earlier else await self._slurm.submit(*self._job(row))
+            user = self._reach.users.of(row["project"])
+            job_id = earlier_job(row, user, jobs) or await self._slurm.submit(
+                *self._job(row, user))
             await self._stored(launch_id, job_id)
-        except (SlurmError, JobUserError) as exc:
+        except (SlurmError, JobUserError, ValueError) as exc:
             log.error("launch %d: not submitted: %s", launch_id, exc)
             async with self._pool.acquire() as conn, conn.transaction():
                 await conn.execute("UPDATE slurm_launches SET state = 'ended', ended_at = now(), "
                                    "detail = $2 WHERE launch_id = $1", launch_id,
                                    f"not submitted: {exc}"[:4000])
-                await runs.end_attempt(conn, row["run_id"], row["attempt"], "failed")
+                # Unless an editor ended it meanwhile (its end stands).
+                if await slurm_launches.attempt_state(
+                        conn, row["run_id"], row["attempt"]) in runs.LIVE_STATES:
+                    await runs.end_attempt(conn, row["run_id"], row["attempt"], "failed")
             return
         log.info("launch %d: %s attempt %d submitted as Slurm job %s", launch_id, row["run_id"],
                  row["attempt"], job_id)
@@ -125,7 +139,8 @@ class SlurmBackend:
             await conn.execute("UPDATE slurm_launches SET state = 'submitted', job_id = $2 "
                                "WHERE launch_id = $1", launch_id, job_id)
 
-    def _job(self, row: Mapping[str, Any]) -> tuple[str, list[str], dict[str, str]]:
+    def _job(self, row: Mapping[str, Any],
+             user: JobUser) -> tuple[str, list[str], dict[str, str]]:
         """The script, sbatch's options and the job's environment for a launch's row."""
         options = json.loads(row["options"])
         reach = self._reach
@@ -138,12 +153,25 @@ class SlurmBackend:
             control=reach.control, server_name=reach.server_name,
             control_ca_pem=reach.control_ca_pem,
             collector_environment=reach.collector_environment,
+            environment=json.loads(row["environment"]),
             member_template=row["member_template"])
-        user = reach.users.of(row["project"])
-        environment = {**user.environment(), **json.loads(row["environment"]),
-                       "TUNEPLANE_RUN_ID": row["run_id"], "TUNEPLANE_PROJECT": row["project"]}
+        # sbatch's (run by control, as root): never the launch's, which the script exports.
+        environment = {**user.environment(), "TUNEPLANE_RUN_ID": row["run_id"],
+                       "TUNEPLANE_PROJECT": row["project"]}
         return (jobscript.render(job),
                 ["--hold", *user.sbatch_options(), *jobscript.sbatch_options(
                     job, partition=options.get("partition", ""),
                     time_limit=options.get("time_limit", ""),
                     requeue=bool(options.get("requeue", True)))], environment)
+
+
+def earlier_job(row: Mapping[str, Any], user: JobUser, jobs: Mapping[str, Shown]) -> str | None:
+    """The job a control that stopped mid-submission left for a ``submitting`` launch: one
+    of the project's user, named after the launch. Never for a launch still ``queued``, nor
+    another user's job: anyone may name a job ``tuneplane-<next launch id>``, and taken for
+    the launch's job it would decide another tenant's attempt while the launch never ran."""
+    if row["state"] != "submitting":
+        return None
+    name = f"tuneplane-{row['launch_id']}"
+    return next((job_id for job_id, job in jobs.items()
+                 if job.name == name and job.uid == user.uid), None)

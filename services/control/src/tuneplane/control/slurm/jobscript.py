@@ -8,12 +8,15 @@ and says it is ready. Only once every node's collector is ready do the training 
 start (task i is member ``rank-<i>``), so the ticket the script holds is spent by then.
 When training ends the collectors are told to drain; when Slurm ends the job (cancel,
 time limit) they drain within its ``KillWait``. A refusal is written to the job's Comment,
-where control reads it.
+where control reads it. The launch's environment is the training tasks' only: exported once
+the collectors are ready, it never reaches sbatch (run by control) nor the collectors (a
+tenant's PATH or LD_PRELOAD there would run its code with the ticket in hand).
 """
 
 from __future__ import annotations
 
 import inspect
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -23,6 +26,7 @@ from tuneplane.contract import artifact as artifact_check
 
 READY = "tuneplane-collector: ready"
 REFUSED = "tuneplane-collector: refused: "
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 #: Runs on the compute node: verify the artifact, then run its collector from it.
 START = '''
@@ -64,6 +68,7 @@ class Job:
     server_name: str          # TLS name of control, when it differs from the host
     control_ca_pem: str
     collector_environment: Mapping[str, str]  # TUNEPLANE_COLLECTOR_* for the collectors
+    environment: Mapping[str, str]            # the launch's, for the training tasks only
     member_template: str = "rank-{rank}"      # the member of task N: {rank} stands for N
 
 
@@ -85,10 +90,26 @@ def shell_words(args: Sequence[str]) -> str:
     return " ".join(shlex.quote(arg) for arg in args)
 
 
+def exports(environment: Mapping[str, str]) -> str:
+    """The launch's environment as the script's exports (each value quoted; a name the
+    shell cannot take is refused, as the launch itself refused it)."""
+    for name in environment:
+        if not NAME.fullmatch(name):
+            raise ValueError(f"environment variable {name!r} is not a shell variable name")
+    return "".join(f"export {name}={shlex.quote(value)}\n"
+                   for name, value in environment.items())
+
+
 def render(job: Job) -> str:
     q = shlex.quote
+    # The launch's TMPDIR, when it gives one, is where the job's own places go.
+    tmp = q(job.environment["TMPDIR"]) if job.environment.get("TMPDIR") else \
+        '"${TMPDIR:-/tmp}"'
+    # Not foretold (job ids come in order): in a shared /tmp another user could make it
+    # first, and the collectors refuse a directory not their own.
     workdir = q(job.workdir) if job.workdir else \
-        '"${TMPDIR:-/tmp}/tuneplane-$SLURM_JOB_ID-${SLURM_RESTART_COUNT:-0}"'
+        '"$tp_tmp/tuneplane-$SLURM_JOB_ID-${SLURM_RESTART_COUNT:-0}-$(od -An -N8 -tx1 ' \
+        '/dev/urandom | tr -d \' \\n\')"'
     training = shell_words(job.command)
     return f'''#!/bin/sh
 # Tuneplane Slurm launch {job.launch_id}: run {job.run_id}, {job.nodes} node(s) x \
@@ -97,8 +118,12 @@ set -u
 tp_nodes={job.nodes}
 tp_tasks={job.tasks_per_node}
 tp_python="${{TUNEPLANE_COLLECTOR_PYTHON:-python3.11}}"
+tp_tmp={tmp}
+# The job's output: a file of its own made here (Slurm's --output is /dev/null), as a name
+# foretold in a shared /tmp could be another user's symlink, which Slurm follows, truncating.
+tp_out=$(mktemp "$tp_tmp/tuneplane-$SLURM_JOB_ID.out.XXXXXX") && exec >"$tp_out" 2>&1
 tp_workdir={workdir}
-tp_log=$(mktemp "${{TMPDIR:-/tmp}}/tuneplane-collectors-$SLURM_JOB_ID.XXXXXX") || exit 1
+tp_log=$(mktemp "$tp_tmp/tuneplane-collectors-$SLURM_JOB_ID.XXXXXX") || exit 1
 tp_comment() {{
     echo "tuneplane: $1" >&2
     scontrol update JobId="$SLURM_JOB_ID" Comment="tuneplane: $1" >/dev/null 2>&1 || :
@@ -128,8 +153,10 @@ until [ "$(grep -c '^{READY}' "$tp_log")" -ge "$tp_nodes" ]; do
 done
 TUNEPLANE_ATTEMPT=$(sed -n 's/^{READY} attempt=\\([0-9]*\\).*/\\1/p' "$tp_log" | head -n 1)
 export TUNEPLANE_ATTEMPT
-srun --overlap --kill-on-bad-exit=1 -N "$tp_nodes" -n $((tp_nodes * tp_tasks)) \\
-    --ntasks-per-node="$tp_tasks" --distribution=block --chdir="$tp_workdir" \\
+# The launch's environment: the training tasks' only, from here on.
+{exports(job.environment)}srun --overlap --kill-on-bad-exit=1 -N "$tp_nodes" \\
+    -n $((tp_nodes * tp_tasks)) --ntasks-per-node="$tp_tasks" --distribution=block \\
+    --chdir="$tp_workdir" \\
     /bin/sh -c 'TUNEPLANE_MEMBER="$1$SLURM_PROCID$2"; export TUNEPLANE_MEMBER; shift 2
 exec "$@"' tuneplane-task {shell_words(job.member_template.split("{rank}", 1))} {training}
 tp_code=$?
@@ -146,7 +173,7 @@ def sbatch_options(job: Job, *, partition: str, time_limit: str, requeue: bool) 
     place = job.workdir or "/tmp"
     options = [f"--job-name=tuneplane-{job.launch_id}", f"--nodes={job.nodes}",
                f"--ntasks-per-node={job.tasks_per_node}", f"--chdir={place}",
-               "--output=tuneplane-%j.out", "--requeue" if requeue else "--no-requeue"]
+               "--output=/dev/null", "--requeue" if requeue else "--no-requeue"]
     if partition:
         options.append(f"--partition={partition}")
     if time_limit:

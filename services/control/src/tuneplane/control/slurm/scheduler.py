@@ -1,9 +1,10 @@
 """The Slurm cluster as control sees it, through the cluster's own client commands.
 
 ``sbatch`` submits (the script on its standard input, the environment exactly what control
-gives it, never control's own), and ``squeue --json --states=all`` shows every job the
-controller still remembers (``MinJobAge`` after it ended). A job the controller no longer
-shows is unknown. The commands run with a time limit, at most a few at once.
+gives it, never control's own nor a launch's: sbatch runs as control's user, and a PATH or
+LD_PRELOAD given to it would choose what runs there), and ``squeue --json --states=all``
+shows every job the controller still remembers (``MinJobAge`` after it ended). A job the
+controller no longer shows is unknown. The commands run with a time limit, at most a few at once.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from tuneplane.controlplane.slurm_launches import JobSeen
@@ -27,6 +29,15 @@ PASSED_ON = ("PATH", "LANG", "LC_ALL", "TZ", "SLURM_CONF")
 
 class SlurmError(RuntimeError):
     """A Slurm command failed or could not run; the message says which and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """A job as squeue shows it: its name, whose it is, and its state."""
+
+    name: str
+    uid: int
+    seen: JobSeen
 
 
 class Slurm:
@@ -69,15 +80,25 @@ class Slurm:
             raise SlurmError(f"sbatch answered {out.strip()!r}, not a job id")
         return job_id
 
-    async def jobs(self) -> dict[str, tuple[str, JobSeen]]:
-        """Every job the controller shows: its name and what it shows of it, by job id."""
+    async def jobs(self) -> dict[str, Shown]:
+        """Every job the controller shows, by job id.
+
+        squeue that could not reach the controller still exits 0, its ``errors`` saying
+        so beside no jobs: that is an error, never an empty cluster (where every launch's
+        job would have vanished and its attempt failed)."""
         document = json.loads(await self._run(["squeue", "--json", "--states=all"]))
-        return {str(job["job_id"]): (str(job.get("name", "")), seen(job))
+        errors = document.get("errors") or []
+        if errors:
+            raise SlurmError("squeue: " + "; ".join(
+                f"{e.get('description', '')} ({e.get('source', '')}: {e.get('error', '')})"
+                if isinstance(e, dict) else str(e) for e in errors)[:2000])
+        return {str(job["job_id"]): Shown(str(job.get("name", "")),
+                                          int(job.get("user_id", -1)), seen(job))
                 for job in document.get("jobs", [])}
 
     async def job(self, job_id: str) -> JobSeen | None:
         found = (await self.jobs()).get(job_id)
-        return None if found is None else found[1]
+        return None if found is None else found.seen
 
     async def release(self, job_id: str) -> None:
         """Let a job submitted held (``sbatch --hold``) run."""

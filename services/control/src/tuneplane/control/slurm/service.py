@@ -1,8 +1,9 @@
 """The SlurmJobControl gRPC service: a Slurm job's collectors get their credentials here.
 
 A ticket (``TokenKind.SLURM_TICKET``) names one launch and job; it is checked before any
-database or Slurm work, then redeemed once per node and start of the job while Slurm shows
-that start running (``tuneplane.controlplane.slurm_collectors``). What it yields, a job
+database or Slurm work, the start it names against the database before Slurm is asked, then
+redeemed once per node and start of the job while Slurm shows that start running and its
+attempt has not ended (``tuneplane.controlplane.slurm_collectors``). What it yields, a job
 credential (``TokenKind.SLURM_JOB``), names the launch, start, node and attempt, and gives
 workload tokens for that node's members of that attempt only, renewed while the attempt
 runs.
@@ -12,7 +13,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -53,6 +56,7 @@ class SlurmJobControl(spb_grpc.SlurmJobControlServicer):
         self._policy = policy
         self._slurm = slurm
         self._clock = clock
+        self._under_way: Counter[int] = Counter()  # redemptions asking Slurm, by launch
 
     def issue_ticket(self, launch_id: int, ttl_seconds: int) -> str:
         """The ticket of the launch's job script (its job id is checked at redemption)."""
@@ -70,6 +74,29 @@ class SlurmJobControl(spb_grpc.SlurmJobControlServicer):
             await abort_unauthenticated(context, f"job ticket refused: {exc}")
         return Start(launch_id, request.job_id, request.restart, request.node_index,
                      request.hostname)
+
+    @asynccontextmanager
+    async def _checked(self, start: Start, context: Context) -> AsyncIterator[None]:
+        """Refuse what no answer of Slurm's would let redeem, before Slurm is asked; then
+        admit at most one call per node of the job at once (its collectors'), each asking
+        Slurm, the others told to retry: the job's ticket is its user's to read, and every
+        call for a start to come would otherwise run a squeue, as many at once as sent."""
+        async with pooled(self._pool, self._policy, context) as conn:
+            try:
+                nodes = await slurm_collectors.check(conn, start)
+            except errors.LaunchError as exc:
+                await refuse(context, str(exc))
+        if self._under_way[start.launch_id] >= nodes:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                f"{start}: as many redemptions of the job's ticket as it has "
+                                "nodes are under way; retry with backoff")
+        self._under_way[start.launch_id] += 1
+        try:
+            yield
+        finally:
+            self._under_way[start.launch_id] -= 1
+            if not self._under_way[start.launch_id]:
+                del self._under_way[start.launch_id]
 
     async def _seen(self, start: Start, context: Context) -> JobSeen:
         try:
@@ -96,12 +123,13 @@ class SlurmJobControl(spb_grpc.SlurmJobControlServicer):
 
     async def Redeem(self, request: spb.RedeemRequest, context: Context) -> spb.RedeemReply:
         start = await self._start(request.start, context)
-        seen = await self._seen(start, context)
-        async with pooled(self._pool, self._policy, context) as conn:
-            try:
-                granted = await slurm_collectors.redeem(conn, start, seen)
-            except errors.LaunchError as exc:
-                await refuse(context, str(exc))
+        async with self._checked(start, context):
+            seen = await self._seen(start, context)
+            async with pooled(self._pool, self._policy, context) as conn:
+                try:
+                    granted = await slurm_collectors.redeem(conn, start, seen)
+                except errors.LaunchError as exc:
+                    await refuse(context, str(exc))
         caller = JobCaller(start.launch_id, start.restart, start.node_index, granted.run_id,
                            granted.attempt)
         collector = pb.CollectorConfig()
@@ -115,12 +143,13 @@ class SlurmJobControl(spb_grpc.SlurmJobControlServicer):
 
     async def Refuse(self, request: spb.RefuseRequest, context: Context) -> spb.RefuseReply:
         start = await self._start(request.start, context)
-        seen = await self._seen(start, context)
-        async with pooled(self._pool, self._policy, context) as conn:
-            try:
-                await slurm_collectors.refuse(conn, start, seen, request.reason)
-            except errors.LaunchError as exc:
-                await refuse(context, str(exc))
+        async with self._checked(start, context):
+            seen = await self._seen(start, context)
+            async with pooled(self._pool, self._policy, context) as conn:
+                try:
+                    await slurm_collectors.refuse(conn, start, seen, request.reason)
+                except errors.LaunchError as exc:
+                    await refuse(context, str(exc))
         log.warning("%s refused to run: %s", start, request.reason)
         return spb.RefuseReply()
 
