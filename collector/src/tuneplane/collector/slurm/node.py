@@ -7,8 +7,9 @@ this node and start), redeems the ticket, and says ``ready`` with the attempt. I
 reads the sources its node's members own (task i is ``rank-i``; relative paths below the
 tasks' working directory) into one private spool each and sends them with tokens held in
 memory only, renewed while the job runs. SIGTERM (training ended, or Slurm ends the job)
-reads the sources to their end and drains for the drain time; what stayed spooled is
-reported to control and printed.
+waits for the job's training tasks on the node to end (``tasks``), then reads the sources
+to their end and drains for the drain time; what stayed spooled is reported to control and
+printed.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from tuneplane.collector.fence import Fence, open_plainly
 from tuneplane.collector.node.client import write_private
 from tuneplane.collector.sender import Target
 from tuneplane.collector.settings import CollectorSettings
-from tuneplane.collector.slurm import secrecy
+from tuneplane.collector.slurm import secrecy, tasks
 from tuneplane.collector.slurm.control import Credentials, JobControl, JobRefused, job_start
 from tuneplane.node.v1 import slurm_pb2 as spb
 from tuneplane.telemetry.v1.identity import MemberKey
@@ -72,15 +73,25 @@ def run(args: argparse.Namespace, settings: CollectorSettings, control: JobContr
         start: spb.JobStart) -> int:
     root: Path = args.spool_root
     collectors: list[Collector] = []
-    stopping = threading.Event()
+    ending, stopping = threading.Event(), threading.Event()
 
-    def stop(*_: object) -> None:  # from now on: a SIGTERM before the collectors start
-        stopping.set()             # stops each as it starts, which then drains at once
-        for collector in collectors:
+    def end_after_the_tasks() -> None:
+        """Once told to end, and once the job's tasks here have ended (``tasks``), stop
+        the collectors: each reads to the end and drains. From the start: a SIGTERM before
+        the collectors start stops each as it starts."""
+        ending.wait()
+        left = tasks.wait_until_ended(start.job_id)
+        if left:
+            log.warning("training tasks %s still run %.0f s after the job's end began; "
+                        "reading to the end of the sources regardless", left,
+                        tasks.TASKS_GRACE)
+        stopping.set()
+        for collector in list(collectors):
             collector.stop()
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, lambda *_: ending.set())
+    signal.signal(signal.SIGINT, lambda *_: ending.set())
+    threading.Thread(target=end_after_the_tasks, name="ender", daemon=True).start()
     try:
         mount_table = settings.mount_table.read_text()
         spoolroot.check_filesystem(root, mount_table, hint=(
