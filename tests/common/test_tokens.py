@@ -22,7 +22,7 @@ def test_workload_token_round_trips_its_binding() -> None:
 
 def test_each_kind_has_its_own_key() -> None:
     keys = {derive_key(SECRET, kind) for kind in TokenKind}
-    assert len(keys) == len(TokenKind) == 5
+    assert len(keys) == len(TokenKind) == 7
     assert derive_key(SECRET, TokenKind.USER) != derive_key("other-secret-long-x", TokenKind.USER)
 
 

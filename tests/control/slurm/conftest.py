@@ -26,7 +26,7 @@ class FakeSlurm(Slurm):
     submission, release and squeue is recorded. Jobs it submits are user ``uid``'s."""
 
     def __init__(self, uid: int = 65534) -> None:
-        super().__init__()
+        super().__init__(environ={})
         self.uid = uid
         self.shown: dict[str, Shown] = {}
         self.submitted: list[tuple[str, list[str], dict[str, str]]] = []

@@ -193,7 +193,7 @@ def test_the_node_program_runs_the_verified_artifacts_collector(
     # Verified, then the collector ran: outside a Slurm step it refuses, saying why.
     assert done.returncode == 2, done.stderr
     assert done.stdout.startswith(jobscript.REFUSED), done.stdout
-    assert "not run as a Slurm job step ('SLURM_JOB_ID' unset or malformed)" in done.stdout
+    assert "not run as a Slurm job step (SLURM_JOB_ID or SLURM_NODEID unset)" in done.stdout
 
 
 def test_sbatch_options_name_the_job_and_its_shape(tmp_path: Path) -> None:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tuneplane.control.slurm.scheduler import PASSED_ON, Slurm, SlurmError, exit_code, seen
+from tuneplane.control.settings import ControlSettings
+from tuneplane.control.slurm.scheduler import Slurm, SlurmError, exit_code, seen
 from tuneplane.controlplane.slurm_launches import JobSeen
 
 #: What squeue 22.05 prints, exiting 0, when it cannot reach the controller.
@@ -55,9 +56,14 @@ def test_exit_statuses_are_code_and_signal() -> None:
         "", "", "", "1:0", "0:9", "2:15"]
 
 
-def test_a_job_sees_none_of_controls_own_environment() -> None:
-    slurm = Slurm(environ={"PATH": "/usr/bin", "SLURM_CONF": "/etc/slurm.conf", "LANG": "C",
-                           "TUNEPLANE_DATABASE_URL": "postgresql://secret",
-                           "TUNEPLANE_WEB_JWT_SECRET": "secret", "HOME": "/root"})
-    assert slurm._base == {"PATH": "/usr/bin", "SLURM_CONF": "/etc/slurm.conf", "LANG": "C"}
-    assert set(PASSED_ON) == {"PATH", "LANG", "LC_ALL", "TZ", "SLURM_CONF"}
+def test_slurms_commands_get_none_of_controls_own_environment() -> None:
+    settings = ControlSettings.from_environ({
+        "PATH": "/usr/bin", "SLURM_CONF": "/etc/slurm.conf", "LANG": "C",
+        "TUNEPLANE_DATABASE_URL": "postgresql://secret", "TUNEPLANE_WEB_JWT_SECRET": "s" * 32,
+        "HOME": "/root", "TUNEPLANE_COLLECTOR_MOUNT_TABLE": "/etc/mt",
+        "TUNEPLANE_COLLECTORX": "no"})
+    assert settings.slurm_client_environment == {"PATH": "/usr/bin", "LANG": "C",
+                                                 "SLURM_CONF": "/etc/slurm.conf"}
+    assert settings.collector_environment == {"TUNEPLANE_COLLECTOR_MOUNT_TABLE": "/etc/mt"}
+    assert Slurm(environ=settings.slurm_client_environment)._base == \
+        settings.slurm_client_environment

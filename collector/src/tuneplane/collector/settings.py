@@ -27,6 +27,17 @@ MOUNT_TABLE = Variable(
     "spool root's filesystem from (a shared one is refused): for hosts whose /proc is "
     "masked, and fault tests", parse=Path)
 
+#: What a Slurm job's collector learns of its job from the step's environment.
+SLURM_JOB_ID = Variable("SLURM_JOB_ID", "set by Slurm in a job step: the job a Slurm job's "
+                        "collector serves")
+SLURM_NODEID = Variable("SLURM_NODEID", "set by Slurm in a job step: the node of the job "
+                        "(0, 1, ...) a Slurm job's collector runs on", parse=int)
+SLURM_RESTART_COUNT = Variable("SLURM_RESTART_COUNT", "set by Slurm in a requeued job: which "
+                               "start of the job it is (unset: the first)", parse=int)
+SLURM_CONTROL_CA = Variable("TUNEPLANE_SLURM_CONTROL_CA", "set by a Slurm job's script: the "
+                            "CA certificates (PEM) of control, where its collectors redeem "
+                            "the job's ticket")
+
 
 class CollectorSettings(Settings):
     spool_root: Needed[Path] = needed(TELEMETRY_SPOOL_ROOT, needed_for=("run without --spool",))
@@ -38,3 +49,7 @@ class CollectorSettings(Settings):
     drain_seconds: int = setting(TELEMETRY_DRAIN_SECONDS, default=DEFAULT_DRAIN_SECONDS)
     failpoints: dict[str, int] = setting(FAILPOINTS, default_factory=dict)
     mount_table: Path = setting(MOUNT_TABLE, default=Path("/proc/self/mountinfo"))
+    slurm_job_id: str | None = setting(SLURM_JOB_ID, default=None)
+    slurm_node_id: int | None = setting(SLURM_NODEID, default=None)
+    slurm_restart_count: int = setting(SLURM_RESTART_COUNT, default=0)
+    slurm_control_ca: str = setting(SLURM_CONTROL_CA, default="")

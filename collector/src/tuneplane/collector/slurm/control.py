@@ -8,7 +8,6 @@ a refusal is final and its reason is what the job reports.
 from __future__ import annotations
 
 import logging
-import os
 import socket
 import threading
 import time
@@ -24,6 +23,7 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
+from tuneplane.collector.settings import CollectorSettings
 from tuneplane.contract.errors import BROKEN_CALL_CODES, RETRYABLE_CODES
 from tuneplane.node.v1 import slurm_pb2 as spb
 from tuneplane.node.v1 import slurm_pb2_grpc as spb_grpc
@@ -36,16 +36,13 @@ class JobRefused(RuntimeError):
     """Control refused the call for good; the message says why."""
 
 
-def job_start(ticket: str, environ: Mapping[str, str] = os.environ) -> spb.JobStart:
+def job_start(ticket: str, settings: CollectorSettings) -> spb.JobStart:
     """This node and start of the job, from what Slurm sets in a step's environment."""
-    try:
-        job_id = environ["SLURM_JOB_ID"]
-        node_index = int(environ["SLURM_NODEID"])
-        restart = int(environ.get("SLURM_RESTART_COUNT") or 0)
-    except (KeyError, ValueError) as exc:
-        raise JobRefused(f"not run as a Slurm job step ({exc} unset or malformed)") from None
-    return spb.JobStart(ticket=ticket, job_id=job_id, restart=restart, node_index=node_index,
-                        hostname=socket.gethostname())
+    if settings.slurm_job_id is None or settings.slurm_node_id is None:
+        raise JobRefused("not run as a Slurm job step (SLURM_JOB_ID or SLURM_NODEID unset)")
+    return spb.JobStart(ticket=ticket, job_id=settings.slurm_job_id,
+                        restart=settings.slurm_restart_count,
+                        node_index=settings.slurm_node_id, hostname=socket.gethostname())
 
 
 def transient(exc: BaseException) -> bool:

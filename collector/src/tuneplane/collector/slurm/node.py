@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import signal
 import socket
 import sys
@@ -40,7 +39,6 @@ from tuneplane.telemetry.v1.limits import MAX_BATCH_BYTES
 log = logging.getLogger("tuneplane.collector.slurm")
 READY = "tuneplane-collector: ready"
 REFUSED = "tuneplane-collector: refused: "
-CONTROL_CA = "TUNEPLANE_SLURM_CONTROL_CA"
 
 
 def refused(reason: str) -> int:
@@ -53,10 +51,10 @@ def cmd_slurm_node(args: argparse.Namespace, settings: CollectorSettings) -> int
     logging.basicConfig(level=args.loglevel.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
     ticket = sys.stdin.readline().strip()
-    ca_pem = os.environ.pop(CONTROL_CA, "").encode()
+    ca_pem = settings.slurm_control_ca.encode()
     host = socket.gethostname()
     try:
-        start = job_start(ticket)
+        start = job_start(ticket, settings)
     except JobRefused as exc:
         return refused(f"{host}: {exc}")
     control = JobControl(args.control, ca_pem, args.server_name)

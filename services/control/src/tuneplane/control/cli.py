@@ -101,14 +101,13 @@ def slurm_backend(args: argparse.Namespace, settings: ControlSettings, signer: T
     if not args.slurm_control_address:
         raise SettingsError("--slurm needs --slurm-control-address, the host:port the "
                             "cluster's compute nodes reach this service at")
-    slurm = Slurm()
+    slurm = Slurm(environ=settings.slurm_client_environment)
     service = SlurmJobControl(signer, pool, policy, slurm)
     reach = Reach(control=args.slurm_control_address,
                   server_name=args.slurm_control_server_name or "",
                   control_ca_pem=policy.collector.trust_bundle_pem,
                   artifact=settings.collector_artifact.get(),
-                  collector_environment={k: v for k, v in os.environ.items()
-                                         if k.startswith("TUNEPLANE_COLLECTOR_")},
+                  collector_environment=settings.collector_environment,
                   users=JobUsers(args.slurm_run_as))
     log.info("Slurm backend on: jobs' collectors reach control at %s", reach.control)
     return service, SlurmBackend(pool, slurm, service, reach,

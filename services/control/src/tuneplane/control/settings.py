@@ -1,10 +1,16 @@
 """What ``tuneplane-control`` reads from its environment, parsed once at its start: its
-database, and for ``serve`` what every launch's collector is told."""
+database, for ``serve`` what every launch's collector is told, and what of its environment
+its Slurm backend hands on: to Slurm's client commands (where they and the cluster's
+configuration are) and to the Slurm jobs' collectors (their ``TUNEPLANE_COLLECTOR_*``
+settings), nothing else."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Self
 
 from tuneplane.common.gateway.settings import GatewaySettings
 from tuneplane.contract.settings import Needed, Settings, Variable, needed, section, setting
@@ -20,6 +26,11 @@ from tuneplane.contract.variables import (
 )
 
 DIGEST = re.compile(r"^[0-9a-f]{64}$")
+COLLECTOR_PREFIX = "TUNEPLANE_COLLECTOR_"
+#: Of control's environment, what Slurm's client commands need: where they and the cluster's
+#: configuration are, and the locale. Nothing else of control's (its database URL, its
+#: signing secret) reaches sbatch or a job.
+SLURM_CLIENT = ("PATH", "LANG", "LC_ALL", "TZ", "SLURM_CONF")
 SERVE = ("serve",)
 
 
@@ -48,3 +59,15 @@ class ControlSettings(Settings):
                                shown="268435456 (256 MiB)")
     drain_seconds: int = setting(TELEMETRY_DRAIN_SECONDS, default=DEFAULT_DRAIN_SECONDS)
     gateway: GatewaySettings = section(GatewaySettings)
+    #: Control's ``TUNEPLANE_COLLECTOR_*`` settings, handed to Slurm jobs' collectors only.
+    collector_environment: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: What Slurm's client commands (sbatch, squeue) are run with of control's environment.
+    slurm_client_environment: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def from_environ(cls, env: Mapping[str, str]) -> Self:
+        found = super().from_environ(env)
+        return dataclasses.replace(
+            found, collector_environment={k: v for k, v in env.items()
+                                          if k.startswith(COLLECTOR_PREFIX)},
+            slurm_client_environment={k: env[k] for k in SLURM_CLIENT if k in env})

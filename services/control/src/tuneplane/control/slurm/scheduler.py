@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,11 +19,6 @@ from typing import Any
 from tuneplane.controlplane.slurm_launches import JobSeen
 
 log = logging.getLogger("tuneplane.control.slurm")
-
-#: What a submitted job's environment keeps of control's own: where the Slurm commands and
-#: the cluster's configuration are, and the locale. Nothing else of control's (its database
-#: URL, its signing secret) ever reaches a job.
-PASSED_ON = ("PATH", "LANG", "LC_ALL", "TZ", "SLURM_CONF")
 
 
 class SlurmError(RuntimeError):
@@ -42,11 +36,10 @@ class Shown:
 
 class Slurm:
     def __init__(self, *, timeout: float = 30.0, at_once: int = 4,
-                 environ: Mapping[str, str] | None = None) -> None:
+                 environ: Mapping[str, str]) -> None:
         self._timeout = timeout
         self._slots = asyncio.Semaphore(at_once)
-        environ = os.environ if environ is None else environ
-        self._base = {k: v for k, v in environ.items() if k in PASSED_ON}
+        self._base = dict(environ)  # ControlSettings.slurm_client_environment
 
     async def _run(self, args: Sequence[str], *, stdin: bytes | None = None,
                    env: Mapping[str, str] | None = None) -> str:
