@@ -31,6 +31,7 @@ class FakeSlurm(Slurm):
         self.shown: dict[str, Shown] = {}
         self.submitted: list[tuple[str, list[str], dict[str, str]]] = []
         self.released: list[str] = []
+        self.cancelled: list[str] = []
         self.asked = 0
         self.refusing = ""  # sbatch's error, when it refuses every submission
         self.asking = asyncio.Event()   # set while squeue is asked
@@ -55,6 +56,9 @@ class FakeSlurm(Slurm):
 
     async def release(self, job_id: str) -> None:
         self.released.append(job_id)
+
+    async def cancel(self, job_id: str) -> None:
+        self.cancelled.append(job_id)
 
 
 @pytest.fixture

@@ -117,3 +117,25 @@ async def test_a_launch_whose_attempt_an_editor_ended_ends_when_sbatch_refuses_i
     row = await launch_row(db, launch_id)
     assert (row["state"], row["attempt_state"]) == ("ended", "cancelled")
     assert "Invalid partition" in row["detail"]
+
+
+async def test_a_job_whose_attempt_was_ended_by_hand_is_cancelled(
+        backend: SlurmBackend, fake_slurm: FakeSlurm, db: asyncpg.Connection,
+        run_id: str) -> None:
+    """Ending the attempt (an editor, through the API) ends its job too: it must not hold
+    its nodes, its tasks running on with no attempt to send to."""
+    launch_id = await queue(db, run_id)
+    await backend.step()
+    job_id = (await launch_row(db, launch_id))["job_id"]
+    fake_slurm.shown[job_id] = Shown(f"tuneplane-{launch_id}", fake_slurm.uid,
+                                     JobSeen("RUNNING", 0))
+    await backend.step()
+    assert fake_slurm.cancelled == []  # running, its attempt too
+    await runs.end_attempt(db, run_id, 1, "cancelled")
+    await backend.step()
+    assert fake_slurm.cancelled == [job_id]
+    fake_slurm.shown[job_id] = Shown(f"tuneplane-{launch_id}", fake_slurm.uid,
+                                     JobSeen("CANCELLED", 0))
+    await backend.step()
+    assert fake_slurm.cancelled == [job_id]  # once: Slurm shows it ended
+    assert tuple(await launch_row(db, launch_id))[:1] == ("ended",)

@@ -97,7 +97,14 @@ class SlurmBackend:
         elif seen.state == "PENDING" and seen.reason == "JobHeldUser":
             await self._release(job_id)
         async with self._pool.acquire() as conn:
-            await slurm_launches.follow(conn, launch_id, seen)
+            state = await slurm_launches.follow(conn, launch_id, seen)
+        if found is not None and (seen.running or seen.state == "PENDING") and \
+                state not in runs.LIVE_STATES:
+            # Its attempt was ended here (an editor's end, another attempt begun): the job
+            # must not hold its nodes, nor its tasks run on, with no attempt of its own.
+            log.warning("launch %d: attempt ended (%s) while job %s is %s; cancelling the job",
+                        launch_id, state, job_id, seen.state)
+            await self._slurm.cancel(job_id)
 
     async def _submit(self, row: dict[str, Any], jobs: Mapping[str, Shown]) -> None:
         launch_id = int(row["launch_id"])
