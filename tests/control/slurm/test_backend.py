@@ -5,21 +5,11 @@ from __future__ import annotations
 
 import asyncpg
 
-from tests.control.slurm.conftest import FakeSlurm
-from tests.support.control import new_run
+from tests.support.slurm_fake import FakeSlurm, launch_row, queue
 from tuneplane.control.slurm.backend import SlurmBackend
 from tuneplane.control.slurm.scheduler import Shown
-from tuneplane.controlplane import runs, slurm_launches
-from tuneplane.controlplane.slurm_launches import JobOptions, JobSeen
-
-
-async def queue(db: asyncpg.Connection, run_id: str, environment: dict[str, str] | None = None,
-                nodes: int = 1) -> int:
-    await new_run(db, run_id)
-    queued = await slurm_launches.create(
-        db, run_id, nodes=nodes, tasks_per_node=2, command=["python3", "train.py"],
-        environment=environment or {}, spool_root="/tmp/spool", options=JobOptions())
-    return queued.launch_id
+from tuneplane.controlplane import runs
+from tuneplane.controlplane.slurm_launches import JobSeen
 
 
 async def test_the_launch_environment_never_reaches_sbatch_run_by_control(
@@ -34,14 +24,6 @@ async def test_the_launch_environment_never_reaches_sbatch_run_by_control(
     ((script, _, environment),) = [s for s in fake_slurm.submitted if run_id in s[0]]
     assert not set(tenant) & set(environment), environment
     assert "export MY_SETTING=x" in script  # the training tasks' own
-
-
-async def launch_row(db: asyncpg.Connection, launch_id: int) -> asyncpg.Record:
-    row = await db.fetchrow("SELECT l.state, l.job_id, l.detail, a.state AS attempt_state "
-                            "FROM slurm_launches l JOIN attempts a ON a.run_id = l.run_id "
-                            "AND a.attempt = l.attempt WHERE l.launch_id = $1", launch_id)
-    assert row is not None
-    return row
 
 
 async def test_a_job_named_after_a_queued_launch_is_never_taken_for_its_job(

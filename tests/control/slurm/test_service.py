@@ -11,8 +11,7 @@ import asyncpg
 import grpc
 import pytest
 
-from tests.control.slurm.conftest import FakeSlurm
-from tests.control.slurm.test_backend import launch_row, queue
+from tests.support.slurm_fake import FakeSlurm, launch_row, queue
 from tuneplane.control.slurm.backend import SlurmBackend
 from tuneplane.control.slurm.scheduler import Shown
 from tuneplane.control.slurm.service import SlurmJobControl
