@@ -1,7 +1,8 @@
 """A local single-node Slurm cluster for tests and development, from Debian's packages
 (``slurm-wlm``, ``munge``): munged with a key of its own, slurmctld and slurmd in the
-background, one node (``tuneplane-node``, this host's CPUs) in two partitions: ``debug``, the
-default, and ``urgent``, whose jobs preempt (requeue) those of ``debug``.
+background, two nodes (``tuneplane-node`` and ``tuneplane-node-2``: two slurmd on this host,
+two CPUs each) in two partitions: ``debug``, the default, and ``urgent``, whose jobs preempt
+(requeue) those of ``debug``.
 Everything lives below ``.slurm/`` of the checkout (``TUNEPLANE_SLURM_DIR``).
 
     scripts/slurm up       start it (installing the packages when absent; needs root)
@@ -27,8 +28,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("TUNEPLANE_SLURM_DIR", ROOT / ".slurm"))
-NODE = "tuneplane-node"
-DAEMONS = ("munged", "slurmctld", "slurmd")
+NODES = ("tuneplane-node", "tuneplane-node-2")
+#: Each node's CPUs as Slurm counts them (``config_overrides``: whatever this host has), so a
+#: job of two tasks fits one node and a two-node job runs on a two-core host.
+NODE_CPUS = 2
+DAEMONS = ("munged", "slurmctld", *(f"slurmd-{node}" for node in NODES))
 
 
 class SlurmError(RuntimeError):
@@ -57,24 +61,24 @@ def install() -> None:
                          f"{done.stderr.strip()[-500:]}")
 
 
-def config(ctld_port: int, slurmd_port: int) -> str:
+def config(ctld_port: int, slurmd_ports: list[int]) -> str:
     d = DATA
     return "\n".join([
         "ClusterName=tuneplane",
         "SlurmctldHost=localhost(127.0.0.1)",
         f"SlurmctldPort={ctld_port}",
-        f"SlurmdPort={slurmd_port}",
         "SlurmUser=root",
         "SlurmdUser=root",
         "AuthType=auth/munge",
         "CredType=cred/munge",
         f"AuthInfo=socket={d / 'munge.socket'}",
         f"StateSaveLocation={d / 'state'}",
-        f"SlurmdSpoolDir={d / 'spool'}",
+        f"SlurmdSpoolDir={d / 'spool'}/%n",
         f"SlurmctldPidFile={d / 'slurmctld.pid'}",
-        f"SlurmdPidFile={d / 'slurmd.pid'}",
+        f"SlurmdPidFile={d}/slurmd-%n.pid",
         f"SlurmctldLogFile={d / 'slurmctld.log'}",
-        f"SlurmdLogFile={d / 'slurmd.log'}",
+        f"SlurmdLogFile={d}/slurmd-%n.log",
+        "SlurmdParameters=config_overrides",
         "ProctrackType=proctrack/linuxproc",
         "TaskPlugin=task/none",
         "MpiDefault=none",
@@ -87,8 +91,9 @@ def config(ctld_port: int, slurmd_port: int) -> str:
         "SlurmdTimeout=30",
         "InactiveLimit=0",
         "KillWait=30",
-        f"NodeName={NODE} NodeHostname={socket.gethostname()} NodeAddr=127.0.0.1 "
-        f"CPUs={os.cpu_count() or 1} State=UNKNOWN",
+        *(f"NodeName={node} NodeHostname={socket.gethostname()} NodeAddr=127.0.0.1 "
+          f"Port={port} CPUs={NODE_CPUS} State=UNKNOWN"
+          for node, port in zip(NODES, slurmd_ports, strict=True)),
         # Jobs in `urgent` preempt jobs in `debug`, which are requeued (their next start
         # is a new attempt): the path a preempted training job takes.
         "PreemptType=preempt/partition_prio",
@@ -118,16 +123,23 @@ def wait_until(what: str, check: Callable[[], bool], seconds: float, logfile: Pa
     raise SlurmError(f"{what} not ready within {seconds:.0f} s; {logfile}:\n{tail}")
 
 
-def node_state() -> str:
-    done = subprocess.run(["sinfo", "-h", "-N", "-o", "%T"], capture_output=True, text=True,
+def node_states() -> dict[str, str]:
+    """Each node's state (a node is listed once per partition; the same state on each)."""
+    done = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %T"], capture_output=True, text=True,
                           check=False, env={**os.environ, "SLURM_CONF": str(DATA / "slurm.conf")})
-    # One line per partition the node is in; its state is the same on each.
-    return done.stdout.split("\n", 1)[0].strip() if done.returncode == 0 else ""
+    if done.returncode != 0:
+        return {}
+    return dict(line.split(None, 1) for line in done.stdout.splitlines() if " " in line)
+
+
+def ready() -> bool:
+    states = node_states()
+    return all(states.get(node) in ("idle", "mixed", "allocated") for node in NODES)
 
 
 def up() -> None:
     install()
-    for sub in ("state", "spool"):
+    for sub in ("state", *(f"spool/{node}" for node in NODES)):
         (DATA / sub).mkdir(parents=True, exist_ok=True)
     key = DATA / "munge.key"
     if not key.exists():
@@ -136,7 +148,8 @@ def up() -> None:
     # Jobs run as unprivileged users: they pass through to slurmd's spool (their scripts)
     # and munged's socket; the key and the controller's state stay root's.
     DATA.chmod(0o711)
-    (DATA / "spool").chmod(0o755)
+    for spool in (DATA / "spool", *(DATA / "spool" / node for node in NODES)):
+        spool.chmod(0o755)
     (DATA / "state").chmod(0o700)
     if pid_of("munged") is None:
         subprocess.run(["munged", "--force", f"--key-file={key}",
@@ -146,15 +159,15 @@ def up() -> None:
         wait_until("munged", lambda: (DATA / "munge.socket").exists(), 10, DATA / "munged.log")
     conf = DATA / "slurm.conf"
     if pid_of("slurmctld") is None or not conf.exists():
-        conf.write_text(config(free_port(), free_port()))
+        conf.write_text(config(free_port(), [free_port() for _ in NODES]))
     env = {**os.environ, "SLURM_CONF": str(conf)}
     if pid_of("slurmctld") is None:
         subprocess.run(["slurmctld", "-c", "-f", str(conf)], check=True, env=env)
-    if pid_of("slurmd") is None:
-        subprocess.run(["slurmd", "-N", NODE, "-f", str(conf)], check=True, env=env)
-    wait_until("the node", lambda: node_state() in ("idle", "mixed", "allocated"), 60,
-               DATA / "slurmd.log")
-    log(f"one node ({NODE}) idle in partition debug; SLURM_CONF={conf}")
+    for node in NODES:
+        if pid_of(f"slurmd-{node}") is None:
+            subprocess.run(["slurmd", "-N", node, "-f", str(conf)], check=True, env=env)
+    wait_until("the nodes", ready, 60, DATA / f"slurmd-{NODES[-1]}.log")
+    log(f"nodes {', '.join(NODES)} idle in partitions debug and urgent; SLURM_CONF={conf}")
     print(f"export SLURM_CONF={conf}")
 
 
@@ -191,7 +204,8 @@ def main() -> int:
         else:
             for name in DAEMONS:
                 print(f"{name}\t{'running' if pid_of(name) else 'stopped'}")
-            print(f"node\t{node_state() or 'unknown'}")
+            for node, state in sorted(node_states().items()):
+                print(f"{node}\t{state}")
     except (SlurmError, subprocess.CalledProcessError) as exc:
         log(f"error: {exc}")
         return 1

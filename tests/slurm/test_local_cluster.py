@@ -1,5 +1,6 @@
 """The local Slurm cluster scripts/slurm starts (the one the Slurm backend's tests use):
-a batch job's two tasks run and it ends COMPLETED; a cancelled job ends CANCELLED."""
+a batch job's two tasks run and it ends COMPLETED, one on each of two nodes when asked; a
+cancelled job ends CANCELLED."""
 
 from __future__ import annotations
 
@@ -45,3 +46,12 @@ def test_a_cancelled_job_ends_cancelled(tmp_path: Path) -> None:
     assert state_of(job, until=("RUNNING",)) == "RUNNING"
     slurm("scancel", job)
     assert state_of(job, until=("CANCELLED", "COMPLETED", "FAILED")) == "CANCELLED"
+
+
+def test_a_two_node_job_runs_a_task_on_each_node(tmp_path: Path) -> None:
+    job = slurm("sbatch", "--parsable", "-N", "2", "--ntasks-per-node", "1", "-o",
+                str(tmp_path / "out"), "--wrap", "srun sh -c 'echo $SLURM_NODEID $SLURMD_NODENAME'",
+                cwd=tmp_path).strip()
+    assert state_of(job, until=("COMPLETED", "FAILED", "CANCELLED")) == "COMPLETED"
+    assert sorted((tmp_path / "out").read_text().splitlines()) == [
+        "0 tuneplane-node", "1 tuneplane-node-2"]

@@ -115,6 +115,24 @@ async def test_a_two_task_job_delivers_both_members_exactly_and_completes(
     await assert_stored_exactly(db, run_id, truth(steps))
 
 
+async def test_a_two_node_job_has_a_collector_per_node_each_reading_its_nodes_member(
+        initialised: Endpoints, ingest: Process, projector: Process, tls_dir: Path,
+        who: Tenant, tmp_path: Path, run_id: str, db: asyncpg.Connection) -> None:
+    steps = 1000
+    with slurm_control(tls_dir, ingest, who, tmp_path / "control.log"):
+        launch(initialised, run_id, who, INTEGRATION, ["--steps", str(steps), "--seconds", "4"],
+               "--nodes", "2", "--tasks-per-node", "1")
+        row = wait_for(run_id, ended=True)
+    output = job_output(row["job_id"], who.scratch)
+    assert (row["job_state"], row["attempt_state"]) == ("COMPLETED", "finished"), (row, output)
+    assert sorted((c["node"], c["attempt"], c["undelivered"], c["reported"])
+                  for c in collectors_of(row)) == [(0, 1, 0, True), (1, 1, 0, True)], row
+    for node, member in ((0, "rank-0"), (1, "rank-1")):
+        assert f"ready attempt=1 node={node} members={member}" in output, output
+        assert f"tuneplane-collector: node {node} drained; 0 batches left" in output, output
+    await assert_stored_exactly(db, run_id, truth(steps))
+
+
 async def test_a_job_cancelled_mid_run_ends_cancelled_drained_with_every_point_written(
         initialised: Endpoints, ingest: Process, projector: Process, tls_dir: Path,
         who: Tenant, tmp_path: Path, run_id: str, db: asyncpg.Connection) -> None:
@@ -222,10 +240,10 @@ async def test_a_preempted_job_ends_its_attempt_preempted_and_runs_again_as_the_
             *TWO_TASKS)
         first = wait_for(run_id, job_state=("RUNNING",))
         assert await wait_for_points(db, run_id, 300, attempt=1) >= 300
-        # A job of the urgent partition needs every CPU of the node: Slurm preempts ours
+        # A job of the urgent partition needs every CPU of the cluster: Slurm preempts ours
         # and requeues it.
-        slurm("sbatch", "--partition=urgent", "--ntasks=2", "--output=/dev/null",
-              "--wrap", "sleep 2")
+        slurm("sbatch", "--partition=urgent", "--nodes=2", "--ntasks-per-node=2",
+              "--output=/dev/null", "--wrap", "sleep 2")
         requeued = wait_for(run_id, restarts=1)
         assert requeued["attempt"] == 2
         states = await db.fetch("SELECT attempt, state FROM attempts WHERE run_id = $1 "
