@@ -78,14 +78,20 @@ def run(args: argparse.Namespace, settings: CollectorSettings, control: JobContr
         the collectors: each reads to the end and drains. From the start: a SIGTERM before
         the collectors start stops each as it starts."""
         ending.wait()
-        left = tasks.wait_until_ended(start.job_id)
-        if left:
-            log.warning("training tasks %s still run %.0f s after the job's end began; "
-                        "reading to the end of the sources regardless", left,
-                        tasks.TASKS_GRACE)
-        stopping.set()
-        for collector in list(collectors):
-            collector.stop()
+        left: list[int] = []
+        try:  # the scan in a thread of its own: a hung /proc read must not keep the drain
+            scan = threading.Thread(target=lambda: left.extend(tasks.wait_until_ended(
+                start.job_id)), name="tasks", daemon=True)
+            scan.start()
+            scan.join(tasks.TASKS_GRACE + 1.0)
+            if left or scan.is_alive():
+                log.warning("training tasks %s still run %.0f s after the job's end began; "
+                            "reading to the end of the sources regardless", left or "(?)",
+                            tasks.TASKS_GRACE)
+        finally:
+            stopping.set()
+            for collector in list(collectors):
+                collector.stop()
 
     signal.signal(signal.SIGTERM, lambda *_: ending.set())
     signal.signal(signal.SIGINT, lambda *_: ending.set())
