@@ -4,22 +4,10 @@ cancelled job ends CANCELLED."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import time
 from pathlib import Path
 
-import pytest
-
-
-def slurm(*args: str, cwd: Path | None = None) -> str:
-    if not os.environ.get("SLURM_CONF"):
-        pytest.fail("SLURM_CONF is not set: start the cluster with "
-                    "`eval \"$(scripts/slurm up)\"`", pytrace=False)
-    done = subprocess.run(list(args), capture_output=True, text=True, check=False, cwd=cwd,
-                          timeout=60)
-    assert done.returncode == 0, f"{' '.join(args)}: {done.stderr}"
-    return done.stdout
+from tests.support.slurm import slurm
 
 
 def state_of(job: str, seconds: float = 60.0, *, until: tuple[str, ...]) -> str:

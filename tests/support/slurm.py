@@ -31,9 +31,11 @@ def cluster() -> str:
     return conf
 
 
-def slurm(*args: str) -> str:
+def slurm(*args: str, cwd: Path | None = None) -> str:
+    """A Slurm client command's output; the test fails with its error otherwise."""
     cluster()
-    done = subprocess.run(list(args), capture_output=True, text=True, check=False, timeout=60)
+    done = subprocess.run(list(args), capture_output=True, text=True, check=False, cwd=cwd,
+                          timeout=60)
     assert done.returncode == 0, f"{' '.join(args)}: {done.stderr}"
     return done.stdout
 
