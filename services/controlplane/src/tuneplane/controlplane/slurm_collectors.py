@@ -65,24 +65,27 @@ async def check(conn: Connection, start: Start) -> int:
     if start.restart < row["restarts"]:
         raise JobStartRefused(f"{start}: the job's current start is {row['restarts']}")
     if row["redeemed"]:
-        raise JobStartRefused(f"{start}: its ticket was already redeemed; a job's ticket is "
-                              "spent once per node and start, by the node's collector")
+        raise spent(start)
     return int(row["nodes"])
+
+
+def spent(start: Start) -> JobStartRefused:
+    return JobStartRefused(f"{start}: its ticket was already redeemed; a job's ticket is "
+                           "spent once per node and start, by the node's collector")
 
 
 async def _claim(conn: Connection, start: Start, seen: JobSeen,
                  refused: str | None) -> dict[str, Any]:
-    """Follow the job to ``seen``, check ``start`` is its current start on one of its nodes,
-    and record the node's collector (once); the launch's row."""
+    """Check ``start`` (its job, its node: ``check``), follow the job to ``seen``, check the
+    start is the job's current one and runs, and record the node's collector (once); the
+    launch's row."""
     await check(conn, start)
     state = await slurm_launches.follow(conn, start.launch_id, seen)
     row = await conn.fetchrow(
         "SELECT l.run_id, l.attempt, l.nodes, l.tasks_per_node, l.member_template, "
-        "l.job_id, l.restarts, "
         "l.state, r.project, r.artifact::text AS artifact FROM slurm_launches l "
         "JOIN runs r USING (run_id) WHERE l.launch_id = $1 FOR UPDATE OF l", start.launch_id)
-    if row is None or row["job_id"] != start.job_id:
-        raise JobStartRefused(f"{start}: the ticket is not this job's")
+    assert row is not None  # check found it, and launches are never deleted
     if row["state"] == "ended" or not seen.running:
         raise JobStartRefused(f"{start}: Slurm shows the job {seen.state}, not running "
                               f"(attempt {row['attempt']} is {state})")
@@ -90,16 +93,13 @@ async def _claim(conn: Connection, start: Start, seen: JobSeen,
         raise JobStartRefused(f"{start}: the job's current start is {seen.restarts}")
     if state != "running":  # an editor ended it: credentials would outlive it
         raise JobStartRefused(f"{start}: attempt {row['attempt']} is {state}, not running")
-    if not 0 <= start.node_index < row["nodes"]:
-        raise JobStartRefused(f"{start}: the job has {row['nodes']} node(s)")
     claimed = await conn.fetchval(
         "INSERT INTO slurm_collectors (launch_id, restart, node_index, attempt, hostname, "
         "refused) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING 1",
         start.launch_id, start.restart, start.node_index, row["attempt"], start.hostname[:255],
         refused)
-    if claimed is None:
-        raise JobStartRefused(f"{start}: its ticket was already redeemed; a job's ticket is "
-                              "spent once per node and start, by the node's collector")
+    if claimed is None:  # redeemed by a call racing this one, since ``check``
+        raise spent(start)
     return dict(row)
 
 
