@@ -14,6 +14,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from tuneplane.contract.slurmlines import REFUSED
 from tuneplane.control.slurm import jobscript
 
 #: srun's stand-in: the collectors' step records itself and says ready; the training step
@@ -177,13 +178,13 @@ def test_the_node_program_refuses_a_tampered_or_renamed_artifact(
     (tampered / "bin" / "cli.py").write_text("import os\nos.system('id')\n")
     done = run_program(tampered)
     assert done.returncode == 3
-    assert done.stdout.startswith(jobscript.REFUSED)
+    assert done.stdout.startswith(REFUSED)
     assert "collector artifact refused: " in done.stdout
     assert "bin/cli.py does not match its sha256 (tampered)" in done.stdout
     renamed = tmp_path / "renamed" / ("0" * 64)
     shutil.copytree(collector_artifact, renamed, symlinks=True)
     done = run_program(renamed)
-    assert (done.returncode, jobscript.REFUSED in done.stdout) == (3, True)
+    assert (done.returncode, REFUSED in done.stdout) == (3, True)
     assert "its manifest's sha256 is" in done.stdout
 
 
@@ -192,7 +193,7 @@ def test_the_node_program_runs_the_verified_artifacts_collector(
     done = run_program(collector_artifact)
     # Verified, then the collector ran: outside a Slurm step it refuses, saying why.
     assert done.returncode == 2, done.stderr
-    assert done.stdout.startswith(jobscript.REFUSED), done.stdout
+    assert done.stdout.startswith(REFUSED), done.stdout
     assert "not run as a Slurm job step (SLURM_JOB_ID or SLURM_NODEID unset)" in done.stdout
 
 

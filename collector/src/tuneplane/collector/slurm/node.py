@@ -32,13 +32,12 @@ from tuneplane.collector.sender import Target
 from tuneplane.collector.settings import CollectorSettings
 from tuneplane.collector.slurm import secrecy, tasks
 from tuneplane.collector.slurm.control import Credentials, JobControl, JobRefused, job_start
+from tuneplane.contract.slurmlines import READY, REFUSED
 from tuneplane.node.v1 import slurm_pb2 as spb
 from tuneplane.telemetry.v1.identity import MemberKey
 from tuneplane.telemetry.v1.limits import MAX_BATCH_BYTES
 
 log = logging.getLogger("tuneplane.collector.slurm")
-READY = "tuneplane-collector: ready"
-REFUSED = "tuneplane-collector: refused: "
 
 
 def refused(reason: str) -> int:

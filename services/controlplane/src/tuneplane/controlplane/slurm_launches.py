@@ -26,6 +26,8 @@ from tuneplane.controlplane.errors import InvalidLaunch
 from tuneplane.telemetry.v1.integration import RANK_MEMBER, rank_member
 
 MAX_TASKS = 4096
+#: A launch's environment variable: a name a POSIX shell takes (the job script exports it).
+ENVIRONMENT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 PARTITION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 TIME_LIMIT = re.compile(r"^(UNLIMITED|\d{1,6}(-\d{1,2}(:\d{1,2}){0,2})?|\d{1,2}(:\d{1,2}){1,2}"
                         r"|\d{1,6}-\d{1,2})$")
@@ -106,7 +108,7 @@ async def create(conn: Connection, run_id: str, *, nodes: int, tasks_per_node: i
     if not command or any("\0" in arg for arg in command):
         raise InvalidLaunch("a launch needs a command to run (without NUL characters)")
     for name, value in environment.items():
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or "\0" in value:
+        if not ENVIRONMENT_NAME.fullmatch(name) or "\0" in value:
             raise InvalidLaunch(f"environment variable {name!r} needs a name of letters, "
                                 "digits and _ and a value without NUL")
         if name.startswith(("SLURM_", "TUNEPLANE_")):

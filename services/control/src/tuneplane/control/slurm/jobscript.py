@@ -16,17 +16,14 @@ tenant's PATH or LD_PRELOAD there would run its code with the ticket in hand).
 from __future__ import annotations
 
 import inspect
-import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from tuneplane.contract import artifact as artifact_check
-
-READY = "tuneplane-collector: ready"
-REFUSED = "tuneplane-collector: refused: "
-NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+from tuneplane.contract.slurmlines import READY, REFUSED
+from tuneplane.controlplane.slurm_launches import ENVIRONMENT_NAME
 
 #: Runs on the compute node: verify the artifact, then run its collector from it.
 START = '''
@@ -94,7 +91,7 @@ def exports(environment: Mapping[str, str]) -> str:
     """The launch's environment as the script's exports (each value quoted; a name the
     shell cannot take is refused, as the launch itself refused it)."""
     for name in environment:
-        if not NAME.fullmatch(name):
+        if not ENVIRONMENT_NAME.fullmatch(name):
             raise ValueError(f"environment variable {name!r} is not a shell variable name")
     return "".join(f"export {name}={shlex.quote(value)}\n"
                    for name, value in environment.items())
