@@ -37,14 +37,20 @@ class TransientSendError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Target:
+    """Where batches go, and the workload token they carry: read from ``token_file`` for
+    every batch (the platform rewrites it when it renews the token), or asked of
+    ``token_source`` (a collector holding its tokens in memory alone: a Slurm job's, which
+    renews them itself). Exactly one of the two."""
+
     address: str
     ca_file: Path
-    #: Re-read for every batch: the platform rewrites it when it renews the token.
-    token_file: Path
+    token_file: Path | None
     server_name: str | None = None
-    #: Where the token comes from instead of ``token_file``, when given: a collector that
-    #: holds its tokens in memory alone (a Slurm job's, which renews them itself).
     token_source: Callable[[], str] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.token_file is None) == (self.token_source is None):
+            raise ValueError("a target's token comes from a file or from a source: one")
 
 
 def open_channel(target: Target,
@@ -69,7 +75,8 @@ class Sender:
         self.sent_points = 0
 
     def _token(self) -> str:
-        if self._target.token_source is not None:
+        if self._target.token_file is None:
+            assert self._target.token_source is not None  # one of the two: Target says so
             return self._target.token_source()
         return self._target.token_file.read_text().strip()
 

@@ -128,7 +128,7 @@ def run(args: argparse.Namespace, settings: CollectorSettings, control: JobContr
         owner = MemberKey(granted.run_id, granted.attempt, member)
         collectors.append(Collector(CollectorConfig(
             owner=owner, spool_dir=spoolroot.grant(root, owner, mount_table),
-            target=Target(config.telemetry_target, ca_file, ca_file,
+            target=Target(config.telemetry_target, ca_file, None,
                           config.server_name or None, partial(credentials.token, member)),
             sources=sources, max_batch_points=10_000, max_batch_bytes=MAX_BATCH_BYTES * 3 // 4,
             spool_bytes=config.spool_bytes or settings.spool_bytes,
