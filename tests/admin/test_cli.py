@@ -46,3 +46,9 @@ def test_a_malformed_topic_setting_stops_it_by_name(
     assert main(["topics"]) == 2
     assert "TUNEPLANE_TOPIC_PARTITIONS must be a whole number, got 'twelve'" in \
         capsys.readouterr().err
+
+
+def test_a_sign_in_link_needs_a_web_address(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sign-in-link", "--user", "admin", "--url", "127.0.0.1:8080"]) == 2
+    assert "--url is the web service's address (http[s]://host:port)" in \
+        capsys.readouterr().err

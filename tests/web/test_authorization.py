@@ -95,6 +95,8 @@ OUTSIDE = {
     ("GET", "/healthz"): "anyone",
     ("GET", "/login"): "anyone",
     ("POST", "/auth/login"): "anyone",
+    ("GET", "/auth/link"): "anyone",  # a one-time sign-in link's page; it spends nothing
+    ("POST", "/auth/link"): "anyone",  # spends the link the form carries
     ("GET", "/runs/{run_id}"): "anyone",
     ("GET", "/runs/{run_id}/charts"): "anyone",
     ("GET", "/runs/{run_id}/media"): "anyone",

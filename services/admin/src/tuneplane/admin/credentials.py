@@ -9,13 +9,14 @@ import datetime as dt
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlencode
 
 import asyncpg
 
 from tuneplane.admin.settings import AdminSettings
 from tuneplane.common.gateway import shared_identity, tls
 from tuneplane.common.tokens import TokenSigner
-from tuneplane.controlplane import api_tokens, users
+from tuneplane.controlplane import api_tokens, sign_in_links, users
 from tuneplane.controlplane.errors import UserExists, UserNotFound
 from tuneplane.telemetry.v1.identity import MemberKey
 
@@ -72,6 +73,25 @@ def cmd_user(args: argparse.Namespace, settings: AdminSettings) -> int:
     return asyncio.run(user_command(args, settings))
 
 
+async def sign_in_link(args: argparse.Namespace, settings: AdminSettings) -> str:
+    conn = await asyncpg.connect(settings.database_url.get())
+    try:
+        secret = await sign_in_links.issue(conn, args.user, args.next,
+                                           now=dt.datetime.now(dt.UTC), minutes=args.minutes)
+    finally:
+        await conn.close()
+    query = urlencode({sign_in_links.PARAMETER: secret})
+    return f"{args.url.rstrip('/')}/auth/link?{query}"
+
+
+def cmd_sign_in_link(args: argparse.Namespace, settings: AdminSettings) -> int:
+    if not args.url.startswith(("http://", "https://")):
+        raise ValueError(f"--url is the web service's address (http[s]://host:port), "
+                         f"not {args.url!r}")
+    print(asyncio.run(sign_in_link(args, settings)))
+    return 0
+
+
 async def gateway_ca_pem(database_url: str) -> str | None:
     conn = await asyncpg.connect(database_url)
     try:
@@ -112,6 +132,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                                           "trust bundle collectors are handed")
     g.add_argument("--out", help="write it to this file")
     g.set_defaults(func=cmd_gateway_ca)
+    s = sub.add_parser("sign-in-link", help="print a one-time link that signs a browser in as "
+                                             "a user (no password needed; used once, within "
+                                             "minutes)")
+    s.add_argument("--user", required=True)
+    s.add_argument("--url", default="http://127.0.0.1:8080",
+                   help="the web service's address (default http://127.0.0.1:8080)")
+    s.add_argument("--next", default="/", metavar="PATH",
+                   help="the page it leads to once signed in (default /, the runs list)")
+    s.add_argument("--minutes", type=int, default=sign_in_links.DEFAULT_MINUTES,
+                   help=f"how long it may wait to be used (default "
+                        f"{sign_in_links.DEFAULT_MINUTES}, at most {sign_in_links.MAX_MINUTES})")
+    s.set_defaults(func=cmd_sign_in_link)
     for name, text in (("bootstrap-admin", "create the first admin of a fresh install and "
                                             "print a user token for it"),
                        ("user-add", "add a web user and print a user token"),

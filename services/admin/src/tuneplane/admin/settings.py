@@ -19,7 +19,7 @@ PROJECT_COMMANDS = ("project-create", "project-grant", "project-revoke", "projec
                     "user-disable", "user-password")
 DATABASE_COMMANDS = ("init", "migrate", "gateway-ca", "run-create", "attempt-start",
                      "attempt-end", "run-show", "freeze-mapping", *USER_COMMANDS,
-                     *PROJECT_COMMANDS, "curves")
+                     *PROJECT_COMMANDS, "curves", "sign-in-link")
 
 
 class AdminSettings(Settings):

@@ -15,6 +15,7 @@ from tuneplane.web.routes import (
     destinations,
     export,
     launches,
+    links,
     media,
     oidc,
     pages,
@@ -64,5 +65,6 @@ def create_app(settings: WebSettings) -> FastAPI:
     app.include_router(users.router)
     app.include_router(tokens.router)
     app.include_router(auth.router)
+    app.include_router(links.router)
     app.include_router(oidc.router)
     return app

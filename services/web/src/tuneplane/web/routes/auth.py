@@ -26,7 +26,8 @@ router = APIRouter(include_in_schema=False)
 
 FORM_FIELDS = 8  # the form's three and room for a browser's extras
 
-PAGE = """<!doctype html>
+#: The sign-in pages' shell; ``body`` is what the page asks.
+SHELL = """<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -37,7 +38,13 @@ PAGE = """<!doctype html>
 <body>
 <main>
 <h1>Tuneplane telemetry</h1>
-{sso}
+{body}
+</main>
+</body>
+</html>
+"""
+
+FORM = """{sso}
 <form method="post" action="/auth/login">
 {error}
 <label>User <input name="username" autocomplete="username" required autofocus></label>
@@ -45,11 +52,7 @@ PAGE = """<!doctype html>
   required></label>
 <input type="hidden" name="next" value="{next}">
 <button type="submit">Sign in</button>
-</form>
-</main>
-</body>
-</html>
-"""
+</form>"""
 
 
 def local_path(target: str | None) -> str:
@@ -66,8 +69,24 @@ def page(next_path: str, error: str = "", status: int = 200, *,
     link = (f'<p><a class="sso" href="/auth/oidc/login?{html.escape(urlencode({"next": target}))}'
             '">Sign in with your organisation</a></p><p class="or">or with a password</p>'
             if sso else "")
-    return HTMLResponse(PAGE.format(error=shown, next=html.escape(target), sso=link),
-                        status_code=status, headers={"Cache-Control": "no-store"})
+    body = FORM.format(error=shown, next=html.escape(target), sso=link)
+    return HTMLResponse(SHELL.format(body=body), status_code=status,
+                        headers={"Cache-Control": "no-store"})
+
+
+async def sign_in_form(request: Request, max_fields: int, named: str) -> dict[str, str]:
+    """A sign-in form's fields (the first value of each), posted from this service's own
+    pages only: 403 from another origin, 400 past ``max_fields`` fields."""
+    foreign = browser.foreign_origin(request)
+    if foreign is not None:
+        raise HTTPException(403, f"{foreign} may not sign in here")
+    try:
+        fields = parse_qs((await request.body()).decode(errors="replace"),
+                          max_num_fields=max_fields)
+    except ValueError:  # past max_num_fields
+        raise HTTPException(400, f"a sign-in form has at most {max_fields} fields "
+                                 f"({named})") from None
+    return {k: v[0] for k, v in fields.items()}
 
 
 @router.get("/login")
@@ -83,16 +102,7 @@ async def login_page(request: Request, web: State, next: str = "/") -> HTMLRespo
 @router.post("/auth/login")
 async def login(request: Request, pool: Pool, signer: Signer, now: Now,
                 web: State) -> Response:
-    foreign = browser.foreign_origin(request)
-    if foreign is not None:
-        raise HTTPException(403, f"{foreign} may not sign in here")
-    try:
-        fields = parse_qs((await request.body()).decode(errors="replace"),
-                          max_num_fields=FORM_FIELDS)
-    except ValueError:  # past max_num_fields
-        raise HTTPException(400, f"a sign-in form has at most {FORM_FIELDS} fields "
-                                 "(username, password, next)") from None
-    form = {k: v[0] for k, v in fields.items()}
+    form = await sign_in_form(request, FORM_FIELDS, "username, password, next")
     username, password = form.get("username", ""), form.get("password", "")
     target = local_path(form.get("next"))
     address = request.client.host if request.client else ""

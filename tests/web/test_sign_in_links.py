@@ -1,0 +1,94 @@
+"""A one-time sign-in link in the browser flow: its page asks to continue and spends
+nothing; continuing starts a session (the same cookie a password gives) and leads to the
+link's path; a second use, a foreign origin, or no link at all is refused with a reason."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+import asyncpg
+import httpx
+from fastapi import FastAPI
+
+from tests.support.credentials import add_user
+from tuneplane.controlplane import sign_in_links
+from tuneplane.web.browser import COOKIE
+
+SITE = "https://tuneplane-web"
+
+
+def browser(app: FastAPI) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=SITE)
+
+
+async def new_link(db: asyncpg.Connection, target: str = "/runs/r/charts") -> tuple[str, str]:
+    user = await add_user(db, "linked", roles={"default": "viewer"})
+    return user, await sign_in_links.issue(db, user, target, now=dt.datetime.now(dt.UTC))
+
+
+async def test_the_page_spends_nothing_and_continuing_signs_in(web_app: FastAPI,
+                                                               db: asyncpg.Connection) -> None:
+    user, secret = await new_link(db)
+    async with browser(web_app) as http:
+        for _ in range(2):  # a preview or a prefetch of the link uses nothing up
+            page = await http.get("/auth/link", params={"link": secret})
+            assert page.status_code == 200
+            assert page.headers["cache-control"] == "no-store"
+            assert COOKIE not in page.headers.get("set-cookie", "")
+        form = re.search(r'<form method="post" action="/auth/link">', page.text)
+        assert form is not None
+        assert f'value="{secret}"' in page.text
+        answer = await http.post("/auth/link", data={"link": secret},
+                                 headers={"Origin": SITE})
+        assert (answer.status_code, answer.headers["location"]) == (303, "/runs/r/charts")
+        cookie = answer.headers["set-cookie"]
+        assert cookie.startswith(f"{COOKIE}=")
+        assert "HttpOnly" in cookie
+        assert "Secure" in cookie
+        session = (await http.get("/auth/session")).json()
+        assert (session["user"], session["projects"]) == (user, {"default": "viewer"})
+
+
+async def test_a_link_works_once(web_app: FastAPI, db: asyncpg.Connection) -> None:
+    _, secret = await new_link(db)
+    async with browser(web_app) as http:
+        assert (await http.post("/auth/link", data={"link": secret})).status_code == 303
+    async with browser(web_app) as other:
+        again = await other.post("/auth/link", data={"link": secret})
+        assert again.status_code == 410
+        assert "was used already" in again.text
+        assert COOKIE not in again.headers.get("set-cookie", "")
+        assert (await other.get("/api/v1/runs")).status_code == 401
+
+
+async def test_another_site_cannot_spend_a_link(web_app: FastAPI,
+                                                db: asyncpg.Connection) -> None:
+    _, secret = await new_link(db)
+    async with browser(web_app) as http:
+        foreign = await http.post("/auth/link", data={"link": secret},
+                                  headers={"Origin": "https://evil.test"})
+        assert foreign.status_code == 403
+        assert "https://evil.test" in foreign.json()["detail"]
+        # Still unspent: the page's own form goes through.
+        assert (await http.post("/auth/link", data={"link": secret})).status_code == 303
+
+
+async def test_no_link_or_a_malformed_one_says_so(web_app: FastAPI) -> None:
+    async with browser(web_app) as http:
+        bare = await http.get("/auth/link")
+        assert bare.status_code == 400
+        assert "carries no sign-in link" in bare.text
+        huge = await http.get("/auth/link", params={"link": "x" * 500})
+        assert huge.status_code == 400
+        hostile = await http.get("/auth/link", params={"link": '"><script>x()</script>'})
+        assert "<script>x()" not in hostile.text
+        empty = await http.post("/auth/link", data={})
+        assert empty.status_code == 400
+        assert "carries no sign-in link" in empty.text
+        many = await http.post("/auth/link", content="&".join(f"f{i}=1" for i in range(20)),
+                               headers={"content-type": "application/x-www-form-urlencoded"})
+        assert many.status_code == 400
+        unknown = await http.post("/auth/link", data={"link": "a" * 43})
+        assert unknown.status_code == 410
+        assert "unknown" in unknown.text
