@@ -19,6 +19,8 @@ from tests.support.processes import Process, start_ingest, start_projector
 from tuneplane.common.gateway.tls import TlsIdentity
 from tuneplane.common.kafka.topics import TopicSettings
 
+pytest_plugins = ["tests.support.timings"]
+
 REQUIRED = ("TUNEPLANE_DATABASE_URL", "TUNEPLANE_KAFKA_BOOTSTRAP", "TUNEPLANE_S3_ENDPOINT",
             "TUNEPLANE_S3_BUCKET", "TUNEPLANE_WEB_JWT_SECRET")
 
