@@ -5,14 +5,21 @@ link's path; a second use, a foreign origin, or no link at all is refused with a
 from __future__ import annotations
 
 import datetime as dt
+import gc
+import logging
 import re
+from collections.abc import Iterator
+from typing import Any
 
 import asyncpg
 import httpx
+import pytest
+import uvicorn
 from fastapi import FastAPI
 
 from tests.support.credentials import add_user
 from tuneplane.controlplane import sign_in_links
+from tuneplane.web import cli
 from tuneplane.web.browser import COOKIE
 
 SITE = "https://tuneplane-web"
@@ -92,3 +99,39 @@ async def test_no_link_or_a_malformed_one_says_so(web_app: FastAPI) -> None:
         unknown = await http.post("/auth/link", data={"link": "a" * 43})
         assert unknown.status_code == 410
         assert "unknown" in unknown.text
+
+
+@pytest.fixture
+def uvicorn_logging() -> Iterator[None]:
+    """uvicorn's loggers as they were, once the test configured them as tuneplane-web does."""
+    names = ("uvicorn", "uvicorn.error", "uvicorn.access")
+    kept = {n: (logging.getLogger(n).handlers[:], logging.getLogger(n).filters[:],
+                logging.getLogger(n).level, logging.getLogger(n).propagate) for n in names}
+    yield
+    for name, (handlers, filters, level, propagate) in kept.items():
+        logger = logging.getLogger(name)
+        logger.handlers[:], logger.filters[:] = handlers, filters
+        logger.level, logger.propagate = level, propagate
+
+
+def test_the_access_log_never_holds_a_link(monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str],
+                                           uvicorn_logging: None) -> None:
+    # The link page spends nothing, so a secret written to the log stays good for minutes:
+    # whoever reads the log (a world-readable file, a log collector) could spend it first.
+    served: dict[str, Any] = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: served.update(kwargs))
+    monkeypatch.setattr(gc, "freeze", lambda: None)
+    monkeypatch.setenv("TUNEPLANE_DATABASE_URL", "postgresql://nobody@127.0.0.1:1/none")
+    monkeypatch.setenv("TUNEPLANE_WEB_JWT_SECRET", "a-secret-of-enough-length")
+    assert cli.main(["--host", "127.0.0.1", "--port", "1"]) == 0
+    uvicorn.Config("tuneplane.web.app:create_app", **served)  # logging, as uvicorn sets it
+    capsys.readouterr()
+    secret = "S3cr3t-" + "x" * 36
+    for target in (f"/auth/link?link={secret}", f"/auth/link?a=1&%6Cink={secret}&b=2"):
+        # uvicorn's access line (uvicorn.protocols.http.h11_impl / httptools_impl)
+        logging.getLogger("uvicorn.access").info('%s - "%s %s HTTP/%s" %d', "127.0.0.1:5",
+                                                 "GET", target, "1.1", 200)
+    logged = capsys.readouterr()
+    assert "GET /auth/link?" in logged.out
+    assert secret not in logged.out + logged.err

@@ -11,6 +11,7 @@ import sys
 import uvicorn
 
 from tuneplane.contract.settings import SettingsError
+from tuneplane.web import logs
 from tuneplane.web.app import create_app
 from tuneplane.web.settings import WebSettings
 
@@ -43,7 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     # the middle of a request otherwise).
     gc.freeze()
     # With a certificate uvicorn serves HTTPS: the scheme is https, so answers carry HSTS.
+    # The access log leaves out a sign-in link's secret (logs.RedactSecrets).
     uvicorn.run(app, host=args.host, port=args.port, log_level="info",
+                log_config=logs.log_config(),
                 ssl_certfile=settings.tls_cert, ssl_keyfile=settings.tls_key,
                 proxy_headers=True, forwarded_allow_ips=args.forwarded_allow_ips)
     return 0
