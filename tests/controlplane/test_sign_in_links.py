@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.credentials import add_user
 from tests.support.environment import Endpoints
-from tuneplane.controlplane import sign_in_links, users
+from tuneplane.controlplane import passwords, sign_in_links, users
 from tuneplane.controlplane.errors import UserNotFound
 
 NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
@@ -78,3 +78,15 @@ async def test_two_racing_redemptions_get_one_session(initialised: Endpoints,
             await conn.close()
     assert sum(isinstance(o, sign_in_links.Redeemed) for o in outcomes) == 1
     assert sum(isinstance(o, sign_in_links.LinkRefused) for o in outcomes) == 3
+
+
+async def test_a_new_password_voids_the_links_not_yet_used(db: asyncpg.Connection) -> None:
+    # A new password ends the sessions anyone else held; a link someone else holds (a chat
+    # message, a log) must not start a new one afterwards.
+    user = await add_user(db, "reset")
+    secret = await sign_in_links.issue(db, user, "/", now=dt.datetime.now(dt.UTC))
+    await passwords.set_password(db, user, "a new password, long enough")
+    with pytest.raises(sign_in_links.LinkRefused):
+        await sign_in_links.redeem(db, secret, now=dt.datetime.now(dt.UTC))
+    later = await sign_in_links.issue(db, user, "/", now=dt.datetime.now(dt.UTC))
+    assert (await sign_in_links.redeem(db, later, now=dt.datetime.now(dt.UTC))).username == user

@@ -43,9 +43,12 @@ async def set_password(conn: Connection, username: str, password: str) -> None:
                                    "RETURNING 1", username, hashed)
         if done is None:
             raise UserNotFound(f"no user {username!r}")
-        # A new password ends the sessions the old one (or anyone holding them) started.
+        # A new password ends the sessions the old one (or anyone holding them) started,
+        # and voids the one-time sign-in links not yet used, which would start new ones.
         await conn.execute("UPDATE sessions SET ended_at = now() WHERE username = $1 "
                            "AND ended_at IS NULL", username)
+        await conn.execute("DELETE FROM sign_in_links WHERE username = $1 "
+                           "AND used_at IS NULL", username)
 
 
 async def verify(conn: Connection, username: str, password: str) -> bool:

@@ -59,7 +59,8 @@ async def issue(conn: Connection, username: str, next_path: str, *, now: dt.date
 
 
 async def redeem(conn: Connection, secret: str, *, now: dt.datetime) -> Redeemed:
-    """Spends the link; raises LinkRefused when it is unknown, spent, expired or its user
+    """Spends the link; raises LinkRefused when it is unknown, spent, expired, voided (its
+    user's password changed since: ``passwords.set_password``) or its user
     disabled."""
     row = await conn.fetchrow(
         "UPDATE sign_in_links l SET used_at = $2 FROM users u "
