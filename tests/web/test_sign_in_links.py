@@ -101,6 +101,31 @@ async def test_no_link_or_a_malformed_one_says_so(web_app: FastAPI) -> None:
         assert "unknown" in unknown.text
 
 
+async def test_the_page_names_whom_it_signs_in_and_out(web_app: FastAPI,
+                                                       db: asyncpg.Connection) -> None:
+    # Login CSRF with one click: a tenant holding a link of their own account sends its
+    # address to someone signed in here; Continue must not swap their session for the
+    # tenant's without saying so (what they then upload or set would be the tenant's).
+    tenant, secret = await new_link(db)
+    victim = await add_user(db, "victim")
+    own = await sign_in_links.issue(db, victim, "/", now=dt.datetime.now(dt.UTC))
+    async with browser(web_app) as http:
+        assert (await http.post("/auth/link", data={"link": own})).status_code == 303
+        page = await http.get("/auth/link", params={"link": secret})
+        assert page.status_code == 200
+        assert f"as <strong>{tenant}</strong>" in page.text
+        assert f"signed in as <strong>{victim}</strong>" in page.text
+        assert (await http.get("/auth/session")).json()["user"] == victim  # nothing spent
+    async with browser(web_app) as fresh:
+        page = await fresh.get("/auth/link", params={"link": secret})
+        assert f"as <strong>{tenant}</strong>" in page.text
+        assert "signed in as" not in page.text
+        spent = await fresh.get("/auth/link", params={"link": own})
+        assert spent.status_code == 410
+        assert victim not in spent.text
+        assert "Continue" not in spent.text
+
+
 @pytest.fixture
 def uvicorn_logging() -> Iterator[None]:
     """uvicorn's loggers as they were, once the test configured them as tuneplane-web does."""

@@ -20,6 +20,9 @@ DEFAULT_MINUTES: Final = 10
 MAX_MINUTES: Final = 60
 #: The query parameter the link carries its secret in.
 PARAMETER: Final = "link"
+#: Why a link cannot be used, whichever the reason, without telling whose it was.
+REFUSED: Final = ("this sign-in link is unknown, was used already or has expired; ask for a "
+                  "new one (tuneplane-admin sign-in-link)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +61,16 @@ async def issue(conn: Connection, username: str, next_path: str, *, now: dt.date
     return secret
 
 
+async def holder(conn: Connection, secret: str, *, now: dt.datetime) -> str | None:
+    """Whom the link would sign in (it spends nothing), or None when it cannot be redeemed
+    (unknown, spent, expired or its user disabled)."""
+    name = await conn.fetchval(
+        "SELECT l.username FROM sign_in_links l JOIN users u USING (username) "
+        "WHERE l.link_digest = $1 AND l.used_at IS NULL AND l.expires_at > $2 "
+        "AND u.disabled_at IS NULL", digest(secret), now)
+    return None if name is None else str(name)
+
+
 async def redeem(conn: Connection, secret: str, *, now: dt.datetime) -> Redeemed:
     """Spends the link; raises LinkRefused when it is unknown, spent, expired, voided (its
     user's password changed since: ``passwords.set_password``) or its user
@@ -68,6 +81,5 @@ async def redeem(conn: Connection, secret: str, *, now: dt.datetime) -> Redeemed
         "AND l.expires_at > $2 AND u.disabled_at IS NULL "
         "RETURNING l.username, l.next_path", digest(secret), now)
     if row is None:
-        raise LinkRefused("this sign-in link is unknown, was used already or has expired; "
-                          "ask for a new one (tuneplane-admin sign-in-link)")
+        raise LinkRefused(REFUSED)
     return Redeemed(str(row["username"]), str(row["next_path"]))
