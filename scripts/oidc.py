@@ -17,6 +17,7 @@ redirect URIs restarts Dex with them (its state is in memory: about a second).
 
     scripts/oidc up [--redirect-uri URI]...   build if needed, start, wait for discovery,
                                               print settings
+    scripts/oidc build                        build Dex if needed (cached), print its folder
     scripts/oidc down [--wipe]                stop (``--wipe`` also forgets secret and passwords)
     scripts/oidc status                       one line
     scripts/oidc env                          print the running provider's settings
@@ -273,12 +274,15 @@ def main() -> int:
                            help="a redirect URI of the tuneplane-web client (repeatable)")
     sub.add_parser("down").add_argument("--wipe", action="store_true",
                                         help="also forget the client secret and passwords")
+    sub.add_parser("build")
     sub.add_parser("status")
     sub.add_parser("env")
     args = parser.parse_args()
     try:
         if args.command == "up":
             up(args.redirect_uri)
+        elif args.command == "build":
+            print(binaries())
         elif args.command == "down":
             down(args.wipe)
         elif args.command == "status":
