@@ -3,7 +3,8 @@
 through the real pipeline, and prints a one-time sign-in link. Following only what it
 printed, a fresh browser reaches the run's Charts tab, where the charts are drawn, and its
 Media tab; the link then works no more. It says how to stop, and Ctrl-C (SIGINT) stops
-what it started. Screenshots: ``.artifacts/demo-link.png``, ``demo-charts.png``, ``demo-media.png``.
+what it started. Screenshots in ``.artifacts/``: ``demo-link.png``, ``demo-charts.png`` and
+``demo-media.png``.
 """
 
 from __future__ import annotations
