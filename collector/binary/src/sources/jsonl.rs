@@ -1,0 +1,255 @@
+//! JSONL metric lines, decoded from bytes with no I/O (the rules of the Python collector's
+//! `jsonl.parse_line`, which the services and the conformance suite hold it to):
+//!
+//! ```text
+//! {"step": 120, "wall_time": 1732867200.5, "metrics": {"loss": 0.31, "lr": 3e-4}}
+//! ```
+//!
+//! `step` is a 64-bit integer, `wall_time` seconds since the Unix epoch, each metric a
+//! number; `NaN`, `Infinity` and `-Infinity` are taken as bare tokens (as Python's
+//! `json.dumps` writes them) or as strings. A malformed line is a `LineError` saying why.
+
+use serde_json::Value;
+use thiserror::Error;
+
+use crate::sources::names::name_problem;
+use crate::sources::repr::{py_repr, py_str};
+
+/// Why a line was not read; shown after its file and line number.
+#[derive(Debug, Error, PartialEq)]
+#[error("{0}")]
+pub struct LineError(pub String);
+
+/// One metric line's columns.
+#[derive(Debug, PartialEq)]
+pub struct Line {
+    pub step: i64,
+    pub wall_time: f64,
+    pub metrics: Vec<(String, f64)>,
+}
+
+/// Bare non-finite tokens become these strings before decoding (JSON has no such tokens).
+const BARE: [(&[u8], &str, f64); 3] = [
+    (b"-Infinity", "\u{0}-Infinity", f64::NEG_INFINITY),
+    (b"Infinity", "\u{0}Infinity", f64::INFINITY),
+    (b"NaN", "\u{0}NaN", f64::NAN),
+];
+
+/// The strings a metric may be written as for a non-finite value.
+fn non_finite(text: &str) -> Option<f64> {
+    match text {
+        "NaN" | "nan" => Some(f64::NAN),
+        "Infinity" | "inf" => Some(f64::INFINITY),
+        "-Infinity" | "-inf" => Some(f64::NEG_INFINITY),
+        _ => BARE
+            .iter()
+            .find(|(_, marker, _)| *marker == text)
+            .map(|(_, _, v)| *v),
+    }
+}
+
+fn bare_marker(text: &str) -> Option<f64> {
+    BARE.iter()
+        .find(|(_, marker, _)| *marker == text)
+        .map(|(_, _, v)| *v)
+}
+
+/// `raw` with bare `NaN`/`Infinity`/`-Infinity` outside strings written as marker strings.
+fn quote_bare_tokens(raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len() + 16);
+    let (mut at, mut in_string, mut escaped) = (0, false, false);
+    while let Some(&byte) = raw.get(at) {
+        if in_string {
+            in_string = escaped || byte != b'"';
+            escaped = !escaped && byte == b'\\';
+        } else if byte == b'"' {
+            in_string = true;
+        } else if let Some((token, marker, _)) = BARE
+            .iter()
+            .find(|(token, _, _)| raw.get(at..).is_some_and(|r| r.starts_with(token)))
+        {
+            out.extend_from_slice(serde_json::json!(marker).to_string().as_bytes());
+            at += token.len();
+            continue;
+        }
+        out.push(byte);
+        at += 1;
+    }
+    out
+}
+
+/// Whether Python's `bytes.strip()` leaves nothing of `raw`: a blank line, skipped.
+pub fn is_blank(raw: &[u8]) -> bool {
+    raw.iter()
+        .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))
+}
+
+fn decode(raw: &[u8]) -> Result<Value, LineError> {
+    match serde_json::from_slice(raw) {
+        Ok(value) => Ok(value),
+        Err(first) => {
+            let quoted = quote_bare_tokens(raw);
+            serde_json::from_slice(&quoted).map_err(|_| LineError(format!("not JSON: {first}")))
+        }
+    }
+}
+
+fn metric_value(name: &str, value: &Value) -> Result<f64, LineError> {
+    let refused =
+        |shown: String| LineError(format!("metric {} is {shown}, not a number", py_str(name)));
+    match value {
+        Value::Number(n) => n.as_f64().ok_or_else(|| refused(n.to_string())),
+        Value::Null => Err(refused("null".to_owned())),
+        Value::Bool(b) => Err(refused(b.to_string())),
+        Value::String(s) => non_finite(s).ok_or_else(|| refused(py_repr(value))),
+        other => Err(refused(py_repr(other))),
+    }
+}
+
+/// One line's step, wall time and metrics, or why it is not a metric line.
+pub fn parse_line(raw: &[u8]) -> Result<Line, LineError> {
+    let Value::Object(record) = decode(raw)? else {
+        return Err(LineError("not a JSON object".to_owned()));
+    };
+    let shown = |key: &str| record.get(key).map_or_else(|| "None".to_owned(), py_repr);
+    let step = match record.get("step") {
+        Some(Value::Number(n)) if n.is_i64() => n.as_i64(),
+        _ => None,
+    }
+    .ok_or_else(|| {
+        LineError(format!(
+            "'step' must be a 64-bit integer, got {}",
+            shown("step")
+        ))
+    })?;
+    let wall_time = match record.get("wall_time") {
+        Some(Value::Number(n)) => n.as_f64(),
+        Some(Value::String(s)) => bare_marker(s),
+        _ => None,
+    }
+    .ok_or_else(|| {
+        LineError(format!(
+            "'wall_time' must be a number of seconds, got {}",
+            shown("wall_time")
+        ))
+    })?;
+    let metrics = match record.get("metrics") {
+        Some(Value::Object(metrics)) if !metrics.is_empty() => metrics,
+        _ => {
+            return Err(LineError(
+                "'metrics' must be a non-empty object of name: number".to_owned(),
+            ))
+        }
+    };
+    if let Some(problem) = metrics.keys().find_map(|name| name_problem(name)) {
+        return Err(LineError(format!("metric name {problem}")));
+    }
+    let metrics = metrics
+        .iter()
+        .map(|(name, value)| Ok((name.clone(), metric_value(name, value)?)))
+        .collect::<Result<Vec<_>, LineError>>()?;
+    Ok(Line {
+        step,
+        wall_time,
+        metrics,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(raw: &str) -> String {
+        parse_line(raw.as_bytes())
+            .err()
+            .map(|e| e.0)
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_line_gives_its_step_wall_time_and_metrics_in_order() {
+        let line = parse_line(br#"{"step": 3, "wall_time": 10.5, "metrics": {"z": 0.25, "a": 2}}"#);
+        assert_eq!(
+            line,
+            Ok(Line {
+                step: 3,
+                wall_time: 10.5,
+                metrics: vec![("z".into(), 0.25), ("a".into(), 2.0)]
+            })
+        );
+    }
+
+    #[test]
+    fn non_finite_values_are_kept_bare_or_quoted() {
+        for (raw, want) in [
+            (
+                r#"{"step": 1, "wall_time": 1, "metrics": {"x": NaN}}"#,
+                f64::NAN,
+            ),
+            (
+                r#"{"step": 1, "wall_time": 1, "metrics": {"x": -Infinity}}"#,
+                f64::NEG_INFINITY,
+            ),
+            (
+                r#"{"step": 1, "wall_time": 1, "metrics": {"x": "inf"}}"#,
+                f64::INFINITY,
+            ),
+            (
+                r#"{"step": 1, "wall_time": 1, "metrics": {"x": "NaN", "y": 1}}"#,
+                f64::NAN,
+            ),
+        ] {
+            let got = parse_line(raw.as_bytes()).map(|l| l.metrics[0].1);
+            assert!(
+                matches!(got, Ok(v) if v == want || (v.is_nan() && want.is_nan())),
+                "{raw}"
+            );
+        }
+        let quoted = r#"{"step": 1, "wall_time": 1, "metrics": {"NaN here": 1, "s": "a NaN"}}"#;
+        assert_eq!(refusal(quoted), "metric 's' is 'a NaN', not a number");
+    }
+
+    #[test]
+    fn malformed_lines_are_refused_with_a_reason() {
+        assert!(refusal("garbage").starts_with("not JSON: "));
+        assert_eq!(refusal("[1, 2]"), "not a JSON object");
+        assert_eq!(
+            refusal(r#"{"step": 1.5, "wall_time": 1, "metrics": {"x": 1}}"#),
+            "'step' must be a 64-bit integer, got 1.5"
+        );
+        assert!(
+            refusal(r#"{"step": 9223372036854775808, "wall_time": 1, "metrics": {"x": 1}}"#)
+                .starts_with("'step' must be a 64-bit integer")
+        );
+        assert_eq!(
+            refusal(r#"{"step": true, "wall_time": 1, "metrics": {"x": 1}}"#),
+            "'step' must be a 64-bit integer, got True"
+        );
+        assert_eq!(
+            refusal(r#"{"step": 1, "metrics": {"x": 1}}"#),
+            "'wall_time' must be a number of seconds, got None"
+        );
+        assert_eq!(
+            refusal(r#"{"step": 1, "wall_time": 1, "metrics": {}}"#),
+            "'metrics' must be a non-empty object of name: number"
+        );
+        assert_eq!(
+            refusal(r#"{"step": 1, "wall_time": 1, "metrics": {"x": null}}"#),
+            "metric 'x' is null, not a number"
+        );
+        assert_eq!(
+            refusal(r#"{"step": 1, "wall_time": 1, "metrics": {"x": [1]}}"#),
+            "metric 'x' is [1], not a number"
+        );
+        assert_eq!(
+            refusal(r#"{"step": 1, "wall_time": 1, "metrics": {"": 1}}"#),
+            "metric name is empty"
+        );
+    }
+
+    #[test]
+    fn blank_lines_are_python_blank() {
+        assert!(is_blank(b" \t\r\x0b\x0c"));
+        assert!(!is_blank(b" x "));
+    }
+}
