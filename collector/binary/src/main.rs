@@ -1,7 +1,8 @@
 //! `tuneplane-collector`, the static binary that runs beside training jobs on execution hosts:
-//! argument parsing and wiring only. This build reads JSONL metric files (`read`); the
-//! TensorBoard reader, the spool, the sender and the launch paths follow (issue 27).
+//! argument parsing and wiring only. This build reads JSONL metric files and TensorBoard
+//! event files (`read`); the spool, the sender and the launch paths follow (issue 27).
 
+mod logdir;
 mod read;
 mod sources;
 
@@ -11,9 +12,10 @@ const USAGE: &str = "\
 usage: tuneplane-collector read PATH...
        tuneplane-collector --version
 
-  read PATH...   print every decoded record of each JSONL metric file (*.jsonl) as one
-                 JSON object a line; damaged and incomplete lines are said on standard
-                 error with their file and line, and skipped
+  read PATH...   print every decoded record of each path as one JSON object a line: a
+                 JSONL metric file (*.jsonl), a TensorBoard log directory or event file;
+                 damaged and incomplete records are said on standard error with their
+                 file and line or offset, and skipped
 
 Exit status: 0 when every path was read, 1 when one could not be, 2 for a usage error.";
 

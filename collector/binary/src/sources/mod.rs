@@ -4,3 +4,4 @@
 pub mod jsonl;
 pub mod names;
 pub mod repr;
+pub mod tensorboard;

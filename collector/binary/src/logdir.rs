@@ -1,0 +1,71 @@
+//! The event files of a TensorBoard log directory: every `*tfevents*` file below it
+//! (sub-directories too: `add_scalars` writes there), in path order, within a bound (the
+//! rules of the Python collector's `logdir.event_files`). Symbolic links to directories are
+//! not followed; a directory that cannot be listed is passed over with the reason.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Directory entries looked at per walk of one log directory.
+pub const MAX_ENTRIES: usize = 100_000;
+
+#[derive(Debug, Default)]
+pub struct Listing {
+    pub files: Vec<PathBuf>,
+    pub problems: Vec<String>,
+}
+
+/// The event files below `root` in path order (`root` itself, if it is a file).
+pub fn event_files(root: &Path) -> Listing {
+    let mut listing = Listing::default();
+    let (mut seen, mut pending) = (0usize, vec![root.to_path_buf()]);
+    while let Some(directory) = pending.pop() {
+        let entries = match fs::read_dir(&directory) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) if e.kind() == io::ErrorKind::NotADirectory => {
+                if directory == root {
+                    listing.files.push(root.to_path_buf());
+                }
+                continue;
+            }
+            Err(e) => {
+                listing
+                    .problems
+                    .push(format!("{}: not listed: {e}", directory.display()));
+                continue;
+            }
+        };
+        let mut found: Vec<(String, bool)> = entries
+            .filter_map(Result::ok)
+            .map(|entry| {
+                let is_directory = entry.file_type().is_ok_and(|t| t.is_dir());
+                (
+                    entry.file_name().to_string_lossy().into_owned(),
+                    is_directory,
+                )
+            })
+            .collect();
+        seen += found.len();
+        if seen > MAX_ENTRIES {
+            listing.problems.push(format!(
+                "{}: more than {MAX_ENTRIES} directory entries below it; {} and what is not \
+                 yet listed are not read (a log directory holds event files, not a dataset)",
+                root.display(),
+                directory.display()
+            ));
+            break;
+        }
+        found.sort_unstable_by(|a, b| b.cmp(a));
+        for (name, is_directory) in found {
+            if is_directory {
+                pending.push(directory.join(name));
+            } else if name.contains("tfevents") {
+                listing.files.push(directory.join(name));
+            }
+        }
+    }
+    listing.files.sort();
+    listing
+}
