@@ -4,10 +4,23 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::Path;
 
-use serde_json::json;
+use serde::Serialize;
 
-use super::{emit, json_number};
+use super::{emit, JsonNumber};
 use crate::sources::jsonl::{is_blank, parse_line};
+
+/// A scalar of a JSONL line, as `read` prints it.
+#[derive(Serialize)]
+struct LineScalar<'a> {
+    kind: &'static str,
+    file: &'a str,
+    offset: u64,
+    line: u64,
+    tag: &'a str,
+    step: i64,
+    wall_time: f64,
+    value: JsonNumber,
+}
 
 /// Writes `path`'s records to `out` and its problems to `problems`.
 pub fn records(
@@ -42,11 +55,19 @@ pub fn records(
                 Ok(line) => {
                     // A non-finite wall time is written null, as the Python reader writes it.
                     for (tag, value) in &line.metrics {
-                        let record = json!({"kind": "scalar", "file": name, "offset": offset,
-                                            "line": number, "tag": tag, "step": line.step,
-                                            "wall_time": line.wall_time,
-                                            "value": json_number(*value)});
-                        emit(out, &record)?;
+                        emit(
+                            out,
+                            &LineScalar {
+                                kind: "scalar",
+                                file: &name,
+                                offset,
+                                line: number,
+                                tag,
+                                step: line.step,
+                                wall_time: line.wall_time,
+                                value: JsonNumber::of(*value),
+                            },
+                        )?;
                     }
                 }
             }

@@ -9,6 +9,7 @@ mod tensorboard;
 use std::io::{self, Write};
 use std::path::Path;
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
 /// A number as the JSON output writes it: JSON has no NaN or infinities, so "nan", "inf".
@@ -37,8 +38,27 @@ pub fn shown(path: &str) -> String {
 }
 
 /// The command: 0 when every path was read, 1 when one could not be.
+/// A number as the JSON output writes it: JSON has no NaN or infinities, so "nan", "inf".
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum JsonNumber {
+    Finite(f64),
+    Named(&'static str),
+}
+
+impl JsonNumber {
+    pub fn of(value: f64) -> Self {
+        match json_number(value) {
+            Value::String(_) if value.is_nan() => Self::Named("nan"),
+            Value::String(_) if value > 0.0 => Self::Named("inf"),
+            Value::String(_) => Self::Named("-inf"),
+            _ => Self::Finite(value),
+        }
+    }
+}
+
 /// Writes one record as a JSON line.
-pub fn emit(out: &mut impl Write, record: &Value) -> io::Result<()> {
+pub fn emit(out: &mut impl Write, record: &impl Serialize) -> io::Result<()> {
     serde_json::to_writer(&mut *out, record)?;
     out.write_all(b"\n")
 }

@@ -6,12 +6,25 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
+use serde::Serialize;
 use serde_json::json;
 
-use super::{emit, json_number};
+use super::{emit, JsonNumber};
 use crate::logdir;
 use crate::sources::tensorboard::events::{decode, Plugins, PurgeState};
 use crate::sources::tensorboard::framing::{scan, Scan};
+
+/// A scalar of an event, as `read` prints it (the hot path: no map built per record).
+#[derive(Serialize)]
+struct EventScalar<'a> {
+    kind: &'static str,
+    file: &'a str,
+    offset: u64,
+    tag: &'a str,
+    step: i64,
+    wall_time: f64,
+    value: JsonNumber,
+}
 
 /// One read's worth of an event file.
 const READ_BYTES: u64 = 8 * 1024 * 1024;
@@ -65,12 +78,17 @@ fn file_records(
             }
             let (at, step, wall) = (record.offset, event.step, event.wall_time);
             for (tag, value) in &event.scalars {
-                emit(
-                    out,
-                    &json!({"kind": "scalar", "file": relative, "offset": at, "tag": tag,
-                                  "step": step, "wall_time": wall,
-                                  "value": json_number(*value)}),
-                )?;
+                let value = JsonNumber::of(*value);
+                let scalar = EventScalar {
+                    kind: "scalar",
+                    file: relative,
+                    offset: at,
+                    tag,
+                    step,
+                    wall_time: wall,
+                    value,
+                };
+                emit(out, &scalar)?;
             }
             for rich in &event.rich {
                 emit(

@@ -9,6 +9,11 @@
 //! number; `NaN`, `Infinity` and `-Infinity` are taken as bare tokens (as Python's
 //! `json.dumps` writes them) or as strings. A malformed line is a `LineError` saying why.
 
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
 use serde_json::Value;
 use thiserror::Error;
 
@@ -106,8 +111,61 @@ fn metric_value(name: &str, value: &Value) -> Result<f64, LineError> {
     }
 }
 
+/// A line as most lines are: the three keys once each, plain numbers, names that are names.
+/// Anything else fails here and is decoded again by `parse_exactly`, which says why.
+#[derive(Deserialize)]
+struct Plain<'a> {
+    step: i64,
+    wall_time: f64,
+    #[serde(borrow)]
+    metrics: PlainMetrics<'a>,
+}
+
+struct PlainMetrics<'a>(Vec<(Cow<'a, str>, f64)>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for PlainMetrics<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Pairs<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for Pairs<'a> {
+            type Value = PlainMetrics<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object of name: number")
+            }
+            fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+                let mut pairs: Vec<(Cow<'a, str>, f64)> = Vec::new();
+                while let Some((name, value)) = map.next_entry::<Cow<'a, str>, f64>()? {
+                    if pairs.iter().any(|(seen, _)| *seen == name) || name_problem(&name).is_some()
+                    {
+                        return Err(de::Error::custom("not a plain line"));
+                    }
+                    pairs.push((name, value));
+                }
+                Ok(PlainMetrics(pairs))
+            }
+        }
+        deserializer.deserialize_map(Pairs(std::marker::PhantomData))
+    }
+}
+
 /// One line's step, wall time and metrics, or why it is not a metric line.
 pub fn parse_line(raw: &[u8]) -> Result<Line, LineError> {
+    match serde_json::from_slice::<Plain<'_>>(raw) {
+        Ok(plain) if !plain.metrics.0.is_empty() => Ok(Line {
+            step: plain.step,
+            wall_time: plain.wall_time,
+            metrics: plain
+                .metrics
+                .0
+                .into_iter()
+                .map(|(k, v)| (k.into_owned(), v))
+                .collect(),
+        }),
+        _ => parse_exactly(raw),
+    }
+}
+
+/// `parse_line` for any line: every rule checked, and a refusal says which failed.
+fn parse_exactly(raw: &[u8]) -> Result<Line, LineError> {
     let Value::Object(record) = decode(raw)? else {
         return Err(LineError("not a JSON object".to_owned()));
     };

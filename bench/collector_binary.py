@@ -1,0 +1,121 @@
+"""The static collector (collector/binary) against the Python collector it replaces, on the
+same command and the same output: ``tuneplane-collector read`` of one TensorBoard event
+file and of one JSONL file, written to /dev/null.
+
+    uv run python bench/collector_binary.py [--events 1000000] [--lines 300000] [--rounds 3]
+
+Prints, for each input and each collector, the records per second (median of the rounds),
+the peak RSS of the process (GNU time's), and the ratio; then the time from start to the
+first record of a small file, and the binaries' sizes. The binaries are scripts/collector-binary's
+(``TUNEPLANE_COLLECTOR_BINARY_DIR``, default ~/.cache/tuneplane/cargo-target); the aarch64
+one runs under qemu here, so its figures would mean nothing and are not taken.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tensorboard.compat.proto import event_pb2, summary_pb2
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.support.environment import ROOT
+from tuneplane.collector.tfrecord import frame
+
+TARGETS = ("x86_64-unknown-linux-musl", "aarch64-unknown-linux-musl")
+PYTHON = str(ROOT / ".venv" / "bin" / "tuneplane-collector")
+
+
+def binary(target: str) -> Path:
+    built = os.environ.get("TUNEPLANE_COLLECTOR_BINARY_DIR",
+                           str(Path.home() / ".cache" / "tuneplane" / "cargo-target"))
+    return Path(built) / target / "release" / "tuneplane-collector"
+
+
+def write_inputs(work: Path, events: int, lines: int) -> tuple[Path, Path]:
+    tb = work / "events.out.tfevents.1.bench"
+    with tb.open("wb") as out:
+        for step in range(events):
+            out.write(frame(event_pb2.Event(step=step, wall_time=1.7e9 + step, summary=(
+                summary_pb2.Summary(value=[summary_pb2.Summary.Value(
+                    tag="train/loss", simple_value=1.0 / (step + 1))]))).SerializeToString()))
+    jsonl = work / "metrics.jsonl"
+    with jsonl.open("w") as out:
+        for step in range(lines):
+            out.write(json.dumps({"step": step, "wall_time": 1.7e9 + step, "metrics": {
+                "train/loss": 1.0 / (step + 1), "train/lr": 3e-4, "train/acc": step / lines}})
+                + "\n")
+    return tb, jsonl
+
+
+def timed(command: list[str]) -> tuple[float, float | None]:
+    """Seconds the command took (output to /dev/null) and its peak RSS in MiB, measured by
+    GNU time where it is installed (a forked Python would count its parent's pages)."""
+    with tempfile.NamedTemporaryFile("r") as peak:
+        measure = ["/usr/bin/time", "-f", "%M", "-o", peak.name] \
+            if os.access("/usr/bin/time", os.X_OK) else []
+        started = time.perf_counter()
+        with open(os.devnull, "wb") as sink:
+            subprocess.run([*measure, *command], stdout=sink, check=True)
+        took = time.perf_counter() - started
+        kib = peak.read().strip()
+    return took, int(kib) / 1024 if kib.isdigit() else None
+
+
+def first_record_ms(command: list[str], path: Path) -> float:
+    started = time.perf_counter()
+    process = subprocess.Popen([*command, "read", str(path)], stdout=subprocess.PIPE)
+    assert process.stdout is not None
+    process.stdout.readline()
+    took = (time.perf_counter() - started) * 1000
+    process.communicate()
+    return took
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--lines", type=int, default=300_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    static = binary(TARGETS[0])
+    if not static.is_file():
+        sys.exit(f"{static} is missing: run scripts/collector-binary")
+    with tempfile.TemporaryDirectory(prefix="tuneplane-bench-") as tmp:
+        print(f"writing {args.events:,} TensorBoard events and {args.lines:,} JSONL lines",
+              flush=True)
+        tb, jsonl = write_inputs(Path(tmp), args.events, args.lines)
+        for name, path, count in (("TensorBoard", tb, args.events),
+                                  ("JSONL", jsonl, args.lines * 3)):
+            rates = {}
+            for who, command in (("static binary", [str(static)]), ("Python", [PYTHON])):
+                runs = [timed([*command, "read", str(path)]) for _ in range(args.rounds)]
+                seconds = statistics.median(s for s, _ in runs)
+                rates[who] = count / seconds
+                peaks = [m for _, m in runs if m is not None]
+                peak = f"{max(peaks):.1f} MiB" if peaks else "not measured (no GNU time)"
+                print(f"read {name}, {who}: {rates[who]:,.0f} records/s "
+                      f"(median of {args.rounds}: {seconds:.2f} s), peak RSS {peak}",
+                      flush=True)
+            print(f"read {name}: static binary / Python = "
+                  f"{rates['static binary'] / rates['Python']:.1f}x", flush=True)
+        small = Path(tmp) / "small.jsonl"
+        small.write_text('{"step": 0, "wall_time": 1, "metrics": {"x": 1}}\n')
+        for who, command in (("static binary", [str(static)]), ("Python", [PYTHON])):
+            ms = statistics.median(first_record_ms(command, small) for _ in range(5))
+            print(f"start to first record, {who}: {ms:.1f} ms (median of 5)", flush=True)
+    for target in TARGETS:
+        print(f"binary size, {target}: {binary(target).stat().st_size / 2**20:.2f} MiB")
+
+
+if __name__ == "__main__":
+    main()
