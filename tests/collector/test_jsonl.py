@@ -48,10 +48,21 @@ def test_non_finite_values_are_kept(text: bytes, expected: float) -> None:
     (b'{"step": 1, "wall_time": 1, "metrics": {"x": false}}', "metric 'x' is false"),
     (b'{"step": 1, "wall_time": 1, "metrics": {"x": "high"}}', "metric 'x' is 'high'"),
     (b'{"step": 1, "wall_time": 1, "metrics": {"": 1}}', "metric name"),
+    (b'{"step": 1, "wall_time": 1, "metrics": {"\\ud800": 1}}', "a lone surrogate"),
+    (b'{"step": 1, "wall_time": 1, "metrics": {"x": "\\udfff", "y": NaN}}', "lone surrogate"),
 ])
 def test_malformed_lines_are_refused_with_a_reason(text: bytes, reason: str) -> None:
     with pytest.raises(LineError, match=reason):
         parse_line(text)
+
+
+def test_a_lone_surrogate_is_one_bad_line_and_reading_goes_on(tmp_path: Path) -> None:
+    path = tmp_path / "m.jsonl"
+    path.write_bytes(b'{"step": 1, "wall_time": 1, "metrics": {"\\ud800": 1}}\n'
+                     b'{"step": 2, "wall_time": 1, "metrics": {"x": 2}}\n')
+    read = read_all(path)
+    assert read.problems == [f"{path}:1: not JSON: a lone surrogate '\\ud800' is not text"]
+    assert read.draft.series["x"].steps == [2]
 
 
 def test_partial_last_line_is_waited_for_then_read(tmp_path: Path) -> None:

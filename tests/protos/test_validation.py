@@ -14,7 +14,12 @@ from tuneplane.telemetry.v1.limits import (
     MAX_PATH_BYTES,
     MAX_RUN_PATH_BYTES,
 )
-from tuneplane.telemetry.v1.validation import InvalidBatch, run_path_problem, validate
+from tuneplane.telemetry.v1.validation import (
+    InvalidBatch,
+    name_problem,
+    run_path_problem,
+    validate,
+)
 
 
 def batch(**identity: object) -> pb.Batch:
@@ -210,3 +215,7 @@ def test_a_chunk_sealed_before_run_paths_is_the_roots_byte_for_byte() -> None:
     assert pb.SeriesChunk(source="s", run_path="", tag="t", steps=[1], wall_times=[0.0],
                           values=[1.0]).SerializeToString() == chunk.SerializeToString()
     assert pb.SeriesChunk.FromString(chunk.SerializeToString()).run_path == ""
+
+
+def test_a_name_holding_a_lone_surrogate_is_refused_not_raised() -> None:
+    assert name_problem("loss\ud800") == "holds a lone surrogate at 4: 'loss\\ud800'"

@@ -52,6 +52,7 @@ LINES = [
     b"garbage",
     b'{"step": 10, "wall_time": 10, "metrics": {"x": 1}} trailing',
     b'{"step": 11, "wall_time": 11, "metrics": {"x": 1}}\xff',
+    b'{"step": 12, "wall_time": 12, "metrics": {"\\ud800": 1}}',
     b'{"step": 12, "wall_time": 12, "metrics": {"last": 12}}',
 ]
 PARTIAL = b'{"step": 13, "wall_time": 13, "metr'

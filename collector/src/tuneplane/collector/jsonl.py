@@ -71,6 +71,12 @@ def parse_line(raw: bytes, names: NameCache | None = None,
     except orjson.JSONDecodeError:
         try:  # bare NaN/Infinity tokens, which orjson refuses
             record = json.loads(raw)
+            # orjson refuses a lone surrogate escape too ("\ud800"), which json lets by: it is
+            # no UTF-8 text, and a name holding one could be neither checked nor stored.
+            json.dumps(record, ensure_ascii=False).encode()
+        except UnicodeEncodeError as exc:
+            raise LineError(f"not JSON: a lone surrogate {exc.object[exc.start]!r} is not "
+                            "text") from None
         except ValueError as exc:
             raise LineError(f"not JSON: {exc}") from None
     if not isinstance(record, dict):

@@ -59,7 +59,10 @@ def name_problem(value: str, limit: int = MAX_NAME_BYTES, *, required: bool = Tr
         return None  # the fast path: no control character, and at most 4 bytes a character
     if not value:
         return "is empty" if required else None
-    size = len(value.encode())
+    try:
+        size = len(value.encode())
+    except UnicodeEncodeError as exc:  # a lone surrogate: no UTF-8 text, whatever its length
+        return f"holds a lone surrogate at {exc.start}: {value[:40]!r}"
     if size > limit:
         return f"is {size} bytes, over the {limit} byte bound: {value[:40]!r}..."
     found = CONTROL.search(value)
