@@ -7,7 +7,7 @@
 //! never a scalar. Purge markers are where TensorBoard's accumulator purges, by the rule of
 //! the run's `file_version` so far (`PurgeState`, carried from file to file of a run).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use prost::Message;
 
@@ -216,19 +216,23 @@ pub fn decode(
         Some(What::FileVersion(text)) => state.file_version = Some(file_version(&text)),
         Some(What::Summary(summary)) => {
             if !state.restarts() && event.step < state.most_recent_step {
-                let mut tags: Vec<String> = Vec::new();
+                // The first MAX_BATCH_SERIES distinct tags that are names, in order: through
+                // a set (a summary of a record may hold millions of values), and no further.
+                let (mut tags, mut seen) = (Vec::new(), HashSet::new());
                 for value in &summary.value {
+                    if tags.len() == MAX_BATCH_SERIES {
+                        break;
+                    }
                     let tag = if value.tag.is_empty() {
                         &value.node_name
                     } else {
                         &value.tag
                     };
-                    if name_problem(tag).is_none() && !tags.contains(tag) {
+                    if name_problem(tag).is_none() && seen.insert(tag.as_str()) {
                         tags.push(tag.clone());
                     }
                 }
                 if !tags.is_empty() {
-                    tags.truncate(MAX_BATCH_SERIES);
                     out.markers.push(Marker { tags });
                 }
             }
@@ -367,6 +371,46 @@ mod tests {
             got.markers,
             vec![Marker {
                 tags: vec!["loss".into()]
+            }]
+        );
+    }
+
+    #[test]
+    fn a_step_back_over_very_many_tags_marks_the_first_distinct_ones_in_linear_time() {
+        let (mut plugins, mut state) = (Plugins::new(), PurgeState::default());
+        let first = event(
+            What::Summary(proto::Summary {
+                value: vec![scalar("loss", 0.5)],
+            }),
+            5,
+        );
+        decode(&first, "f", 0, &mut plugins, &mut state);
+        // 300 000 distinct tags (a few MiB of record): pair by pair, 4.5e10 comparisons.
+        let mut values: Vec<summary::Value> = vec![scalar("", 0.0), scalar("b", 1.0)];
+        values.extend((0..300_000).map(|i| scalar(&format!("t{i}"), 1.0)));
+        let back = event(What::Summary(proto::Summary { value: values }), 3);
+        let started = std::time::Instant::now();
+        let got = decode(&back, "f", 9, &mut plugins, &mut state);
+        let tags = &got.markers[0].tags;
+        assert_eq!(tags.len(), MAX_BATCH_SERIES);
+        assert_eq!(tags[..3], ["b", "t0", "t1"]);
+        assert_eq!(tags.last().map(String::as_str), Some("t1022"));
+        assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+    }
+
+    #[test]
+    fn a_step_back_marks_each_tag_once() {
+        let (mut plugins, mut state) = (Plugins::new(), PurgeState::default());
+        state.most_recent_step = 5;
+        let values = ["a", "b", "a", "", "c", "b"]
+            .map(|t| scalar(t, 1.0))
+            .to_vec();
+        let back = event(What::Summary(proto::Summary { value: values }), 3);
+        let got = decode(&back, "f", 9, &mut plugins, &mut state);
+        assert_eq!(
+            got.markers,
+            vec![Marker {
+                tags: vec!["a".into(), "b".into(), "c".into()]
             }]
         );
     }
