@@ -90,12 +90,57 @@ pub fn is_blank(raw: &[u8]) -> bool {
         .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))
 }
 
-fn decode(raw: &[u8]) -> Result<Value, LineError> {
-    match serde_json::from_slice(raw) {
+/// How deep a line's arrays and objects nest at most (outside strings).
+fn nesting(raw: &[u8]) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0, false, false);
+    for &byte in raw {
+        if in_string {
+            in_string = escaped || byte != b'"';
+            escaped = !escaped && byte == b'\\';
+        } else {
+            match byte {
+                b'"' => in_string = true,
+                b'[' | b'{' => {
+                    depth += 1;
+                    deepest = deepest.max(depth);
+                }
+                b']' | b'}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+    }
+    deepest
+}
+
+/// serde_json's own bound on nesting: a line nested deeper is decoded on a thread of its
+/// own, with no bound but `MAX_NESTING` and a stack for it.
+const SERDE_NESTING: usize = 127;
+
+/// The nesting the Python collector's decoder (orjson) reads; a line nested deeper is not
+/// JSON to it either (its fallback, `json.loads`, raises RecursionError there).
+pub const MAX_NESTING: usize = 1024;
+
+/// The stack a line nested up to `MAX_NESTING` deep is decoded with (each level costs
+/// serde_json, `py_repr` and the drop of the value a few hundred bytes to a few KiB).
+const DEEP_STACK: usize = 64 * 1024 * 1024;
+
+/// `T` from `raw`, with serde_json's recursion bound unless `deep`.
+fn from_slice<'a, T: Deserialize<'a>>(raw: &'a [u8], deep: bool) -> serde_json::Result<T> {
+    let mut deserializer = serde_json::Deserializer::from_slice(raw);
+    if deep {
+        deserializer.disable_recursion_limit();
+    }
+    let value = T::deserialize(&mut deserializer)?;
+    deserializer.end()?;
+    Ok(value)
+}
+
+fn decode(raw: &[u8], deep: bool) -> Result<Value, LineError> {
+    match from_slice(raw, deep) {
         Ok(value) => Ok(value),
         Err(first) => {
             let quoted = quote_bare_tokens(raw);
-            serde_json::from_slice(&quoted).map_err(|_| LineError(format!("not JSON: {first}")))
+            from_slice(&quoted, deep).map_err(|_| LineError(format!("not JSON: {first}")))
         }
     }
 }
@@ -163,7 +208,29 @@ impl<'de: 'a, 'a> Deserialize<'de> for PlainMetrics<'a> {
 
 /// One line's step, wall time and metrics, or why it is not a metric line.
 pub fn parse_line(raw: &[u8]) -> Result<Line, LineError> {
-    match serde_json::from_slice::<Plain<'_>>(raw) {
+    let depth = nesting(raw);
+    if depth <= SERDE_NESTING {
+        return parse_at(raw, false);
+    }
+    if depth > MAX_NESTING {
+        return Err(LineError(format!(
+            "not JSON: arrays and objects nested {depth} deep, over {MAX_NESTING}"
+        )));
+    }
+    // Read as orjson reads it, on a stack that holds it: never a refusal the Python
+    // collector would not make, never a stack overflow.
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .stack_size(DEEP_STACK)
+            .spawn_scoped(scope, || parse_at(raw, true))
+            .ok()
+            .and_then(|decoding| decoding.join().ok())
+            .unwrap_or_else(|| Err(LineError("not read: no thread to decode it".to_owned())))
+    })
+}
+
+fn parse_at(raw: &[u8], deep: bool) -> Result<Line, LineError> {
+    match from_slice::<Plain<'_>>(raw, deep) {
         Ok(plain) if !plain.metrics.0.is_empty() => Ok(Line {
             step: plain.step,
             wall_time: plain.wall_time,
@@ -174,13 +241,13 @@ pub fn parse_line(raw: &[u8]) -> Result<Line, LineError> {
                 .map(|(k, v)| (k.into_owned(), v))
                 .collect(),
         }),
-        _ => parse_exactly(raw),
+        _ => parse_exactly(raw, deep),
     }
 }
 
 /// `parse_line` for any line: every rule checked, and a refusal says which failed.
-fn parse_exactly(raw: &[u8]) -> Result<Line, LineError> {
-    let Value::Object(record) = decode(raw)? else {
+fn parse_exactly(raw: &[u8], deep: bool) -> Result<Line, LineError> {
+    let Value::Object(record) = decode(raw, deep)? else {
         return Err(LineError("not a JSON object".to_owned()));
     };
     let shown = |key: &str| record.get(key).map_or_else(|| "None".to_owned(), py_repr);
@@ -354,6 +421,53 @@ mod tests {
             });
             assert_eq!(got, Ok((count, Some((format!("m{}", count - 1), -1.0)))));
         }
+    }
+
+    fn nested(depth: usize, inner: &str) -> Vec<u8> {
+        format!("{}{inner}{}", "[".repeat(depth), "]".repeat(depth)).into_bytes()
+    }
+
+    #[test]
+    fn a_line_nested_as_deep_as_orjson_reads_is_read() {
+        // orjson (the Python reader's decoder) reads 1024 levels; serde_json stopped at 128.
+        for (depth, bare) in [(126, ""), (127, "NaN"), (200, "NaN"), (MAX_NESTING - 1, "")] {
+            let deep = nested(depth, r#""x\"]]""#);
+            let line = [
+                br#"{"step": 1, "wall_time": 1, "metrics": {"x": 1"#.as_slice(),
+                if bare.is_empty() {
+                    b""
+                } else {
+                    br#", "y": NaN"#
+                },
+                br#"}, "deep": "#,
+                &deep,
+                b"}",
+            ]
+            .concat();
+            let got = parse_line(&line).map(|l| l.metrics.len());
+            assert_eq!(got, Ok(if bare.is_empty() { 1 } else { 2 }), "{depth}");
+        }
+        let mut step = br#"{"wall_time": 1, "metrics": {"x": 1}, "step": "#.to_vec();
+        step.extend_from_slice(&nested(600, "1"));
+        step.push(b'}');
+        let said = refusal(&String::from_utf8_lossy(&step));
+        let shown = format!("{}1{}", "[".repeat(600), "]".repeat(600));
+        assert_eq!(
+            said,
+            format!("'step' must be a 64-bit integer, got {shown}")
+        );
+    }
+
+    #[test]
+    fn a_line_nested_deeper_than_orjson_reads_is_refused() {
+        let mut line = br#"{"step": 1, "wall_time": 1, "metrics": {"x": 1}, "deep": "#.to_vec();
+        line.extend_from_slice(&nested(100_000, ""));
+        line.push(b'}');
+        assert_eq!(
+            refusal(&String::from_utf8_lossy(&line)),
+            "not JSON: arrays and objects nested 100001 deep, over 1024"
+        );
+        assert!(refusal(&"[".repeat(2000)).starts_with("not JSON: "));
     }
 
     #[test]
