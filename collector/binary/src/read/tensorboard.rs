@@ -38,19 +38,32 @@ fn read_at(file: &mut File, offset: u64, limit: u64) -> io::Result<Vec<u8>> {
 }
 
 /// A read's worth from `offset` framed (or one record larger than that): the buffer's
-/// bytes and what the scan found in them.
-fn frame_at(file: &mut File, offset: u64) -> io::Result<(Vec<u8>, Scan)> {
+/// bytes, what the scan found in them, and how many bytes from `offset` it looked at.
+fn frame_at(file: &mut File, offset: u64) -> io::Result<(Vec<u8>, Scan, usize)> {
     let mut buffer = read_at(file, offset, READ_BYTES)?;
-    let mut found = scan(&buffer, offset);
+    let found = scan(&buffer, offset);
+    let covered = buffer.len();
     if found.wanted > buffer.len() - found.consumed {
-        let more = read_at(file, offset + found.consumed as u64, found.wanted as u64)?;
-        if more.len() == found.wanted {
+        // A larger record (up to MAX_RECORD_BYTES) is read only when the file holds it
+        // whole, and onto the bytes before it in place: one buffer of its size, never a
+        // second copy beside it.
+        let start = offset + found.consumed as u64;
+        let wanted = found.wanted as u64;
+        if file.metadata()?.len().saturating_sub(start) >= wanted {
             buffer.truncate(found.consumed);
-            buffer.extend_from_slice(&more);
-            found = scan(&buffer, offset);
+            buffer
+                .try_reserve_exact(found.wanted)
+                .map_err(io::Error::other)?;
+            file.seek(SeekFrom::Start(start))?;
+            (&mut *file).take(wanted).read_to_end(&mut buffer)?;
+            if buffer.len() == found.consumed + found.wanted {
+                let (found, covered) = (scan(&buffer, offset), buffer.len());
+                return Ok((buffer, found, covered));
+            }
+            // The file shrank meanwhile: the records found before the large one stand.
         }
     }
-    Ok((buffer, found))
+    Ok((buffer, found, covered))
 }
 
 fn file_records(
@@ -64,7 +77,7 @@ fn file_records(
     let mut plugins = Plugins::new();
     let mut offset = 0u64;
     loop {
-        let (buffer, found) = frame_at(&mut file, offset)?;
+        let (buffer, found, covered) = frame_at(&mut file, offset)?;
         for damage in &found.damage {
             writeln!(problems, "{relative}@{}: {}", damage.offset, damage.reason)?;
         }
@@ -110,11 +123,10 @@ fn file_records(
             }
         }
         if found.consumed == 0 {
-            if !buffer.is_empty() {
+            if covered > 0 {
                 writeln!(
                     problems,
-                    "{relative}@{offset}: incomplete last record ({} bytes); not read",
-                    buffer.len()
+                    "{relative}@{offset}: incomplete last record ({covered} bytes); not read"
                 )?;
             }
             return Ok(());
@@ -157,4 +169,65 @@ pub fn records(
         file_records(path, &relative, runs.entry(run).or_default(), out, problems)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An event of one image of `bytes` bytes, and its value's size as `read` says it.
+    fn image_event(bytes: usize) -> (Vec<u8>, usize) {
+        use crate::sources::tensorboard::proto::{self, event::What, summary};
+        let image = summary::Image {
+            encoded_image_string: vec![7; bytes],
+            ..Default::default()
+        };
+        let value = summary::Value {
+            tag: "pic".into(),
+            value: Some(summary::value::Value::Image(image)),
+            ..Default::default()
+        };
+        let size = prost::Message::encoded_len(&value);
+        let summary = proto::Summary { value: vec![value] };
+        let event = prost::Message::encode_to_vec(&proto::Event {
+            wall_time: 1.0,
+            step: 1,
+            what: Some(What::Summary(summary)),
+        });
+        (event, size)
+    }
+
+    #[test]
+    fn a_record_over_a_read_is_read_whole_and_one_not_written_yet_is_said() {
+        use crate::sources::tensorboard::framing::frame;
+        let dir = std::env::temp_dir().join(format!("rreview-tbbig-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap_or_default();
+        let (big, size) = image_event(READ_BYTES as usize + 100);
+        let mut bytes = [frame(&image_event(5).0), frame(&big)].concat();
+        let whole = bytes.len();
+        // A header (its CRC good) of a 100 MiB record of which nothing is written yet.
+        let mut partial = frame(&[]);
+        partial[..8].copy_from_slice(&(100u64 << 20).to_le_bytes());
+        let crc = crate::sources::tensorboard::framing::masked_crc(&partial[..8]);
+        partial[8..12].copy_from_slice(&crc.to_le_bytes());
+        bytes.extend_from_slice(&partial[..12]);
+        let path = dir.join("e.tfevents.1");
+        std::fs::write(&path, &bytes).unwrap_or_default();
+        let (mut out, mut problems) = (Vec::new(), Vec::new());
+        let done = records(&path, "e", &mut out, &mut problems);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(done.is_ok());
+        let out = String::from_utf8_lossy(&out);
+        let offsets: Vec<&str> = out.lines().collect();
+        assert_eq!(offsets.len(), 2, "{out}");
+        assert!(
+            offsets[1].contains(&format!(r#""bytes":{size}}}"#)),
+            "{out}"
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&problems),
+            format!("e.tfevents.1@{whole}: incomplete last record (12 bytes); not read\n")
+        );
+    }
 }
