@@ -1,12 +1,11 @@
 //! `read` of one JSONL metric file.
 
-use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::Path;
 
 use serde::Serialize;
 
-use super::{emit, JsonNumber};
+use super::{emit, open_regular, JsonNumber};
 use crate::sources::jsonl::{is_blank, parse_line};
 
 /// A scalar of a JSONL line, as `read` prints it.
@@ -56,7 +55,11 @@ pub fn records(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let mut reader = BufReader::new(File::open(path)?);
+    let Some(file) = open_regular(path)? else {
+        writeln!(problems, "{shown_path}: not a regular file; not read")?;
+        return Ok(());
+    };
+    let mut reader = BufReader::new(file);
     let (mut offset, mut number) = (0u64, 0u64);
     let mut raw = Vec::new();
     loop {

@@ -6,7 +6,9 @@
 mod jsonl;
 mod tensorboard;
 
+use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use serde::Serialize;
@@ -55,6 +57,21 @@ impl JsonNumber {
             _ => Self::Finite(value),
         }
     }
+}
+
+/// `O_NONBLOCK` (the same on x86_64 and aarch64 Linux): opening a FIFO must not wait for
+/// a writer.
+const O_NONBLOCK: i32 = 0o4000;
+
+/// `path` opened for reading if it is a regular file (after any symbolic link); `None` for
+/// anything else. A job may name a FIFO, a device or a link to one (`/dev/zero`) as an
+/// event file: opening a FIFO waits for a writer forever, a device's bytes never end.
+pub fn open_regular(path: &Path) -> io::Result<Option<File>> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NONBLOCK)
+        .open(path)?;
+    Ok(file.metadata()?.is_file().then_some(file))
 }
 
 /// Writes one record as a JSON line.

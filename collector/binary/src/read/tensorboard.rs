@@ -9,7 +9,7 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::json;
 
-use super::{emit, JsonNumber};
+use super::{emit, open_regular, JsonNumber};
 use crate::logdir;
 use crate::sources::tensorboard::events::{decode, Plugins, PurgeState};
 use crate::sources::tensorboard::framing::{scan, Scan};
@@ -73,7 +73,10 @@ fn file_records(
     out: &mut impl Write,
     problems: &mut impl Write,
 ) -> io::Result<()> {
-    let mut file = File::open(path)?;
+    let Some(mut file) = open_regular(path)? else {
+        writeln!(problems, "{relative}: not a regular file; not read")?;
+        return Ok(());
+    };
     let mut plugins = Plugins::new();
     let mut offset = 0u64;
     loop {
@@ -174,6 +177,19 @@ pub fn records(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// `records` of `root` on a thread, given `seconds` to finish: its problems, or `None`.
+    fn read_within(root: &Path, seconds: u64) -> Option<String> {
+        let (root, (send, receive)) = (root.to_path_buf(), mpsc::channel());
+        std::thread::spawn(move || {
+            let (mut out, mut problems) = (io::sink(), Vec::new());
+            let _ = records(&root, "logs", &mut out, &mut problems);
+            let _ = send.send(String::from_utf8_lossy(&problems).into_owned());
+        });
+        receive.recv_timeout(Duration::from_secs(seconds)).ok()
+    }
 
     /// An event of one image of `bytes` bytes, and its value's size as `read` says it.
     fn image_event(bytes: usize) -> (Vec<u8>, usize) {
@@ -228,6 +244,27 @@ mod tests {
         assert_eq!(
             String::from_utf8_lossy(&problems),
             format!("e.tfevents.1@{whole}: incomplete last record (12 bytes); not read\n")
+        );
+    }
+
+    #[test]
+    fn a_fifo_or_a_link_to_a_device_is_no_event_file_to_read() {
+        let dir = std::env::temp_dir().join(format!("rreview-tb-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap_or_default();
+        let fifo = dir.join("a.tfevents.fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()));
+        let linked = std::os::unix::fs::symlink("/dev/zero", dir.join("b.tfevents.zero"));
+        assert!(linked.is_ok());
+        let problems = read_within(&dir, 20);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(
+            problems.as_deref(),
+            Some(
+                "a.tfevents.fifo: not a regular file; not read\n\
+                 b.tfevents.zero: not a regular file; not read\n"
+            )
         );
     }
 }
