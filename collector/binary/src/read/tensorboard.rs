@@ -66,16 +66,26 @@ fn frame_at(file: &mut File, offset: u64) -> io::Result<(Vec<u8>, Scan, usize)> 
     Ok((buffer, found, covered))
 }
 
+/// Reads the event file at `path`; `Ok(false)` when it could not be opened (said).
 fn file_records(
     path: &Path,
     relative: &str,
     state: &mut PurgeState,
     out: &mut impl Write,
     problems: &mut impl Write,
-) -> io::Result<()> {
-    let Some(mut file) = open_regular(path)? else {
-        writeln!(problems, "{relative}: not a regular file; not read")?;
-        return Ok(());
+) -> io::Result<bool> {
+    let mut file = match open_regular(path) {
+        Ok(Some(file)) => file,
+        Ok(None) => {
+            writeln!(problems, "{relative}: not a regular file; not read")?;
+            return Ok(true);
+        }
+        // A link to nowhere, a file the reader may not open: the run's other files are
+        // still read.
+        Err(e) => {
+            writeln!(problems, "{relative}: cannot be opened: {e}; not read")?;
+            return Ok(false);
+        }
     };
     let mut plugins = Plugins::new();
     let mut offset = 0u64;
@@ -132,7 +142,7 @@ fn file_records(
                     "{relative}@{offset}: incomplete last record ({covered} bytes); not read"
                 )?;
             }
-            return Ok(());
+            return Ok(true);
         }
         offset += found.consumed as u64;
     }
@@ -157,6 +167,7 @@ pub fn records(
     }
     // A run's files are read in name order, as TensorBoard reads them.
     let mut runs: HashMap<String, PurgeState> = HashMap::new();
+    let mut unopened = 0usize;
     for path in &listing.files {
         let relative = match path.strip_prefix(root) {
             Ok(below) if path != root => below.to_string_lossy().into_owned(),
@@ -169,9 +180,16 @@ pub fn records(
             .rsplit_once('/')
             .map(|(run, _)| run.to_owned())
             .unwrap_or_default();
-        file_records(path, &relative, runs.entry(run).or_default(), out, problems)?;
+        let state = runs.entry(run).or_default();
+        unopened += usize::from(!file_records(path, &relative, state, out, problems)?);
     }
-    Ok(())
+    // Said file by file above; the path still counts as not read whole (exit status 1).
+    match unopened {
+        0 => Ok(()),
+        n => Err(io::Error::other(format!(
+            "{shown_root}: {n} event files could not be opened"
+        ))),
+    }
 }
 
 #[cfg(test)]
@@ -245,6 +263,29 @@ mod tests {
             String::from_utf8_lossy(&problems),
             format!("e.tfevents.1@{whole}: incomplete last record (12 bytes); not read\n")
         );
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_opened_is_said_and_the_rest_read() {
+        use crate::sources::tensorboard::framing::frame;
+        let dir = std::env::temp_dir().join(format!("rreview-tbopen-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap_or_default();
+        let linked = std::os::unix::fs::symlink(dir.join("gone"), dir.join("a.tfevents.1"));
+        assert!(linked.is_ok());
+        let written = std::fs::write(dir.join("b.tfevents.1"), frame(&image_event(5).0));
+        assert!(written.is_ok());
+        let (mut out, mut problems) = (Vec::new(), Vec::new());
+        let done = records(&dir, "logs", &mut out, &mut problems);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(
+            done.map_err(|e| e.to_string()),
+            Err("logs: 1 event files could not be opened".to_owned())
+        );
+        assert!(String::from_utf8_lossy(&problems)
+            .starts_with("a.tfevents.1: cannot be opened: No such file or directory"));
+        let out = String::from_utf8_lossy(&out);
+        assert!(out.contains(r#""file":"b.tfevents.1""#), "{out}");
     }
 
     #[test]
