@@ -18,6 +18,11 @@ pub struct Listing {
 
 /// The event files below `root` in path order (`root` itself, if it is a file).
 pub fn event_files(root: &Path) -> Listing {
+    event_files_within(root, MAX_ENTRIES)
+}
+
+/// `event_files` with at most `max_entries` directory entries looked at.
+fn event_files_within(root: &Path, max_entries: usize) -> Listing {
     let mut listing = Listing::default();
     let (mut seen, mut pending) = (0usize, vec![root.to_path_buf()]);
     while let Some(directory) = pending.pop() {
@@ -37,8 +42,12 @@ pub fn event_files(root: &Path) -> Listing {
                 continue;
             }
         };
+        // No more entries are held than the bound lets be looked at, plus one to tell that
+        // it was passed: a directory of millions of names is never listed whole.
+        let budget = max_entries.saturating_sub(seen).saturating_add(1);
         let mut found: Vec<(String, bool)> = entries
             .filter_map(Result::ok)
+            .take(budget)
             .map(|entry| {
                 let is_directory = entry.file_type().is_ok_and(|t| t.is_dir());
                 (
@@ -48,9 +57,9 @@ pub fn event_files(root: &Path) -> Listing {
             })
             .collect();
         seen += found.len();
-        if seen > MAX_ENTRIES {
+        if seen > max_entries {
             listing.problems.push(format!(
-                "{}: more than {MAX_ENTRIES} directory entries below it; {} and what is not \
+                "{}: more than {max_entries} directory entries below it; {} and what is not \
                  yet listed are not read (a log directory holds event files, not a dataset)",
                 root.display(),
                 directory.display()
@@ -68,4 +77,28 @@ pub fn event_files(root: &Path) -> Listing {
     }
     listing.files.sort();
     listing
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_over_the_bound_is_not_listed_whole() {
+        let dir = std::env::temp_dir().join(format!("rreview-logdir-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (run, crowded) = (dir.join("a"), dir.join("b"));
+        for made in [&run, &crowded] {
+            std::fs::create_dir_all(made).unwrap_or_default();
+        }
+        std::fs::write(run.join("x.tfevents.1"), b"").unwrap_or_default();
+        for i in 0..60 {
+            std::fs::write(crowded.join(format!("{i}.tfevents")), b"").unwrap_or_default();
+        }
+        let listing = event_files_within(&dir, 50);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(listing.files, vec![run.join("x.tfevents.1")]);
+        assert_eq!(listing.problems.len(), 1);
+        assert!(listing.problems[0].contains("more than 50 directory entries"));
+    }
 }
