@@ -9,6 +9,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let event = protos.join("tuneplane/tensorboard/v1/event.proto");
     println!("cargo:rerun-if-changed={}", event.display());
     let files = protox::compile([&event], [&protos])?;
-    prost_build::Config::new().compile_fds(files)?;
+    // `bytes` fields as `Bytes`: decoded from a record's `Bytes`, an image or a graph of up to
+    // MAX_RECORD_BYTES is a view of the record read, never a second copy of it.
+    prost_build::Config::new().bytes(["."]).compile_fds(files)?;
     Ok(())
 }

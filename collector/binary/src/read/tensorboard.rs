@@ -6,6 +6,7 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
+use prost::bytes::Bytes;
 use serde::Serialize;
 use serde_json::json;
 
@@ -94,10 +95,15 @@ fn file_records(
         for damage in &found.damage {
             writeln!(problems, "{relative}@{}: {}", damage.offset, damage.reason)?;
         }
+        // Records are decoded from views of the buffer: their large fields are not copied.
+        let whole = Bytes::from(buffer);
         for record in &found.records {
-            let data = buffer
-                .get(record.start..record.start + record.length)
-                .unwrap_or_default();
+            let end = record.start.saturating_add(record.length);
+            let data = if record.start <= end && end <= whole.len() {
+                whole.slice(record.start..end)
+            } else {
+                Bytes::new()
+            };
             let event = decode(data, relative, record.offset, &mut plugins, state);
             for problem in &event.problems {
                 writeln!(problems, "{problem}")?;
@@ -213,7 +219,7 @@ mod tests {
     fn image_event(bytes: usize) -> (Vec<u8>, usize) {
         use crate::sources::tensorboard::proto::{self, event::What, summary};
         let image = summary::Image {
-            encoded_image_string: vec![7; bytes],
+            encoded_image_string: vec![7; bytes].into(),
             ..Default::default()
         };
         let value = summary::Value {

@@ -9,6 +9,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use prost::bytes::Buf;
 use prost::Message;
 
 use super::proto::{self, event::What, summary, DataClass, DataType, TensorProto};
@@ -195,7 +196,7 @@ fn bfloat16(bits: u16) -> f64 {
 /// Decodes one event record; what each tag declared lands in `plugins`, what TensorBoard
 /// purges by in the run's `state`.
 pub fn decode(
-    data: &[u8],
+    data: impl Buf,
     file: &str,
     offset: u64,
     plugins: &mut Plugins,
@@ -358,7 +359,7 @@ mod tests {
             }),
             5,
         );
-        let got = decode(&first, "f", 0, &mut plugins, &mut state);
+        let got = decode(first.as_slice(), "f", 0, &mut plugins, &mut state);
         assert_eq!(got.scalars, vec![("loss".to_owned(), 0.5)]);
         let back = event(
             What::Summary(proto::Summary {
@@ -366,7 +367,7 @@ mod tests {
             }),
             3,
         );
-        let got = decode(&back, "f", 9, &mut plugins, &mut state);
+        let got = decode(back.as_slice(), "f", 9, &mut plugins, &mut state);
         assert_eq!(
             got.markers,
             vec![Marker {
@@ -384,13 +385,13 @@ mod tests {
             }),
             5,
         );
-        decode(&first, "f", 0, &mut plugins, &mut state);
+        decode(first.as_slice(), "f", 0, &mut plugins, &mut state);
         // 300 000 distinct tags (a few MiB of record): pair by pair, 4.5e10 comparisons.
         let mut values: Vec<summary::Value> = vec![scalar("", 0.0), scalar("b", 1.0)];
         values.extend((0..300_000).map(|i| scalar(&format!("t{i}"), 1.0)));
         let back = event(What::Summary(proto::Summary { value: values }), 3);
         let started = std::time::Instant::now();
-        let got = decode(&back, "f", 9, &mut plugins, &mut state);
+        let got = decode(back.as_slice(), "f", 9, &mut plugins, &mut state);
         let tags = &got.markers[0].tags;
         assert_eq!(tags.len(), MAX_BATCH_SERIES);
         assert_eq!(tags[..3], ["b", "t0", "t1"]);
@@ -406,7 +407,7 @@ mod tests {
             .map(|t| scalar(t, 1.0))
             .to_vec();
         let back = event(What::Summary(proto::Summary { value: values }), 3);
-        let got = decode(&back, "f", 9, &mut plugins, &mut state);
+        let got = decode(back.as_slice(), "f", 9, &mut plugins, &mut state);
         assert_eq!(
             got.markers,
             vec![Marker {
@@ -418,7 +419,7 @@ mod tests {
     #[test]
     fn undecodable_bytes_and_bad_tags_are_problems() {
         let (mut plugins, mut state) = (Plugins::new(), PurgeState::default());
-        let got = decode(b"\xff\xff\xff", "f", 7, &mut plugins, &mut state);
+        let got = decode(&b"\xff\xff\xff"[..], "f", 7, &mut plugins, &mut state);
         assert!(got.problems[0].starts_with("f@7: not a TensorBoard Event: "));
         let bad = event(
             What::Summary(proto::Summary {
@@ -426,7 +427,7 @@ mod tests {
             }),
             1,
         );
-        let got = decode(&bad, "f", 8, &mut plugins, &mut state);
+        let got = decode(bad.as_slice(), "f", 8, &mut plugins, &mut state);
         assert_eq!(
             got.problems,
             vec!["f@8: tag is empty; value skipped".to_owned()]
