@@ -19,7 +19,7 @@ use serde_json::Value;
 use thiserror::Error;
 
 use crate::sources::names::name_problem;
-use crate::sources::repr::{py_repr, py_str};
+use crate::sources::repr::{py_float, py_repr, py_str};
 
 /// Why a line was not read; shown after its file and line number.
 #[derive(Debug, Error, PartialEq)]
@@ -34,11 +34,21 @@ pub struct Line {
     pub metrics: Vec<(String, f64)>,
 }
 
-/// Bare non-finite tokens become these strings before decoding (JSON has no such tokens).
-const BARE: [(&[u8], &str, f64); 3] = [
-    (b"-Infinity", "\u{0}-Infinity", f64::NEG_INFINITY),
-    (b"Infinity", "\u{0}Infinity", f64::INFINITY),
-    (b"NaN", "\u{0}NaN", f64::NAN),
+/// Bare non-finite tokens become marker strings before decoding (JSON has no such tokens):
+/// the first marker always, the second in a second decoding when the line holds a `\u0000`
+/// escape (a string of its own could then read as a first marker; never as both).
+const BARE: [(&[u8], [&str; 2], f64); 3] = [
+    (
+        b"-Infinity",
+        ["\u{0}-Infinity", "\u{0}\u{1}-Infinity"],
+        f64::NEG_INFINITY,
+    ),
+    (
+        b"Infinity",
+        ["\u{0}Infinity", "\u{0}\u{1}Infinity"],
+        f64::INFINITY,
+    ),
+    (b"NaN", ["\u{0}NaN", "\u{0}\u{1}NaN"], f64::NAN),
 ];
 
 /// The strings a metric may be written as for a non-finite value.
@@ -47,21 +57,133 @@ fn non_finite(text: &str) -> Option<f64> {
         "NaN" | "nan" => Some(f64::NAN),
         "Infinity" | "inf" => Some(f64::INFINITY),
         "-Infinity" | "-inf" => Some(f64::NEG_INFINITY),
-        _ => BARE
-            .iter()
-            .find(|(_, marker, _)| *marker == text)
-            .map(|(_, _, v)| *v),
+        _ => None,
     }
 }
 
-fn bare_marker(text: &str) -> Option<f64> {
-    BARE.iter()
-        .find(|(_, marker, _)| *marker == text)
-        .map(|(_, _, v)| *v)
+/// How a decoded value may hold bare tokens: not at all (the line decoded as it is), as
+/// first markers no string of the line can forge, or as first markers that are bare tokens
+/// only where the second decoding holds a second marker (the value there given).
+#[derive(Clone, Copy)]
+enum Marks<'a> {
+    Plain,
+    Quoted,
+    Twice(&'a Value),
 }
 
-/// `raw` with bare `NaN`/`Infinity`/`-Infinity` outside strings written as marker strings.
-fn quote_bare_tokens(raw: &[u8]) -> Vec<u8> {
+/// Where nothing corresponds in the second decoding (never a marker).
+static NOTHING: Value = Value::Null;
+
+impl<'a> Marks<'a> {
+    /// The marks of a part of the value, `pick` finding it in the second decoding.
+    fn part(self, pick: impl FnOnce(&'a Value) -> Option<&'a Value>) -> Self {
+        match self {
+            Self::Twice(second) => Self::Twice(pick(second).unwrap_or(&NOTHING)),
+            other => other,
+        }
+    }
+
+    /// The number of the bare token `value` stands for, if it is one.
+    fn bare(self, value: &Value) -> Option<f64> {
+        let Value::String(text) = value else {
+            return None;
+        };
+        let second = match self {
+            Self::Twice(Value::String(second)) => Some(second.as_str()),
+            _ => None,
+        };
+        self.token(text, second)
+    }
+
+    /// The number of the bare token `text` stands for, `second` at its place in the second
+    /// decoding.
+    fn token(self, text: &str, second: Option<&str>) -> Option<f64> {
+        let (_, markers, number) = BARE.iter().find(|(_, m, _)| m[0] == text)?;
+        match self {
+            Self::Plain => None,
+            Self::Quoted => Some(*number),
+            Self::Twice(_) => (second == Some(markers[1])).then_some(*number),
+        }
+    }
+
+    /// `value` as Python's `repr` of what `json.loads` gives (bare tokens as floats).
+    fn repr(self, value: &Value) -> String {
+        if let Some(number) = self.bare(value) {
+            return py_float(number);
+        }
+        match value {
+            Value::Array(items) => {
+                let seconds = self.elements();
+                let inner: Vec<String> = items
+                    .iter()
+                    .enumerate()
+                    .map(|(at, item)| self.part(|_| seconds.get(at).copied()).repr(item))
+                    .collect();
+                format!("[{}]", inner.join(", "))
+            }
+            Value::Object(map) => {
+                let seconds = self.members();
+                let inner: Vec<String> = map
+                    .iter()
+                    .enumerate()
+                    .map(|(at, (k, v))| {
+                        let marks = self.part(|_| seconds.get(at).copied());
+                        format!("{}: {}", py_str(k), marks.repr(v))
+                    })
+                    .collect();
+                format!("{{{}}}", inner.join(", "))
+            }
+            leaf => py_repr(leaf),
+        }
+    }
+
+    /// The second decoding's elements of this array (empty unless `Twice`).
+    fn elements(self) -> Vec<&'a Value> {
+        match self {
+            Self::Twice(Value::Array(items)) => items.iter().collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The second decoding's member values of this object, in order (empty unless `Twice`).
+    fn members(self) -> Vec<&'a Value> {
+        match self {
+            Self::Twice(Value::Object(map)) => map.values().collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether a bare token stands where a name must be (no JSON to Python's `json.loads`).
+    fn bare_key(self, value: &Value) -> bool {
+        match value {
+            Value::Array(items) => {
+                let seconds = self.elements();
+                items
+                    .iter()
+                    .enumerate()
+                    .any(|(at, item)| self.part(|_| seconds.get(at).copied()).bare_key(item))
+            }
+            Value::Object(map) => {
+                let keys: Vec<&str> = match self {
+                    Self::Twice(Value::Object(second)) => {
+                        second.keys().map(String::as_str).collect()
+                    }
+                    _ => Vec::new(),
+                };
+                let seconds = self.members();
+                map.iter().enumerate().any(|(at, (key, item))| {
+                    self.token(key, keys.get(at).copied()).is_some()
+                        || self.part(|_| seconds.get(at).copied()).bare_key(item)
+                })
+            }
+            _ => false,
+        }
+    }
+}
+
+/// `raw` with bare `NaN`/`Infinity`/`-Infinity` outside strings written as the `which`
+/// marker strings.
+fn quote_bare_tokens(raw: &[u8], which: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(raw.len() + 16);
     let (mut at, mut in_string, mut escaped) = (0, false, false);
     while let Some(&byte) = raw.get(at) {
@@ -70,10 +192,11 @@ fn quote_bare_tokens(raw: &[u8]) -> Vec<u8> {
             escaped = !escaped && byte == b'\\';
         } else if byte == b'"' {
             in_string = true;
-        } else if let Some((token, marker, _)) = BARE
+        } else if let Some((token, markers, _)) = BARE
             .iter()
             .find(|(token, _, _)| raw.get(at..).is_some_and(|r| r.starts_with(token)))
         {
+            let marker = markers.get(which).copied().unwrap_or_default();
             out.extend_from_slice(serde_json::json!(marker).to_string().as_bytes());
             at += token.len();
             continue;
@@ -135,25 +258,67 @@ fn from_slice<'a, T: Deserialize<'a>>(raw: &'a [u8], deep: bool) -> serde_json::
     Ok(value)
 }
 
-fn decode(raw: &[u8], deep: bool) -> Result<Value, LineError> {
-    match from_slice(raw, deep) {
-        Ok(value) => Ok(value),
-        Err(first) => {
-            let quoted = quote_bare_tokens(raw);
-            from_slice(&quoted, deep).map_err(|_| LineError(format!("not JSON: {first}")))
+/// A line decoded, and how its bare tokens were quoted (the second decoding, if needed).
+struct Decoded {
+    value: Value,
+    second: Option<Value>,
+    quoted: bool,
+}
+
+impl Decoded {
+    fn marks(&self) -> Marks<'_> {
+        match (&self.second, self.quoted) {
+            (Some(second), _) => Marks::Twice(second),
+            (None, true) => Marks::Quoted,
+            (None, false) => Marks::Plain,
         }
     }
 }
 
-fn metric_value(name: &str, value: &Value) -> Result<f64, LineError> {
+fn decode(raw: &[u8], deep: bool) -> Result<Decoded, LineError> {
+    let first = match from_slice(raw, deep) {
+        Ok(value) => {
+            return Ok(Decoded {
+                value,
+                second: None,
+                quoted: false,
+            })
+        }
+        Err(first) => first,
+    };
+    let refused = |_| LineError(format!("not JSON: {first}"));
+    let value = from_slice(&quote_bare_tokens(raw, 0), deep).map_err(refused)?;
+    // A `\u0000` escape can forge a first marker: decoded again with the second ones, a
+    // bare token is where both decodings hold their marker.
+    let forgeable = raw.windows(6).any(|w| w == b"\\u0000");
+    let second = if forgeable {
+        Some(from_slice(&quote_bare_tokens(raw, 1), deep).map_err(refused)?)
+    } else {
+        None
+    };
+    let decoded = Decoded {
+        value,
+        second,
+        quoted: true,
+    };
+    if decoded.marks().bare_key(&decoded.value) {
+        return Err(LineError(format!("not JSON: {first}")));
+    }
+    Ok(decoded)
+}
+
+fn metric_value(name: &str, value: &Value, marks: Marks<'_>) -> Result<f64, LineError> {
     let refused =
         |shown: String| LineError(format!("metric {} is {shown}, not a number", py_str(name)));
+    if let Some(number) = marks.bare(value) {
+        return Ok(number);
+    }
     match value {
         Value::Number(n) => n.as_f64().ok_or_else(|| refused(n.to_string())),
         Value::Null => Err(refused("null".to_owned())),
         Value::Bool(b) => Err(refused(b.to_string())),
-        Value::String(s) => non_finite(s).ok_or_else(|| refused(py_repr(value))),
-        other => Err(refused(py_repr(other))),
+        Value::String(s) => non_finite(s).ok_or_else(|| refused(marks.repr(value))),
+        other => Err(refused(marks.repr(other))),
     }
 }
 
@@ -247,10 +412,16 @@ fn parse_at(raw: &[u8], deep: bool) -> Result<Line, LineError> {
 
 /// `parse_line` for any line: every rule checked, and a refusal says which failed.
 fn parse_exactly(raw: &[u8], deep: bool) -> Result<Line, LineError> {
-    let Value::Object(record) = decode(raw, deep)? else {
+    let decoded = decode(raw, deep)?;
+    let Value::Object(record) = &decoded.value else {
         return Err(LineError("not a JSON object".to_owned()));
     };
-    let shown = |key: &str| record.get(key).map_or_else(|| "None".to_owned(), py_repr);
+    let marks = decoded.marks();
+    let field = |key: &str| (record.get(key), marks.part(|v| v.get(key)));
+    let shown = |key: &str| match field(key) {
+        (Some(value), marks) => marks.repr(value),
+        (None, _) => "None".to_owned(),
+    };
     let step = match record.get("step") {
         Some(Value::Number(n)) if n.is_i64() => n.as_i64(),
         _ => None,
@@ -261,10 +432,10 @@ fn parse_exactly(raw: &[u8], deep: bool) -> Result<Line, LineError> {
             shown("step")
         ))
     })?;
-    let wall_time = match record.get("wall_time") {
-        Some(Value::Number(n)) => n.as_f64(),
-        Some(Value::String(s)) => bare_marker(s),
-        _ => None,
+    let wall_time = match field("wall_time") {
+        (Some(Value::Number(n)), _) => n.as_f64(),
+        (Some(value), marks) => marks.bare(value),
+        (None, _) => None,
     }
     .ok_or_else(|| {
         LineError(format!(
@@ -272,8 +443,8 @@ fn parse_exactly(raw: &[u8], deep: bool) -> Result<Line, LineError> {
             shown("wall_time")
         ))
     })?;
-    let metrics = match record.get("metrics") {
-        Some(Value::Object(metrics)) if !metrics.is_empty() => metrics,
+    let (metrics, metric_marks) = match field("metrics") {
+        (Some(Value::Object(metrics)), marks) if !metrics.is_empty() => (metrics, marks),
         _ => {
             return Err(LineError(
                 "'metrics' must be a non-empty object of name: number".to_owned(),
@@ -283,9 +454,14 @@ fn parse_exactly(raw: &[u8], deep: bool) -> Result<Line, LineError> {
     if let Some(problem) = metrics.keys().find_map(|name| name_problem(name)) {
         return Err(LineError(format!("metric name {problem}")));
     }
+    let seconds = metric_marks.members();
     let metrics = metrics
         .iter()
-        .map(|(name, value)| Ok((name.clone(), metric_value(name, value)?)))
+        .enumerate()
+        .map(|(at, (name, value))| {
+            let marks = metric_marks.part(|_| seconds.get(at).copied());
+            Ok((name.clone(), metric_value(name, value, marks)?))
+        })
         .collect::<Result<Vec<_>, LineError>>()?;
     Ok(Line {
         step,
@@ -468,6 +644,58 @@ mod tests {
             "not JSON: arrays and objects nested 100001 deep, over 1024"
         );
         assert!(refusal(&"[".repeat(2000)).starts_with("not JSON: "));
+    }
+
+    #[test]
+    fn bare_tokens_are_shown_as_python_shows_them_and_no_string_reads_as_one() {
+        // What the Python reader says of each (tuneplane.collector.jsonl.parse_line).
+        for (raw, said) in [
+            (
+                r#"{"step": NaN, "wall_time": 1, "metrics": {"x": 1}}"#,
+                "'step' must be a 64-bit integer, got nan",
+            ),
+            (
+                r#"{"step": 1, "wall_time": 1, "metrics": {"x": [NaN, -Infinity, {"a": Infinity}]}}"#,
+                "metric 'x' is [nan, -inf, {'a': inf}], not a number",
+            ),
+            (
+                r#"{"step": 1, "wall_time": 1, "metrics": {"x": "\u0000NaN"}}"#,
+                "metric 'x' is '\\x00NaN', not a number",
+            ),
+            (
+                r#"{"step": 1, "wall_time": 1, "metrics": {"y": NaN, "x": "\u0000NaN"}}"#,
+                "metric 'x' is '\\x00NaN', not a number",
+            ),
+            (
+                r#"{"step": 1, "wall_time": "\u0000Infinity", "metrics": {"x": 1}}"#,
+                "'wall_time' must be a number of seconds, got '\\x00Infinity'",
+            ),
+            (
+                r#"{"step": 1, "wall_time": "\u0000Infinity", "metrics": {"x": NaN}}"#,
+                "'wall_time' must be a number of seconds, got '\\x00Infinity'",
+            ),
+            (
+                r#"{"step": [NaN, "\u0000NaN"], "wall_time": 1, "metrics": {"x": NaN}}"#,
+                "'step' must be a 64-bit integer, got [nan, '\\x00NaN']",
+            ),
+        ] {
+            assert_eq!(refusal(raw), said, "{raw}");
+        }
+        let key = refusal(r#"{"step": 1, "wall_time": 1, "metrics": {NaN: 1}}"#);
+        assert!(key.starts_with("not JSON: "), "{key}");
+        let both =
+            parse_line(br#"{"step": 1, "wall_time": NaN, "metrics": {"x": NaN, "s": "\u0000"}}"#);
+        assert!(both.is_err());
+        let fine =
+            parse_line(br#"{"step": 1, "wall_time": -Infinity, "metrics": {"\u0000x": NaN}}"#);
+        assert!(
+            fine.is_err(),
+            "a control character in a name is refused either way"
+        );
+        let read =
+            parse_line(br#"{"step": 1, "wall_time": -Infinity, "metrics": {"x": NaN, "y": 2}}"#)
+                .map(|l| (l.wall_time, l.metrics.len(), l.metrics[0].1.is_nan()));
+        assert_eq!(read, Ok((f64::NEG_INFINITY, 2, true)));
     }
 
     #[test]
