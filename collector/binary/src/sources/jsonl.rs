@@ -373,9 +373,14 @@ impl<'de: 'a, 'a> Deserialize<'de> for PlainMetrics<'a> {
 
 /// One line's step, wall time and metrics, or why it is not a metric line.
 pub fn parse_line(raw: &[u8]) -> Result<Line, LineError> {
+    // Most lines: the fast path, before anything else is looked at (it skips keys it
+    // ignores without recursing, however deep they nest).
+    if let Some(line) = parse_plain(raw, false) {
+        return Ok(line);
+    }
     let depth = nesting(raw);
     if depth <= SERDE_NESTING {
-        return parse_at(raw, false);
+        return parse_exactly(raw, false);
     }
     if depth > MAX_NESTING {
         return Err(LineError(format!(
@@ -395,8 +400,13 @@ pub fn parse_line(raw: &[u8]) -> Result<Line, LineError> {
 }
 
 fn parse_at(raw: &[u8], deep: bool) -> Result<Line, LineError> {
+    parse_plain(raw, deep).map_or_else(|| parse_exactly(raw, deep), Ok)
+}
+
+/// The line by the typed fast path, if it is a plain line.
+fn parse_plain(raw: &[u8], deep: bool) -> Option<Line> {
     match from_slice::<Plain<'_>>(raw, deep) {
-        Ok(plain) if !plain.metrics.0.is_empty() => Ok(Line {
+        Ok(plain) if !plain.metrics.0.is_empty() => Some(Line {
             step: plain.step,
             wall_time: plain.wall_time,
             metrics: plain
@@ -406,7 +416,7 @@ fn parse_at(raw: &[u8], deep: bool) -> Result<Line, LineError> {
                 .map(|(k, v)| (k.into_owned(), v))
                 .collect(),
         }),
-        _ => parse_exactly(raw, deep),
+        _ => None,
     }
 }
 
@@ -636,7 +646,7 @@ mod tests {
 
     #[test]
     fn a_line_nested_deeper_than_orjson_reads_is_refused() {
-        let mut line = br#"{"step": 1, "wall_time": 1, "metrics": {"x": 1}, "deep": "#.to_vec();
+        let mut line = br#"{"step": 1, "wall_time": 1, "metrics": {"x": NaN}, "deep": "#.to_vec();
         line.extend_from_slice(&nested(100_000, ""));
         line.push(b'}');
         assert_eq!(
@@ -644,6 +654,11 @@ mod tests {
             "not JSON: arrays and objects nested 100001 deep, over 1024"
         );
         assert!(refusal(&"[".repeat(2000)).starts_with("not JSON: "));
+        // The fast path skips what it ignores without recursing: a plain line is read.
+        let mut plain = br#"{"step": 1, "wall_time": 1, "metrics": {"x": 1}, "deep": "#.to_vec();
+        plain.extend_from_slice(&nested(100_000, ""));
+        plain.push(b'}');
+        assert_eq!(parse_line(&plain).map(|l| l.metrics.len()), Ok(1));
     }
 
     #[test]
