@@ -49,6 +49,12 @@ def test_non_finite_values_are_kept(text: bytes, expected: float) -> None:
     (b'{"step": 1, "wall_time": 1, "metrics": {"x": "high"}}', "metric 'x' is 'high'"),
     (b'{"step": 1, "wall_time": 1, "metrics": {"": 1}}', "metric name"),
     (b'{"step": 1, "wall_time": 1, "metrics": {"\\ud800": 1}}', "a lone surrogate"),
+    (b'{"step": 1, "wall_time": 1, "metrics": {"x": 1' + b"0" * 400 + b'}}',
+     "metric 'x' is an integer too large for a float"),
+    (b'{"step": 1, "wall_time": 1' + b"0" * 400 + b', "metrics": {"x": 1}}',
+     "'wall_time' must be a number of seconds, got an integer too large"),
+    (b'{"step": 1, "wall_time": 1, "metrics": {"x": NaN}, "deep": ' + b"[" * 100_000
+     + b"]" * 100_000 + b"}", "not JSON"),
     (b'{"step": 1, "wall_time": 1, "metrics": {"x": "\\udfff", "y": NaN}}', "lone surrogate"),
 ])
 def test_malformed_lines_are_refused_with_a_reason(text: bytes, reason: str) -> None:

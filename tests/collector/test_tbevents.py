@@ -62,6 +62,12 @@ def test_a_scalars_plugin_tensor_that_is_not_rank0_is_kept_as_a_tensor_and_repor
     assert "kept as a tensor: tensor is not rank 0" in out.problems[0]
 
 
+def test_a_scalars_plugin_tensor_of_an_unknown_dtype_is_reported_not_raised() -> None:
+    out = run(value("t", "scalars", tensor_pb2.TensorProto(dtype=99, float_val=[1.0])))
+    assert [r.kind for r in out.rich] == [Kind.KIND_TENSOR]
+    assert "kept as a tensor: dtype 99 is not numeric" in out.problems[0]
+
+
 @pytest.mark.parametrize(("dtype", "bits", "expected"), [
     (19, struct.unpack("<H", struct.pack("<e", 1.5))[0], 1.5),          # DT_HALF
     (14, struct.unpack("<I", struct.pack("<f", -2.0))[0] >> 16, -2.0),  # DT_BFLOAT16

@@ -38,7 +38,10 @@ def parse_value(name: str, value: Any) -> float:
     if isinstance(value, bool) or value is None:
         raise LineError(f"metric {name!r} is {json.dumps(value)}, not a number")
     if isinstance(value, int | float):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer of hundreds of digits
+            raise LineError(f"metric {name!r} is an integer too large for a float") from None
     if isinstance(value, str) and value in NON_FINITE:
         return NON_FINITE[value]
     raise LineError(f"metric {name!r} is {value!r}, not a number")
@@ -79,6 +82,8 @@ def parse_line(raw: bytes, names: NameCache | None = None,
                             "text") from None
         except ValueError as exc:
             raise LineError(f"not JSON: {exc}") from None
+        except RecursionError:  # deeper than Python's stack, which orjson refused at 1024
+            raise LineError("not JSON: nested too deeply") from None
     if not isinstance(record, dict):
         raise LineError("not a JSON object")
     step, wall_time, metrics = record.get("step"), record.get("wall_time"), record.get("metrics")
@@ -89,8 +94,13 @@ def parse_line(raw: bytes, names: NameCache | None = None,
     if not isinstance(metrics, dict) or not metrics:
         raise LineError("'metrics' must be a non-empty object of name: number")
     (names or NameCache()).check(metrics)
-    return step, float(wall_time), [(k, v if type(v) is float else parse_value(k, v))
-                                    for k, v in metrics.items()]
+    try:
+        seconds = float(wall_time)
+    except OverflowError:  # an integer of hundreds of digits
+        raise LineError("'wall_time' must be a number of seconds, got an integer too large "
+                        "for a float") from None
+    return step, seconds, [(k, v if type(v) is float else parse_value(k, v))
+                           for k, v in metrics.items()]
 
 
 Opener = Callable[[Path], BinaryIO]

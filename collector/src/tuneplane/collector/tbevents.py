@@ -69,7 +69,8 @@ def tensor_scalar(tensor: tb.TensorProto) -> float:
         raise NotAScalar("tensor is not rank 0")
     spec = SCALAR_DTYPES.get(tensor.dtype)
     if spec is None:
-        raise NotAScalar(f"dtype {DT.Name(tensor.dtype)} is not numeric")
+        name = DT.Name(tensor.dtype) if tensor.dtype in DT.values() else str(tensor.dtype)
+        raise NotAScalar(f"dtype {name} is not numeric")
     values_field, fmt, convert = spec
     if tensor.tensor_content:
         if len(tensor.tensor_content) != struct.calcsize(fmt):
