@@ -20,6 +20,10 @@ DEFAULT_MINUTES: Final = 10
 MAX_MINUTES: Final = 60
 #: The query parameter the link carries its secret in.
 PARAMETER: Final = "link"
+#: A link that may still be redeemed ($1 its digest, $2 now): not spent, not expired, its
+#: user enabled. ``holder`` asks it, ``redeem`` spends by it, so the two cannot disagree.
+USABLE: Final = ("l.link_digest = $1 AND u.username = l.username AND l.used_at IS NULL "
+                 "AND l.expires_at > $2 AND u.disabled_at IS NULL")
 #: Why a link cannot be used, whichever the reason, without telling whose it was.
 REFUSED: Final = ("this sign-in link is unknown, was used already or has expired; ask for a "
                   "new one (tuneplane-admin sign-in-link)")
@@ -65,9 +69,7 @@ async def holder(conn: Connection, secret: str, *, now: dt.datetime) -> str | No
     """Whom the link would sign in (it spends nothing), or None when it cannot be redeemed
     (unknown, spent, expired or its user disabled)."""
     name = await conn.fetchval(
-        "SELECT l.username FROM sign_in_links l JOIN users u USING (username) "
-        "WHERE l.link_digest = $1 AND l.used_at IS NULL AND l.expires_at > $2 "
-        "AND u.disabled_at IS NULL", digest(secret), now)
+        f"SELECT l.username FROM sign_in_links l, users u WHERE {USABLE}", digest(secret), now)
     return None if name is None else str(name)
 
 
@@ -76,9 +78,7 @@ async def redeem(conn: Connection, secret: str, *, now: dt.datetime) -> Redeemed
     user's password changed since: ``passwords.set_password``) or its user
     disabled."""
     row = await conn.fetchrow(
-        "UPDATE sign_in_links l SET used_at = $2 FROM users u "
-        "WHERE l.link_digest = $1 AND u.username = l.username AND l.used_at IS NULL "
-        "AND l.expires_at > $2 AND u.disabled_at IS NULL "
+        f"UPDATE sign_in_links l SET used_at = $2 FROM users u WHERE {USABLE} "
         "RETURNING l.username, l.next_path", digest(secret), now)
     if row is None:
         raise LinkRefused(REFUSED)
