@@ -1,7 +1,9 @@
-//! TensorBoard event files: TFRecord framing, and the events it frames decoded.
+//! TensorBoard event files: TFRecord framing, and the events it frames decoded (a scalar
+//! tensor's value read by `tensor`).
 
 pub mod events;
 pub mod framing;
+mod tensor;
 
 /// The project's declaration of TensorBoard's messages, compiled at build time.
 #[allow(clippy::all, clippy::pedantic)]
