@@ -1,16 +1,24 @@
-//! The TensorBoard event messages come from the project's own declaration
-//! (`protos/tuneplane/tensorboard/v1/event.proto`), compiled at build time by protox (no
-//! `protoc` needed) into prost types.
+//! The messages come from the project's own declarations under `protos/`, compiled at build
+//! time by protox (no `protoc` needed): the TensorBoard event messages into prost types, the
+//! telemetry contract into prost types and the tonic client of `TelemetryIngest`.
 
 use std::path::PathBuf;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let protos = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../protos");
     let event = protos.join("tuneplane/tensorboard/v1/event.proto");
-    println!("cargo:rerun-if-changed={}", event.display());
-    let files = protox::compile([&event], [&protos])?;
+    let telemetry = protos.join("tuneplane/telemetry/v1/telemetry.proto");
+    for path in [&event, &telemetry] {
+        println!("cargo:rerun-if-changed={}", path.display());
+    }
     // `bytes` fields as `Bytes`: decoded from a record's `Bytes`, an image or a graph of up to
     // MAX_RECORD_BYTES is a view of the record read, never a second copy of it.
-    prost_build::Config::new().bytes(["."]).compile_fds(files)?;
+    prost_build::Config::new()
+        .bytes(["."])
+        .compile_fds(protox::compile([&event], [&protos])?)?;
+    tonic_prost_build::configure()
+        .build_server(false)
+        .bytes(".")
+        .compile_fds(protox::compile([&telemetry], [&protos])?)?;
     Ok(())
 }

@@ -13,15 +13,18 @@ import asyncpg
 import numpy as np
 import pytest
 
+from tests.support import collector_binary
 from tests.support.credentials import workload_token
 from tests.support.environment import Endpoints
 from tests.support.processes import Process, collector_args, run_collector
 from tests.support.readmodels import curve_points, wait_for_points
 from tests.support.truth import assert_exact, pieces
-from tuneplane.collector.failpoints import POINTS
 from tuneplane.telemetry.v1.identity import MemberKey
 
 STEPS = 5_000
+
+#: The steps a batch goes through, where the failpoints build can be made to die.
+POINTS = ("read", "seal", "send", "ack", "delete")
 
 
 @pytest.mark.parametrize("point", POINTS)
@@ -38,7 +41,8 @@ async def test_a_collector_killed_at_each_step_delivers_exactly_after_restart(
             t.write(events)
     token = workload_token(initialised, member, tmp_path / "token")
     args = [*collector_args(ingest.port, tls_dir, token, member, tmp_path / "spool",
-                            {"train": jsonl}, "--max-batch-points", "400"),
+                            {"train": jsonl}, "--max-batch-points", "400",
+                            binary=collector_binary.failpoints_binary()),
             "--tensorboard", f"tb={logdir}", "--exit-when-idle", "--loglevel", "WARNING"]
     for hit in (3, 7):  # killed twice at the same step, a few batches apart
         crashed = subprocess.run(args, capture_output=True, text=True, timeout=120,
@@ -56,9 +60,23 @@ async def test_a_collector_killed_at_each_step_delivers_exactly_after_restart(
                  "rank-0", "tb")
 
 
-def test_a_misspelt_failpoint_is_a_clear_error() -> None:
-    from tuneplane.collector.failpoints import parse
-    assert parse("seal=3, ack=1") == {"seal": 3, "ack": 1}
-    for bad in ("sael=3", "seal", "seal=0", "seal=x"):
-        with pytest.raises(ValueError, match="is not POINT=N"):
-            parse(bad)
+@pytest.mark.parametrize("bad", ["sael=3", "seal", "seal=0", "seal=x", "seal=3,ack"])
+def test_a_misspelt_failpoint_is_a_clear_error(tmp_path: Path, bad: str) -> None:
+    args = collector_args(1, tmp_path, tmp_path / "token", MemberKey("r", 1, "rank-0"),
+                          tmp_path / "spool", {"train": tmp_path / "m.jsonl"},
+                          binary=collector_binary.failpoints_binary())
+    refused = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False,
+                             env={**os.environ, "TUNEPLANE_COLLECTOR_FAILPOINTS": bad})
+    assert refused.returncode == 2, refused.stderr
+    item = bad.split(",")[-1]
+    assert f"TUNEPLANE_COLLECTOR_FAILPOINTS has '{item}', which is not POINT=N" in refused.stderr
+    assert not (tmp_path / "spool").exists()
+
+
+def test_a_release_build_refuses_failpoints_rather_than_ignore_them(tmp_path: Path) -> None:
+    args = collector_args(1, tmp_path, tmp_path / "token", MemberKey("r", 1, "rank-0"),
+                          tmp_path / "spool", {"train": tmp_path / "m.jsonl"})
+    refused = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False,
+                             env={**os.environ, "TUNEPLANE_COLLECTOR_FAILPOINTS": "seal=1"})
+    assert refused.returncode == 2, refused.stderr
+    assert "this build has no failpoints" in refused.stderr

@@ -26,6 +26,15 @@ def binary(target: str) -> Path:
     return path
 
 
+def failpoints_binary() -> Path:
+    """The host build with the ``failpoints`` feature: crash points for fault tests."""
+    built = os.environ.get("TUNEPLANE_COLLECTOR_BINARY_DIR", "")
+    path = Path(built) / "failpoints" / "tuneplane-collector"
+    if not built or not path.is_file():
+        pytest.fail(f"{path} is missing: scripts/collector-binary builds it", pytrace=False)
+    return path
+
+
 def command(target: str) -> list[str]:
     """How to run ``target``'s binary here."""
     runner = TARGETS[target]

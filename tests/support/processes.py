@@ -8,8 +8,12 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests.support import collector_binary
 from tests.support.environment import BIN, Endpoints
 from tuneplane.telemetry.v1.identity import MemberKey
+
+#: The collector binary's target that runs natively here.
+HOST_TARGET = "x86_64-unknown-linux-musl"
 
 
 class Process:
@@ -92,8 +96,11 @@ def launch_env(ingest_port: int, spool_root: Path, artifact: Path) -> dict[str, 
 
 
 def collector_args(ingest_port: int, tls_dir: Path, token: Path, member: MemberKey,
-                   spool: Path, sources: dict[str, Path], *extra: str) -> list[str]:
-    args = [str(BIN / "tuneplane-collector"), "run", "--run", member.run_id, "--attempt",
+                   spool: Path, sources: dict[str, Path], *extra: str,
+                   binary: Path | None = None) -> list[str]:
+    """``tuneplane-collector run`` of the static binary (``binary``: another build of it)."""
+    binary = binary or collector_binary.binary(HOST_TARGET)
+    args = [str(binary), "run", "--run", member.run_id, "--attempt",
             str(member.attempt), "--member", member.member, "--spool", str(spool),
             "--target", f"localhost:{ingest_port}", "--ca-file", str(tls_dir / "ca.pem"),
             "--token-file", str(token), *extra]

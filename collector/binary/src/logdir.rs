@@ -16,6 +16,12 @@ pub struct Listing {
     pub problems: Vec<String>,
 }
 
+/// The run of the event file at `relative` (a '/'-separated path below the log
+/// directory): its directory, "" for a file of the log directory itself.
+pub fn run_of(relative: &str) -> &str {
+    relative.rsplit_once('/').map_or("", |(run, _)| run)
+}
+
 /// The event files below `root` in path order (`root` itself, if it is a file).
 pub fn event_files(root: &Path) -> Listing {
     event_files_within(root, MAX_ENTRIES)

@@ -1,48 +1,88 @@
-//! `tuneplane-collector`, the static binary that runs beside training jobs on execution hosts:
-//! argument parsing and wiring only. This build reads JSONL metric files and TensorBoard
-//! event files (`read`); the spool, the sender and the launch paths follow (issue 27).
+//! `tuneplane-collector`, the static binary that runs beside training jobs on execution
+//! hosts: argument parsing and wiring only.
 
+mod collect;
+mod contract;
+mod draft;
+mod eventfile;
+mod failpoints;
+mod fence;
 mod logdir;
+mod logging;
 mod read;
+mod run;
+mod send;
+mod settings;
 mod sources;
+mod spool;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "\
-usage: tuneplane-collector read PATH...
-       tuneplane-collector --version
+use clap::{Parser, Subcommand};
 
-  read PATH...   print every decoded record of each path as one JSON object a line: a
-                 JSONL metric file (*.jsonl), a TensorBoard log directory or event file;
-                 damaged and incomplete records are said on standard error with their
-                 file and line or offset, and skipped
+/// Read training telemetry beside a job and deliver it to ingest.
+#[derive(Parser)]
+#[command(name = "tuneplane-collector", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
-Exit status: 0 when every path was read, 1 when one could not be, 2 for a usage error.";
+#[derive(Subcommand)]
+enum Command {
+    /// Collect and send until stopped (SIGTERM drains, then exits).
+    #[command(args_override_self = true)]
+    Run(Box<run::RunArgs>),
+    /// Print every decoded record of PATHs as JSON lines.
+    ///
+    /// Decode TensorBoard event files (a log directory or one file) and JSONL metric files
+    /// (*.jsonl), one JSON object per record. Damaged and incomplete records are said on
+    /// standard error with their file and line or offset, and skipped; the exit status is 1
+    /// only for a path that cannot be read.
+    Read {
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<String>,
+    },
+    /// Look at a spool.
+    Spool {
+        #[command(subcommand)]
+        command: SpoolCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum SpoolCommand {
+    /// Pending and quarantined batches, source positions, refusals (as JSON).
+    Status {
+        /// The member's spool directory.
+        directory: PathBuf,
+    },
+}
+
+fn spool_status(directory: &std::path::Path) -> u8 {
+    match spool::status::status(directory) {
+        Ok(found) => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&found).unwrap_or_default()
+            );
+            0
+        }
+        Err(why) => {
+            eprintln!("tuneplane-collector spool status: {why}");
+            1
+        }
+    }
+}
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let code = match args.first().map(String::as_str) {
-        Some("read") if args.len() > 1 => read::read(&args[1..]),
-        Some("-h" | "--help") => {
-            println!("{USAGE}");
-            0
-        }
-        Some("--version") => {
-            println!("tuneplane-collector {}", env!("CARGO_PKG_VERSION"));
-            0
-        }
-        Some("read") => {
-            eprintln!("tuneplane-collector read: name at least one PATH\n\n{USAGE}");
-            2
-        }
-        Some(other) => {
-            eprintln!("tuneplane-collector: unknown command {other:?}\n\n{USAGE}");
-            2
-        }
-        None => {
-            eprintln!("{USAGE}");
-            2
-        }
+    let code = match Cli::parse().command {
+        Command::Run(args) => run::run(*args),
+        Command::Read { paths } => u8::try_from(read::read(&paths)).unwrap_or(1),
+        Command::Spool {
+            command: SpoolCommand::Status { directory },
+        } => spool_status(&directory),
     };
-    ExitCode::from(u8::try_from(code).unwrap_or(1))
+    ExitCode::from(code)
 }

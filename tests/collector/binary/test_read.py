@@ -114,13 +114,17 @@ def test_refusals_and_exit_statuses(target: str, hostile: Path, tmp_path: Path) 
     assert missing.stderr.decode().startswith(
         f"tuneplane-collector read: {tmp_path}/nothing.jsonl: no such file or directory")
     assert len(missing.stdout.splitlines()) == 21  # the other path is still read
-    for usage in ([], ["read"], ["spool"]):
+    for usage, says in (([], b"Usage: tuneplane-collector <COMMAND>"),
+                        (["read"], b"Usage: tuneplane-collector read <PATH>..."),
+                        (["spool"], b"Usage: tuneplane-collector spool <COMMAND>"),
+                        (["run", "--run", "r"], b"required arguments were not provided")):
         refused = run(target, *usage)
         assert refused.returncode == 2, usage
-        assert b"usage: tuneplane-collector read PATH..." in refused.stderr
+        assert says in refused.stderr, refused.stderr
     helped = run(target, "--help")
     assert helped.returncode == 0
-    assert b"read PATH..." in helped.stdout
+    for name in (b"run", b"read", b"spool"):
+        assert b"\n  " + name + b" " in helped.stdout, helped.stdout
 
 
 def test_a_reader_that_stops_early_ends_it_quietly(tmp_path: Path) -> None:

@@ -2,8 +2,7 @@
 //! its start, a run's files in name order sharing what TensorBoard purges by.
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Write};
 use std::path::Path;
 
 use prost::bytes::Bytes;
@@ -11,9 +10,9 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::{emit, open_regular, JsonNumber};
+use crate::eventfile::{frame_at, READ_BYTES};
 use crate::logdir;
 use crate::sources::tensorboard::events::{decode, Plugins, PurgeState};
-use crate::sources::tensorboard::framing::{scan, Scan};
 
 /// A scalar of an event, as `read` prints it (the hot path: no map built per record).
 #[derive(Serialize)]
@@ -25,46 +24,6 @@ struct EventScalar<'a> {
     step: i64,
     wall_time: f64,
     value: JsonNumber,
-}
-
-/// One read's worth of an event file.
-const READ_BYTES: u64 = 8 * 1024 * 1024;
-
-/// Reads up to `limit` bytes from `file` at `offset`.
-fn read_at(file: &mut File, offset: u64, limit: u64) -> io::Result<Vec<u8>> {
-    file.seek(SeekFrom::Start(offset))?;
-    let mut buffer = Vec::new();
-    file.take(limit).read_to_end(&mut buffer)?;
-    Ok(buffer)
-}
-
-/// A read's worth from `offset` framed (or one record larger than that): the buffer's
-/// bytes, what the scan found in them, and how many bytes from `offset` it looked at.
-fn frame_at(file: &mut File, offset: u64) -> io::Result<(Vec<u8>, Scan, usize)> {
-    let mut buffer = read_at(file, offset, READ_BYTES)?;
-    let found = scan(&buffer, offset);
-    let covered = buffer.len();
-    if found.wanted > buffer.len() - found.consumed {
-        // A larger record (up to MAX_RECORD_BYTES) is read only when the file holds it
-        // whole, and onto the bytes before it in place: one buffer of its size, never a
-        // second copy beside it.
-        let start = offset + found.consumed as u64;
-        let wanted = found.wanted as u64;
-        if file.metadata()?.len().saturating_sub(start) >= wanted {
-            buffer.truncate(found.consumed);
-            buffer
-                .try_reserve_exact(found.wanted)
-                .map_err(io::Error::other)?;
-            file.seek(SeekFrom::Start(start))?;
-            (&mut *file).take(wanted).read_to_end(&mut buffer)?;
-            if buffer.len() == found.consumed + found.wanted {
-                let (found, covered) = (scan(&buffer, offset), buffer.len());
-                return Ok((buffer, found, covered));
-            }
-            // The file shrank meanwhile: the records found before the large one stand.
-        }
-    }
-    Ok((buffer, found, covered))
 }
 
 /// Reads the event file at `path`; `Ok(false)` when it could not be opened (said).
@@ -91,7 +50,7 @@ fn file_records(
     let mut plugins = Plugins::new();
     let mut offset = 0u64;
     loop {
-        let (buffer, found, covered) = frame_at(&mut file, offset)?;
+        let (buffer, found, covered) = frame_at(&mut file, offset, READ_BYTES)?;
         for damage in &found.damage {
             writeln!(problems, "{relative}@{}: {}", damage.offset, damage.reason)?;
         }
@@ -127,7 +86,7 @@ fn file_records(
                     out,
                     &json!({"kind": rich.kind.name(), "file": relative, "offset": at,
                                   "tag": rich.tag, "step": step, "wall_time": wall,
-                                  "plugin": rich.plugin, "bytes": rich.bytes}),
+                                  "plugin": rich.plugin, "bytes": rich.payload.len()}),
                 )?;
             }
             for marker in &event.markers {
@@ -182,11 +141,9 @@ pub fn records(
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default(),
         };
-        let run = relative
-            .rsplit_once('/')
-            .map(|(run, _)| run.to_owned())
-            .unwrap_or_default();
-        let state = runs.entry(run).or_default();
+        let state = runs
+            .entry(logdir::run_of(&relative).to_owned())
+            .or_default();
         unopened += usize::from(!file_records(path, &relative, state, out, problems)?);
     }
     // Said file by file above; the path still counts as not read whole (exit status 1).

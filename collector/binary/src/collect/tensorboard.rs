@@ -1,0 +1,256 @@
+//! One read step of a TensorBoard event file: complete records from the saved offset up to
+//! the batch bounds, each taken whole or not at all (the first that would pass a bound
+//! stops the step, and the next starts at it).
+//!
+//! A file's saved state is what its tags declared (plugin metadata comes with a tag's
+//! first value only) and its run's purge state, handed on to the run's next file. A file's
+//! directory below the log directory is its run, which its scalars' series carry as their
+//! `run_path`; a run path that is not a name is refused, never escaped.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io;
+
+use base64::Engine;
+use prost::bytes::Bytes;
+use serde_json::{json, Value};
+
+use super::{Position, ReadStep};
+use crate::contract::proto::{rich_record::Kind, RichRecord, SessionStart};
+use crate::contract::MAX_BATCH_SERIES;
+use crate::draft::BatchDraft;
+use crate::eventfile::{frame_at, READ_BYTES};
+use crate::logdir::run_of;
+use crate::sources::names::{escape_controls, run_path_problem};
+use crate::sources::repr::py_str;
+use crate::sources::tensorboard::events::{decode, Plugins, PurgeState, RichKind};
+
+/// What a point counts as before it is added: a point and its share of a chunk's names.
+const POINT_MARGIN: usize = 64;
+
+const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
+
+/// A file's saved state; a file not begun takes the purge state its run's previous file
+/// (saved state `previous`) left.
+fn load_state(state: &str, previous: &str) -> (Plugins, PurgeState) {
+    if state.is_empty() {
+        let purge = if previous.is_empty() {
+            PurgeState::default()
+        } else {
+            load_state(previous, "").1
+        };
+        return (Plugins::new(), purge);
+    }
+    let saved: Value = serde_json::from_str(state).unwrap_or(Value::Null);
+    let plugins_of = |value: &Value| -> Plugins {
+        let Some(map) = value.as_object() else {
+            return Plugins::new();
+        };
+        map.iter()
+            .filter_map(|(tag, v)| {
+                let plugin = v.get(0)?.as_str()?.to_owned();
+                let content = B64.decode(v.get(1)?.as_str()?).ok()?;
+                let class = i32::try_from(v.get(2)?.as_i64()?).ok()?;
+                Some((tag.clone(), (plugin, Bytes::from(content), class)))
+            })
+            .collect()
+    };
+    match (
+        saved.get("plugins"),
+        saved.get("purge"),
+        saved.as_object().map(|m| m.len()),
+    ) {
+        (Some(plugins), Some(purge), Some(2)) => (
+            plugins_of(plugins),
+            PurgeState {
+                file_version: purge.get(0).and_then(Value::as_f64),
+                most_recent_step: purge.get(1).and_then(Value::as_i64).unwrap_or(-1),
+            },
+        ),
+        // Saved before purge states were: plugins alone, read as file version 2.
+        _ => (
+            plugins_of(&saved),
+            PurgeState {
+                file_version: Some(2.0),
+                most_recent_step: -1,
+            },
+        ),
+    }
+}
+
+fn dump_state(plugins: &Plugins, purge: &PurgeState) -> String {
+    let plugins: BTreeMap<&String, Value> = plugins
+        .iter()
+        .map(|(tag, (plugin, content, class))| (tag, json!([plugin, B64.encode(content), class])))
+        .collect();
+    json!({"plugins": plugins, "purge": [purge.file_version, purge.most_recent_step]}).to_string()
+}
+
+fn kind_of(kind: RichKind) -> Kind {
+    match kind {
+        RichKind::Image => Kind::Image,
+        RichKind::Histogram => Kind::Histogram,
+        RichKind::Audio => Kind::Audio,
+        RichKind::Text => Kind::Text,
+        RichKind::Tensor => Kind::Tensor,
+    }
+}
+
+/// The batch of one step being filled, within its bounds.
+struct Fill<'a> {
+    step: &'a mut ReadStep,
+    source: &'a str,
+    file: String,
+    plugins: Plugins,
+    purge: PurgeState,
+    run_refused: bool,
+    max_points: usize,
+    max_bytes: usize,
+    skipped: u64,
+}
+
+impl Fill<'_> {
+    /// Decodes a record into the batch; false when it does not fit (the purge state is then
+    /// as before it, and the next step decodes it again).
+    fn record(&mut self, offset: u64, data: Bytes) -> bool {
+        let before = (self.purge.file_version, self.purge.most_recent_step);
+        let mut decoded = decode(data, &self.file, offset, &mut self.plugins, &mut self.purge);
+        let dropped = if self.run_refused {
+            std::mem::take(&mut decoded.scalars).len()
+        } else {
+            0
+        };
+        let mut problems = std::mem::take(&mut decoded.problems);
+        let mut refused = 0u64;
+        let mut rich = Vec::with_capacity(decoded.rich.len());
+        for r in decoded.rich {
+            let record = RichRecord {
+                source: self.source.to_owned(),
+                tag: r.tag,
+                step: decoded.step,
+                wall_time: decoded.wall_time,
+                kind: kind_of(r.kind) as i32,
+                payload: r.payload,
+                plugin_name: r.plugin,
+                plugin_content: r.plugin_content,
+                file: self.file.clone(),
+                offset,
+            };
+            if BatchDraft::rich_cost(&record) > self.max_bytes {
+                problems.push(format!(
+                    "{}@{offset}: {} record of {} bytes is over the {} byte batch bound; \
+                     refused, not truncated",
+                    self.file,
+                    py_str(&record.tag),
+                    prost::Message::encoded_len(&record),
+                    self.max_bytes
+                ));
+                refused += 1;
+            } else {
+                rich.push(record);
+            }
+        }
+        let markers: Vec<SessionStart> = decoded
+            .markers
+            .into_iter()
+            .map(|m| SessionStart {
+                source: self.source.to_owned(),
+                file: self.file.clone(),
+                offset,
+                step: decoded.step,
+                wall_time: decoded.wall_time,
+                tags: m.tags,
+            })
+            .collect();
+        let cost = decoded.scalars.len() * POINT_MARGIN
+            + rich.iter().map(BatchDraft::rich_cost).sum::<usize>();
+        let draft = &self.step.draft;
+        let tags = decoded.scalars.iter().map(|(t, _)| t.as_str());
+        let over = !markers.is_empty()
+            || draft.points + decoded.scalars.len() > self.max_points
+            || draft.approx_bytes + cost > self.max_bytes
+            || ((!rich.is_empty()
+                || draft.series_count() + decoded.scalars.len() > MAX_BATCH_SERIES)
+                && draft.crowded(tags, rich.len(), markers.len()));
+        if over && !draft.is_empty() {
+            (self.purge.file_version, self.purge.most_recent_step) = before;
+            return false;
+        }
+        self.step.problems.append(&mut problems);
+        if refused > 0 {
+            self.step.reject("over the batch bound", refused);
+        }
+        self.skipped += dropped as u64;
+        let draft = &mut self.step.draft;
+        for (tag, value) in &decoded.scalars {
+            draft.add_point(tag, decoded.step, decoded.wall_time, *value);
+        }
+        rich.into_iter().for_each(|r| draft.add_rich(r));
+        markers.into_iter().for_each(|m| draft.add_session_start(m));
+        true
+    }
+}
+
+/// Reads complete records of one event file from `start` up to the batch bounds;
+/// `previous` is the saved state of the run's file read before it, if any.
+pub fn read(
+    file: &mut File,
+    relative: &str,
+    source: &str,
+    start: &Position,
+    max_points: usize,
+    max_bytes: usize,
+    previous: &str,
+) -> io::Result<ReadStep> {
+    let run_path = run_of(relative);
+    let run_refused = run_path_problem(run_path);
+    let (plugins, purge) = load_state(&start.state, previous);
+    let size = file.metadata()?.len();
+    // Records of scalars are ~50 bytes: a read sized to the batch, not 8 MiB each time.
+    let first = READ_BYTES.min((max_points as u64 * 256).max(1 << 16));
+    let (buffer, scan, covered) = frame_at(file, start.offset, first)?;
+    let draft = BatchDraft::new(source, if run_refused.is_some() { "" } else { run_path });
+    let mut step = ReadStep::new(draft, start.clone());
+    let mut fill = Fill {
+        step: &mut step,
+        source,
+        file: escape_controls(relative),
+        plugins,
+        purge,
+        run_refused: run_refused.is_some(),
+        max_points,
+        max_bytes,
+        skipped: 0,
+    };
+    let whole = Bytes::from(buffer);
+    let mut stop = None;
+    for record in &scan.records {
+        let end = record.start.saturating_add(record.length).min(whole.len());
+        if !fill.record(record.offset, whole.slice(record.start.min(end)..end)) {
+            stop = Some(record.offset);
+            break;
+        }
+    }
+    let (file_shown, skipped) = (fill.file.clone(), fill.skipped);
+    let state = dump_state(&fill.plugins, &fill.purge);
+    let until = stop.unwrap_or(start.offset + scan.consumed as u64);
+    for damage in scan.damage.iter().filter(|d| d.offset < until) {
+        step.problems
+            .push(format!("{file_shown}@{}: {}", damage.offset, damage.reason));
+    }
+    if skipped > 0 {
+        step.problems.push(format!(
+            "{file_shown}: run path {}; {skipped} scalar values skipped",
+            run_refused.unwrap_or_default()
+        ));
+        step.reject("run path not a name", skipped);
+    }
+    step.position = Position {
+        offset: until,
+        line: 0,
+        state,
+    };
+    // At the end: what is left is at most one record still being written.
+    step.at_end = stop.is_none() && start.offset + covered as u64 >= size;
+    Ok(step)
+}

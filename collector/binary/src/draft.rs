@@ -1,0 +1,196 @@
+//! What one read step gathers for a batch: scalar columns per tag in read order, rich
+//! records and purge markers of one source, with an upper bound of their encoded size kept
+//! as they are added (a batch is sealed before it would pass a bound of the contract).
+
+use std::collections::HashMap;
+
+use prost::Message;
+
+use crate::contract::proto::{RichRecord, SeriesChunk, SessionStart};
+use crate::contract::{MAX_BATCH_RICH, MAX_BATCH_SERIES, MAX_BATCH_SESSION_STARTS};
+
+/// Upper bound of the encoded size of one point (three packed 8-byte numbers, varint slack).
+pub const POINT_BYTES: usize = 30;
+/// Framing of one chunk or record besides its names and payload.
+pub const ENTRY_BYTES: usize = 32;
+
+#[derive(Debug, Default)]
+struct Series {
+    steps: Vec<i64>,
+    wall_times: Vec<f64>,
+    values: Vec<f64>,
+}
+
+/// Points of one source (one TensorBoard run: `run_path`), plus rich records and markers.
+#[derive(Debug, Default)]
+pub struct BatchDraft {
+    pub source: String,
+    pub run_path: String,
+    tags: Vec<String>,
+    series: Vec<Series>,
+    index: HashMap<String, usize>,
+    pub rich: Vec<RichRecord>,
+    pub session_starts: Vec<SessionStart>,
+    pub points: usize,
+    pub approx_bytes: usize,
+}
+
+impl BatchDraft {
+    pub fn new(source: &str, run_path: &str) -> Self {
+        Self {
+            source: source.to_owned(),
+            run_path: run_path.to_owned(),
+            ..Self::default()
+        }
+    }
+
+    pub fn series_count(&self) -> usize {
+        self.tags.len()
+    }
+
+    pub fn has_series(&self, tag: &str) -> bool {
+        self.index.contains_key(tag)
+    }
+
+    /// What a new chunk costs besides its tag and points: its source and run path.
+    fn chunk_names_bytes(&self) -> usize {
+        self.source.len() + self.run_path.len() + ENTRY_BYTES
+    }
+
+    /// Encoded bytes that adding one line's `metrics` would cost at most.
+    pub fn cost(&self, metrics: &[(String, f64)]) -> usize {
+        let mut cost = metrics.len() * POINT_BYTES;
+        for (tag, _) in metrics {
+            if !self.has_series(tag) {
+                cost += tag.len() + self.chunk_names_bytes();
+            }
+        }
+        cost
+    }
+
+    fn series_of(&mut self, tag: &str) -> &mut Series {
+        let at = match self.index.get(tag) {
+            Some(&at) => at,
+            None => {
+                self.approx_bytes += tag.len() + self.chunk_names_bytes();
+                self.tags.push(tag.to_owned());
+                self.series.push(Series::default());
+                self.index.insert(tag.to_owned(), self.tags.len() - 1);
+                self.tags.len() - 1
+            }
+        };
+        &mut self.series[at]
+    }
+
+    /// One point.
+    pub fn add_point(&mut self, tag: &str, step: i64, wall_time: f64, value: f64) {
+        let series = self.series_of(tag);
+        series.steps.push(step);
+        series.wall_times.push(wall_time);
+        series.values.push(value);
+        self.points += 1;
+        self.approx_bytes += POINT_BYTES;
+    }
+
+    /// One line's metrics at one step.
+    pub fn add_line(&mut self, step: i64, wall_time: f64, metrics: &[(String, f64)]) {
+        for (tag, value) in metrics {
+            self.add_point(tag, step, wall_time, *value);
+        }
+    }
+
+    pub fn rich_cost(record: &RichRecord) -> usize {
+        record.encoded_len() + ENTRY_BYTES
+    }
+
+    pub fn add_rich(&mut self, record: RichRecord) {
+        self.approx_bytes += Self::rich_cost(&record);
+        self.rich.push(record);
+    }
+
+    pub fn add_session_start(&mut self, marker: SessionStart) {
+        self.approx_bytes += marker.encoded_len() + ENTRY_BYTES;
+        self.session_starts.push(marker);
+    }
+
+    /// Adding series of `tags`, `rich` records and `markers` would pass a count bound of
+    /// the contract (series, rich records or markers per batch): seal the batch before.
+    pub fn crowded<'a>(
+        &self,
+        tags: impl Iterator<Item = &'a str> + Clone,
+        rich: usize,
+        markers: usize,
+    ) -> bool {
+        if self.rich.len() + rich > MAX_BATCH_RICH
+            || self.session_starts.len() + markers > MAX_BATCH_SESSION_STARTS
+        {
+            return true;
+        }
+        if self.tags.len() + tags.clone().count() <= MAX_BATCH_SERIES {
+            return false;
+        }
+        let mut new: Vec<&str> = tags.filter(|t| !self.has_series(t)).collect();
+        new.sort_unstable();
+        new.dedup();
+        self.tags.len() + new.len() > MAX_BATCH_SERIES
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.points == 0 && self.rich.is_empty() && self.session_starts.is_empty()
+    }
+
+    /// The chunks, one per tag in the order tags were first read.
+    pub fn take_chunks(&mut self) -> Vec<SeriesChunk> {
+        let series = std::mem::take(&mut self.series);
+        self.index.clear();
+        std::mem::take(&mut self.tags)
+            .into_iter()
+            .zip(series)
+            .map(|(tag, s)| SeriesChunk {
+                source: self.source.clone(),
+                run_path: self.run_path.clone(),
+                tag,
+                steps: s.steps,
+                wall_times: s.wall_times,
+                values: s.values,
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn metrics(names: &[&str]) -> Vec<(String, f64)> {
+        names.iter().map(|n| ((*n).to_owned(), 1.0)).collect()
+    }
+
+    #[test]
+    fn a_new_tag_costs_its_names_once() {
+        let mut draft = BatchDraft::new("src", "");
+        let line = metrics(&["loss", "lr"]);
+        let first = draft.cost(&line);
+        assert_eq!(first, 2 * POINT_BYTES + 4 + 2 + 2 * (3 + ENTRY_BYTES));
+        draft.add_line(1, 0.5, &line);
+        assert_eq!(draft.approx_bytes, first);
+        assert_eq!(draft.cost(&line), 2 * POINT_BYTES);
+        let chunks = draft.take_chunks();
+        assert_eq!(chunks.len(), 2);
+        assert_eq!(
+            (chunks[0].tag.as_str(), &chunks[0].steps),
+            ("loss", &vec![1])
+        );
+    }
+
+    #[test]
+    fn crowded_counts_only_new_series() {
+        let mut draft = BatchDraft::new("s", "");
+        for n in 0..MAX_BATCH_SERIES {
+            draft.add_point(&format!("t{n}"), 0, 0.0, 0.0);
+        }
+        assert!(!draft.crowded(["t1", "t2"].into_iter(), 0, 0));
+        assert!(draft.crowded(["new"].into_iter(), 0, 0));
+        assert!(draft.crowded(std::iter::empty(), MAX_BATCH_RICH + 1, 0));
+    }
+}

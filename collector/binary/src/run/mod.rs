@@ -1,0 +1,184 @@
+//! `tuneplane-collector run`: its options, checked and completed from the settings into
+//! what the collector needs. Sources come from flags; the spool defaults to the member's
+//! directory inside `TUNEPLANE_TELEMETRY_SPOOL_ROOT`; `--never-read` fences directories no
+//! source is read from (the node agent passes its state directory and the spool root).
+
+mod collector;
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::collect::{Bounds, SourceKind, SourceSpec};
+use crate::contract::{MAX_BATCH_BYTES, MAX_BATCH_POINTS};
+use crate::fence::Fence;
+use crate::send::Target;
+use crate::settings::{self, Settings};
+use crate::sources::names::name_problem;
+use crate::spool::{place, MemberKey};
+
+/// Read the sources, spool sealed batches in a private host-local SQLite spool and send
+/// them to ingest over TLS. Nothing leaves the spool before ingest confirms Kafka holds it.
+/// SIGTERM reads the sources to their current end and keeps sending for
+/// TUNEPLANE_TELEMETRY_DRAIN_SECONDS (30), leaving the rest spooled.
+///
+/// Exit status: 0 when everything read was delivered, 2 for a usage or setting error,
+/// 3 when batches are left in the spool (or quarantined).
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Run id.
+    #[arg(long = "run")]
+    run_id: String,
+    /// Attempt number (1, 2, ...).
+    #[arg(long)]
+    attempt: u32,
+    /// Member identity, e.g. rank-0.
+    #[arg(long)]
+    member: String,
+    /// A JSONL metrics file (repeatable).
+    #[arg(long = "source", value_name = "ID=FILE", value_parser = source_of::<false>)]
+    sources: Vec<SourceSpec>,
+    /// A TensorBoard log directory: every *tfevents* file below it (repeatable).
+    #[arg(long = "tensorboard", value_name = "ID=LOGDIR", value_parser = source_of::<true>)]
+    tensorboard: Vec<SourceSpec>,
+    /// A directory no source is read from, however its path resolves (symbolic links
+    /// included); repeatable. The node agent passes its state directory and the spool root.
+    #[arg(long = "never-read", value_name = "DIR")]
+    never_read: Vec<PathBuf>,
+    /// This member's spool directory (default:
+    /// TUNEPLANE_TELEMETRY_SPOOL_ROOT/<run>/<attempt>/<member>).
+    #[arg(long)]
+    spool: Option<PathBuf>,
+    /// Ingest address host:port (default TUNEPLANE_TELEMETRY_TARGET).
+    #[arg(long)]
+    target: Option<String>,
+    /// CA bundle that signs the ingest certificate (default TUNEPLANE_TELEMETRY_TRUST_BUNDLE).
+    #[arg(long = "ca-file")]
+    ca_file: Option<PathBuf>,
+    /// File holding the workload token (read again for every send).
+    #[arg(long = "token-file")]
+    token_file: PathBuf,
+    /// TLS name to verify when it differs from --target's host.
+    #[arg(long = "server-name")]
+    server_name: Option<String>,
+    /// Points per batch (at most 50000).
+    #[arg(long = "max-batch-points", default_value_t = 10_000)]
+    max_batch_points: usize,
+    /// Batches on the wire at once.
+    #[arg(long = "max-in-flight", default_value_t = 4)]
+    max_in_flight: usize,
+    /// Exit once every source is read to its end and the spool is empty.
+    #[arg(long = "exit-when-idle")]
+    exit_when_idle: bool,
+    /// DEBUG, INFO, WARNING or ERROR.
+    #[arg(long, default_value = "INFO")]
+    loglevel: String,
+}
+
+fn source_of<const TENSORBOARD: bool>(text: &str) -> Result<SourceSpec, String> {
+    let (id, path) = text
+        .split_once('=')
+        .filter(|(id, path)| !id.is_empty() && !path.is_empty())
+        .ok_or_else(|| format!("want ID=PATH, got {text:?}"))?;
+    if let Some(problem) = name_problem(id) {
+        return Err(format!("source id {problem}"));
+    }
+    let kind = if TENSORBOARD {
+        SourceKind::TensorBoard
+    } else {
+        SourceKind::Jsonl
+    };
+    Ok(SourceSpec {
+        id: id.to_owned(),
+        path: PathBuf::from(path),
+        kind,
+    })
+}
+
+/// What the collector runs with.
+pub struct Config {
+    pub owner: MemberKey,
+    pub spool: PathBuf,
+    pub mountinfo: String,
+    pub target: Target,
+    pub sources: Vec<SourceSpec>,
+    pub bounds: Bounds,
+    pub drain_seconds: u64,
+    pub in_flight: usize,
+    pub fence: Fence,
+    pub exit_when_idle: bool,
+}
+
+fn config(args: RunArgs, settings: Settings) -> Result<Config, String> {
+    let sources: Vec<SourceSpec> = args.sources.into_iter().chain(args.tensorboard).collect();
+    if sources.is_empty() {
+        return Err("give --source or --tensorboard".into());
+    }
+    let owner = MemberKey {
+        run_id: args.run_id,
+        attempt: args.attempt,
+        member: args.member,
+    };
+    let spool = match (args.spool, &settings.spool_root) {
+        (Some(spool), _) => spool,
+        (None, Some(root)) => place::member_dir(root, &owner).map_err(|e| e.0)?,
+        (None, None) => return Err(format!("give --spool or set {}", settings::SPOOL_ROOT)),
+    };
+    let address = args
+        .target
+        .or(settings.target)
+        .ok_or_else(|| format!("give --target or set {}", settings::TARGET))?;
+    let ca_file = args
+        .ca_file
+        .or(settings.trust_bundle)
+        .ok_or_else(|| format!("give --ca-file or set {}", settings::TRUST_BUNDLE))?;
+    if !(1..=MAX_BATCH_POINTS).contains(&args.max_batch_points) {
+        return Err(format!("--max-batch-points must be 1..{MAX_BATCH_POINTS}"));
+    }
+    let mountinfo = std::fs::read_to_string(&settings.mount_table)
+        .map_err(|e| crate::fence::failed("mount table", &settings.mount_table, &e))?;
+    crate::failpoints::arm(settings.failpoints)
+        .map_err(|why| format!("{} {why}", crate::failpoints::VARIABLE))?;
+    Ok(Config {
+        owner,
+        spool,
+        mountinfo,
+        sources,
+        target: Target {
+            address,
+            ca_file,
+            token_file: args.token_file,
+            server_name: args.server_name,
+        },
+        bounds: Bounds {
+            max_points: args.max_batch_points,
+            max_bytes: MAX_BATCH_BYTES * 3 / 4,
+            spool_bytes: settings.spool_bytes,
+        },
+        drain_seconds: settings.drain_seconds,
+        in_flight: args.max_in_flight.max(1),
+        fence: Fence::of(&args.never_read),
+        exit_when_idle: args.exit_when_idle,
+    })
+}
+
+/// The command: its exit status.
+pub fn run(args: RunArgs) -> u8 {
+    let Some(level) = crate::logging::level_of(&args.loglevel) else {
+        eprintln!(
+            "tuneplane-collector run: --loglevel {:?} is not DEBUG, INFO, WARNING or ERROR",
+            args.loglevel
+        );
+        return 2;
+    };
+    crate::logging::init(level);
+    let env = std::env::vars().collect();
+    let prepared = Settings::from_environ(&env).and_then(|settings| config(args, settings));
+    match prepared {
+        Ok(config) => collector::collect(&config),
+        Err(why) => {
+            eprintln!("tuneplane-collector run: {why}");
+            2
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! Sends sealed batches to ingest in spool order over gRPC/TLS, and deletes a batch only
+//! after ingest's ACK (Kafka holds it). Up to `in_flight` batches are on the wire at once; a
+//! batch whose first try fails is retried alone with capped exponential backoff and jitter
+//! (backon), byte for byte the same, so a resend is the same identity.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use backon::{BlockingRetryable, ExponentialBuilder};
+use tonic::metadata::MetadataValue;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
+use tonic::{Code, Request};
+
+use crate::contract::proto::push_batch_reply::Outcome;
+use crate::contract::proto::telemetry_ingest_client::TelemetryIngestClient;
+use crate::contract::proto::{PushBatchReply, PushBatchRequest};
+use crate::failpoints;
+use crate::fence::failed;
+use crate::spool::{SealedBatch, Spool};
+
+/// Where batches go, and the file holding the workload token they carry (read for every
+/// batch: the platform rewrites it when it renews the token).
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub address: String,
+    pub ca_file: PathBuf,
+    pub token_file: PathBuf,
+    pub server_name: Option<String>,
+}
+
+/// The batch should be sent again later; the message says why not now.
+#[derive(Debug)]
+pub struct Transient(pub String);
+
+/// gRPC's name of a status code, as logs and the contract name them.
+fn code_name(code: Code) -> &'static str {
+    match code {
+        Code::Ok => "OK",
+        Code::Cancelled => "CANCELLED",
+        Code::Unknown => "UNKNOWN",
+        Code::InvalidArgument => "INVALID_ARGUMENT",
+        Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
+        Code::NotFound => "NOT_FOUND",
+        Code::AlreadyExists => "ALREADY_EXISTS",
+        Code::PermissionDenied => "PERMISSION_DENIED",
+        Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
+        Code::FailedPrecondition => "FAILED_PRECONDITION",
+        Code::Aborted => "ABORTED",
+        Code::OutOfRange => "OUT_OF_RANGE",
+        Code::Unimplemented => "UNIMPLEMENTED",
+        Code::Internal => "INTERNAL",
+        Code::Unavailable => "UNAVAILABLE",
+        Code::DataLoss => "DATA_LOSS",
+        Code::Unauthenticated => "UNAUTHENTICATED",
+    }
+}
+
+/// Answers after which the same batch may succeed later: retryable ones, a call broken
+/// midway, and the token ones (they pass once the platform rewrites the token file).
+fn transient(code: Code) -> bool {
+    matches!(
+        code,
+        Code::Unavailable
+            | Code::DeadlineExceeded
+            | Code::ResourceExhausted
+            | Code::Aborted
+            | Code::Internal
+            | Code::Unknown
+            | Code::Unauthenticated
+            | Code::PermissionDenied
+            | Code::Cancelled
+    )
+}
+
+pub struct Sender {
+    spool: Spool,
+    client: TelemetryIngestClient<Channel>,
+    runtime: tokio::runtime::Runtime,
+    token_file: PathBuf,
+    in_flight: usize,
+    pub sent_batches: u64,
+    pub sent_points: u64,
+}
+
+type Answer = Result<PushBatchReply, tonic::Status>;
+
+impl Sender {
+    pub fn new(spool: Spool, target: &Target, in_flight: usize) -> Result<Self, String> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the sender: {e}"))?;
+        let pem =
+            std::fs::read(&target.ca_file).map_err(|e| failed("CA bundle", &target.ca_file, &e))?;
+        let host = target
+            .address
+            .rsplit_once(':')
+            .map_or(target.address.as_str(), |(h, _)| h);
+        let tls = ClientTlsConfig::new()
+            .ca_certificate(Certificate::from_pem(pem))
+            .domain_name(
+                target
+                    .server_name
+                    .clone()
+                    .unwrap_or_else(|| host.to_owned()),
+            );
+        let endpoint = Endpoint::from_shared(format!("https://{}", target.address))
+            .map_err(|e| format!("target {}: {e}", target.address))?
+            .tls_config(tls)
+            .map_err(|e| format!("TLS for {}: {e}", target.address))?
+            .timeout(Duration::from_secs(30))
+            .connect_timeout(Duration::from_secs(5));
+        let channel = {
+            let _inside = runtime.enter();
+            endpoint.connect_lazy()
+        };
+        Ok(Self {
+            spool,
+            client: TelemetryIngestClient::new(channel),
+            runtime,
+            token_file: target.token_file.clone(),
+            in_flight,
+            sent_batches: 0,
+            sent_points: 0,
+        })
+    }
+
+    fn request(&self, batch: &SealedBatch) -> Result<Request<PushBatchRequest>, Transient> {
+        let token = std::fs::read_to_string(&self.token_file)
+            .map_err(|e| Transient(failed("token file", &self.token_file, &e)))?;
+        let bearer = MetadataValue::try_from(format!("Bearer {}", token.trim())).map_err(|_| {
+            Transient(format!(
+                "token file {} holds no usable token",
+                self.token_file.display()
+            ))
+        })?;
+        let mut request = Request::new(PushBatchRequest {
+            batch: batch.payload.clone().into(),
+        });
+        request.metadata_mut().insert("authorization", bearer);
+        Ok(request)
+    }
+
+    /// ACK → delete; a permanent refusal → quarantine; else Transient.
+    fn settle(&mut self, batch: &SealedBatch, answer: Answer) -> Result<(), Transient> {
+        failpoints::reach("send"); // the batch was on the wire; its answer is not acted on yet
+        let reply = match answer {
+            Ok(reply) => reply,
+            Err(status) if transient(status.code()) => {
+                return Err(Transient(format!(
+                    "batch {}: {}: {}",
+                    batch.sequence,
+                    code_name(status.code()),
+                    status.message()
+                )));
+            }
+            Err(status) => {
+                let reason = format!("{}: {}", code_name(status.code()), status.message());
+                self.spool
+                    .quarantine(batch.sequence, &reason)
+                    .map_err(|e| Transient(e.to_string()))?;
+                log::error!("batch {} refused and quarantined: {reason}", batch.sequence);
+                return Ok(());
+            }
+        };
+        if reply.outcome == Outcome::Rejected as i32 {
+            self.spool
+                .quarantine(batch.sequence, &reply.reason)
+                .map_err(|e| Transient(e.to_string()))?;
+            log::error!(
+                "batch {} rejected and quarantined: {}",
+                batch.sequence,
+                reply.reason
+            );
+            return Ok(());
+        }
+        failpoints::reach("ack");
+        self.spool
+            .acknowledge(batch.sequence)
+            .map_err(|e| Transient(e.to_string()))?;
+        failpoints::reach("delete");
+        self.sent_batches += 1;
+        self.sent_points += batch.points;
+        Ok(())
+    }
+
+    /// Puts `batches` on the wire at once; the answers in their order.
+    fn push_all(&self, batches: &[SealedBatch]) -> Vec<Result<Answer, Transient>> {
+        let requests: Vec<_> = batches.iter().map(|b| self.request(b)).collect();
+        self.runtime.block_on(async {
+            let calls = requests.into_iter().map(|request| {
+                let mut client = self.client.clone();
+                async move {
+                    match request {
+                        Ok(request) => Ok(client
+                            .push_batch(request)
+                            .await
+                            .map(tonic::Response::into_inner)),
+                        Err(why) => Err(why),
+                    }
+                }
+            });
+            futures_util::future::join_all(calls).await
+        })
+    }
+
+    /// Sends until nothing is pending (or `stop`); a batch still failing after
+    /// `give_up_after` stays spooled and its Transient is returned.
+    pub fn run_once(
+        &mut self,
+        give_up_after: Duration,
+        stop: &AtomicBool,
+    ) -> Result<usize, Transient> {
+        let mut handled = 0;
+        while !stop.load(Ordering::Relaxed) {
+            let batches = self
+                .spool
+                .pending(self.in_flight)
+                .map_err(|e| Transient(e.to_string()))?;
+            if batches.is_empty() {
+                break;
+            }
+            for (batch, answer) in batches.iter().zip(self.push_all(&batches)) {
+                let first = answer.and_then(|answer| self.settle(batch, answer));
+                if first.is_err() {
+                    if stop.load(Ordering::Relaxed) {
+                        return Ok(handled);
+                    }
+                    self.send_with_retries(batch, give_up_after)?;
+                }
+                handled += 1;
+            }
+        }
+        Ok(handled)
+    }
+
+    fn send_with_retries(
+        &mut self,
+        batch: &SealedBatch,
+        give_up_after: Duration,
+    ) -> Result<(), Transient> {
+        let backoff = ExponentialBuilder::default()
+            .with_min_delay(Duration::from_millis(100))
+            .with_max_delay(Duration::from_secs(5))
+            .with_jitter()
+            .with_total_delay(Some(give_up_after))
+            .without_max_times();
+        let attempt = || {
+            let answer = self
+                .push_all(std::slice::from_ref(batch))
+                .pop()
+                .unwrap_or_else(|| Err(Transient("no answer".into())))?;
+            self.settle(batch, answer)
+        };
+        attempt
+            .retry(backoff)
+            .sleep(std::thread::sleep)
+            .notify(|e: &Transient, wait| {
+                log::warn!("retrying batch {} in {wait:?}: {}", batch.sequence, e.0)
+            })
+            .call()
+    }
+}

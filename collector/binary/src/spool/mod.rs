@@ -1,0 +1,298 @@
+//! The host-local SQLite spool: sealed batches and the source positions they advance.
+//!
+//! Sealing a batch and advancing its source's position happen in one transaction (WAL,
+//! `synchronous=FULL`), so after any crash a point is either in a sealed batch or still
+//! ahead of the saved position: never both, never neither. A batch keeps its identity and
+//! bytes until an ACK deletes it. The schema is the one every collector of the project has
+//! written, so a spool outlives the collector that began it.
+
+pub mod place;
+pub mod status;
+
+use std::fmt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use prost::Message;
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+
+use crate::contract::proto::{Batch, BatchIdentity};
+use crate::draft::BatchDraft;
+
+pub const FILE: &str = "spool.sqlite3";
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS positions (
+    source TEXT NOT NULL, file TEXT NOT NULL, file_key TEXT NOT NULL,
+    offset INTEGER NOT NULL, line INTEGER NOT NULL, state TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (source, file));
+CREATE TABLE IF NOT EXISTS rejections (
+    source TEXT NOT NULL, reason TEXT NOT NULL, count INTEGER NOT NULL,
+    PRIMARY KEY (source, reason));
+CREATE TABLE IF NOT EXISTS batches (
+    sequence INTEGER PRIMARY KEY, payload BLOB NOT NULL, points INTEGER NOT NULL,
+    quarantined TEXT);
+";
+
+/// run/attempt/member: the one process identity a spool belongs to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemberKey {
+    pub run_id: String,
+    pub attempt: u32,
+    pub member: String,
+}
+
+impl fmt::Display for MemberKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}/{}", self.run_id, self.attempt, self.member)
+    }
+}
+
+/// The spool cannot be used as configured; the message says why.
+#[derive(Debug)]
+pub struct SpoolError(pub String);
+
+impl fmt::Display for SpoolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Where reading a file resumes, and what the reader must remember about it (JSON).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SavedPosition {
+    pub file_key: String,
+    pub offset: u64,
+    pub line: u64,
+    pub state: String,
+}
+
+#[derive(Debug)]
+pub struct SealedBatch {
+    pub sequence: u64,
+    pub payload: Vec<u8>,
+    pub points: u64,
+}
+
+pub struct Spool {
+    db: Connection,
+    owner: MemberKey,
+    pub epoch: String,
+}
+
+fn damaged(path: &Path, error: &rusqlite::Error) -> SpoolError {
+    SpoolError(format!(
+        "spool database {} is damaged ({error}). It is kept as it is: move the spool \
+         directory aside to start a new spool epoch, or recover it",
+        path.display()
+    ))
+}
+
+impl Spool {
+    /// The member's spool in `directory` (made private, refused on a network filesystem),
+    /// created with a new epoch when it is new. `mountinfo` is the mount table to judge by.
+    pub fn open(directory: &Path, owner: &MemberKey, mountinfo: &str) -> Result<Self, SpoolError> {
+        place::prepare(directory, mountinfo)?;
+        let path = directory.join(FILE);
+        let open = || -> rusqlite::Result<(Connection, String, String)> {
+            let db = Connection::open(&path)?;
+            db.busy_timeout(std::time::Duration::from_secs(30))?;
+            db.pragma_update(None, "journal_mode", "WAL")?;
+            db.pragma_update(None, "synchronous", "FULL")?;
+            db.execute_batch(SCHEMA)?;
+            let (epoch, holder) = Self::load_meta(&db, owner)?;
+            Ok((db, epoch, holder))
+        };
+        let (db, epoch, holder) = open().map_err(|e| damaged(&path, &e))?;
+        let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
+        if holder != owner.to_string() {
+            return Err(SpoolError(format!(
+                "spool {} belongs to {holder}, not {owner}; give each member its own spool \
+                 directory",
+                path.display()
+            )));
+        }
+        Ok(Self {
+            db,
+            owner: owner.clone(),
+            epoch,
+        })
+    }
+
+    /// (epoch, owner) of the spool; a new spool is a new epoch, whose batch ids never
+    /// collide with a lost spool's.
+    fn load_meta(db: &Connection, owner: &MemberKey) -> rusqlite::Result<(String, String)> {
+        db.execute_batch("BEGIN IMMEDIATE")?;
+        let meta = |key: &str| -> rusqlite::Result<Option<String>> {
+            db.query_row("SELECT value FROM meta WHERE key = ?", [key], |r| r.get(0))
+                .optional()
+        };
+        let found = (meta("epoch")?, meta("owner")?);
+        let result = if let (Some(epoch), Some(holder)) = found {
+            (epoch, holder)
+        } else {
+            let mut random = [0u8; 8];
+            getrandom::fill(&mut random).map_err(|e| {
+                rusqlite::Error::ToSqlConversionFailure(Box::new(std::io::Error::other(
+                    e.to_string(),
+                )))
+            })?;
+            let epoch: String = random.iter().map(|b| format!("{b:02x}")).collect();
+            for (key, value) in [
+                ("epoch", epoch.as_str()),
+                ("next_sequence", "1"),
+                ("owner", &owner.to_string()),
+            ] {
+                db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [key, value])?;
+            }
+            (epoch, owner.to_string())
+        };
+        db.execute_batch("COMMIT")?;
+        Ok(result)
+    }
+
+    pub fn position(&self, source: &str, file: &str) -> rusqlite::Result<Option<SavedPosition>> {
+        self.db
+            .query_row(
+                "SELECT file_key, offset, line, state FROM positions \
+                 WHERE source = ? AND file = ?",
+                [source, file],
+                |r| {
+                    Ok(SavedPosition {
+                        file_key: r.get(0)?,
+                        offset: r.get(1)?,
+                        line: r.get(2)?,
+                        state: r.get(3)?,
+                    })
+                },
+            )
+            .optional()
+    }
+
+    /// Seals `draft` as the next batch and saves the file's `position` in one transaction;
+    /// with an empty draft only the position moves. `rejected` counts records refused on
+    /// the way, by reason. Returns the batch's sequence, if one was sealed.
+    pub fn seal(
+        &mut self,
+        draft: &mut BatchDraft,
+        file: &str,
+        position: &SavedPosition,
+        sealed_at: f64,
+        rejected: &[(String, u64)],
+    ) -> rusqlite::Result<Option<u64>> {
+        let tx = self
+            .db
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut sequence = None;
+        if !draft.is_empty() {
+            let next: String = tx.query_row(
+                "SELECT value FROM meta WHERE key = 'next_sequence'",
+                [],
+                |r| r.get(0),
+            )?;
+            let next: u64 = next.parse().unwrap_or(1);
+            let batch = Batch {
+                identity: Some(BatchIdentity {
+                    run_id: self.owner.run_id.clone(),
+                    attempt: self.owner.attempt,
+                    member: self.owner.member.clone(),
+                    spool_epoch: self.epoch.clone(),
+                    sequence: next,
+                }),
+                chunks: draft.take_chunks(),
+                sealed_at,
+                rich: std::mem::take(&mut draft.rich),
+                session_starts: std::mem::take(&mut draft.session_starts),
+            };
+            tx.execute(
+                "INSERT INTO batches (sequence, payload, points) VALUES (?, ?, ?)",
+                params![next, batch.encode_to_vec(), draft.points as u64],
+            )?;
+            tx.execute(
+                "UPDATE meta SET value = ? WHERE key = 'next_sequence'",
+                [(next + 1).to_string()],
+            )?;
+            sequence = Some(next);
+        }
+        tx.execute(
+            "INSERT INTO positions VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (source, file) DO \
+             UPDATE SET file_key = excluded.file_key, offset = excluded.offset, \
+             line = excluded.line, state = excluded.state",
+            params![
+                draft.source,
+                file,
+                position.file_key,
+                position.offset,
+                position.line,
+                position.state
+            ],
+        )?;
+        for (reason, count) in rejected {
+            tx.execute(
+                "INSERT INTO rejections VALUES (?, ?, ?) ON CONFLICT (source, reason) \
+                 DO UPDATE SET count = count + excluded.count",
+                params![draft.source, reason, count],
+            )?;
+        }
+        tx.commit()?;
+        Ok(sequence)
+    }
+
+    /// The oldest `limit` batches not quarantined, in sequence order.
+    pub fn pending(&self, limit: usize) -> rusqlite::Result<Vec<SealedBatch>> {
+        let mut query = self.db.prepare_cached(
+            "SELECT sequence, payload, points FROM batches WHERE quarantined IS NULL \
+             ORDER BY sequence LIMIT ?",
+        )?;
+        let rows = query.query_map([limit as u64], |r| {
+            Ok(SealedBatch {
+                sequence: r.get(0)?,
+                payload: r.get(1)?,
+                points: r.get(2)?,
+            })
+        })?;
+        rows.collect()
+    }
+
+    pub fn pending_count(&self) -> rusqlite::Result<u64> {
+        self.db.query_row(
+            "SELECT count(*) FROM batches WHERE quarantined IS NULL",
+            [],
+            |r| r.get(0),
+        )
+    }
+
+    pub fn acknowledge(&self, sequence: u64) -> rusqlite::Result<()> {
+        self.db
+            .execute("DELETE FROM batches WHERE sequence = ?", [sequence])
+            .map(drop)
+    }
+
+    /// Keeps a batch the service will never accept, with the reason, out of the queue.
+    pub fn quarantine(&self, sequence: u64, reason: &str) -> rusqlite::Result<()> {
+        self.db
+            .execute(
+                "UPDATE batches SET quarantined = ? WHERE sequence = ?",
+                params![reason, sequence],
+            )
+            .map(drop)
+    }
+
+    pub fn quarantined(&self) -> rusqlite::Result<Vec<(u64, String)>> {
+        let mut query = self.db.prepare(
+            "SELECT sequence, quarantined FROM batches WHERE quarantined IS NOT NULL \
+             ORDER BY sequence",
+        )?;
+        let rows = query.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        rows.collect()
+    }
+
+    pub fn stored_bytes(&self) -> rusqlite::Result<u64> {
+        self.db.query_row(
+            "SELECT coalesce(sum(length(payload)), 0) FROM batches",
+            [],
+            |r| r.get(0),
+        )
+    }
+}

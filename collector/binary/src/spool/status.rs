@@ -1,0 +1,94 @@
+//! `spool status DIR`: what a spool holds (pending and quarantined batches, where each
+//! source file is read to, what was refused), read without taking the spool over: the
+//! database is opened read-only, beside a collector that may be writing it.
+
+use std::path::Path;
+
+use rusqlite::{Connection, OpenFlags};
+use serde_json::{json, Value};
+
+use super::{SpoolError, FILE};
+
+fn rows(db: &Connection, sql: &str, columns: &[&str]) -> rusqlite::Result<Vec<Value>> {
+    let mut query = db.prepare(sql)?;
+    let found = query.query_map([], |r| {
+        let mut row = serde_json::Map::new();
+        for (at, name) in columns.iter().enumerate() {
+            let value = match r.get_ref(at)? {
+                rusqlite::types::ValueRef::Integer(n) => json!(n),
+                rusqlite::types::ValueRef::Text(t) => json!(String::from_utf8_lossy(t)),
+                _ => Value::Null,
+            };
+            row.insert((*name).to_owned(), value);
+        }
+        Ok(Value::Object(row))
+    })?;
+    found.collect()
+}
+
+fn read(db: &Connection, directory: &Path) -> rusqlite::Result<Value> {
+    let meta = |key: &str| -> Value {
+        db.query_row("SELECT value FROM meta WHERE key = ?", [key], |r| {
+            r.get::<_, String>(0)
+        })
+        .map_or(Value::Null, Value::String)
+    };
+    let next: u64 = meta("next_sequence")
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    let (batches, points, bytes): (i64, i64, i64) = db.query_row(
+        "SELECT count(*), coalesce(sum(points), 0), coalesce(sum(length(payload)), 0) \
+         FROM batches WHERE quarantined IS NULL",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
+    Ok(json!({
+        "spool": directory.display().to_string(),
+        "owner": meta("owner"),
+        "epoch": meta("epoch"),
+        "next_sequence": next,
+        "pending": {"batches": batches, "points": points, "bytes": bytes},
+        "quarantined": rows(db, "SELECT sequence, points, quarantined FROM batches WHERE \
+                                 quarantined IS NOT NULL ORDER BY sequence",
+                            &["sequence", "points", "reason"])?,
+        "positions": rows(db, "SELECT source, file, offset, line FROM positions \
+                               ORDER BY source, file", &["source", "file", "offset", "line"])?,
+        "rejected": rows(db, "SELECT source, reason, count FROM rejections \
+                              ORDER BY source, reason", &["source", "reason", "count"])?,
+    }))
+}
+
+/// What the spool in `directory` holds, as `spool status` prints it.
+pub fn status(directory: &Path) -> Result<Value, SpoolError> {
+    let path = directory.join(FILE);
+    if !path.exists() {
+        return Err(SpoolError(format!(
+            "no spool at {} ({FILE} not found)",
+            directory.display()
+        )));
+    }
+    let damaged = |e: rusqlite::Error| {
+        SpoolError(format!(
+            "spool {} is damaged ({e}); it is kept as it is",
+            path.display()
+        ))
+    };
+    let db =
+        Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(damaged)?;
+    let tables: i64 = db
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'meta'",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(damaged)?;
+    if tables == 0 {
+        return Err(SpoolError(format!(
+            "spool {} has no tables yet (a collector is creating it, or it is empty); \
+             nothing is spooled in it",
+            path.display()
+        )));
+    }
+    read(&db, directory).map_err(damaged)
+}
