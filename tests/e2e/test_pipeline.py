@@ -13,7 +13,7 @@ import grpc
 import numpy as np
 
 from tests.support.credentials import workload_token
-from tests.support.environment import BIN, Endpoints
+from tests.support.environment import Endpoints
 from tests.support.processes import Process, collector_args, run_collector
 from tests.support.readmodels import curve_points, wait_for_points
 from tests.support.truth import assert_exact, write_jsonl
@@ -163,11 +163,8 @@ channels:
     for m in truths:
         member = MemberKey(run_id, 1, m)
         token = workload_token(initialised, member, tmp_path / f"token-{m}")
-        # The Python collector until the binary reads integration artifacts and rich
-        # channels (issue 27's next increment).
         done = run_collector([*collector_args(ingest.port, tls_dir, token, member,
-                                              tmp_path / f"spool-{m}", {},
-                                              binary=BIN / "tuneplane-collector"),
+                                              tmp_path / f"spool-{m}", {}),
                               "--integration", str(artifact)])
         assert done.returncode == 0, done.stderr
         expected_rich = 5 if m == "rank-1" else 0

@@ -1,4 +1,5 @@
-"""TensorBoard conformance end to end: log directories written by real writers go through
+"""TensorBoard conformance end to end, on the collector binary of each target (aarch64 under
+qemu): log directories written by real writers go through
 collector → ingest → Kafka → projector → PostgreSQL → tuneplane-web, and every (run path,
 tag) comes back as its own series equal to what TensorBoard itself reads from the same
 files: raw, to its event file loader; with ``semantics=tensorboard``, to its multiplexer
@@ -14,15 +15,20 @@ from typing import Any
 
 import asyncpg
 import httpx
+import pytest
 
+from tests.support import collector_binary
+from tests.support.collector_binary import TARGETS
 from tests.support.credentials import workload_token
 from tests.support.environment import Endpoints
 from tests.support.processes import Process, collector_args, run_collector
-from tests.support.readmodels import projected_behind
+from tests.support.readmodels import curve_points, projected_behind
 from tests.support.truth import (
     Run,
+    assert_exact,
     tensorboard_purged,
     tensorboard_runs,
+    write_jsonl,
     write_old_style_logdir,
 )
 from tests.support.writers import (
@@ -57,10 +63,11 @@ def points(data: dict[str, Any]) -> Points:
     return sorted((s, w, v) for s, w, v in data["points"])
 
 
+@pytest.mark.parametrize("target", TARGETS)
 async def test_real_writers_series_equal_tensorboards_own_reading_raw_and_purged(
         initialised: Endpoints, ingest: Process, projector: Process, web: Process,
         user_token: str, tls_dir: Path, tmp_path: Path, run_id: str,
-        db: asyncpg.Connection) -> None:
+        db: asyncpg.Connection, target: str) -> None:
     logdir = tmp_path / "logs"
     tensorboardx_with_restarts(logdir)
     tensorboardx_resumed_once(logdir / "resumed")
@@ -89,16 +96,20 @@ async def test_real_writers_series_equal_tensorboards_own_reading_raw_and_purged
 
     member = MemberKey(run_id, 1, "rank-0")
     token = workload_token(initialised, member, tmp_path / "token")
+    # A JSONL file beside the log directory, read by the same collector.
+    jsonl = write_jsonl(tmp_path / "metrics.jsonl", range(700), ["loss", "acc"])
     done = run_collector([*collector_args(ingest.port, tls_dir, token, member,
-                                          tmp_path / "spool", {}), "--tensorboard",
-                          f"tb={logdir}", "--max-batch-points", "64"])
+                                          tmp_path / "spool", {"train": tmp_path / "metrics.jsonl"},
+                                          command=collector_binary.command(target)),
+                          "--tensorboard", f"tb={logdir}", "--max-batch-points", "64"])
     assert done.returncode == 0, done.stderr
-    total = sum(len(p) for p in raw.values())
+    total = sum(len(p) for p in raw.values()) + len(jsonl)
     assert f"{total} points and 1 rich records read" in done.stderr  # old's histogram
     await projected_behind(db, initialised.kafka_bootstrap, member)
     # Every batch is projected now, and nothing more is on its way: stored counts are final.
     stored = {(r["run_path"], r["tag"]): r["sum"] for r in await db.fetch(STORED, run_id)}
     assert stored == {run: len(p) for run, p in raw.items()}
+    assert_exact(await curve_points(db, run_id), jsonl, "rank-0", "train")
 
     url = f"/api/v1/runs/{run_id}/attempts/1"
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{web.port}",

@@ -42,7 +42,7 @@ async def test_a_collector_killed_at_each_step_delivers_exactly_after_restart(
     token = workload_token(initialised, member, tmp_path / "token")
     args = [*collector_args(ingest.port, tls_dir, token, member, tmp_path / "spool",
                             {"train": jsonl}, "--max-batch-points", "400",
-                            binary=collector_binary.failpoints_binary()),
+                            command=[str(collector_binary.failpoints_binary())]),
             "--tensorboard", f"tb={logdir}", "--exit-when-idle", "--loglevel", "WARNING"]
     for hit in (3, 7):  # killed twice at the same step, a few batches apart
         crashed = subprocess.run(args, capture_output=True, text=True, timeout=120,
@@ -64,7 +64,7 @@ async def test_a_collector_killed_at_each_step_delivers_exactly_after_restart(
 def test_a_misspelt_failpoint_is_a_clear_error(tmp_path: Path, bad: str) -> None:
     args = collector_args(1, tmp_path, tmp_path / "token", MemberKey("r", 1, "rank-0"),
                           tmp_path / "spool", {"train": tmp_path / "m.jsonl"},
-                          binary=collector_binary.failpoints_binary())
+                          command=[str(collector_binary.failpoints_binary())])
     refused = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False,
                              env={**os.environ, "TUNEPLANE_COLLECTOR_FAILPOINTS": bad})
     assert refused.returncode == 2, refused.stderr

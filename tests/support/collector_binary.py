@@ -4,9 +4,12 @@ target, the aarch64 one run here under Debian's qemu-user-static."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -47,3 +50,33 @@ def command(target: str) -> list[str]:
 def run(target: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run([*command(target), *args], capture_output=True, timeout=timeout,
                           check=False)
+
+
+def unreachable_run(target: str, tmp_path: Path, tls_dir: Path, sources: dict[str, Path],
+                    *extra: str, read: list[Path] | None = None,
+                    ) -> subprocess.CompletedProcess[str]:
+    """``run`` of member run-1/2/rank-0 against an ingest that is not there, spooled in
+    ``tmp_path/spool``, until it has read each file of ``read`` (default: the JSONL
+    ``sources``) to its end (its spool says so), then stopped with SIGTERM; the drain gives
+    up after a second."""
+    (tmp_path / "token").write_text("not-a-token\n")
+    spool = tmp_path / "spool"
+    args = [*command(target), "run", "--run", "run-1", "--attempt", "2", "--member", "rank-0",
+            "--spool", str(spool), "--target", "localhost:1", "--ca-file",
+            str(tls_dir / "ca.pem"), "--token-file", str(tmp_path / "token"),
+            "--max-batch-points", "250", *extra]
+    for source_id, path in sources.items():
+        args += ["--source", f"{source_id}={path}"]
+    ends = sorted(path.stat().st_size for path in (read or list(sources.values())))
+    collector = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env={
+        **os.environ, "TUNEPLANE_TELEMETRY_DRAIN_SECONDS": "1"})
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and collector.poll() is None:
+        status = run("x86_64-unknown-linux-musl", "spool", "status", str(spool))
+        if status.returncode == 0 and sorted(
+                p["offset"] for p in json.loads(status.stdout)["positions"]) == ends:
+            break
+        time.sleep(0.1)
+    collector.send_signal(signal.SIGTERM)
+    _, stderr = collector.communicate(timeout=60)
+    return subprocess.CompletedProcess(args, collector.returncode, "", stderr)

@@ -97,10 +97,11 @@ def launch_env(ingest_port: int, spool_root: Path, artifact: Path) -> dict[str, 
 
 def collector_args(ingest_port: int, tls_dir: Path, token: Path, member: MemberKey,
                    spool: Path, sources: dict[str, Path], *extra: str,
-                   binary: Path | None = None) -> list[str]:
-    """``tuneplane-collector run`` of the static binary (``binary``: another build of it)."""
-    binary = binary or collector_binary.binary(HOST_TARGET)
-    args = [str(binary), "run", "--run", member.run_id, "--attempt",
+                   command: list[str] | None = None) -> list[str]:
+    """``tuneplane-collector run`` of the static binary for this host (``command``: another
+    build of it, or the aarch64 one under qemu)."""
+    command = command or collector_binary.command(HOST_TARGET)
+    args = [*command, "run", "--run", member.run_id, "--attempt",
             str(member.attempt), "--member", member.member, "--spool", str(spool),
             "--target", f"localhost:{ingest_port}", "--ca-file", str(tls_dir / "ca.pem"),
             "--token-file", str(token), *extra]

@@ -1,6 +1,9 @@
 //! The telemetry contract as the collector keeps it: the batch messages and the ingest
 //! client compiled from `protos/tuneplane/telemetry/v1/telemetry.proto`, and the bounds of
-//! one batch (`tuneplane.telemetry.v1.limits`, which ingest and the projector check).
+//! one batch (`tuneplane.telemetry.v1.limits`, which ingest and the projector check), and
+//! which of ingest's answers a batch is sent again after (`tuneplane.contract.errors`).
+
+use tonic::Code;
 
 /// The project's declaration of the telemetry contract, compiled at build time.
 #[allow(clippy::all, clippy::pedantic)]
@@ -20,3 +23,43 @@ pub const MAX_BATCH_SESSION_STARTS: usize = 5_000;
 pub const MAX_BATCH_SERIES: usize = 2_000;
 /// A run path's bound in UTF-8 bytes.
 pub const MAX_RUN_PATH_BYTES: usize = 512;
+
+/// gRPC's name of a status code, as logs and the contract name them.
+pub fn code_name(code: Code) -> &'static str {
+    match code {
+        Code::Ok => "OK",
+        Code::Cancelled => "CANCELLED",
+        Code::Unknown => "UNKNOWN",
+        Code::InvalidArgument => "INVALID_ARGUMENT",
+        Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
+        Code::NotFound => "NOT_FOUND",
+        Code::AlreadyExists => "ALREADY_EXISTS",
+        Code::PermissionDenied => "PERMISSION_DENIED",
+        Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
+        Code::FailedPrecondition => "FAILED_PRECONDITION",
+        Code::Aborted => "ABORTED",
+        Code::OutOfRange => "OUT_OF_RANGE",
+        Code::Unimplemented => "UNIMPLEMENTED",
+        Code::Internal => "INTERNAL",
+        Code::Unavailable => "UNAVAILABLE",
+        Code::DataLoss => "DATA_LOSS",
+        Code::Unauthenticated => "UNAUTHENTICATED",
+    }
+}
+
+/// Answers after which the same batch may succeed later: retryable ones, a call broken
+/// midway, and the token ones (they pass once the platform rewrites the token file).
+pub fn transient(code: Code) -> bool {
+    matches!(
+        code,
+        Code::Unavailable
+            | Code::DeadlineExceeded
+            | Code::ResourceExhausted
+            | Code::Aborted
+            | Code::Internal
+            | Code::Unknown
+            | Code::Unauthenticated
+            | Code::PermissionDenied
+            | Code::Cancelled
+    )
+}

@@ -7,6 +7,7 @@ mod draft;
 mod eventfile;
 mod failpoints;
 mod fence;
+mod integration;
 mod logdir;
 mod logging;
 mod read;
@@ -44,6 +45,11 @@ enum Command {
         #[arg(required = true, value_name = "PATH")]
         paths: Vec<String>,
     },
+    /// Validate an integration artifact; list who reads what.
+    Check {
+        /// The artifact (YAML or JSON).
+        file: PathBuf,
+    },
     /// Look at a spool.
     Spool {
         #[command(subcommand)]
@@ -80,6 +86,7 @@ fn main() -> ExitCode {
     let code = match Cli::parse().command {
         Command::Run(args) => run::run(*args),
         Command::Read { paths } => u8::try_from(read::read(&paths)).unwrap_or(1),
+        Command::Check { file } => integration::check(&file),
         Command::Spool {
             command: SpoolCommand::Status { directory },
         } => spool_status(&directory),

@@ -10,11 +10,12 @@ use std::time::Duration;
 use backon::{BlockingRetryable, ExponentialBuilder};
 use tonic::metadata::MetadataValue;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
-use tonic::{Code, Request};
+use tonic::Request;
 
 use crate::contract::proto::push_batch_reply::Outcome;
 use crate::contract::proto::telemetry_ingest_client::TelemetryIngestClient;
 use crate::contract::proto::{PushBatchReply, PushBatchRequest};
+use crate::contract::{code_name, transient};
 use crate::failpoints;
 use crate::fence::failed;
 use crate::spool::{SealedBatch, Spool};
@@ -32,46 +33,6 @@ pub struct Target {
 /// The batch should be sent again later; the message says why not now.
 #[derive(Debug)]
 pub struct Transient(pub String);
-
-/// gRPC's name of a status code, as logs and the contract name them.
-fn code_name(code: Code) -> &'static str {
-    match code {
-        Code::Ok => "OK",
-        Code::Cancelled => "CANCELLED",
-        Code::Unknown => "UNKNOWN",
-        Code::InvalidArgument => "INVALID_ARGUMENT",
-        Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
-        Code::NotFound => "NOT_FOUND",
-        Code::AlreadyExists => "ALREADY_EXISTS",
-        Code::PermissionDenied => "PERMISSION_DENIED",
-        Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
-        Code::FailedPrecondition => "FAILED_PRECONDITION",
-        Code::Aborted => "ABORTED",
-        Code::OutOfRange => "OUT_OF_RANGE",
-        Code::Unimplemented => "UNIMPLEMENTED",
-        Code::Internal => "INTERNAL",
-        Code::Unavailable => "UNAVAILABLE",
-        Code::DataLoss => "DATA_LOSS",
-        Code::Unauthenticated => "UNAUTHENTICATED",
-    }
-}
-
-/// Answers after which the same batch may succeed later: retryable ones, a call broken
-/// midway, and the token ones (they pass once the platform rewrites the token file).
-fn transient(code: Code) -> bool {
-    matches!(
-        code,
-        Code::Unavailable
-            | Code::DeadlineExceeded
-            | Code::ResourceExhausted
-            | Code::Aborted
-            | Code::Internal
-            | Code::Unknown
-            | Code::Unauthenticated
-            | Code::PermissionDenied
-            | Code::Cancelled
-    )
-}
 
 pub struct Sender {
     spool: Spool,

@@ -21,7 +21,7 @@ fn read_more(file: &mut File, into: &mut Vec<u8>, limit: usize) -> io::Result<us
 
 /// A line longer than READ_BYTES starts at `offset`: skip it, said with file and line,
 /// once its end is written. Returns the new (offset, line, waiting for its end).
-fn skip_overlong(
+pub fn skip_overlong(
     file: &mut File,
     path: &Path,
     offset: u64,

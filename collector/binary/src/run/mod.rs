@@ -15,6 +15,7 @@ use crate::fence::Fence;
 use crate::send::Target;
 use crate::settings::{self, Settings};
 use crate::sources::names::name_problem;
+use crate::sources::repr::py_str;
 use crate::spool::{place, MemberKey};
 
 /// Read the sources, spool sealed batches in a private host-local SQLite spool and send
@@ -41,6 +42,14 @@ pub struct RunArgs {
     /// A TensorBoard log directory: every *tfevents* file below it (repeatable).
     #[arg(long = "tensorboard", value_name = "ID=LOGDIR", value_parser = source_of::<true>)]
     tensorboard: Vec<SourceSpec>,
+    /// Integration artifact (YAML or JSON): reads the sources and rich channels whose
+    /// owner is --member.
+    #[arg(long, value_name = "FILE")]
+    integration: Option<PathBuf>,
+    /// The training command's working directory: relative source paths of --integration
+    /// are read below it (default: the current directory).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    workdir: PathBuf,
     /// A directory no source is read from, however its path resolves (symbolic links
     /// included); repeatable. The node agent passes its state directory and the spool root.
     #[arg(long = "never-read", value_name = "DIR")]
@@ -92,6 +101,7 @@ fn source_of<const TENSORBOARD: bool>(text: &str) -> Result<SourceSpec, String> 
         id: id.to_owned(),
         path: PathBuf::from(path),
         kind,
+        channel: None,
     })
 }
 
@@ -110,9 +120,20 @@ pub struct Config {
 }
 
 fn config(args: RunArgs, settings: Settings) -> Result<Config, String> {
-    let sources: Vec<SourceSpec> = args.sources.into_iter().chain(args.tensorboard).collect();
+    let mut sources: Vec<SourceSpec> = args.sources.into_iter().chain(args.tensorboard).collect();
+    if let Some(artifact) = &args.integration {
+        let owned = crate::integration::load(artifact)?.sources_of(&args.member, &args.workdir);
+        if owned.is_empty() {
+            return Err(format!(
+                "member {} owns no source in {}",
+                py_str(&args.member),
+                artifact.display()
+            ));
+        }
+        sources.extend(owned);
+    }
     if sources.is_empty() {
-        return Err("give --source or --tensorboard".into());
+        return Err("give --integration, --source or --tensorboard".into());
     }
     let owner = MemberKey {
         run_id: args.run_id,

@@ -6,7 +6,9 @@
 //! bytes until an ACK deletes it. The schema is the one every collector of the project has
 //! written, so a spool outlives the collector that began it.
 
+mod mounts;
 pub mod place;
+mod queue;
 pub mod status;
 
 use std::fmt;
@@ -76,7 +78,7 @@ pub struct SealedBatch {
 }
 
 pub struct Spool {
-    db: Connection,
+    pub(super) db: Connection,
     owner: MemberKey,
     pub epoch: String,
 }
@@ -237,62 +239,5 @@ impl Spool {
         }
         tx.commit()?;
         Ok(sequence)
-    }
-
-    /// The oldest `limit` batches not quarantined, in sequence order.
-    pub fn pending(&self, limit: usize) -> rusqlite::Result<Vec<SealedBatch>> {
-        let mut query = self.db.prepare_cached(
-            "SELECT sequence, payload, points FROM batches WHERE quarantined IS NULL \
-             ORDER BY sequence LIMIT ?",
-        )?;
-        let rows = query.query_map([limit as u64], |r| {
-            Ok(SealedBatch {
-                sequence: r.get(0)?,
-                payload: r.get(1)?,
-                points: r.get(2)?,
-            })
-        })?;
-        rows.collect()
-    }
-
-    pub fn pending_count(&self) -> rusqlite::Result<u64> {
-        self.db.query_row(
-            "SELECT count(*) FROM batches WHERE quarantined IS NULL",
-            [],
-            |r| r.get(0),
-        )
-    }
-
-    pub fn acknowledge(&self, sequence: u64) -> rusqlite::Result<()> {
-        self.db
-            .execute("DELETE FROM batches WHERE sequence = ?", [sequence])
-            .map(drop)
-    }
-
-    /// Keeps a batch the service will never accept, with the reason, out of the queue.
-    pub fn quarantine(&self, sequence: u64, reason: &str) -> rusqlite::Result<()> {
-        self.db
-            .execute(
-                "UPDATE batches SET quarantined = ? WHERE sequence = ?",
-                params![reason, sequence],
-            )
-            .map(drop)
-    }
-
-    pub fn quarantined(&self) -> rusqlite::Result<Vec<(u64, String)>> {
-        let mut query = self.db.prepare(
-            "SELECT sequence, quarantined FROM batches WHERE quarantined IS NOT NULL \
-             ORDER BY sequence",
-        )?;
-        let rows = query.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        rows.collect()
-    }
-
-    pub fn stored_bytes(&self) -> rusqlite::Result<u64> {
-        self.db.query_row(
-            "SELECT coalesce(sum(length(payload)), 0) FROM batches",
-            [],
-            |r| r.get(0),
-        )
     }
 }

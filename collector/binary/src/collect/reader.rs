@@ -1,0 +1,154 @@
+//! The reader of a collector's sources: each step lists the sources (a TensorBoard log
+//! directory's event files), reads one bounded batch of every file that grew, and seals it
+//! with the position it advances; a run's files one after the other, in name order.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::{channel, SourceKind, SourceSpec};
+use crate::fence::Fence;
+use crate::logdir;
+use crate::spool::Spool;
+
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub points: u64,
+    pub rich: u64,
+    pub refused: u64,
+    pub problems: u64,
+}
+
+/// What bounds reading: points and bytes of one batch, and the spool size at which
+/// reading pauses (the sources keep the data).
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    pub max_points: usize,
+    pub max_bytes: usize,
+    pub spool_bytes: u64,
+}
+
+/// Steppable: each `run_once` seals at most one batch per file of every source.
+pub struct SourceReader {
+    pub(super) spool: Spool,
+    pub(super) sources: Vec<SourceSpec>,
+    pub(super) bounds: Bounds,
+    pub(super) fence: Fence,
+    pub(super) listings: HashMap<String, Vec<(PathBuf, String)>>,
+    pub(super) budgets: HashMap<String, channel::Budget>,
+    pub(super) said: HashSet<(String, String)>,
+    pub counters: Counters,
+}
+
+pub fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+pub type StepResult = Result<bool, rusqlite::Error>;
+
+impl SourceReader {
+    pub fn new(spool: Spool, sources: Vec<SourceSpec>, bounds: Bounds, fence: Fence) -> Self {
+        Self {
+            spool,
+            sources,
+            bounds,
+            fence,
+            listings: HashMap::new(),
+            budgets: HashMap::new(),
+            said: HashSet::new(),
+            counters: Counters::default(),
+        }
+    }
+
+    pub fn spool_full(&self) -> rusqlite::Result<bool> {
+        Ok(self.spool.stored_bytes()? >= self.bounds.spool_bytes)
+    }
+
+    /// Forget the listings: log directories are listed again on the next step.
+    pub fn relist(&mut self) {
+        self.listings.clear();
+    }
+
+    /// Whether every source is read to its end (nothing more to read now).
+    pub fn run_once(&mut self) -> StepResult {
+        let mut idle = true;
+        for at in 0..self.sources.len() {
+            let source = self.sources[at].clone();
+            let mut behind: HashSet<String> = HashSet::new();
+            let mut last: HashMap<String, String> = HashMap::new();
+            for (path, relative) in self.files(&source) {
+                let run = logdir::run_of(&relative).to_owned();
+                if behind.contains(&run) {
+                    continue;
+                }
+                if self.spool_full()? {
+                    log::warn!(
+                        "spool holds {} bytes (cap {}): reading paused, sources keep the \
+                                data",
+                        self.spool.stored_bytes()?,
+                        self.bounds.spool_bytes
+                    );
+                    return Ok(false);
+                }
+                let previous = last.get(&run).cloned().unwrap_or_default();
+                let at_end = self.step(&source, &path, &relative, &previous)?;
+                last.insert(run.clone(), relative);
+                if !at_end && source.kind == SourceKind::TensorBoard {
+                    behind.insert(run);
+                }
+                idle &= at_end;
+            }
+        }
+        Ok(idle)
+    }
+
+    fn files(&mut self, source: &SourceSpec) -> Vec<(PathBuf, String)> {
+        if let Some(files) = self.listings.get(&source.id) {
+            return files.clone();
+        }
+        let files = match source.kind {
+            SourceKind::Jsonl | SourceKind::Channel => vec![(source.path.clone(), String::new())],
+            SourceKind::TensorBoard => {
+                let listing = logdir::event_files(&source.path);
+                for problem in &listing.problems {
+                    self.report_once(&source.path, problem, "");
+                }
+                listing
+                    .files
+                    .into_iter()
+                    .map(|p| {
+                        let relative = if p == source.path {
+                            p.file_name()
+                                .map(|n| n.to_string_lossy().into_owned())
+                                .unwrap_or_default()
+                        } else {
+                            p.strip_prefix(&source.path)
+                                .map(|r| r.to_string_lossy().into_owned())
+                                .unwrap_or_default()
+                        };
+                        (p, relative)
+                    })
+                    .collect()
+            }
+        };
+        self.listings.insert(source.id.clone(), files.clone());
+        files
+    }
+
+    pub(super) fn report_once(&mut self, path: &Path, problem: &str, key: &str) {
+        let key = if key.is_empty() { problem } else { key };
+        if self
+            .said
+            .insert((key.to_owned(), path.display().to_string()))
+        {
+            self.report(problem);
+        }
+    }
+
+    pub(super) fn report(&mut self, problem: &str) {
+        log::error!("{problem}");
+        self.counters.problems += 1;
+    }
+}

@@ -1,0 +1,144 @@
+//! One step of one file: its identity (a replaced file is a new file, read from its
+//! start) and saved position, one bounded read, and the batch sealed with the position it
+//! advances (with the failpoints around the seal).
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use super::reader::{now, SourceReader, StepResult};
+use super::{channel, jsonl, tensorboard, Position, SourceKind, SourceSpec};
+use crate::failpoints;
+use crate::fence::Refusal;
+use crate::spool::SavedPosition;
+
+impl SourceReader {
+    /// Reads one step of a file; `previous` is the TensorBoard run's file before it.
+    pub(super) fn step(
+        &mut self,
+        source: &SourceSpec,
+        path: &Path,
+        relative: &str,
+        previous: &str,
+    ) -> StepResult {
+        let Ok(meta) = std::fs::metadata(path) else {
+            return Ok(true);
+        }; // not written yet
+        let key = format!("{}:{}", meta.dev(), meta.ino());
+        let saved = self.spool.position(&source.id, relative)?;
+        let start = match saved {
+            Some(saved) if saved.file_key == key => saved,
+            _ => SavedPosition {
+                file_key: key.clone(),
+                offset: 0,
+                line: 1,
+                state: String::new(),
+            },
+        };
+        if meta.len() < start.offset {
+            self.report(&format!(
+                "{}: file shrank below the read offset {}; waiting (a \
+                                  truncated file is not re-read)",
+                path.display(),
+                start.offset
+            ));
+            return Ok(true);
+        }
+        if meta.len() == start.offset {
+            return Ok(true);
+        }
+        let resume = Position {
+            offset: start.offset,
+            line: start.line,
+            state: start.state,
+        };
+        let mut file = match self.fence.open(path) {
+            Ok(file) => file,
+            Err(Refusal::Gone) => return Ok(true),
+            Err(Refusal::Refused(why)) => {
+                self.report_once(path, &format!("source {}: refused: {why}", source.id), &key);
+                return Ok(true);
+            }
+        };
+        let read = match source.kind {
+            SourceKind::Jsonl => jsonl::read(
+                &mut file,
+                path,
+                &source.id,
+                &resume,
+                self.bounds.max_points,
+                self.bounds.max_bytes,
+            ),
+            SourceKind::Channel => {
+                let spec = source
+                    .channel
+                    .as_ref()
+                    .expect("a channel source has its channel");
+                let budget = self
+                    .budgets
+                    .entry(source.id.clone())
+                    .or_insert_with(|| channel::Budget::new(spec.max_bytes_per_minute));
+                channel::read(
+                    &mut file,
+                    path,
+                    &source.id,
+                    spec,
+                    budget,
+                    &resume,
+                    self.bounds.max_bytes,
+                )
+            }
+            SourceKind::TensorBoard => {
+                let before = if !previous.is_empty() && resume.state.is_empty() {
+                    self.spool.position(&source.id, previous)?.map(|p| p.state)
+                } else {
+                    None
+                };
+                tensorboard::read(
+                    &mut file,
+                    relative,
+                    &source.id,
+                    &resume,
+                    self.bounds.max_points,
+                    self.bounds.max_bytes,
+                    before.as_deref().unwrap_or(""),
+                )
+            }
+        };
+        let mut step = match read {
+            Ok(step) => step,
+            Err(e) => {
+                self.report_once(
+                    path,
+                    &format!(
+                        "source {}: {}: {}",
+                        source.id,
+                        path.display(),
+                        crate::fence::plain(&e)
+                    ),
+                    &key,
+                );
+                return Ok(true);
+            }
+        };
+        for problem in &step.problems {
+            self.report(problem);
+        }
+        self.counters.refused += step.rejected.iter().map(|(_, n)| n).sum::<u64>();
+        if step.position != resume {
+            failpoints::reach("read");
+            let (points, rich) = (step.draft.points as u64, step.draft.rich.len() as u64);
+            let position = SavedPosition {
+                file_key: key,
+                offset: step.position.offset,
+                line: step.position.line,
+                state: step.position.state.clone(),
+            };
+            self.spool
+                .seal(&mut step.draft, relative, &position, now(), &step.rejected)?;
+            failpoints::reach("seal");
+            self.counters.points += points;
+            self.counters.rich += rich;
+        }
+        Ok(step.at_end)
+    }
+}

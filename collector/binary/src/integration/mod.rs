@@ -1,0 +1,180 @@
+//! The integration artifact as the collector reads it: which sources and rich channels
+//! each member owns (each has exactly one owner, whose collector alone reads it).
+//!
+//! YAML (`.yaml`/`.yml`) or JSON, validated against the contract's own schema
+//! (`integration-v1.json`, compiled in), then the rules a schema cannot say: ids and paths
+//! declared once, mappings naming declared sources (and a run path only of a TensorBoard
+//! source), one mapping per (source, run path, tag). The artifact is data, not
+//! instructions: owners and ids are names (they become path components), and a channel
+//! schema's `$ref` must stay inside the schema (`channel_schema`): nothing is fetched.
+
+pub mod channel_schema;
+mod rules;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::collect::{Channel, SourceKind, SourceSpec};
+
+/// The artifact contract's schema, as the services check it.
+const SCHEMA: &str =
+    include_str!("../../../../protos/src/tuneplane/telemetry/v1/integration-v1.json");
+
+/// What an artifact declares: each source or channel with its owner member.
+pub struct Integration {
+    pub sources: Vec<(SourceSpec, String)>,
+    pub mappings: usize,
+}
+
+impl Integration {
+    /// What `member`'s collector reads, relative paths below `workdir`.
+    pub fn sources_of(&self, member: &str, workdir: &Path) -> Vec<SourceSpec> {
+        self.sources
+            .iter()
+            .filter(|(_, owner)| owner == member)
+            .map(|(spec, _)| {
+                let mut spec = spec.clone();
+                spec.path = workdir.join(&spec.path); // an absolute path replaces workdir
+                spec
+            })
+            .collect()
+    }
+}
+
+/// "artifact.sources[0].id" for the instance path "/sources/0/id".
+fn place(pointer: &str) -> String {
+    let mut out = String::from("artifact");
+    for part in pointer.split('/').skip(1) {
+        let part = part.replace("~1", "/").replace("~0", "~");
+        if part.parse::<usize>().is_ok() {
+            out.push_str(&format!("[{part}]"));
+        } else {
+            out.push_str(&format!(".{part}"));
+        }
+    }
+    out
+}
+
+fn document_of(path: &Path) -> Result<Value, String> {
+    let origin = path.display();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("{origin}: cannot read: {}", crate::fence::plain(&e)))?;
+    let yaml = matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("yaml" | "yml")
+    );
+    if yaml {
+        serde_yaml_ng::from_str(&text).map_err(|e| format!("{origin}: not valid YAML: {e}"))
+    } else {
+        let kind = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or("JSON")
+            .to_owned();
+        serde_json::from_str(&text).map_err(|e| format!("{origin}: not valid {kind}: {e}"))
+    }
+}
+
+/// The string at `key` of a schema-checked entry.
+fn text(entry: &Value, key: &str) -> String {
+    entry
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The artifact at `path`, checked whole; the error names the file and the place.
+pub fn load(path: &Path) -> Result<Integration, String> {
+    let origin = path.display().to_string();
+    let document = document_of(path)?;
+    let schema: Value = serde_json::from_str(SCHEMA).map_err(|e| e.to_string())?;
+    let validator = jsonschema::validator_for(&schema).map_err(|e| e.to_string())?;
+    if let Some(error) = validator.iter_errors(&document).next() {
+        return Err(format!(
+            "{origin}: {} {error}",
+            place(error.instance_path().as_str())
+        ));
+    }
+    rules::check(&document, &origin)?;
+    let mut sources = Vec::new();
+    let entries = |group: &str| {
+        document
+            .get(group)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    for entry in entries("sources") {
+        let kind = if text(&entry, "kind") == "tensorboard" {
+            SourceKind::TensorBoard
+        } else {
+            SourceKind::Jsonl
+        };
+        let spec = SourceSpec {
+            id: text(&entry, "id"),
+            path: PathBuf::from(text(&entry, "path")),
+            kind,
+            channel: None,
+        };
+        sources.push((spec, text(&entry, "owner")));
+    }
+    for (at, entry) in entries("channels").into_iter().enumerate() {
+        let number = |key: &str| entry.get(key).and_then(Value::as_u64).unwrap_or(1);
+        let schema = entry.get("schema").cloned().unwrap_or(Value::Null);
+        let validator = channel_schema::compile_offline(&schema, &format!("channels[{at}].schema"))
+            .map_err(|why| format!("{origin}: {why}"))?;
+        let channel = Channel {
+            validator: Arc::new(validator),
+            max_record_bytes: number("max_record_bytes"),
+            max_bytes_per_minute: number("max_bytes_per_minute"),
+        };
+        let spec = SourceSpec {
+            id: text(&entry, "id"),
+            path: PathBuf::from(text(&entry, "path")),
+            kind: SourceKind::Channel,
+            channel: Some(channel),
+        };
+        sources.push((spec, text(&entry, "owner")));
+    }
+    let mappings = document
+        .get("mappings")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    Ok(Integration { sources, mappings })
+}
+
+/// `check FILE`: each source and channel with its owner, or why the artifact is refused.
+pub fn check(path: &Path) -> u8 {
+    match load(path) {
+        Ok(found) => {
+            let kinds: HashMap<SourceKind, &str> = [
+                (SourceKind::Jsonl, "jsonl"),
+                (SourceKind::TensorBoard, "tensorboard"),
+                (SourceKind::Channel, "channel"),
+            ]
+            .into();
+            for (spec, owner) in &found.sources {
+                println!(
+                    "{owner}\t{}\t{}\t{}",
+                    kinds[&spec.kind],
+                    spec.id,
+                    spec.path.display()
+                );
+            }
+            eprintln!(
+                "{} sources and channels, {} mappings: valid",
+                found.sources.len(),
+                found.mappings
+            );
+            0
+        }
+        Err(why) => {
+            eprintln!("tuneplane-collector check: {why}");
+            1
+        }
+    }
+}

@@ -1,0 +1,63 @@
+"""Rich JSONL channels of an integration artifact, read by the binary: a record over its
+byte bound, off its schema or past the channel's budget is refused with its reason and
+counted, never truncated; the rest are sealed as JSON records, exact."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.support.collector_binary import TARGETS, run, unreachable_run
+from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+
+
+def line(step: int, record: object) -> str:
+    return json.dumps({"step": step, "wall_time": 1.5 + step, "record": record}) + "\n"
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_channel_records_are_checked_and_refusals_counted(target: str, tmp_path: Path,
+                                                          tls_dir: Path) -> None:
+    channel = tmp_path / "samples.jsonl"
+    big = line(2, {"text": "x" * 500})
+    channel.write_text(
+        line(0, {"text": "ok 0"}) + line(1, {"text": 7}) + big
+        + '{"step": true, "wall_time": 1, "record": {}}\n' + "{oops\n"
+        + "".join(line(i, {"text": f"ok {i}", "n": [i, i / 2]}) for i in range(3, 40)))
+    artifact = tmp_path / "integration.yaml"
+    artifact.write_text(f"""
+version: 1
+sources: [{{id: unused, kind: jsonl, path: {tmp_path}/none.jsonl, owner: rank-9}}]
+channels:
+  - {{id: samples, path: {channel}, owner: rank-0, max_record_bytes: 300,
+     max_bytes_per_minute: 1500, schema: {{type: object, required: [text],
+                                           properties: {{text: {{type: string}}}}}}}}
+""")
+    done = unreachable_run(target, tmp_path, tls_dir, {}, "--integration", str(artifact),
+                           read=[channel])
+    assert done.returncode == 3, done.stderr
+    said = done.stderr
+    assert f"{channel}:2: rejected: off the channel's schema: record.text" in said
+    assert f"{channel}:3: rejected: record of {len(big) - 1} bytes is over the channel's " \
+           "max_record_bytes 300" in said
+    assert f"{channel}:4: a channel line needs integer 'step', number 'wall_time'" in said
+    assert f"{channel}:5: not JSON" in said
+    assert "over the channel's budget of 1500 bytes per minute" in said
+    status = json.loads(run("x86_64-unknown-linux-musl", "spool", "status",
+                            str(tmp_path / "spool")).stdout)
+    rejected = {r["reason"]: r["count"] for r in status["rejected"]}
+    with sqlite3.connect(tmp_path / "spool" / "spool.sqlite3") as db:
+        records = [r for (payload,) in db.execute("SELECT payload FROM batches")
+                   for r in pb.Batch.FromString(payload).rich]
+    assert rejected["off schema"] == 1
+    assert rejected["over max_record_bytes"] == 1
+    kept = {r.step: json.loads(r.payload) for r in records}
+    assert len(kept) + rejected["over max_bytes_per_minute"] == 38  # every good line, once
+    assert kept[0] == {"text": "ok 0"}
+    assert all(kept[s] == {"text": f"ok {s}", "n": [s, s / 2]} for s in kept if s)
+    assert {(r.source, r.tag, r.kind, r.file) for r in records} == {
+        ("samples", "samples", pb.RichRecord.KIND_JSON, "samples.jsonl")}
+    assert [r.offset for r in records][:1] == [0]
