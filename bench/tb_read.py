@@ -8,9 +8,11 @@ cost while it follows a growing file.
    and decoding into scalar columns, in batches of 10,000 points); events/s and the ratio.
 2. A ``tuneplane-collector run`` process follows a file growing at 10,000 points/s and
    sends to a real ingest (services must be up: ``eval "$(scripts/services up)"``); its
-   CPU (share of one core) and peak RSS (VmHWM) are read from /proc. The collector is the
-   one deployed: the artifact built from this checkout (or the artifact ``--collector``
-   names, to compare builds), started by its launcher.
+   CPU (share of one core) and peak RSS (VmHWM) are read from /proc. Twice, one after the
+   other: the static binary (collector/binary, x86_64 musl, as scripts/collector-binary
+   builds it into TUNEPLANE_COLLECTOR_BINARY_DIR, default ~/.cache/tuneplane/cargo-target),
+   then the Python collector as its artifact deploys it (built from this checkout, or the
+   artifact ``--collector`` names), started by its launcher; then the ratios.
 """
 
 from __future__ import annotations
@@ -96,9 +98,14 @@ def mappings_mib(pid: int, most: int = 10) -> list[tuple[str, float]]:
     return sorted(rss.items(), key=lambda item: -item[1])[:most]
 
 
-def follow(work: Path, seconds: float, artifact: Path, detail: bool = False) -> None:
+def follow(work: Path, seconds: float, program: Path, name: str,
+           detail: bool = False) -> tuple[float, float]:
+    """Follows with ``program`` (a collector's ``tuneplane-collector``); its CPU share of one
+    core and peak RSS in MiB, printed as ``name``."""
     endpoints = Endpoints.from_environ(os.environ)
     run_admin(endpoints, "init")
+    work = work / name
+    work.mkdir(parents=True)
     tls_dir = work / "tls"
     tls.generate(["localhost"], now=dt.datetime.now(dt.UTC)).write(tls_dir)
     ingest = start_ingest(endpoints, tls_dir, free_port(), work / "ingest.log")
@@ -106,12 +113,12 @@ def follow(work: Path, seconds: float, artifact: Path, detail: bool = False) -> 
     logdir.mkdir()
     path = logdir / "events.out.tfevents.1.bench"
     path.write_bytes(b"")
-    member = MemberKey(f"bench-follow-{int(time.time())}", 1, "rank-0")
+    member = MemberKey(f"bench-follow-{name}-{int(time.time())}", 1, "rank-0")
     token = workload_token(endpoints, member, work / "token")
-    args = collector_args(ingest.port, tls_dir, token, member, work / "spool", {})
-    collector = subprocess.Popen(
-        [str(artifact / "bin" / "tuneplane-collector"), *args[1:], "--tensorboard",
-         f"tb={logdir}", "--loglevel", "WARNING"])
+    args = collector_args(ingest.port, tls_dir, token, member, work / "spool", {},
+                          command=[str(program)])
+    collector = subprocess.Popen([*args, "--tensorboard", f"tb={logdir}", "--loglevel",
+                                  "WARNING"])
     try:
         time.sleep(1.0)
         start_cpu, started, step = cpu_seconds(collector.pid), time.monotonic(), 0
@@ -124,13 +131,14 @@ def follow(work: Path, seconds: float, artifact: Path, detail: bool = False) -> 
             time.sleep(0.1)
         cpu = (cpu_seconds(collector.pid) - start_cpu) / seconds
         peak, anon, files = memory_mib(collector.pid, "VmHWM", "RssAnon", "RssFile")
-        print(f"follow      {step:,} points in {seconds:.0f} s at 10,000 points/s: "
+        print(f"follow      {name}: {step:,} points in {seconds:.0f} s at 10,000 points/s: "
               f"collector CPU {cpu * 100:.1f}% of one core, peak RSS {peak:.1f} MiB "
               f"(at the end: {anon:.1f} MiB anonymous, {files:.1f} MiB of files)")
         if detail:
             threads = len(list(Path(f"/proc/{collector.pid}/task").iterdir()))
             print(f"            {threads} threads; largest resident: " + ", ".join(
-                f"{name} {mib:.1f}" for name, mib in mappings_mib(collector.pid)))
+                f"{mapped} {mib:.1f}" for mapped, mib in mappings_mib(collector.pid)))
+        return cpu, peak
     finally:
         collector.terminate()
         collector.wait(timeout=60)
@@ -172,7 +180,15 @@ def main() -> None:
     if args.events > 0:
         read(work / "events.out.tfevents.1.bench", args.events)
     if args.follow_seconds > 0:
-        follow(work, args.follow_seconds, artifact, args.memory_detail)
+        built = Path(os.environ.get("TUNEPLANE_COLLECTOR_BINARY_DIR") or
+                     Path.home() / ".cache" / "tuneplane" / "cargo-target")
+        binary = built / "x86_64-unknown-linux-musl" / "release" / "tuneplane-collector"
+        cpu, peak = follow(work, args.follow_seconds, binary, "binary", args.memory_detail)
+        their_cpu, their_peak = follow(work, args.follow_seconds,
+                                       artifact / "bin" / "tuneplane-collector", "python",
+                                       args.memory_detail)
+        print(f"ratio       the binary takes {their_cpu / max(cpu, 1e-9):.1f}x less CPU and "
+              f"{their_peak / peak:.1f}x less memory than the Python collector")
 
 
 if __name__ == "__main__":

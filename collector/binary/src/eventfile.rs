@@ -9,22 +9,30 @@ use crate::sources::tensorboard::framing::{scan, Scan};
 /// One read's worth of an event file.
 pub const READ_BYTES: u64 = 8 * 1024 * 1024;
 
-/// Reads up to `limit` bytes from `file` at `offset`.
-fn read_at(file: &mut File, offset: u64, limit: u64) -> io::Result<Vec<u8>> {
+/// Reads up to `limit` bytes from `file` at `offset` into `buffer` (emptied first; its
+/// allocation is kept, so a follower reading step after step does not map fresh pages).
+fn read_at(file: &mut File, offset: u64, limit: u64, mut buffer: Vec<u8>) -> io::Result<Vec<u8>> {
     file.seek(SeekFrom::Start(offset))?;
-    let mut buffer = Vec::new();
+    buffer.clear();
     file.take(limit).read_to_end(&mut buffer)?;
     Ok(buffer)
 }
 
 /// `first` bytes (at most a read's worth) from `offset` framed, or one record larger than
-/// that: the buffer's bytes, what the scan found in
-/// them, and how many bytes from `offset` it looked at.
-pub fn frame_at(file: &mut File, offset: u64, first: u64) -> io::Result<(Vec<u8>, Scan, usize)> {
-    let mut buffer = read_at(file, offset, first.min(READ_BYTES))?;
+/// that (of at most `max_record` bytes framed: a larger one is never read, its `wanted`
+/// says how long it is), read into `buffer`: the buffer, what the scan found in it, and how
+/// many bytes from `offset` it looked at.
+pub fn frame_at(
+    file: &mut File,
+    offset: u64,
+    first: u64,
+    max_record: u64,
+    buffer: Vec<u8>,
+) -> io::Result<(Vec<u8>, Scan, usize)> {
+    let mut buffer = read_at(file, offset, first.min(READ_BYTES), buffer)?;
     let found = scan(&buffer, offset);
     let covered = buffer.len();
-    if found.wanted > buffer.len() - found.consumed {
+    if found.wanted > buffer.len() - found.consumed && found.wanted as u64 <= max_record {
         // A larger record (up to MAX_RECORD_BYTES) is read only when the file holds it
         // whole, and onto the bytes before it in place: one buffer of its size, never a
         // second copy beside it.

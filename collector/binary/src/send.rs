@@ -4,7 +4,6 @@
 //! (backon), byte for byte the same, so a resend is the same identity.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use backon::{BlockingRetryable, ExponentialBuilder};
@@ -40,6 +39,7 @@ pub struct Sender {
     runtime: tokio::runtime::Runtime,
     token_file: PathBuf,
     in_flight: usize,
+    jitter_seed: u64,
     pub sent_batches: u64,
     pub sent_points: u64,
 }
@@ -82,6 +82,11 @@ impl Sender {
             runtime,
             token_file: target.token_file.clone(),
             in_flight,
+            jitter_seed: {
+                let mut seed = [0u8; 8];
+                getrandom::fill(&mut seed).map_err(|e| format!("no random seed: {e}"))?;
+                u64::from_le_bytes(seed)
+            },
             sent_batches: 0,
             sent_points: 0,
         })
@@ -171,10 +176,10 @@ impl Sender {
     pub fn run_once(
         &mut self,
         give_up_after: Duration,
-        stop: &AtomicBool,
+        stop: &dyn Fn() -> bool,
     ) -> Result<usize, Transient> {
         let mut handled = 0;
-        while !stop.load(Ordering::Relaxed) {
+        while !stop() {
             let batches = self
                 .spool
                 .pending(self.in_flight)
@@ -182,14 +187,20 @@ impl Sender {
             if batches.is_empty() {
                 break;
             }
+            // Every answer is acted on first; only then are the failed batches retried,
+            // so a batch giving up never throws away the others' ACKs.
+            let mut failed = Vec::new();
             for (batch, answer) in batches.iter().zip(self.push_all(&batches)) {
-                let first = answer.and_then(|answer| self.settle(batch, answer));
-                if first.is_err() {
-                    if stop.load(Ordering::Relaxed) {
-                        return Ok(handled);
-                    }
-                    self.send_with_retries(batch, give_up_after)?;
+                match answer.and_then(|answer| self.settle(batch, answer)) {
+                    Ok(()) => handled += 1,
+                    Err(_) => failed.push(batch),
                 }
+            }
+            for batch in failed {
+                if stop() {
+                    return Ok(handled);
+                }
+                self.send_with_retries(batch, give_up_after)?;
                 handled += 1;
             }
         }
@@ -205,6 +216,9 @@ impl Sender {
             .with_min_delay(Duration::from_millis(100))
             .with_max_delay(Duration::from_secs(5))
             .with_jitter()
+            // Each collector its own jitter: collectors that lost ingest together do not
+            // come back in lockstep.
+            .with_jitter_seed(self.jitter_seed)
             .with_total_delay(Some(give_up_after))
             .without_max_times();
         let attempt = || {

@@ -22,6 +22,7 @@ use super::{Position, ReadStep};
 use crate::contract::proto::{rich_record::Kind, RichRecord};
 use crate::draft::BatchDraft;
 use crate::sources::jsonl::is_blank;
+use crate::sources::names::bounded;
 
 /// What a channel's records are held to.
 #[derive(Clone)]
@@ -112,10 +113,10 @@ fn record_of(
     if let Some(error) = channel.validator.iter_errors(record).next() {
         step.reject("off schema", 1);
         let place = error.instance_path().as_str().to_owned();
-        step.problems.push(format!(
+        step.problems.push(bounded(format!(
             "{where_}: rejected: off the channel's schema: record{} {error}",
             place.replace('/', ".")
-        ));
+        )));
         return None;
     }
     Some(RichRecord {

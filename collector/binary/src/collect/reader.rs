@@ -9,10 +9,14 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use super::{channel, SourceKind, SourceSpec};
 use crate::fence::Fence;
 use crate::logdir;
+use crate::sources::names::escape_controls;
 use crate::spool::Spool;
 
 #[derive(Debug, Default)]
 pub struct Counters {
+    /// Batches sealed, and their bytes at most.
+    pub batches: u64,
+    pub sealed_bytes: u64,
     pub points: u64,
     pub rich: u64,
     pub refused: u64,
@@ -36,6 +40,8 @@ pub struct SourceReader {
     pub(super) fence: Fence,
     pub(super) listings: HashMap<String, Vec<(PathBuf, String)>>,
     pub(super) budgets: HashMap<String, channel::Budget>,
+    /// The last event file step's read buffer, kept for the next.
+    pub(super) scratch: Vec<u8>,
     pub(super) said: HashSet<(String, String)>,
     pub counters: Counters,
 }
@@ -57,6 +63,7 @@ impl SourceReader {
             fence,
             listings: HashMap::new(),
             budgets: HashMap::new(),
+            scratch: Vec::new(),
             said: HashSet::new(),
             counters: Counters::default(),
         }
@@ -74,6 +81,7 @@ impl SourceReader {
     /// Whether every source is read to its end (nothing more to read now).
     pub fn run_once(&mut self) -> StepResult {
         let mut idle = true;
+        let (stored, sealed_before) = (self.spool.stored_bytes()?, self.counters.sealed_bytes);
         for at in 0..self.sources.len() {
             let source = self.sources[at].clone();
             let mut behind: HashSet<String> = HashSet::new();
@@ -83,11 +91,13 @@ impl SourceReader {
                 if behind.contains(&run) {
                     continue;
                 }
-                if self.spool_full()? {
+                // The spool's size once a pass, plus what this pass sealed since (an upper
+                // bound): a log directory of many files is not a query per file.
+                let held = stored + (self.counters.sealed_bytes - sealed_before);
+                if held >= self.bounds.spool_bytes {
                     log::warn!(
-                        "spool holds {} bytes (cap {}): reading paused, sources keep the \
-                                data",
-                        self.spool.stored_bytes()?,
+                        "spool holds {held} bytes (cap {}): reading paused, sources keep the \
+                         data",
                         self.bounds.spool_bytes
                     );
                     return Ok(false);
@@ -147,8 +157,10 @@ impl SourceReader {
         }
     }
 
+    /// Logs a problem, its control characters escaped: a file's name or a record's text
+    /// is the training job's, and must not forge a line of the log.
     pub(super) fn report(&mut self, problem: &str) {
-        log::error!("{problem}");
+        log::error!("{}", escape_controls(problem));
         self.counters.problems += 1;
     }
 }

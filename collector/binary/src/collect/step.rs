@@ -5,6 +5,8 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
+use prost::bytes::Bytes;
+
 use super::reader::{now, SourceReader, StepResult};
 use super::{channel, jsonl, tensorboard, Position, SourceKind, SourceSpec};
 use crate::failpoints;
@@ -67,7 +69,8 @@ impl SourceReader {
                 &resume,
                 self.bounds.max_points,
                 self.bounds.max_bytes,
-            ),
+            )
+            .map(|step| (step, Bytes::new())),
             SourceKind::Channel => {
                 let spec = source
                     .channel
@@ -86,6 +89,7 @@ impl SourceReader {
                     &resume,
                     self.bounds.max_bytes,
                 )
+                .map(|step| (step, Bytes::new()))
             }
             SourceKind::TensorBoard => {
                 let before = if !previous.is_empty() && resume.state.is_empty() {
@@ -98,14 +102,14 @@ impl SourceReader {
                     relative,
                     &source.id,
                     &resume,
-                    self.bounds.max_points,
-                    self.bounds.max_bytes,
+                    self.bounds,
                     before.as_deref().unwrap_or(""),
+                    std::mem::take(&mut self.scratch),
                 )
             }
         };
-        let mut step = match read {
-            Ok(step) => step,
+        let (mut step, records) = match read {
+            Ok(read) => read,
             Err(e) => {
                 self.report_once(
                     path,
@@ -127,18 +131,25 @@ impl SourceReader {
         if step.position != resume {
             failpoints::reach("read");
             let (points, rich) = (step.draft.points as u64, step.draft.rich.len() as u64);
+            self.counters.sealed_bytes += step.draft.approx_bytes as u64;
             let position = SavedPosition {
                 file_key: key,
                 offset: step.position.offset,
                 line: step.position.line,
                 state: step.position.state.clone(),
             };
-            self.spool
-                .seal(&mut step.draft, relative, &position, now(), &step.rejected)?;
+            let sealed =
+                self.spool
+                    .seal(&mut step.draft, relative, &position, now(), &step.rejected)?;
             failpoints::reach("seal");
+            self.counters.batches += u64::from(sealed.is_some());
             self.counters.points += points;
             self.counters.rich += rich;
         }
-        Ok(step.at_end)
+        let at_end = step.at_end;
+        // The records are sealed (or not taken): their buffer serves the next step.
+        drop(step);
+        self.scratch = records.try_into_mut().map(Vec::from).unwrap_or_default();
+        Ok(at_end)
     }
 }

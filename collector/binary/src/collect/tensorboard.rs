@@ -13,7 +13,7 @@ use std::io;
 use prost::bytes::Bytes;
 
 use super::tbstate::{dump_state, load_state};
-use super::{Position, ReadStep};
+use super::{Bounds, Position, ReadStep};
 use crate::contract::proto::{rich_record::Kind, RichRecord, SessionStart};
 use crate::contract::MAX_BATCH_SERIES;
 use crate::draft::BatchDraft;
@@ -22,6 +22,7 @@ use crate::logdir::run_of;
 use crate::sources::names::{escape_controls, run_path_problem};
 use crate::sources::repr::py_str;
 use crate::sources::tensorboard::events::{decode, Plugins, PurgeState, RichKind};
+use crate::sources::tensorboard::framing::{FOOTER, HEADER};
 
 /// What a point counts as before it is added: a point and its share of a chunk's names.
 const POINT_MARGIN: usize = 64;
@@ -50,6 +51,15 @@ struct Fill<'a> {
 }
 
 impl Fill<'_> {
+    /// A record over the batch bound, passed over unread: said and counted.
+    fn oversized(&mut self, offset: u64, length: u64) {
+        self.step.problems.push(format!(
+            "{}@{offset}: record of {length} bytes is over the {} byte batch bound; skipped",
+            self.file, self.max_bytes
+        ));
+        self.step.reject("over the batch bound", 1);
+    }
+
     /// Decodes a record into the batch; false when it does not fit (the purge state is then
     /// as before it, and the next step decodes it again).
     fn record(&mut self, offset: u64, data: Bytes) -> bool {
@@ -132,23 +142,28 @@ impl Fill<'_> {
 }
 
 /// Reads complete records of one event file from `start` up to the batch bounds;
-/// `previous` is the saved state of the run's file read before it, if any.
+/// `previous` is the saved state of the run's file read before it, if any. The records are
+/// read into `scratch`, returned as the `Bytes` the step's records are views of: once they
+/// are sealed, it can be had back for the next step.
 pub fn read(
     file: &mut File,
     relative: &str,
     source: &str,
     start: &Position,
-    max_points: usize,
-    max_bytes: usize,
+    bounds: Bounds,
     previous: &str,
-) -> io::Result<ReadStep> {
+    scratch: Vec<u8>,
+) -> io::Result<(ReadStep, Bytes)> {
+    let (max_points, max_bytes) = (bounds.max_points, bounds.max_bytes);
     let run_path = run_of(relative);
     let run_refused = run_path_problem(run_path);
     let (plugins, purge) = load_state(&start.state, previous);
     let size = file.metadata()?.len();
     // Records of scalars are ~50 bytes: a read sized to the batch, not 8 MiB each time.
     let first = READ_BYTES.min((max_points as u64 * 256).max(1 << 16));
-    let (buffer, scan, covered) = frame_at(file, start.offset, first)?;
+    // A record over the batch bound can never be taken: it is not even read.
+    let max_record = (max_bytes + HEADER + FOOTER) as u64;
+    let (buffer, scan, covered) = frame_at(file, start.offset, first, max_record, scratch)?;
     let draft = BatchDraft::new(source, if run_refused.is_some() { "" } else { run_path });
     let mut step = ReadStep::new(draft, start.clone());
     let mut fill = Fill {
@@ -165,15 +180,27 @@ pub fn read(
     let whole = Bytes::from(buffer);
     let mut stop = None;
     for record in &scan.records {
+        if record.length > max_bytes {
+            fill.oversized(record.offset, record.length as u64);
+            continue;
+        }
         let end = record.start.saturating_add(record.length).min(whole.len());
         if !fill.record(record.offset, whole.slice(record.start.min(end)..end)) {
             stop = Some(record.offset);
             break;
         }
     }
+    // A record over the bound after them, framed but not read: passed over once the file
+    // holds it whole (until then the step waits for it, as for any record being written).
+    let mut skipped_to = None;
+    let after = start.offset + scan.consumed as u64;
+    if stop.is_none() && scan.wanted as u64 > max_record && after + scan.wanted as u64 <= size {
+        fill.oversized(after, (scan.wanted - HEADER - FOOTER) as u64);
+        skipped_to = Some(after + scan.wanted as u64);
+    }
     let (file_shown, skipped) = (fill.file.clone(), fill.skipped);
     let state = dump_state(&fill.plugins, &fill.purge);
-    let until = stop.unwrap_or(start.offset + scan.consumed as u64);
+    let until = stop.or(skipped_to).unwrap_or(after);
     for damage in scan.damage.iter().filter(|d| d.offset < until) {
         step.problems
             .push(format!("{file_shown}@{}: {}", damage.offset, damage.reason));
@@ -191,6 +218,6 @@ pub fn read(
         state,
     };
     // At the end: what is left is at most one record still being written.
-    step.at_end = stop.is_none() && start.offset + covered as u64 >= size;
-    Ok(step)
+    step.at_end = stop.is_none() && skipped_to.is_none() && start.offset + covered as u64 >= size;
+    Ok((step, whole))
 }

@@ -15,9 +15,13 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use std::io::Read;
+
 use serde_json::Value;
 
 use crate::collect::{Channel, SourceKind, SourceSpec};
+use crate::fence::{Fence, Refusal};
+use crate::sources::names::bounded;
 
 /// The artifact contract's schema, as the services check it.
 const SCHEMA: &str =
@@ -58,15 +62,67 @@ fn place(pointer: &str) -> String {
     out
 }
 
-fn document_of(path: &Path) -> Result<Value, String> {
+/// An artifact's bytes, at most: it declares sources, it holds no data.
+const MAX_ARTIFACT_BYTES: u64 = 1024 * 1024;
+/// Flow collections (`[`, `{`) within one another a YAML artifact may hold: the parser's
+/// time grows with the square of their depth.
+const MAX_FLOW_DEPTH: usize = 64;
+
+/// The deepest nesting of flow collections in `text`, outside quoted strings and comments.
+fn flow_depth(text: &str) -> usize {
+    let (mut depth, mut deepest, mut quote, mut comment, mut escaped) =
+        (0usize, 0, None, false, false);
+    for c in text.chars() {
+        match (quote, c) {
+            _ if comment => comment = c != '\n',
+            (Some('"'), '\\') if !escaped => {
+                escaped = true;
+                continue;
+            }
+            (Some(q), _) if c == q && !escaped => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '#') => comment = true,
+            (None, '[' | '{') => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            (None, ']' | '}') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        escaped = false;
+    }
+    deepest
+}
+
+fn document_of(path: &Path, fence: &Fence) -> Result<Value, String> {
     let origin = path.display();
-    let text = std::fs::read_to_string(path)
+    let file = fence.open(path).map_err(|refused| match refused {
+        Refusal::Gone => format!("{origin}: cannot read: No such file or directory"),
+        Refusal::Refused(why) => format!("{origin}: cannot read: {why}"),
+    })?;
+    let mut bytes = Vec::new();
+    file.take(MAX_ARTIFACT_BYTES + 1)
+        .read_to_end(&mut bytes)
         .map_err(|e| format!("{origin}: cannot read: {}", crate::fence::plain(&e)))?;
+    if bytes.len() as u64 > MAX_ARTIFACT_BYTES {
+        return Err(format!(
+            "{origin}: over {MAX_ARTIFACT_BYTES} bytes; an artifact declares \
+                            sources, it holds no data"
+        ));
+    }
+    let text = String::from_utf8(bytes).map_err(|e| format!("{origin}: not UTF-8 text: {e}"))?;
     let yaml = matches!(
         path.extension().and_then(|e| e.to_str()),
         Some("yaml" | "yml")
     );
     if yaml {
+        if flow_depth(&text) > MAX_FLOW_DEPTH {
+            return Err(format!(
+                "{origin}: not valid YAML: nested deeper than {MAX_FLOW_DEPTH} \
+                                flow collections"
+            ));
+        }
         serde_yaml_ng::from_str(&text).map_err(|e| format!("{origin}: not valid YAML: {e}"))
     } else {
         let kind = path
@@ -87,17 +143,16 @@ fn text(entry: &Value, key: &str) -> String {
         .to_owned()
 }
 
-/// The artifact at `path`, checked whole; the error names the file and the place.
-pub fn load(path: &Path) -> Result<Integration, String> {
+/// The artifact at `path` (opened through `fence`: a regular file, outside the fenced
+/// directories), checked whole; the error names the file and the place.
+pub fn load(path: &Path, fence: &Fence) -> Result<Integration, String> {
     let origin = path.display().to_string();
-    let document = document_of(path)?;
+    let document = document_of(path, fence)?;
     let schema: Value = serde_json::from_str(SCHEMA).map_err(|e| e.to_string())?;
     let validator = jsonschema::validator_for(&schema).map_err(|e| e.to_string())?;
     if let Some(error) = validator.iter_errors(&document).next() {
-        return Err(format!(
-            "{origin}: {} {error}",
-            place(error.instance_path().as_str())
-        ));
+        let place = place(error.instance_path().as_str());
+        return Err(bounded(format!("{origin}: {place} {error}")));
     }
     rules::check(&document, &origin)?;
     let mut sources = Vec::new();
@@ -149,7 +204,7 @@ pub fn load(path: &Path) -> Result<Integration, String> {
 
 /// `check FILE`: each source and channel with its owner, or why the artifact is refused.
 pub fn check(path: &Path) -> u8 {
-    match load(path) {
+    match load(path, &Fence::default()) {
         Ok(found) => {
             let kinds: HashMap<SourceKind, &str> = [
                 (SourceKind::Jsonl, "jsonl"),

@@ -7,6 +7,10 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+use super::flag::Flag;
 use super::Config;
 use crate::collect::SourceReader;
 use crate::send::Sender;
@@ -16,38 +20,60 @@ use crate::spool::Spool;
 const POLL: Duration = Duration::from_millis(500);
 /// A batch failing this long is left to the next round of sending.
 const GIVE_UP: Duration = Duration::from_secs(5);
+/// An idle sender looks at the spool this often all the same (a seal rings it at once).
+const SEND_IDLE: Duration = Duration::from_secs(1);
 
-/// Sleeps `period` unless `flag` is set first (checked every 50 ms).
-fn wait(flag: &AtomicBool, period: Duration) {
-    let until = Instant::now() + period;
-    while !flag.load(Ordering::Relaxed) && Instant::now() < until {
-        thread::sleep(Duration::from_millis(50).min(until - Instant::now()));
+/// Past the drain time, how long a thread is waited for before it is left behind.
+const GRACE: Duration = Duration::from_secs(2);
+
+/// The thread's result if it ends by `deadline`; else None, said.
+fn joined<T>(thread: thread::JoinHandle<T>, deadline: Instant, what: &str) -> Option<T> {
+    while !thread.is_finished() && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(20));
     }
+    if thread.is_finished() {
+        return thread.join().ok();
+    }
+    log::error!("{what} did not end within the drain time; the collector exits without it");
+    None
 }
 
-fn read_loop(
-    mut reader: SourceReader,
-    stopping: &AtomicBool,
-    idle: &AtomicBool,
-    drain: Duration,
-) -> SourceReader {
-    while !stopping.load(Ordering::Relaxed) {
+/// The threads' flags: stop reading, stop sending, and the reader's doorbell to the sender.
+#[derive(Default)]
+struct Flags {
+    stopping: Flag,
+    send_stop: Flag,
+    sealed: Flag,
+    idle: AtomicBool,
+}
+
+fn read_loop(mut reader: SourceReader, flags: &Flags, drain: Duration) -> SourceReader {
+    let mut sealed = 0;
+    let mut ring = |reader: &SourceReader| {
+        if reader.counters.batches != sealed {
+            sealed = reader.counters.batches;
+            flags.sealed.set();
+        }
+    };
+    while !flags.stopping.is_set() {
         let started = Instant::now();
         match reader.run_once() {
             Ok(true) => {
-                idle.store(true, Ordering::Relaxed);
-                wait(stopping, POLL.saturating_sub(started.elapsed()));
+                flags.idle.store(true, Ordering::Relaxed);
+                ring(&reader);
+                flags.stopping.wait(POLL.saturating_sub(started.elapsed()));
                 reader.relist();
             }
             Ok(false) => {
-                idle.store(false, Ordering::Relaxed);
+                flags.idle.store(false, Ordering::Relaxed);
+                ring(&reader);
                 if reader.spool_full().unwrap_or(true) {
-                    wait(stopping, POLL);
+                    flags.stopping.wait(POLL);
                 }
             }
             Err(e) => {
                 log::error!("the spool cannot be written: {e}; reading waits");
-                wait(stopping, POLL);
+                flags.stopping.wait(POLL);
             }
         }
     }
@@ -56,22 +82,40 @@ fn read_loop(
     let deadline = Instant::now() + drain;
     reader.relist();
     while Instant::now() < deadline && !reader.spool_full().unwrap_or(true) {
-        if reader.run_once().unwrap_or(true) {
+        let done = reader.run_once().unwrap_or(true);
+        ring(&reader);
+        if done {
             break;
         }
     }
     reader
 }
 
-fn send_loop(mut sender: Sender, until: &AtomicBool) -> Sender {
-    while !until.load(Ordering::Relaxed) {
-        match sender.run_once(GIVE_UP, until) {
-            Ok(0) => wait(until, Duration::from_millis(50)),
+fn send_loop(mut sender: Sender, flags: &Flags) -> Sender {
+    let stop = || flags.send_stop.is_set();
+    while !stop() {
+        match sender.run_once(GIVE_UP, &stop) {
+            Ok(0) => {
+                flags.sealed.take(SEND_IDLE);
+            }
             Ok(_) => {}
             Err(e) => log::warn!("ingest unreachable, batches stay spooled: {}", e.0),
         }
     }
     sender
+}
+
+/// SIGTERM and SIGINT set `stopping` (from a thread of their own: a flag's condition
+/// variable may not be touched in a signal handler).
+fn on_signals(flags: &Arc<Flags>) -> std::io::Result<()> {
+    let mut signals = Signals::new([SIGTERM, SIGINT])?;
+    let flags = Arc::clone(flags);
+    thread::spawn(move || {
+        for _ in signals.forever() {
+            flags.stopping.set();
+        }
+    });
+    Ok(())
 }
 
 fn spool(config: &Config) -> Result<Spool, String> {
@@ -97,41 +141,44 @@ pub fn collect(config: &Config) -> u8 {
         config.bounds,
         config.fence.clone(),
     );
-    let (stopping, idle, send_stop) = (
-        Arc::new(AtomicBool::new(false)),
-        Arc::new(AtomicBool::new(false)),
-        Arc::new(AtomicBool::new(false)),
-    );
-    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-        if let Err(e) = signal_hook::flag::register(signal, Arc::clone(&stopping)) {
-            eprintln!("tuneplane-collector run: cannot handle signal {signal}: {e}");
-            return 2;
-        }
+    let flags = Arc::new(Flags::default());
+    if let Err(e) = on_signals(&flags) {
+        eprintln!("tuneplane-collector run: cannot handle signals: {e}");
+        return 2;
     }
     let drain = Duration::from_secs(config.drain_seconds);
     let reading = {
-        let (stopping, idle) = (Arc::clone(&stopping), Arc::clone(&idle));
-        thread::spawn(move || read_loop(reader, &stopping, &idle, drain))
+        let flags = Arc::clone(&flags);
+        thread::spawn(move || read_loop(reader, &flags, drain))
     };
     let sending = {
-        let until = Arc::clone(&send_stop);
-        thread::spawn(move || send_loop(sender, &until))
+        let flags = Arc::clone(&flags);
+        thread::spawn(move || send_loop(sender, &flags))
     };
     let pending = || status.pending_count().unwrap_or(u64::MAX);
-    while !stopping.load(Ordering::Relaxed) {
-        if config.exit_when_idle && idle.load(Ordering::Relaxed) && pending() == 0 {
-            stopping.store(true, Ordering::Relaxed);
+    loop {
+        if !config.exit_when_idle {
+            if flags.stopping.wait(Duration::from_secs(3600)) {
+                break;
+            }
+        } else if flags.idle.load(Ordering::Relaxed) && pending() == 0 {
+            flags.stopping.set();
+            break;
+        } else if flags.stopping.wait(Duration::from_millis(100)) {
             break;
         }
-        thread::sleep(Duration::from_millis(100));
     }
     let deadline = Instant::now() + drain;
-    let reader = reading.join().ok();
+    // The drain time bounds the exit whatever a source does: a thread still busy then (a
+    // hostile file, a stuck call) is left behind, and the spool, whose every change is a
+    // transaction, holds what was sealed.
+    let reader = joined(reading, deadline + GRACE, "reading");
     while pending() > 0 && Instant::now() < deadline {
         thread::sleep(Duration::from_millis(50));
     }
-    send_stop.store(true, Ordering::Relaxed);
-    let sender = sending.join().ok();
+    flags.send_stop.set();
+    flags.sealed.set(); // wakes an idle sender to see it
+    let sender = joined(sending, Instant::now() + GIVE_UP + GRACE, "sending");
     let left = pending();
     if left > 0 {
         log::warn!(
@@ -146,6 +193,8 @@ pub fn collect(config: &Config) -> u8 {
             config.spool.display()
         );
     }
+    // Reading cut short: what the sources held was not all read, so not all delivered.
+    let cut_short = reader.is_none();
     let counters = reader.map(|r| r.counters).unwrap_or_default();
     log::info!(
         "collector done: {} points and {} rich records read, {} points sent, {} refused, \
@@ -157,7 +206,7 @@ pub fn collect(config: &Config) -> u8 {
         counters.problems,
         left + quarantined.len() as u64
     );
-    if left + quarantined.len() as u64 == 0 {
+    if left + quarantined.len() as u64 == 0 && !cut_short {
         0
     } else {
         3

@@ -4,6 +4,7 @@
 //! source is read from (the node agent passes its state directory and the spool root).
 
 mod collector;
+mod flag;
 
 use std::path::PathBuf;
 
@@ -122,7 +123,9 @@ pub struct Config {
 fn config(args: RunArgs, settings: Settings) -> Result<Config, String> {
     let mut sources: Vec<SourceSpec> = args.sources.into_iter().chain(args.tensorboard).collect();
     if let Some(artifact) = &args.integration {
-        let owned = crate::integration::load(artifact)?.sources_of(&args.member, &args.workdir);
+        let fence = Fence::of(&args.never_read);
+        let owned =
+            crate::integration::load(artifact, &fence)?.sources_of(&args.member, &args.workdir);
         if owned.is_empty() {
             return Err(format!(
                 "member {} owns no source in {}",

@@ -37,6 +37,16 @@ fn name_problem_within(value: &str, limit: usize) -> Option<String> {
     })
 }
 
+/// `message` cut after 300 characters: what it quotes (a record, an artifact's value) may be
+/// anything, and a log line is no place for megabytes.
+pub fn bounded(message: String) -> String {
+    const MOST: usize = 300;
+    match message.char_indices().nth(MOST) {
+        Some((at, _)) => format!("{}...", &message[..at]),
+        None => message,
+    }
+}
+
 /// What an identifier that names a path component is (runs, members, sources, channels).
 pub const NAME_RULE: &str = "1-128 of A-Z a-z 0-9 . _ - (starting with a letter or digit)";
 

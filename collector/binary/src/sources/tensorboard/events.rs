@@ -12,11 +12,13 @@ use std::collections::{HashMap, HashSet};
 use prost::bytes::Bytes;
 use prost::Message;
 
-use super::proto::{self, event::What, summary, DataClass};
-use super::tensor::tensor_scalar;
+use super::proto::{self, event::What, summary};
+use super::{value, wire};
 pub use crate::contract::MAX_BATCH_SERIES;
 use crate::sources::names::name_problem;
-use crate::sources::repr::py_str;
+
+/// Problems said of one record, at most (each of its values could have one).
+const MAX_PROBLEMS: usize = 100;
 
 /// tag → (plugin name, data class) as the tag's first value declared them.
 pub type Plugins = HashMap<String, (String, Bytes, i32)>;
@@ -71,7 +73,7 @@ impl RichKind {
         }
     }
 
-    fn of_plugin(plugin: &str) -> Self {
+    pub(super) fn of_plugin(plugin: &str) -> Self {
         match plugin {
             "images" => Self::Image,
             "histograms" => Self::Histogram,
@@ -119,6 +121,15 @@ pub fn decode(
     state: &mut PurgeState,
 ) -> Decoded {
     let mut out = Decoded::default();
+    let values = wire::summary_values(&data);
+    if values > wire::MAX_SUMMARY_VALUES {
+        out.problems.push(format!(
+            "{file}@{offset}: summary of {values} values, more than one batch holds ({}); \
+             skipped",
+            wire::MAX_SUMMARY_VALUES
+        ));
+        return out;
+    }
     let event = match proto::Event::decode(data.clone()) {
         Ok(event) => event,
         Err(refused) => {
@@ -158,11 +169,18 @@ pub fn decode(
                 .value
                 .iter()
                 .any(|v| !matches!(v.value, Some(summary::value::Value::SimpleValue(_))))
-                .then(|| raw_values(data, summary.value.len()))
+                .then(|| wire::raw_values(data, summary.value.len()))
                 .flatten();
             for (at, value) in summary.value.iter().enumerate() {
                 let written = raw.as_ref().and_then(|r| r.get(at));
-                decode_value(value, written, file, offset, plugins, &mut out);
+                value::decode_value(value, written, file, offset, plugins, &mut out);
+            }
+            if out.problems.len() > MAX_PROBLEMS {
+                let more = out.problems.len() - MAX_PROBLEMS;
+                out.problems.truncate(MAX_PROBLEMS);
+                out.problems.push(format!(
+                    "{file}@{offset}: {more} more problems of the same record not said"
+                ));
             }
         }
         Some(What::SessionLog(log))
@@ -174,114 +192,6 @@ pub fn decode(
         _ => {}
     }
     out
-}
-
-/// An event with its summary left as written: the bytes rich records keep.
-#[derive(Clone, PartialEq, Message)]
-struct WrittenEvent {
-    #[prost(bytes = "bytes", optional, tag = "5")]
-    summary: Option<Bytes>,
-}
-
-#[derive(Clone, PartialEq, Message)]
-struct WrittenSummary {
-    #[prost(bytes = "bytes", repeated, tag = "1")]
-    value: Vec<Bytes>,
-}
-
-/// Each `Summary.Value` of the event in `data` as written (views of `data`, not copies),
-/// if they line up with the `count` values decoded (a summary written in two pieces does
-/// not: its values are then encoded again).
-fn raw_values(data: Bytes, count: usize) -> Option<Vec<Bytes>> {
-    let summary = WrittenEvent::decode(data).ok()?.summary?;
-    let values = WrittenSummary::decode(summary).ok()?.value;
-    (values.len() == count).then_some(values)
-}
-
-fn decode_value(
-    value: &summary::Value,
-    written: Option<&Bytes>,
-    file: &str,
-    offset: u64,
-    plugins: &mut Plugins,
-    out: &mut Decoded,
-) {
-    let tag = if value.tag.is_empty() {
-        &value.node_name
-    } else {
-        &value.tag
-    };
-    if let Some(problem) = name_problem(tag) {
-        out.problems
-            .push(format!("{file}@{offset}: tag {problem}; value skipped"));
-        return;
-    }
-    if let (Some(meta), false) = (&value.metadata, plugins.contains_key(tag)) {
-        let plugin = meta
-            .plugin_data
-            .as_ref()
-            .map(|p| p.plugin_name.clone())
-            .unwrap_or_default();
-        if let Some(problem) = name_problem(&plugin).filter(|_| !plugin.is_empty()) {
-            out.problems.push(format!(
-                "{file}@{offset}: tag {}: plugin name {problem}; value skipped",
-                py_str(tag)
-            ));
-            return;
-        }
-        let content = meta
-            .plugin_data
-            .as_ref()
-            .map(|p| p.content.clone())
-            .unwrap_or_default();
-        plugins.insert(tag.clone(), (plugin, content, meta.data_class));
-    }
-    let (plugin, plugin_content, data_class) = plugins.get(tag).cloned().unwrap_or((
-        String::new(),
-        Bytes::new(),
-        DataClass::Unknown as i32,
-    ));
-    let kind = match &value.value {
-        Some(summary::value::Value::SimpleValue(v)) => {
-            out.scalars.push((tag.clone(), f64::from(*v)));
-            return;
-        }
-        Some(summary::value::Value::Tensor(tensor))
-            if plugin == "scalars" || data_class == DataClass::Scalar as i32 =>
-        {
-            match tensor_scalar(tensor) {
-                Ok(v) => {
-                    out.scalars.push((tag.clone(), v));
-                    return;
-                }
-                Err(why) => out.problems.push(format!(
-                    "{file}@{offset}: tag {} of the scalars plugin kept as a tensor: {why}",
-                    py_str(tag)
-                )),
-            }
-            RichKind::of_plugin(&plugin)
-        }
-        None | Some(summary::value::Value::ObsoleteOldStyleHistogram(_)) => {
-            out.problems.push(format!(
-                "{file}@{offset}: tag {} has no readable value; skipped",
-                py_str(tag)
-            ));
-            return;
-        }
-        Some(summary::value::Value::Image(_)) => RichKind::Image,
-        Some(summary::value::Value::Histo(_)) => RichKind::Histogram,
-        Some(summary::value::Value::Audio(_)) => RichKind::Audio,
-        Some(summary::value::Value::Tensor(_)) => RichKind::of_plugin(&plugin),
-    };
-    out.rich.push(Rich {
-        kind,
-        tag: tag.clone(),
-        plugin,
-        plugin_content,
-        payload: written
-            .cloned()
-            .unwrap_or_else(|| Bytes::from(value.encode_to_vec())),
-    });
 }
 
 #[cfg(test)]

@@ -4,6 +4,8 @@
 pub mod events;
 pub mod framing;
 mod tensor;
+mod value;
+mod wire;
 
 /// The project's declaration of TensorBoard's messages, compiled at build time.
 #[allow(clippy::all, clippy::pedantic)]
