@@ -169,17 +169,18 @@ def test_the_gateway_takes_telemetry_survives_kills_restarts_and_replays(
     web.wait_exact(train, "train", train_truth)
     stack.timings.append(("two runs sent and read back", time.monotonic() - started))
 
-    # Kafka and a projector SIGKILLed as a run starts: the collector keeps its batches
+    # Kafka and a projector SIGKILLed just before a run starts (the collector's first batch
+    # is on the wire within milliseconds of its start): the collector keeps its batches
     # (ingest ACKs only what Kafka holds) until Kafka is back. Then another projector is
     # SIGKILLed while the run is being projected.
     chaos = MemberKey(f"{prefix}-chaos", 1, "rank-0")
     chaos_truth = jsonl_truth(tmp_path / "chaos.jsonl", range(100_000))
-    collector = subprocess.Popen(
-        [*send(stack, tmp_path, chaos, {"train": tmp_path / "chaos.jsonl"},
-               "--max-batch-points", "500"), "--exit-when-idle"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    chaos_args = [*send(stack, tmp_path, chaos, {"train": tmp_path / "chaos.jsonl"},
+                        "--max-batch-points", "500"), "--exit-when-idle"]
+    sigkill(stack.container("kafka"), stack.container("projector", 2))
+    collector = subprocess.Popen(chaos_args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True)
     try:
-        sigkill(stack.container("kafka"), stack.container("projector", 2))
         time.sleep(5)
         assert collector.poll() is None, "the collector finished though Kafka was down"
         assert web.series(chaos, "train", "loss") == [], "a point was stored though Kafka was down"
