@@ -134,15 +134,6 @@ fn document_of(path: &Path, fence: &Fence) -> Result<Value, String> {
     }
 }
 
-/// The string at `key` of a schema-checked entry.
-fn text(entry: &Value, key: &str) -> String {
-    entry
-        .get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
-}
-
 /// The artifact at `path` (opened through `fence`: a regular file, outside the fenced
 /// directories), checked whole; the error names the file and the place.
 pub fn load(path: &Path, fence: &Fence) -> Result<Integration, String> {
@@ -155,50 +146,48 @@ pub fn load(path: &Path, fence: &Fence) -> Result<Integration, String> {
         return Err(bounded(format!("{origin}: {place} {error}")));
     }
     rules::check(&document, &origin)?;
-    let mut sources = Vec::new();
-    let entries = |group: &str| {
-        document
-            .get(group)
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-    };
-    for entry in entries("sources") {
-        let kind = if text(&entry, "kind") == "tensorboard" {
+    let mut channels = Vec::new();
+    for (at, entry) in rules::entries(&document, "channels").iter().enumerate() {
+        let number = |key: &str| entry.get(key).and_then(Value::as_u64).unwrap_or(1);
+        let schema = entry.get("schema").unwrap_or(&Value::Null);
+        let validator = channel_schema::compile_offline(schema, &format!("channels[{at}].schema"))
+            .map_err(|why| format!("{origin}: {why}"))?;
+        channels.push((
+            entry,
+            SourceKind::Channel,
+            Some(Channel {
+                validator: Arc::new(validator),
+                max_record_bytes: number("max_record_bytes"),
+                max_bytes_per_minute: number("max_bytes_per_minute"),
+            }),
+        ));
+    }
+    let declared = rules::entries(&document, "sources").iter().map(|entry| {
+        let tensorboard = rules::text(entry, "kind") == Some("tensorboard");
+        let kind = if tensorboard {
             SourceKind::TensorBoard
         } else {
             SourceKind::Jsonl
         };
-        let spec = SourceSpec {
-            id: text(&entry, "id"),
-            path: PathBuf::from(text(&entry, "path")),
-            kind,
-            channel: None,
-        };
-        sources.push((spec, text(&entry, "owner")));
-    }
-    for (at, entry) in entries("channels").into_iter().enumerate() {
-        let number = |key: &str| entry.get(key).and_then(Value::as_u64).unwrap_or(1);
-        let schema = entry.get("schema").cloned().unwrap_or(Value::Null);
-        let validator = channel_schema::compile_offline(&schema, &format!("channels[{at}].schema"))
-            .map_err(|why| format!("{origin}: {why}"))?;
-        let channel = Channel {
-            validator: Arc::new(validator),
-            max_record_bytes: number("max_record_bytes"),
-            max_bytes_per_minute: number("max_bytes_per_minute"),
-        };
-        let spec = SourceSpec {
-            id: text(&entry, "id"),
-            path: PathBuf::from(text(&entry, "path")),
-            kind: SourceKind::Channel,
-            channel: Some(channel),
-        };
-        sources.push((spec, text(&entry, "owner")));
-    }
-    let mappings = document
-        .get("mappings")
-        .and_then(Value::as_array)
-        .map_or(0, Vec::len);
+        (entry, kind, None)
+    });
+    // Sources first, then channels, as the artifact lists them.
+    let sources = declared
+        .chain(channels)
+        .map(|(entry, kind, channel)| {
+            let text = |key: &str| rules::text(entry, key).unwrap_or_default().to_owned();
+            (
+                SourceSpec {
+                    id: text("id"),
+                    path: PathBuf::from(text("path")),
+                    kind,
+                    channel,
+                },
+                text("owner"),
+            )
+        })
+        .collect();
+    let mappings = rules::entries(&document, "mappings").len();
     Ok(Integration { sources, mappings })
 }
 

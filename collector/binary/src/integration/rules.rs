@@ -12,14 +12,14 @@ use super::channel_schema;
 use crate::sources::names::{is_identifier, run_path_problem, NAME_RULE};
 use crate::sources::repr::py_str;
 
-fn entries<'a>(document: &'a Value, group: &str) -> &'a [Value] {
+pub(super) fn entries<'a>(document: &'a Value, group: &str) -> &'a [Value] {
     document
         .get(group)
         .and_then(Value::as_array)
         .map_or(&[], Vec::as_slice)
 }
 
-fn text<'a>(entry: &'a Value, key: &str) -> Option<&'a str> {
+pub(super) fn text<'a>(entry: &'a Value, key: &str) -> Option<&'a str> {
     entry.get(key).and_then(Value::as_str)
 }
 
