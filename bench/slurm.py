@@ -30,11 +30,12 @@ import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.support.environment import ROOT, Endpoints, bench_workspace, free_port
+from tests.support.collector_binary import HOST_TARGET
+from tests.support.collector_binary import artifact as collector_artifact
+from tests.support.environment import Endpoints, bench_workspace, free_port
 from tests.support.processes import start_ingest, start_projector
 from tests.support.slurm import Tenant, launch, slurm_control, tenant
 from tests.support.users import SYSTEM_PYTHON
-from tuneplane.collector.artifact import build
 
 INTEGRATION = {"version": 1, "sources": [
     {"id": "tb-0", "kind": "tensorboard", "path": "rank-0/tb", "owner": "rank-0"},
@@ -107,7 +108,9 @@ async def main() -> None:
     args = parser.parse_args()
     endpoints = Endpoints.from_environ(os.environ)
     work, tls_dir = bench_workspace(endpoints, "tuneplane-bench-slurm-")
-    artifact = build(ROOT, work / "artifacts")
+    os.environ.setdefault("TUNEPLANE_COLLECTOR_BINARY_DIR",
+                          str(Path.home() / ".cache" / "tuneplane" / "cargo-target"))
+    artifact = collector_artifact(HOST_TARGET, work / "artifacts")  # scripts/collector-binary
     ingest = start_ingest(endpoints, tls_dir, free_port(), work / "ingest.log")
     projector = start_projector(endpoints, work / "projector.log")
     db = await asyncpg.connect(endpoints.database_url)

@@ -35,7 +35,7 @@ from tests.support.credentials import workload_token
 from tests.support.environment import ROOT, Endpoints, free_port, run_admin
 from tests.support.processes import collector_args, start_ingest
 from tuneplane.collector import native, tensorboard
-from tuneplane.collector.artifact import build, verify
+from tuneplane.collector.artifact import build
 from tuneplane.collector.draft import Position
 from tuneplane.collector.tfrecord import frame
 from tuneplane.common.gateway import tls
@@ -176,7 +176,6 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="tuneplane-tbbench-"))
     if args.follow_seconds > 0:
         artifact = args.collector or build(ROOT, work / "artifacts")
-        verify(artifact)
     if args.events > 0:
         read(work / "events.out.tfevents.1.bench", args.events)
     if args.follow_seconds > 0:

@@ -65,9 +65,8 @@ Not in the table:
   `LANG`, `LC_ALL`, `LC_CTYPE` and `TZ` of the agent's environment, `HOME`, `USER`,
   `LOGNAME` and `PWD` of its run-as user, the launch's environment, and
   `TUNEPLANE_RUN_ID`, `TUNEPLANE_ATTEMPT` and `TUNEPLANE_MEMBER`.
-- The collector artifact's launchers (`bin/tuneplane-collector`, `bin/tuneplane-node`) run
-  `$TUNEPLANE_COLLECTOR_PYTHON` (default: `python3.X` of the Python the artifact was built
-  with).
+- The collector artifact's `tuneplane-collector` is a static binary: it needs no Python, and
+  no library of the host.
 - The object store credentials are the standard AWS variables (`AWS_ACCESS_KEY_ID`,
   `AWS_SECRET_ACCESS_KEY`, `AWS_DEFAULT_REGION`, ...), read by boto3.
 """

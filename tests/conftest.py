@@ -87,10 +87,10 @@ def projector(initialised: Endpoints, tmp_path_factory: pytest.TempPathFactory,
 
 @pytest.fixture(scope="session")
 def collector_artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The collector artifact built from this checkout for this host."""
-    from tests.support.environment import ROOT
-    from tuneplane.collector.artifact import build
-    return build(ROOT, tmp_path_factory.mktemp("artifacts"))
+    """The static collector's artifact for this host (x86_64), of the binary
+    scripts/collector-binary built from this checkout."""
+    from tests.support.collector_binary import artifact
+    return artifact("x86_64-unknown-linux-musl", tmp_path_factory.mktemp("artifacts"))
 
 
 @pytest.fixture

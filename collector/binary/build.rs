@@ -1,6 +1,7 @@
 //! The messages come from the project's own declarations under `protos/`, compiled at build
 //! time by protox (no `protoc` needed): the TensorBoard event messages into prost types, the
-//! telemetry contract into prost types and the tonic client of `TelemetryIngest`.
+//! telemetry contract into prost types and the tonic client of `TelemetryIngest`, and
+//! the node contract's client of `SlurmJobControl`.
 
 use std::path::PathBuf;
 
@@ -8,7 +9,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let protos = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../protos");
     let event = protos.join("tuneplane/tensorboard/v1/event.proto");
     let telemetry = protos.join("tuneplane/telemetry/v1/telemetry.proto");
-    for path in [&event, &telemetry] {
+    let slurm = protos.join("tuneplane/node/v1/slurm.proto");
+    let node = protos.join("tuneplane/node/v1/node.proto");
+    for path in [&event, &telemetry, &slurm, &node] {
         println!("cargo:rerun-if-changed={}", path.display());
     }
     // `bytes` fields as `Bytes`: decoded from a record's `Bytes`, an image or a graph of up to
@@ -20,5 +23,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build_server(false)
         .bytes(".")
         .compile_fds(protox::compile([&telemetry], [&protos])?)?;
+    // A Slurm job's collector is a client of control's SlurmJobControl.
+    tonic_prost_build::configure()
+        .build_server(false)
+        .compile_fds(protox::compile([&slurm], [&protos])?)?;
     Ok(())
 }

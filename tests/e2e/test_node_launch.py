@@ -74,8 +74,8 @@ async def test_a_tampered_collector_artifact_refuses_the_launch(
         tmp_path: Path, run_id: str, db: asyncpg.Connection) -> None:
     tampered = tmp_path / "artifacts" / collector_artifact.name
     shutil.copytree(collector_artifact, tampered, symlinks=True)
-    launcher = tampered / "bin" / "cli.py"
-    launcher.write_text(launcher.read_text() + "\nimport os  # an extra line\n")
+    with (tampered / "tuneplane-collector").open("ab") as binary:
+        binary.write(b"\0")  # one byte more
     control = start_control(tls_dir, free_port(), tmp_path / "control.log",
                             launch_env(ingest.port, tmp_path / "spool", tampered))
     try:
@@ -87,7 +87,7 @@ async def test_a_tampered_collector_artifact_refuses_the_launch(
         control.stop()
     (state,) = launch_states(run_id)
     assert state["state"] == "refused"
-    assert "bin/cli.py does not match its sha256 (tampered)" in str(state["detail"])
+    assert "tuneplane-collector does not match its sha256 (tampered)" in str(state["detail"])
     assert await db.fetchval("SELECT state FROM attempts WHERE run_id = $1", run_id) == "failed"
     (launch_dir,) = (node.state / "launches").iterdir()
     assert not (launch_dir / "training.log").exists()  # the training command never started

@@ -189,15 +189,15 @@ async def test_a_tampered_collector_artifact_is_refused_on_the_compute_node(
     tampered = who.place / "tampered" / who.artifact.name
     shutil.copytree(who.artifact, tampered, symlinks=True)
     tampered.parent.chmod(0o755)
-    launcher = tampered / "bin" / "cli.py"
-    launcher.write_text(launcher.read_text() + "\nimport os  # an extra line\n")
+    with (tampered / "tuneplane-collector").open("ab") as binary:
+        binary.write(b"\0")  # one byte more
     with slurm_control(tls_dir, ingest, who, tmp_path / "control.log", artifact=tampered):
         launch(initialised, run_id, who, INTEGRATION, ["--steps", "100"], *TWO_TASKS)
         row = wait_for(run_id, ended=True)
     output = job_output(row["job_id"], who.scratch)
     assert (row["job_state"], row["attempt_state"]) == ("FAILED", "failed"), (row, output)
     assert "collector artifact refused: " in str(row["detail"]), row
-    assert "bin/cli.py does not match its sha256 (tampered)" in str(row["detail"]), row
+    assert "tuneplane-collector does not match its sha256 (tampered)" in str(row["detail"]), row
     assert collectors_of(row) == []  # nothing of the artifact ran: no ticket was redeemed
     assert not who.spool_root.exists()
     assert not who.workdir(row["job_id"]).exists()

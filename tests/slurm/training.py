@@ -10,7 +10,7 @@ them), ``metrics.jsonl`` (``acc`` = step/8) and ``eval.jsonl`` (``score`` = step
 values are exact in float32. With ``--try-credentials`` (rank 0 only), half-way it tries
 every way it knows to the job's credentials: its collector's environment, memory and
 descriptors, tracing the collector, any file of its user holding a token, and the job
-script's ticket, redeemed with control through the collector artifact's own gRPC client.
+script's ticket, redeemed with control through the artifact's own collector.
 Each outcome goes to ``attempts.json`` for the test to check.
 """
 
@@ -24,7 +24,7 @@ import re
 import socket
 import struct
 import subprocess
-import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -122,21 +122,21 @@ def token_files(roots: list[Path]) -> list[str]:
 
 
 def redeem(ticket: str, control: str, ca: Path, artifact: Path) -> str:
-    sys.path.insert(0, str(artifact / "site-packages"))
-    import grpc  # the artifact's own: what any task of the job can import
-
-    from tuneplane.node.v1 import slurm_pb2 as spb
-    from tuneplane.node.v1 import slurm_pb2_grpc as spb_grpc
-    channel = grpc.secure_channel(control, grpc.ssl_channel_credentials(ca.read_bytes()))
-    start = spb.JobStart(ticket=ticket, job_id=os.environ["SLURM_JOB_ID"],
-                         restart=int(os.environ.get("SLURM_RESTART_COUNT") or 0),
-                         node_index=int(os.environ["SLURM_NODEID"]), hostname="thief")
+    """Redeem ``ticket`` through the artifact's own collector, as any task of the job can run
+    it: control's answer."""
+    place = Path(tempfile.mkdtemp(prefix="thief-"))
     try:
-        reply = spb_grpc.SlurmJobControlStub(channel).Redeem(spb.RedeemRequest(start=start),
-                                                              timeout=30)
-    except grpc.RpcError as exc:
-        return f"refused: {exc.code().name}: {exc.details()}"
-    return f"REDEEMED attempt {reply.attempt} with {len(reply.credentials.members)} tokens"
+        done = subprocess.run(
+            [str(artifact / "tuneplane-collector"), "slurm-node", "--control", control,
+             "--launch", "0", "--spool-root", str(place / "spool"), "--workdir", str(place)],
+            input=ticket + "\n", capture_output=True, text=True, timeout=30, check=False,
+            env={**os.environ, "TUNEPLANE_SLURM_CONTROL_CA": ca.read_text()})
+    except subprocess.TimeoutExpired as exc:  # it redeemed, and ran on
+        return f"REDEEMED: {exc.stdout!r:.300}"
+    said = done.stdout.strip()
+    if "control refused Redeem: " in said:
+        return "refused: " + said.split("control refused Redeem: ", 1)[1]
+    return f"REDEEMED? exit {done.returncode}: {said[:300]}"
 
 
 def try_credentials(control: str, ca: Path, artifact: Path) -> dict[str, object]:

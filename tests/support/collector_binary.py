@@ -16,6 +16,8 @@ import pytest
 
 #: Each target and what runs its binary on this (x86_64) host.
 TARGETS = {"x86_64-unknown-linux-musl": (), "aarch64-unknown-linux-musl": ("qemu-aarch64-static",)}
+#: This host's own target.
+HOST_TARGET = "x86_64-unknown-linux-musl"
 
 
 def binary(target: str) -> Path:
@@ -27,6 +29,14 @@ def binary(target: str) -> Path:
     if not path.is_file():
         pytest.fail(f"{path} is missing: run scripts/collector-binary", pytrace=False)
     return path
+
+
+def artifact(target: str, out: Path) -> Path:
+    """The artifact of ``target``'s binary, built in ``out`` by the host's binary."""
+    done = run(HOST_TARGET, "artifact", "build", "--target", target, "--out", str(out),
+               "--binary", str(binary(target)))
+    assert done.returncode == 0, done.stderr.decode()
+    return Path(done.stdout.decode().strip())
 
 
 def failpoints_binary() -> Path:
@@ -59,6 +69,7 @@ def unreachable_run(target: str, tmp_path: Path, tls_dir: Path, sources: dict[st
     ``tmp_path/spool``, until it has read each file of ``read`` (default: the JSONL
     ``sources``) to its end (its spool says so), then stopped with SIGTERM; the drain gives
     up after a second."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "token").write_text("not-a-token\n")
     spool = tmp_path / "spool"
     args = [*command(target), "run", "--run", "run-1", "--attempt", "2", "--member", "rank-0",

@@ -13,7 +13,7 @@ from tests.support.environment import BIN, Endpoints
 from tuneplane.telemetry.v1.identity import MemberKey
 
 #: The collector binary's target that runs natively here.
-HOST_TARGET = "x86_64-unknown-linux-musl"
+HOST_TARGET = collector_binary.HOST_TARGET
 
 
 class Process:

@@ -11,6 +11,12 @@ pub mod proto {
     include!(concat!(env!("OUT_DIR"), "/tuneplane.telemetry.v1.rs"));
 }
 
+/// The node contract's `SlurmJobControl` client and messages (a Slurm job's collector).
+#[allow(clippy::all, clippy::pedantic)]
+pub mod node {
+    include!(concat!(env!("OUT_DIR"), "/tuneplane.node.v1.rs"));
+}
+
 /// Points of one batch, at most.
 pub const MAX_BATCH_POINTS: usize = 50_000;
 /// Encoded bytes of one batch, at most.
@@ -47,9 +53,9 @@ pub fn code_name(code: Code) -> &'static str {
     }
 }
 
-/// Answers after which the same batch may succeed later: retryable ones, a call broken
-/// midway, and the token ones (they pass once the platform rewrites the token file).
-pub fn transient(code: Code) -> bool {
+/// Answers after which the same call may succeed later (`RETRYABLE_CODES`), or a call
+/// broken midway (`BROKEN_CALL_CODES`): a client that reconnects retries both.
+pub fn retryable(code: Code) -> bool {
     matches!(
         code,
         Code::Unavailable
@@ -58,8 +64,15 @@ pub fn transient(code: Code) -> bool {
             | Code::Aborted
             | Code::Internal
             | Code::Unknown
-            | Code::Unauthenticated
-            | Code::PermissionDenied
-            | Code::Cancelled
     )
+}
+
+/// Answers after which the same batch may succeed later: retryable ones, and the token
+/// ones (they pass once the platform rewrites the token file).
+pub fn transient(code: Code) -> bool {
+    retryable(code)
+        || matches!(
+            code,
+            Code::Unauthenticated | Code::PermissionDenied | Code::Cancelled
+        )
 }

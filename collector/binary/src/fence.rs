@@ -12,6 +12,9 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::opener::{Opener, FLAGS};
 
 /// Why a source file was not opened.
 #[derive(Debug)]
@@ -22,10 +25,13 @@ pub enum Refusal {
     Refused(String),
 }
 
-/// Directories (resolved) no source may be read from.
-#[derive(Debug, Default, Clone)]
+/// Directories (resolved) no source may be read from, and whose rights open the sources.
+#[derive(Default, Clone)]
 pub struct Fence {
     forbidden: Vec<PathBuf>,
+    /// The same directories as given (not resolved).
+    given: Vec<PathBuf>,
+    opener: Option<Arc<Opener>>,
 }
 
 impl Fence {
@@ -35,14 +41,41 @@ impl Fence {
                 .iter()
                 .map(|d| fs::canonicalize(d).unwrap_or_else(|_| d.clone()))
                 .collect(),
+            given: directories.to_vec(),
+            opener: None,
         }
     }
 
-    /// `path` opened for reading, once the file opened is known to be allowed.
-    pub fn open(&self, path: &Path) -> Result<File, Refusal> {
-        let file = OpenOptions::new()
+    /// A file the launcher names by a path inside a fenced directory (its own: the node
+    /// agent's launch directory, say) is read as the regular file it must be; any other
+    /// path is `open`'s, so one that reaches a fenced directory through a link is refused.
+    pub fn open_named(&self, path: &Path) -> Result<File, Refusal> {
+        let named = self
+            .given
+            .iter()
+            .chain(&self.forbidden)
+            .any(|d| path.starts_with(d) && !path.components().any(|c| c.as_os_str() == ".."));
+        if named {
+            return Fence::default().open(path);
+        }
+        self.open(path)
+    }
+
+    /// The same fence, its files opened by `opener` (the training user's rights).
+    pub fn opened_by(self, opener: Arc<Opener>) -> Self {
+        Self {
+            opener: Some(opener),
+            ..self
+        }
+    }
+
+    fn open_file(&self, path: &Path) -> Result<File, Refusal> {
+        if let Some(opener) = &self.opener {
+            return opener.open(path);
+        }
+        OpenOptions::new()
             .read(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+            .custom_flags(FLAGS)
             .open(path)
             .map_err(|e| match e.kind() {
                 io::ErrorKind::NotFound => Refusal::Gone,
@@ -51,7 +84,12 @@ impl Fence {
                     path.display(),
                     plain(&e)
                 )),
-            })?;
+            })
+    }
+
+    /// `path` opened for reading, once the file opened is known to be allowed.
+    pub fn open(&self, path: &Path) -> Result<File, Refusal> {
+        let file = self.open_file(path)?;
         let fd = file.as_raw_fd();
         let opened = fs::read_link(format!("/proc/self/fd/{fd}"))
             .map_err(|e| Refusal::Refused(format!("{}: {}", path.display(), plain(&e))))?;
@@ -114,6 +152,18 @@ mod tests {
         assert!(fence.open(&work.join("ok.jsonl")).is_ok());
         assert!(matches!(fence.open(&work.join("none")), Err(Refusal::Gone)));
         assert!(matches!(fence.open(&work), Err(Refusal::Refused(_))));
+        // Named inside the fence by its launcher, a file is read; reached through a link
+        // (or a path climbing out and back in), it is not.
+        assert!(fence.open_named(&secret.join("token")).is_ok());
+        assert!(matches!(
+            fence.open_named(&work.join("m.jsonl")),
+            Err(Refusal::Refused(_))
+        ));
+        let climbing = secret.join("..").join("state").join("token");
+        assert!(matches!(
+            fence.open_named(&climbing),
+            Err(Refusal::Refused(_))
+        ));
         fs::remove_dir_all(&base).unwrap();
     }
 }

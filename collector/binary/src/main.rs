@@ -1,6 +1,7 @@
 //! `tuneplane-collector`, the static binary that runs beside training jobs on execution
 //! hosts: argument parsing and wiring only.
 
+mod artifact;
 mod collect;
 mod contract;
 mod draft;
@@ -10,10 +11,13 @@ mod fence;
 mod integration;
 mod logdir;
 mod logging;
+mod opener;
 mod read;
 mod run;
+mod runas;
 mod send;
 mod settings;
+mod slurm;
 mod sources;
 mod spool;
 
@@ -50,11 +54,74 @@ enum Command {
         /// The artifact (YAML or JSON).
         file: PathBuf,
     },
+    /// A Slurm job's collector on one node (run by the job script that control submits).
+    #[command(name = "slurm-node")]
+    SlurmNode(Box<slurm::SlurmNodeArgs>),
+    /// Build or verify a collector artifact (manifest.json and the static binary, in a
+    /// directory named by the manifest's sha256).
+    Artifact {
+        #[command(subcommand)]
+        command: ArtifactCommand,
+    },
     /// Look at a spool.
     Spool {
         #[command(subcommand)]
         command: SpoolCommand,
     },
+}
+
+#[derive(Subcommand)]
+enum ArtifactCommand {
+    /// Build the artifact of a static binary for --target in --out; prints its directory.
+    Build {
+        /// x86_64-unknown-linux-musl or aarch64-unknown-linux-musl.
+        #[arg(long)]
+        target: String,
+        /// Where the artifact directory is made.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// The static collector built for --target (default: this executable).
+        #[arg(long, value_name = "FILE")]
+        binary: Option<PathBuf>,
+    },
+    /// Check an artifact before running it: its name, manifest, files and target.
+    Verify {
+        directory: PathBuf,
+        /// The host's target (default: this host's, from its machine name).
+        #[arg(long)]
+        target: Option<String>,
+    },
+}
+
+fn artifact_command(command: ArtifactCommand) -> u8 {
+    let done = match command {
+        ArtifactCommand::Build {
+            target,
+            out,
+            binary,
+        } => std::env::current_exe()
+            .map_err(|e| format!("cannot find this executable: {e}"))
+            .and_then(|me| artifact::build(&target, &binary.unwrap_or(me), &out))
+            .map(|directory| directory.display().to_string()),
+        ArtifactCommand::Verify { directory, target } => {
+            let host = target.map_or_else(|| artifact::host_target().map(str::to_owned), Ok);
+            host.and_then(|host| artifact::verify(&directory, &host))
+                .map(|manifest| {
+                    let target = manifest["target"].as_str().unwrap_or_default();
+                    format!("{} verified: {target}", directory.display())
+                })
+        }
+    };
+    match done {
+        Ok(said) => {
+            println!("{said}");
+            0
+        }
+        Err(why) => {
+            eprintln!("tuneplane-collector artifact: {why}");
+            1
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -86,6 +153,8 @@ fn main() -> ExitCode {
     let code = match Cli::parse().command {
         Command::Run(args) => run::run(*args),
         Command::Read { paths } => u8::try_from(read::read(&paths)).unwrap_or(1),
+        Command::Artifact { command } => artifact_command(command),
+        Command::SlurmNode(args) => slurm::slurm_node(*args),
         Command::Check { file } => integration::check(&file),
         Command::Spool {
             command: SpoolCommand::Status { directory },

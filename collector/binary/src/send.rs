@@ -4,6 +4,7 @@
 //! (backon), byte for byte the same, so a resend is the same identity.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use backon::{BlockingRetryable, ExponentialBuilder};
@@ -19,14 +20,59 @@ use crate::failpoints;
 use crate::fence::failed;
 use crate::spool::{SealedBatch, Spool};
 
-/// Where batches go, and the file holding the workload token they carry (read for every
-/// batch: the platform rewrites it when it renews the token).
-#[derive(Debug, Clone)]
+/// Where the workload token a batch carries comes from, looked up for every batch.
+#[derive(Clone)]
+pub enum Token {
+    /// A file the platform rewrites when it renews the token.
+    File(PathBuf),
+    /// Held in this process's memory only (a Slurm job's collector), renewed elsewhere.
+    Held(Arc<dyn Fn() -> String + Send + Sync>),
+}
+
+impl Token {
+    fn current(&self) -> Result<String, Transient> {
+        match self {
+            Token::File(path) => {
+                std::fs::read_to_string(path).map_err(|e| Transient(failed("token file", path, &e)))
+            }
+            Token::Held(current) => Ok(current()),
+        }
+    }
+
+    fn unusable(&self) -> Transient {
+        Transient(match self {
+            Token::File(path) => format!("token file {} holds no usable token", path.display()),
+            Token::Held(_) => "the workload token held is not usable".to_owned(),
+        })
+    }
+}
+
+/// Where batches go, and the workload token they carry.
+#[derive(Clone)]
 pub struct Target {
     pub address: String,
     pub ca_file: PathBuf,
-    pub token_file: PathBuf,
+    pub token: Token,
     pub server_name: Option<String>,
+}
+
+/// A TLS endpoint at `address` (host:port) trusting the CAs of `pem`, verifying
+/// `server_name` when given, else the address's host.
+pub fn endpoint(
+    address: &str,
+    pem: Vec<u8>,
+    server_name: Option<&str>,
+) -> Result<Endpoint, String> {
+    let host = address.rsplit_once(':').map_or(address, |(h, _)| h);
+    let tls = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(pem))
+        .domain_name(server_name.unwrap_or(host));
+    Ok(Endpoint::from_shared(format!("https://{address}"))
+        .map_err(|e| format!("target {address}: {e}"))?
+        .tls_config(tls)
+        .map_err(|e| format!("TLS for {address}: {e}"))?
+        .timeout(Duration::from_secs(30))
+        .connect_timeout(Duration::from_secs(5)))
 }
 
 /// The batch should be sent again later; the message says why not now.
@@ -37,7 +83,7 @@ pub struct Sender {
     spool: Spool,
     client: TelemetryIngestClient<Channel>,
     runtime: tokio::runtime::Runtime,
-    token_file: PathBuf,
+    token: Token,
     in_flight: usize,
     jitter_seed: u64,
     pub sent_batches: u64,
@@ -54,24 +100,7 @@ impl Sender {
             .map_err(|e| format!("cannot start the sender: {e}"))?;
         let pem =
             std::fs::read(&target.ca_file).map_err(|e| failed("CA bundle", &target.ca_file, &e))?;
-        let host = target
-            .address
-            .rsplit_once(':')
-            .map_or(target.address.as_str(), |(h, _)| h);
-        let tls = ClientTlsConfig::new()
-            .ca_certificate(Certificate::from_pem(pem))
-            .domain_name(
-                target
-                    .server_name
-                    .clone()
-                    .unwrap_or_else(|| host.to_owned()),
-            );
-        let endpoint = Endpoint::from_shared(format!("https://{}", target.address))
-            .map_err(|e| format!("target {}: {e}", target.address))?
-            .tls_config(tls)
-            .map_err(|e| format!("TLS for {}: {e}", target.address))?
-            .timeout(Duration::from_secs(30))
-            .connect_timeout(Duration::from_secs(5));
+        let endpoint = endpoint(&target.address, pem, target.server_name.as_deref())?;
         let channel = {
             let _inside = runtime.enter();
             endpoint.connect_lazy()
@@ -80,7 +109,7 @@ impl Sender {
             spool,
             client: TelemetryIngestClient::new(channel),
             runtime,
-            token_file: target.token_file.clone(),
+            token: target.token.clone(),
             in_flight,
             jitter_seed: {
                 let mut seed = [0u8; 8];
@@ -93,14 +122,9 @@ impl Sender {
     }
 
     fn request(&self, batch: &SealedBatch) -> Result<Request<PushBatchRequest>, Transient> {
-        let token = std::fs::read_to_string(&self.token_file)
-            .map_err(|e| Transient(failed("token file", &self.token_file, &e)))?;
-        let bearer = MetadataValue::try_from(format!("Bearer {}", token.trim())).map_err(|_| {
-            Transient(format!(
-                "token file {} holds no usable token",
-                self.token_file.display()
-            ))
-        })?;
+        let token = self.token.current()?;
+        let bearer = MetadataValue::try_from(format!("Bearer {}", token.trim()))
+            .map_err(|_| self.token.unusable())?;
         let mut request = Request::new(PushBatchRequest {
             batch: batch.payload.clone().into(),
         });

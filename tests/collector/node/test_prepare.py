@@ -79,7 +79,7 @@ def test_a_verified_launch_gets_private_configuration_and_its_collector_command(
                           ("integration.json", json.dumps(artifact_with()))):
         assert (prepared.directory / name).read_text() == content
         assert mode(prepared.directory / name) == 0o600
-    assert prepared.collector[:2] == [str(collector_artifact / "bin" / "tuneplane-collector"),
+    assert prepared.collector[:2] == [str(collector_artifact / "tuneplane-collector"),
                                       "run"]
     args = prepared.collector
     assert args[args.index("--token-file") + 1] == str(prepared.directory / "token")
@@ -109,13 +109,15 @@ def test_a_tampered_artifact_is_refused_before_anything_is_made(
         collector_artifact: Path, tmp_path: Path, host: Host, change: str, words: str) -> None:
     copy = tmp_path / "artifacts" / collector_artifact.name
     shutil.copytree(collector_artifact, copy, symlinks=True)
-    launcher = copy / "bin" / "cli.py"
+    binary = copy / "tuneplane-collector"
     if change == "edit":
-        launcher.write_text(launcher.read_text().replace("main()", "main() or 0"))
+        with binary.open("r+b") as edited:
+            edited.seek(4096)
+            edited.write(b"\xcc")
     elif change == "add":
-        (copy / "bin" / "sitecustomize.py").write_text("print('hello')\n")
+        (copy / "libc.so.6").write_text("not the host's\n")
     else:
-        launcher.unlink()
+        binary.unlink()
     with pytest.raises(Refused, match=re.escape(words)):
         prepare(launch(copy, tmp_path / "spool"), launch_dir(host), host, SAME_USER)
     assert not (tmp_path / "spool").exists()
@@ -213,7 +215,9 @@ def test_each_launchs_working_directory_is_its_run_as_users_and_no_one_elses(
             assert (info.st_uid, info.st_gid, mode(prepared.workdir)) == (run_as.uid,
                                                                          run_as.gid, 0o700)
             args = prepared.collector
-            assert args[args.index("--read-as") + 1] == run_as.name
+            # By number: the static collector reads no directory service the host's NSS does.
+            groups = ",".join(map(str, dict.fromkeys((run_as.gid, *run_as.groups))))
+            assert args[args.index("--read-as") + 1] == f"{run_as.uid}:{run_as.gid}:{groups}"
             for path in (prepared.directory, *prepared.directory.iterdir(), prepared.spool):
                 assert path.stat().st_uid == os.geteuid(), path
         theirs = place / "theirs"

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
 
+from tests.support.collector_binary import artifact
 from tuneplane.contract.slurmlines import REFUSED
 from tuneplane.control.slurm import jobscript
 
@@ -96,8 +98,9 @@ def test_nasty_command_arguments_paths_and_ticket_arrive_as_given(tmp_path: Path
     assert seen["collectors"]["stdin"] == given.ticket + "\n"
     program_args = seen["collectors"]["args"]
     assert isinstance(program_args, list)
-    assert program_args[-1] == given.workdir
-    assert f"'--spool-root', {given.spool_root!r}" in program_args[-2]
+    assert program_args[:2] == ["/bin/sh", "-c"]
+    assert program_args[-2:] == ["tuneplane-node", given.workdir]
+    assert f"--spool-root {shlex.quote(given.spool_root)}" in program_args[2]
 
 
 def test_the_default_working_directory_cannot_be_foretold(tmp_path: Path) -> None:
@@ -166,7 +169,7 @@ def test_the_script_is_valid_shell_whatever_the_launch_holds(tmp_path: Path) -> 
 
 def run_program(artifact: Path) -> subprocess.CompletedProcess[str]:
     program = jobscript.program(a_job(artifact))
-    return subprocess.run(["python3.11", "-I", "-S", "-c", program, "/tmp/workdir"],
+    return subprocess.run(["/bin/sh", "-c", program, "node", "/tmp/workdir"],
                           capture_output=True, text=True, check=False, timeout=60,
                           env={"PATH": "/usr/bin:/bin"})  # not a Slurm step
 
@@ -175,12 +178,12 @@ def test_the_node_program_refuses_a_tampered_or_renamed_artifact(
         collector_artifact: Path, tmp_path: Path) -> None:
     tampered = tmp_path / "tampered" / collector_artifact.name
     shutil.copytree(collector_artifact, tampered, symlinks=True)
-    (tampered / "bin" / "cli.py").write_text("import os\nos.system('id')\n")
+    (tampered / "tuneplane-collector").write_text("#!/bin/sh\nid\n")
     done = run_program(tampered)
     assert done.returncode == 3
     assert done.stdout.startswith(REFUSED)
     assert "collector artifact refused: " in done.stdout
-    assert "bin/cli.py does not match its sha256 (tampered)" in done.stdout
+    assert "tuneplane-collector does not match its sha256 (tampered)" in done.stdout
     renamed = tmp_path / "renamed" / ("0" * 64)
     shutil.copytree(collector_artifact, renamed, symlinks=True)
     done = run_program(renamed)
@@ -203,3 +206,47 @@ def test_sbatch_options_name_the_job_and_its_shape(tmp_path: Path) -> None:
     assert options == ["--job-name=tuneplane-7", "--nodes=2", "--ntasks-per-node=4",
                        "--chdir=/tmp", "--output=/dev/null", "--no-requeue",
                        "--partition=gpu", "--time=1:00:00"]
+
+
+def test_the_node_program_refuses_another_targets_artifact_or_one_added_to(
+        collector_artifact: Path, tmp_path: Path) -> None:
+    arm = artifact("aarch64-unknown-linux-musl", tmp_path / "arm")
+    done = run_program(arm)
+    assert (done.returncode, done.stdout.startswith(REFUSED)) == (3, True), done
+    assert (f"artifact {arm} is built for aarch64-unknown-linux-musl; this host runs "
+            "x86_64-unknown-linux-musl") in done.stdout
+    def add(directory: Path) -> None:
+        (directory / ".profile").write_text("id\n")
+
+    def remove(directory: Path) -> None:
+        (directory / "tuneplane-collector").unlink()
+
+    for change, said in ((add, ".profile is not in the manifest (added)"),
+                         (remove, "tuneplane-collector is missing")):
+        changed = tmp_path / said.split()[0] / collector_artifact.name
+        shutil.copytree(collector_artifact, changed, symlinks=True)
+        change(changed)
+        done = run_program(changed)
+        assert (done.returncode, done.stdout.startswith(REFUSED)) == (3, True), done
+        assert said in done.stdout, done.stdout
+
+
+def test_the_node_program_matches_names_exactly_and_refuses_links(
+        collector_artifact: Path, tmp_path: Path) -> None:
+    def spaced(directory: Path) -> None:
+        (directory / "manifest.json tuneplane-collector").write_text("id\n")
+
+    def linked(directory: Path) -> None:
+        binary = directory / "tuneplane-collector"
+        (tmp_path / "elsewhere").write_bytes(binary.read_bytes())
+        binary.unlink()
+        binary.symlink_to(tmp_path / "elsewhere")
+
+    for change, said in ((spaced, "manifest.json tuneplane-collector is not in the manifest"),
+                         (linked, "tuneplane-collector is a symbolic link")):
+        changed = tmp_path / change.__name__ / collector_artifact.name
+        shutil.copytree(collector_artifact, changed, symlinks=True)
+        change(changed)
+        done = run_program(changed)
+        assert (done.returncode, done.stdout.startswith(REFUSED)) == (3, True), done
+        assert said in done.stdout, done.stdout

@@ -22,11 +22,33 @@ impl SourceReader {
         relative: &str,
         previous: &str,
     ) -> StepResult {
-        let Ok(meta) = std::fs::metadata(path) else {
+        // A first look by path (as the collector): an unchanged file is passed over unopened.
+        let Ok(hint) = std::fs::metadata(path) else {
             return Ok(true);
         }; // not written yet
-        let key = format!("{}:{}", meta.dev(), meta.ino());
+        let key_of = |meta: &std::fs::Metadata| format!("{}:{}", meta.dev(), meta.ino());
         let saved = self.spool.position(&source.id, relative)?;
+        if saved
+            .as_ref()
+            .is_some_and(|s| s.file_key == key_of(&hint) && s.offset == hint.len())
+        {
+            return Ok(true);
+        }
+        let mut file = match self.fence.open(path) {
+            Ok(file) => file,
+            Err(Refusal::Gone) => return Ok(true),
+            Err(Refusal::Refused(why)) => {
+                let key = key_of(&hint);
+                self.report_once(path, &format!("source {}: refused: {why}", source.id), &key);
+                return Ok(true);
+            }
+        };
+        // The file opened decides, by its descriptor: the path may name another file by now,
+        // or (opened as the training user) resolve to another than the collector's look saw.
+        let Ok(meta) = file.metadata() else {
+            return Ok(true);
+        };
+        let key = key_of(&meta);
         let start = match saved {
             Some(saved) if saved.file_key == key => saved,
             _ => SavedPosition {
@@ -52,14 +74,6 @@ impl SourceReader {
             offset: start.offset,
             line: start.line,
             state: start.state,
-        };
-        let mut file = match self.fence.open(path) {
-            Ok(file) => file,
-            Err(Refusal::Gone) => return Ok(true),
-            Err(Refusal::Refused(why)) => {
-                self.report_once(path, &format!("source {}: refused: {why}", source.id), &key);
-                return Ok(true);
-            }
         };
         let read = match source.kind {
             SourceKind::Jsonl => jsonl::read(

@@ -97,7 +97,7 @@ fn flow_depth(text: &str) -> usize {
 
 fn document_of(path: &Path, fence: &Fence) -> Result<Value, String> {
     let origin = path.display();
-    let file = fence.open(path).map_err(|refused| match refused {
+    let file = fence.open_named(path).map_err(|refused| match refused {
         Refusal::Gone => format!("{origin}: cannot read: No such file or directory"),
         Refusal::Refused(why) => format!("{origin}: cannot read: {why}"),
     })?;
@@ -137,15 +137,28 @@ fn document_of(path: &Path, fence: &Fence) -> Result<Value, String> {
 /// The artifact at `path` (opened through `fence`: a regular file, outside the fenced
 /// directories), checked whole; the error names the file and the place.
 pub fn load(path: &Path, fence: &Fence) -> Result<Integration, String> {
-    let origin = path.display().to_string();
-    let document = document_of(path, fence)?;
+    checked(document_of(path, fence)?, &path.display().to_string())
+}
+
+/// The artifact as JSON text (as control hands it over), checked whole; the error names
+/// `origin` and the place.
+pub fn from_json(text: &str, origin: &str) -> Result<Integration, String> {
+    if text.len() as u64 > MAX_ARTIFACT_BYTES {
+        return Err(format!("{origin}: over {MAX_ARTIFACT_BYTES} bytes"));
+    }
+    let document =
+        serde_json::from_str(text).map_err(|e| format!("{origin}: not valid JSON: {e}"))?;
+    checked(document, origin)
+}
+
+fn checked(document: Value, origin: &str) -> Result<Integration, String> {
     let schema: Value = serde_json::from_str(SCHEMA).map_err(|e| e.to_string())?;
     let validator = jsonschema::validator_for(&schema).map_err(|e| e.to_string())?;
     if let Some(error) = validator.iter_errors(&document).next() {
         let place = place(error.instance_path().as_str());
         return Err(bounded(format!("{origin}: {place} {error}")));
     }
-    rules::check(&document, &origin)?;
+    rules::check(&document, origin)?;
     let mut channels = Vec::new();
     for (at, entry) in rules::entries(&document, "channels").iter().enumerate() {
         let number = |key: &str| entry.get(key).and_then(Value::as_u64).unwrap_or(1);

@@ -40,8 +40,8 @@ fn joined<T>(thread: thread::JoinHandle<T>, deadline: Instant, what: &str) -> Op
 
 /// The threads' flags: stop reading, stop sending, and the reader's doorbell to the sender.
 #[derive(Default)]
-struct Flags {
-    stopping: Flag,
+pub struct Flags {
+    pub stopping: Flag,
     send_stop: Flag,
     sealed: Flag,
     idle: AtomicBool,
@@ -122,37 +122,60 @@ fn spool(config: &Config) -> Result<Spool, String> {
     Spool::open(&config.spool, &config.owner, &config.mountinfo).map_err(|e| e.0)
 }
 
-/// Runs the collector; the exit status (3 when batches are left undelivered).
+/// How a collector's run ended.
+pub struct Ended {
+    /// Batches left in the spool, quarantined ones included.
+    pub undelivered: u64,
+    /// Reading did not end within the drain time: not all the sources held was read.
+    pub cut_short: bool,
+}
+
+impl Ended {
+    pub fn code(&self) -> u8 {
+        if self.undelivered == 0 && !self.cut_short {
+            0
+        } else {
+            3
+        }
+    }
+}
+
+/// Runs the collector until SIGTERM (or idleness, when asked); the exit status (3 when
+/// batches are left undelivered).
 pub fn collect(config: &Config) -> u8 {
-    let opened = spool(config).and_then(|reading| {
-        let sender = Sender::new(spool(config)?, &config.target, config.in_flight)?;
-        Ok((reading, sender, spool(config)?))
-    });
-    let (reading, sender, status) = match opened {
-        Ok(opened) => opened,
+    let flags = Arc::new(Flags::default());
+    if let Err(e) = on_signals(&flags) {
+        eprintln!("tuneplane-collector run: cannot handle signals: {e}");
+        return 2;
+    }
+    match collect_with(config, &flags) {
+        Ok(ended) => ended.code(),
         Err(why) => {
             eprintln!("tuneplane-collector run: {why}");
-            return 2;
+            2
         }
-    };
+    }
+}
+
+/// Runs one member's collector until `flags` says stop (or idleness, when asked), then
+/// drains; a spool or target that cannot be opened is the error.
+pub fn collect_with(config: &Config, flags: &Arc<Flags>) -> Result<Ended, String> {
+    let reading = spool(config)?;
+    let sender = Sender::new(spool(config)?, &config.target, config.in_flight)?;
+    let status = spool(config)?;
     let reader = SourceReader::new(
         reading,
         config.sources.clone(),
         config.bounds,
         config.fence.clone(),
     );
-    let flags = Arc::new(Flags::default());
-    if let Err(e) = on_signals(&flags) {
-        eprintln!("tuneplane-collector run: cannot handle signals: {e}");
-        return 2;
-    }
     let drain = Duration::from_secs(config.drain_seconds);
     let reading = {
-        let flags = Arc::clone(&flags);
+        let flags = Arc::clone(flags);
         thread::spawn(move || read_loop(reader, &flags, drain))
     };
     let sending = {
-        let flags = Arc::clone(&flags);
+        let flags = Arc::clone(flags);
         thread::spawn(move || send_loop(sender, &flags))
     };
     let pending = || status.pending_count().unwrap_or(u64::MAX);
@@ -196,19 +219,19 @@ pub fn collect(config: &Config) -> u8 {
     // Reading cut short: what the sources held was not all read, so not all delivered.
     let cut_short = reader.is_none();
     let counters = reader.map(|r| r.counters).unwrap_or_default();
+    let undelivered = left + quarantined.len() as u64;
     log::info!(
-        "collector done: {} points and {} rich records read, {} points sent, {} refused, \
-                {} problems, {} batches not delivered",
+        "collector of {} done: {} points and {} rich records read, {} points sent, \
+         {} refused, {} problems, {undelivered} batches not delivered",
+        config.owner.member,
         counters.points,
         counters.rich,
         sender.map_or(0, |s| s.sent_points),
         counters.refused,
         counters.problems,
-        left + quarantined.len() as u64
     );
-    if left + quarantined.len() as u64 == 0 && !cut_short {
-        0
-    } else {
-        3
-    }
+    Ok(Ended {
+        undelivered,
+        cut_short,
+    })
 }

@@ -6,14 +6,21 @@
 mod collector;
 mod flag;
 
+pub use collector::{collect_with, Flags};
+pub use flag::Flag;
+
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
 
 use crate::collect::{Bounds, SourceKind, SourceSpec};
 use crate::contract::{MAX_BATCH_BYTES, MAX_BATCH_POINTS};
 use crate::fence::Fence;
-use crate::send::Target;
+use crate::opener::Opener;
+use crate::runas::Identity;
+use crate::send::{Target, Token};
 use crate::settings::{self, Settings};
 use crate::sources::names::name_problem;
 use crate::sources::repr::py_str;
@@ -55,6 +62,10 @@ pub struct RunArgs {
     /// included); repeatable. The node agent passes its state directory and the spool root.
     #[arg(long = "never-read", value_name = "DIR")]
     never_read: Vec<PathBuf>,
+    /// Open the sources with this user's rights, not the collector's: USER (from
+    /// /etc/passwd) or UID:GID[:GROUP,...]. The node agent passes the training user.
+    #[arg(long = "read-as", value_name = "USER")]
+    read_as: Option<String>,
     /// This member's spool directory (default:
     /// TUNEPLANE_TELEMETRY_SPOOL_ROOT/<run>/<attempt>/<member>).
     #[arg(long)]
@@ -84,6 +95,9 @@ pub struct RunArgs {
     #[arg(long, default_value = "INFO")]
     loglevel: String,
 }
+
+/// A reader as the training user that does not answer within this is replaced.
+const READER_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn source_of<const TENSORBOARD: bool>(text: &str) -> Result<SourceSpec, String> {
     let (id, path) = text
@@ -123,9 +137,10 @@ pub struct Config {
 fn config(args: RunArgs, settings: Settings) -> Result<Config, String> {
     let mut sources: Vec<SourceSpec> = args.sources.into_iter().chain(args.tensorboard).collect();
     if let Some(artifact) = &args.integration {
-        let fence = Fence::of(&args.never_read);
-        let owned =
-            crate::integration::load(artifact, &fence)?.sources_of(&args.member, &args.workdir);
+        // Named inside the agent's state directory (fenced for sources) it is the agent's;
+        // through a link into it, refused.
+        let owned = crate::integration::load(artifact, &Fence::of(&args.never_read))?
+            .sources_of(&args.member, &args.workdir);
         if owned.is_empty() {
             return Err(format!(
                 "member {} owns no source in {}",
@@ -163,6 +178,12 @@ fn config(args: RunArgs, settings: Settings) -> Result<Config, String> {
         .map_err(|e| crate::fence::failed("mount table", &settings.mount_table, &e))?;
     crate::failpoints::arm(settings.failpoints)
         .map_err(|why| format!("{} {why}", crate::failpoints::VARIABLE))?;
+    let mut fence = Fence::of(&args.never_read);
+    if let Some(user) = &args.read_as {
+        // Forked here, before the collector starts any thread.
+        let opener = Opener::start(Identity::parse(user)?, READER_TIMEOUT)?;
+        fence = fence.opened_by(Arc::new(opener));
+    }
     Ok(Config {
         owner,
         spool,
@@ -171,7 +192,7 @@ fn config(args: RunArgs, settings: Settings) -> Result<Config, String> {
         target: Target {
             address,
             ca_file,
-            token_file: args.token_file,
+            token: Token::File(args.token_file),
             server_name: args.server_name,
         },
         bounds: Bounds {
@@ -181,7 +202,7 @@ fn config(args: RunArgs, settings: Settings) -> Result<Config, String> {
         },
         drain_seconds: settings.drain_seconds,
         in_flight: args.max_in_flight.max(1),
-        fence: Fence::of(&args.never_read),
+        fence,
         exit_when_idle: args.exit_when_idle,
     })
 }

@@ -141,6 +141,15 @@ fn existing_ancestor(path: &Path) -> PathBuf {
 
 /// Refuses a `directory` on a network filesystem, judged from the mount table `mountinfo`.
 pub fn check_filesystem(directory: &Path, mountinfo: &str) -> Result<(), SpoolError> {
+    check_filesystem_saying(directory, mountinfo, LOCAL_ROOT_HINT)
+}
+
+/// `check_filesystem`, its refusal ending with `hint` (what to launch with instead).
+pub fn check_filesystem_saying(
+    directory: &Path,
+    mountinfo: &str,
+    hint: &str,
+) -> Result<(), SpoolError> {
     let mounts = parse_mountinfo(mountinfo);
     let mount = mount_of(&existing_ancestor(directory), &mounts)
         .ok_or_else(|| SpoolError(format!("no mount found for {}", directory.display())))?;
@@ -148,7 +157,7 @@ pub fn check_filesystem(directory: &Path, mountinfo: &str) -> Result<(), SpoolEr
         None => Ok(()),
         Some(name) => Err(SpoolError(format!(
             "spool directory {} is on {name} ({} {} at {}); the spool must be on a \
-             host-local disk. {LOCAL_ROOT_HINT}",
+             host-local disk. {hint}",
             directory.display(),
             mount.fs_type,
             mount.source,

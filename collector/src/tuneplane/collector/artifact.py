@@ -3,12 +3,13 @@
 ``build`` installs the collector and its locked dependencies for this host's target
 (OS, arch, libc, Python ABI) into a directory with a launcher, writes ``manifest.json``
 (target and every file's sha256) and names the directory after the manifest's sha256.
-``verify`` (``tuneplane.contract.artifact``) is what a launch does first: it refuses a
-renamed, tampered, incomplete, padded or wrong-target artifact with the reason. The launcher
-starts Python isolated (``-I -S -B``): no PYTHONPATH, no user or system site-packages of
-the training environment, no bytecode written into the artifact. The artifact ships its bytecode
-instead, compiled reproducibly (unchecked-hash ``.pyc``: no timestamps; ``verify`` is
-what checks the sources), so no start compiles a module again.
+Superseded by the static collector's artifact (``tuneplane-collector artifact build`` of
+collector/binary, checked by ``tuneplane.contract.artifact``); kept for the benchmarks that
+set the Python collector's figures beside the binary's. The launcher starts Python
+isolated (``-I -S -B``): no PYTHONPATH, no user or system site-packages of the training
+environment, no bytecode written into the artifact. The artifact ships its bytecode
+instead, compiled reproducibly (unchecked-hash ``.pyc``: no timestamps), so no start
+compiles a module again.
 """
 
 from __future__ import annotations
@@ -16,23 +17,33 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tuneplane.contract.artifact import (
-    FORMAT,
-    MANIFEST,
-    ArtifactError,
-    Target,
-    sha256,
-    verify,
-)
+from tuneplane.contract.artifact import MANIFEST, ArtifactError, sha256
 
-__all__ = ["FORMAT", "MANIFEST", "ArtifactError", "Target", "build", "sha256", "verify"]
+FORMAT = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    os: str
+    arch: str
+    libc: str          # e.g. "glibc 2.36"
+    python_abi: str    # e.g. "cpython-311"
+
+    @classmethod
+    def of_this_host(cls) -> Target:
+        libc, version = platform.libc_ver()
+        return cls(platform.system().lower(), platform.machine(),
+                   f"{libc} {version}".strip(), sys.implementation.cache_tag)
+
 
 LAUNCHER = ("#!/bin/sh\n"
             "# Runs {program} isolated from the training environment's packages.\n"
@@ -133,11 +144,9 @@ def build(workspace: Path, out: Path) -> Path:
         (staging / MANIFEST).write_bytes(data)
         final = out / hashlib.sha256(data).hexdigest()
         if final.exists():
-            verify(final)
             return final
         out.mkdir(parents=True, exist_ok=True)
         shutil.copytree(staging, final, symlinks=True)
-    verify(final)
     return final
 
 

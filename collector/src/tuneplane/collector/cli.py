@@ -65,33 +65,6 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_artifact_build(args: argparse.Namespace) -> int:
-    from tuneplane.collector import artifact
-
-    try:
-        built = artifact.build(args.workspace.resolve(), args.out.resolve())
-    except artifact.ArtifactError as exc:
-        print(f"tuneplane-collector artifact build: {exc}", file=sys.stderr)
-        return 1
-    print(built)
-    return 0
-
-
-def cmd_artifact_verify(args: argparse.Namespace) -> int:
-    from tuneplane.collector import artifact
-
-    try:
-        host = artifact.Target.of_interpreter(args.python) if args.python else None
-        manifest = artifact.verify(args.directory.resolve(), host)
-    except artifact.ArtifactError as exc:
-        print(f"tuneplane-collector artifact verify: refused: {exc}", file=sys.stderr)
-        return 1
-    target = manifest["target"]
-    print(f"verified: {len(manifest['files'])} files, built for {target['os']} "
-          f"{target['arch']} {target['libc']} {target['python_abi']}")
-    return 0
-
-
 def cmd_spool_status(args: argparse.Namespace) -> int:
     try:
         print(json.dumps(spool.status(args.directory), indent=2))
@@ -117,18 +90,6 @@ def parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="validate an integration artifact; list who reads what")
     c.add_argument("file", type=Path)
     c.set_defaults(func=cmd_check)
-    a = sub.add_parser("artifact", help="build or verify the collector artifact")\
-        .add_subparsers(dest="artifact_command", required=True)
-    ab = a.add_parser("build", help="build the artifact for this host into OUT/<digest>")
-    ab.add_argument("--workspace", type=Path, default=Path("."),
-                    help="the Tuneplane source checkout (default: .)")
-    ab.add_argument("--out", type=Path, required=True,
-                    help="where content-addressed artifacts are kept")
-    ab.set_defaults(func=cmd_artifact_build)
-    av = a.add_parser("verify", help="check an artifact's digest, files and target")
-    av.add_argument("directory", type=Path)
-    av.add_argument("--python", help="the Python that will run it (default: this one)")
-    av.set_defaults(func=cmd_artifact_verify)
     s = sub.add_parser("spool", help="look at a spool").add_subparsers(dest="spool_command",
                                                                       required=True)
     st = s.add_parser("status", help="pending and quarantined batches, source positions")

@@ -1,8 +1,12 @@
 """The collector artifact's manifest, and checking an artifact against it before it runs.
 
-Standard library only, and self-contained: control also hands this module's source, inline
-in a Slurm job script, to the compute node's own Python, which checks the artifact there
-with it before running anything from it (``tuneplane.control.slurm.jobscript``).
+An artifact is a directory named by the sha256 of its ``manifest.json`` (canonical JSON:
+the format, the target triple, each file's sha256) holding the static ``tuneplane-collector``
+of that target (``tuneplane-collector artifact build``). A static musl binary runs on any
+Linux of its architecture whatever its libc, so a host's target follows from ``uname -m``.
+Standard library only: the node agent checks an artifact with it before running anything
+from it. A Slurm node checks the same with its own coreutils
+(``tuneplane.control.slurm.jobscript``).
 """
 
 from __future__ import annotations
@@ -10,47 +14,32 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 MANIFEST = "manifest.json"
-FORMAT = 1
+FORMAT = 2
+PROGRAM = "tuneplane-collector"
+#: Each target, and the machine names (``uname -m``) of the hosts that run it.
+TARGETS = {"x86_64-unknown-linux-musl": ("x86_64", "amd64"),
+           "aarch64-unknown-linux-musl": ("aarch64", "arm64")}
 
 
 class ArtifactError(RuntimeError):
-    """The artifact cannot be built, or must not be run; the message says why."""
+    """The artifact must not be run (or cannot be built); the message says why."""
 
 
-@dataclass(frozen=True, slots=True)
-class Target:
-    os: str
-    arch: str
-    libc: str          # e.g. "glibc 2.36"
-    python_abi: str    # e.g. "cpython-311"
+def host_target(system: str | None = None, machine: str | None = None) -> str:
+    """The target this host runs (``system`` and ``machine`` as ``uname -s`` and ``-m``)."""
+    system = system or platform.system()
+    machine = machine or platform.machine()
+    if system != "Linux":
+        raise ArtifactError(f"the collector runs on Linux; this host runs {system}")
+    for target, machines in TARGETS.items():
+        if machine in machines:
+            return target
+    raise ArtifactError(f"no collector target runs on a {machine} host")
 
-    @classmethod
-    def of_this_host(cls) -> Target:
-        libc, version = platform.libc_ver()
-        return cls(platform.system().lower(), platform.machine(),
-                   f"{libc} {version}".strip(), sys.implementation.cache_tag)
-
-    @classmethod
-    def of_interpreter(cls, python: str) -> Target:
-        """The target as the Python that will run the artifact sees it."""
-        program = ("import platform, sys; l, v = platform.libc_ver(); print(platform.system()"
-                   ".lower(), platform.machine(), f'{l} {v}'.strip(), "
-                   "sys.implementation.cache_tag, sep='|')")
-        try:
-            done = subprocess.run([python, "-I", "-c", program], capture_output=True,
-                                  text=True, check=True, timeout=30)
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise ArtifactError(f"cannot run the Python {python!r} that would run the "
-                                f"artifact: {exc}") from None
-        os_name, arch, libc, abi = done.stdout.strip().split("|")
-        return cls(os_name, arch, libc, abi)
 
 def sha256(path: Path) -> str:
     digest = hashlib.sha256()
@@ -60,22 +49,12 @@ def sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _libc_at_least(built: str, host: str) -> bool:
-    built_name, _, built_version = built.partition(" ")
-    host_name, _, host_version = host.partition(" ")
-    if built_name != host_name:
-        return False
-    def parts(v: str) -> tuple[int, ...]:
-        return tuple(int(x) for x in v.split(".") if x.isdigit())
-    return parts(host_version) >= parts(built_version)
-
-
-def verify(directory: Path, host: Target | None = None) -> dict[str, Any]:
-    """Check the artifact before running it; returns its manifest."""
-    host = host or Target.of_this_host()
-    path = directory / MANIFEST
+def verify(directory: Path, host: str | None = None) -> dict[str, Any]:
+    """Check the artifact before running it on a host of target ``host`` (default: this
+    host's); returns its manifest."""
+    host = host or host_target()
     try:
-        data = path.read_bytes()
+        data = (directory / MANIFEST).read_bytes()
         manifest: dict[str, Any] = json.loads(data)
     except (OSError, ValueError) as exc:
         raise ArtifactError(f"artifact {directory}: no readable {MANIFEST}: {exc}") from None
@@ -86,24 +65,21 @@ def verify(directory: Path, host: Target | None = None) -> dict[str, Any]:
     if manifest.get("format") != FORMAT:
         raise ArtifactError(f"artifact {directory}: manifest format {manifest.get('format')} "
                             f"is not {FORMAT}")
-    built = Target(**manifest["target"])
-    for field, want, have in (("OS", built.os, host.os), ("arch", built.arch, host.arch),
-                              ("Python ABI", built.python_abi, host.python_abi)):
-        if want != have:
-            raise ArtifactError(f"artifact {directory} is built for {field} {want}; this host "
-                                f"has {have}")
-    if not _libc_at_least(built.libc, host.libc):
-        raise ArtifactError(f"artifact {directory} needs {built.libc}; this host has "
-                            f"{host.libc or 'no glibc'}")
-    listed: dict[str, str] = manifest["files"]
-    present = {p.relative_to(directory).as_posix() for p in directory.rglob("*")
-               if p.is_file() and p.name != MANIFEST}
+    if manifest.get("target") != host:
+        raise ArtifactError(f"artifact {directory} is built for {manifest.get('target')}; "
+                            f"this host runs {host}")
+    listed: dict[str, str] = manifest.get("files") or {}
+    present = {p.name for p in directory.iterdir() if p.name != MANIFEST}
     for name in sorted(present - set(listed)):
         raise ArtifactError(f"artifact {directory}: {name} is not in the manifest (added)")
+    for name in sorted(present):  # what is checked is what runs: a link could change
+        if (directory / name).is_symlink():
+            raise ArtifactError(f"artifact {directory}: {name} is a symbolic link")
     for name, expected in sorted(listed.items()):
-        if name not in present:
+        path = directory / name
+        if not path.is_file():
             raise ArtifactError(f"artifact {directory}: {name} is missing")
-        if sha256(directory / name) != expected:
+        if sha256(path) != expected:
             raise ArtifactError(f"artifact {directory}: {name} does not match its sha256 "
                                 "(tampered)")
     return manifest

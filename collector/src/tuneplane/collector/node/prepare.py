@@ -17,11 +17,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tuneplane.collector import artifact, spoolroot
+from tuneplane.collector import spoolroot
 from tuneplane.collector.fence import inside
 from tuneplane.collector.node.client import write_private
 from tuneplane.collector.node.host import Host
 from tuneplane.collector.node.runas import RunAs
+from tuneplane.contract import artifact
 from tuneplane.node.v1 import node_pb2 as pb
 from tuneplane.telemetry.v1.identity import MemberKey
 from tuneplane.telemetry.v1.integration import IntegrationError, check_document
@@ -158,7 +159,7 @@ def prepare(launch: pb.Launch, launch_dir: Path, host: Host, run_as: RunAs) -> P
     write_private(launch_dir / "trust-bundle.pem", config.trust_bundle_pem)
     write_private(launch_dir / "token", launch.token.token)
     write_private(launch_dir / "integration.json", config.integration_json)
-    collector = [str(where / "bin" / "tuneplane-collector"), "run", "--run", launch.run_id,
+    collector = [str(where / artifact.PROGRAM), "run", "--run", launch.run_id,
                  "--attempt", str(launch.attempt), "--member", launch.member,
                  "--integration", str(launch_dir / "integration.json"),
                  "--workdir", str(workdir), "--spool", str(spool_dir),
@@ -169,7 +170,9 @@ def prepare(launch: pb.Launch, launch_dir: Path, host: Host, run_as: RunAs) -> P
     if config.server_name:
         collector += ["--server-name", config.server_name]
     if not run_as.same_user:  # sources are opened with the training user's rights
-        collector += ["--read-as", run_as.name]
+        # By number: the static collector reads no directory service the host's NSS does.
+        groups = ",".join(str(g) for g in dict.fromkeys((run_as.gid, *run_as.groups)))
+        collector += ["--read-as", f"{run_as.uid}:{run_as.gid}:{groups}"]
     write_private(launch_dir / "launch.json", json.dumps(
         {"launch": launch.launch_id, "run": launch.run_id, "attempt": launch.attempt,
          "member": launch.member, "command": list(launch.command), "collector": collector},

@@ -1,8 +1,8 @@
 """The batch script of a Slurm launch: collectors first, then the training tasks.
 
-On every node of the job, the compute node's own Python checks the collector artifact with
-``tuneplane.contract.artifact`` (whose source the script carries: nothing of the artifact
-is trusted before it verifies) and then runs its collector, which reads the job's ticket
+On every node of the job, a shell program checks the collector artifact with the node's own
+coreutils (nothing of the artifact is trusted before it verifies; no Python is needed on the
+node) and then runs its static collector, which reads the job's ticket
 from its standard input, refuses a spool root on a shared filesystem, redeems the ticket
 and says it is ready. Only once every node's collector is ready do the training tasks
 start (task i is member ``rank-<i>``), so the ticket the script holds is spent by then.
@@ -15,37 +15,61 @@ tenant's PATH or LD_PRELOAD there would run its code with the ticket in hand).
 
 from __future__ import annotations
 
-import inspect
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tuneplane.contract import artifact as artifact_check
 from tuneplane.contract.slurmlines import READY, REFUSED
 from tuneplane.controlplane.slurm_launches import ENVIRONMENT_NAME
 
-#: Runs on the compute node: verify the artifact, then run its collector from it.
-START = '''
-
-def _start() -> None:
-    import os
-    import socket
-    where = Path(ARTIFACT)
-    try:
-        if where.name != DIGEST:
-            raise ArtifactError(f"{where} is not the artifact launched ({DIGEST})")
-        verify(where)
-    except (ArtifactError, OSError, LookupError, TypeError, ValueError) as exc:
-        print(f"REFUSED{socket.gethostname()}: collector artifact refused: {exc}", flush=True)
-        sys.exit(3)
-    os.execve(str(where / "bin" / "tuneplane-collector"),
-              ["tuneplane-collector", "slurm-node", *ARGS, "--workdir", sys.argv[1]],
-              {**os.environ, **ENV})
-
-
-_start()
-'''
+#: Runs on the compute node (``sh -c PROGRAM node WORKDIR``) with the node's own coreutils:
+#: verify the artifact, then run its static collector. The manifest is trusted only once its
+#: sha256 is the digest launched; its files, its target (against ``uname -m``) and that
+#: nothing was added are checked from it before anything of the artifact runs.
+VERIFY = r"""tp_here=$(hostname)
+tp_refuse() {
+    printf '%s%s: collector artifact refused: %s\n' "$tp_refused" "$tp_here" "$1"
+    exit 3
+}
+[ "${tp_artifact##*/}" = "$tp_digest" ] ||
+    tp_refuse "$tp_artifact is not the artifact launched ($tp_digest)"
+cd "$tp_artifact" 2>/dev/null || tp_refuse "$tp_artifact is not a directory this user may enter"
+tp_sum=$(sha256sum manifest.json 2>/dev/null | cut -d ' ' -f 1)
+[ "$tp_sum" = "$tp_digest" ] || tp_refuse "artifact $tp_artifact: its manifest's sha256 is \
+${tp_sum:-unreadable}; the directory name must be that digest (renamed or edited manifest)"
+case $(uname -m) in
+    x86_64 | amd64) tp_host=x86_64-unknown-linux-musl ;;
+    aarch64 | arm64) tp_host=aarch64-unknown-linux-musl ;;
+    *) tp_host="$(uname -m), which no collector target runs on" ;;
+esac
+tp_built=$(sed -n 's/.*"target":"\([^"]*\)".*/\1/p' manifest.json)
+[ "$tp_built" = "$tp_host" ] ||
+    tp_refuse "artifact $tp_artifact is built for $tp_built; this host runs $tp_host"
+tp_files=$(sed -n 's/.*"files":{\([^}]*\)}.*/\1/p' manifest.json | tr ',' '\n' |
+    sed -n 's/^"\([A-Za-z0-9._-]*\)":"\([0-9a-f]*\)"$/\1 \2/p')
+for tp_name in * .[!.]* ..?*; do
+    [ -e "$tp_name" ] || [ -L "$tp_name" ] || continue
+    [ ! -L "$tp_name" ] || tp_refuse "artifact $tp_artifact: $tp_name is a symbolic link"
+    [ "$tp_name" = manifest.json ] && continue
+    tp_known=
+    while read -r tp_listed tp_want; do
+        [ "$tp_listed" = "$tp_name" ] && tp_known=1
+    done <<EOF_LISTED
+$tp_files
+EOF_LISTED
+    [ -n "$tp_known" ] ||
+        tp_refuse "artifact $tp_artifact: $tp_name is not in the manifest (added)"
+done
+while read -r tp_name tp_want; do
+    [ -f "$tp_name" ] || tp_refuse "artifact $tp_artifact: $tp_name is missing"
+    [ "$(sha256sum "$tp_name" | cut -d ' ' -f 1)" = "$tp_want" ] ||
+        tp_refuse "artifact $tp_artifact: $tp_name does not match its sha256 (tampered)"
+done <<EOF_FILES
+$tp_files
+EOF_FILES
+cd /
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,16 +94,18 @@ class Job:
 
 
 def program(job: Job) -> str:
-    """The Python program each node runs first (standard library only)."""
+    """The shell program each node runs first (``sh -c PROGRAM node WORKDIR``), with
+    nothing but the node's coreutils and the verified artifact."""
+    q = shlex.quote
     args = ["--control", job.control, "--spool-root", job.spool_root, "--launch",
             str(job.launch_id), *(["--server-name", job.server_name] if job.server_name
                                   else []), *(["--workdir-given"] if job.workdir else [])]
     environment = {**job.collector_environment,
                    "TUNEPLANE_SLURM_CONTROL_CA": job.control_ca_pem}
-    return (inspect.getsource(artifact_check)
-            + f"\n\nARTIFACT = {str(job.artifact)!r}\nDIGEST = {job.artifact.name!r}\n"
-            + f"ARGS = {args!r}\nENV = {environment!r}\n"
-            + START.replace("REFUSED", REFUSED))
+    return (f"tp_artifact={q(str(job.artifact))}\ntp_digest={q(job.artifact.name)}\n"
+            f"tp_refused={q(REFUSED)}\n" + VERIFY + exports(environment)
+            + f'exec "$tp_artifact/tuneplane-collector" slurm-node {shell_words(args)} '
+            '--workdir "$1"\n')
 
 
 def shell_words(args: Sequence[str]) -> str:
@@ -114,7 +140,6 @@ def render(job: Job) -> str:
 set -u
 tp_nodes={job.nodes}
 tp_tasks={job.tasks_per_node}
-tp_python="${{TUNEPLANE_COLLECTOR_PYTHON:-python3.11}}"
 tp_tmp={tmp}
 # The job's output: a file of its own made here (Slurm's --output is /dev/null), as a name
 # foretold in a shared /tmp could be another user's symlink, which Slurm follows, truncating.
@@ -129,7 +154,7 @@ tp_program={q(program(job))}
 # One collector per node, from the artifact verified there; the ticket on its stdin.
 printf '%s\\n' {q(job.ticket)} | srun --overlap --input=all --kill-on-bad-exit=0 \\
     -N "$tp_nodes" -n "$tp_nodes" --ntasks-per-node=1 --job-name=tuneplane-collector \\
-    "$tp_python" -I -S -c "$tp_program" "$tp_workdir" >"$tp_log" 2>&1 &
+    /bin/sh -c "$tp_program" tuneplane-node "$tp_workdir" >"$tp_log" 2>&1 &
 tp_collectors=$!
 tp_end() {{
     wait "$tp_collectors"
