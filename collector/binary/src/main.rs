@@ -37,7 +37,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Collect and send until stopped (SIGTERM drains, then exits).
-    #[command(args_override_self = true)]
+    #[command(args_override_self = true, long_about = run::ABOUT, after_long_help = run::AFTER)]
     Run(Box<run::RunArgs>),
     /// Print every decoded record of PATHs as JSON lines.
     ///
@@ -55,7 +55,7 @@ enum Command {
         file: PathBuf,
     },
     /// A Slurm job's collector on one node (run by the job script that control submits).
-    #[command(name = "slurm-node")]
+    #[command(name = "slurm-node", long_about = slurm::ABOUT, after_long_help = slurm::AFTER)]
     SlurmNode(Box<slurm::SlurmNodeArgs>),
     /// Build or verify a collector artifact (manifest.json and the static binary, in a
     /// directory named by the manifest's sha256).

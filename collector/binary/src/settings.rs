@@ -16,6 +16,10 @@ pub const DRAIN_SECONDS: &str = "TUNEPLANE_TELEMETRY_DRAIN_SECONDS";
 /// The mount table the spool root's filesystem is judged from (for hosts whose /proc is
 /// masked, and fault tests).
 pub const MOUNT_TABLE: &str = "TUNEPLANE_COLLECTOR_MOUNT_TABLE";
+/// The spool's cap when SPOOL_BYTES is unset (256 MiB).
+pub const DEFAULT_SPOOL_BYTES: u64 = 256 * 1024 * 1024;
+/// The drain's time when DRAIN_SECONDS is unset.
+pub const DEFAULT_DRAIN_SECONDS: u64 = 30;
 
 #[derive(Debug)]
 pub struct Settings {
@@ -52,8 +56,8 @@ impl Settings {
                 default
             }
         };
-        let spool_bytes = number(SPOOL_BYTES, 256 * 1024 * 1024);
-        let drain_seconds = number(DRAIN_SECONDS, 30);
+        let spool_bytes = number(SPOOL_BYTES, DEFAULT_SPOOL_BYTES);
+        let drain_seconds = number(DRAIN_SECONDS, DEFAULT_DRAIN_SECONDS);
         let failpoints = match get(failpoints::VARIABLE).map(failpoints::parse) {
             None => Vec::new(),
             Some(Ok(points)) => points,
@@ -75,5 +79,27 @@ impl Settings {
             mount_table: get(MOUNT_TABLE)
                 .map_or_else(|| "/proc/self/mountinfo".into(), PathBuf::from),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_help_names_every_setting_with_its_default() {
+        for help in [crate::run::AFTER, crate::slurm::AFTER] {
+            for name in [SPOOL_BYTES, DRAIN_SECONDS, MOUNT_TABLE] {
+                assert!(help.contains(name), "{name} missing from {help}");
+            }
+            assert!(help.contains(&format!("({DEFAULT_SPOOL_BYTES})")), "{help}");
+            assert!(
+                help.contains(&format!("({DEFAULT_DRAIN_SECONDS})")),
+                "{help}"
+            );
+        }
+        for name in [TARGET, TRUST_BUNDLE, SPOOL_ROOT] {
+            assert!(crate::run::AFTER.contains(name), "{name}");
+        }
     }
 }

@@ -26,13 +26,27 @@ use crate::sources::names::name_problem;
 use crate::sources::repr::py_str;
 use crate::spool::{place, MemberKey};
 
-/// Read the sources, spool sealed batches in a private host-local SQLite spool and send
-/// them to ingest over TLS. Nothing leaves the spool before ingest confirms Kafka holds it.
-/// SIGTERM reads the sources to their current end and keeps sending for
-/// TUNEPLANE_TELEMETRY_DRAIN_SECONDS (30), leaving the rest spooled.
-///
-/// Exit status: 0 when everything read was delivered, 2 for a usage or setting error,
-/// 3 when batches are left in the spool (or quarantined).
+/// `run --help`'s description.
+pub const ABOUT: &str = "Read the sources, spool sealed batches in a private host-local \
+SQLite spool and send them to ingest over TLS. Nothing leaves the spool before ingest confirms \
+Kafka holds it. SIGTERM reads the sources to their current end and keeps sending for \
+TUNEPLANE_TELEMETRY_DRAIN_SECONDS, leaving the rest spooled.";
+
+/// `run --help`'s closing part: the settings it reads, and its exit status.
+pub const AFTER: &str = "Settings, from the environment (a flag given instead wins):
+  TUNEPLANE_TELEMETRY_TARGET          ingest's host:port (--target)
+  TUNEPLANE_TELEMETRY_TRUST_BUNDLE    the CA bundle of ingest's certificate (--ca-file)
+  TUNEPLANE_TELEMETRY_SPOOL_ROOT      where each member's spool goes (--spool)
+  TUNEPLANE_TELEMETRY_SPOOL_BYTES     the spool's cap; reading pauses while it is full \
+(268435456)
+  TUNEPLANE_TELEMETRY_DRAIN_SECONDS   how long SIGTERM keeps sending (30)
+  TUNEPLANE_COLLECTOR_MOUNT_TABLE     the mount table the spool's filesystem is judged from \
+(/proc/self/mountinfo)
+
+Exit status: 0 when everything read was delivered, 2 for a usage or setting error, 3 when \
+batches are left in the spool (or quarantined).";
+
+/// `run`'s flags.
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// Run id.
@@ -55,7 +69,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     integration: Option<PathBuf>,
     /// The training command's working directory: relative source paths of --integration
-    /// are read below it (default: the current directory).
+    /// are read below it.
     #[arg(long, value_name = "DIR", default_value = ".")]
     workdir: PathBuf,
     /// A directory no source is read from, however its path resolves (symbolic links

@@ -27,6 +27,8 @@ use crate::run::Flag;
 const TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a call is retried while control answers transiently.
 const PATIENCE: Duration = Duration::from_secs(120);
+/// The drain's end is reported within Slurm's KillWait, not past it.
+const REPORT_PATIENCE: Duration = Duration::from_secs(10);
 
 /// Control refused the call for good (or never answered within the patience); why.
 #[derive(Debug)]
@@ -63,7 +65,7 @@ impl JobControl {
 
     fn call<Q, R, F, Fut>(
         &self,
-        name: &str,
+        (name, patience): (&str, Duration),
         message: &Q,
         credential: Option<&str>,
         send: F,
@@ -95,7 +97,7 @@ impl JobControl {
             .with_max_delay(Duration::from_secs(10))
             .with_jitter()
             .with_jitter_seed(self.jitter_seed)
-            .with_total_delay(Some(PATIENCE))
+            .with_total_delay(Some(patience))
             .without_max_times();
         attempt
             .retry(backoff)
@@ -123,9 +125,12 @@ impl JobControl {
         let request = RedeemRequest {
             start: Some(start.clone()),
         };
-        self.call("Redeem", &request, None, |mut c, r| async move {
-            c.redeem(r).await
-        })
+        self.call(
+            ("Redeem", PATIENCE),
+            &request,
+            None,
+            |mut c, r| async move { c.redeem(r).await },
+        )
     }
 
     pub fn refuse(&self, start: &JobStart, reason: &str) -> Result<(), Refused> {
@@ -133,15 +138,18 @@ impl JobControl {
             start: Some(start.clone()),
             reason: reason.to_owned(),
         };
-        self.call("Refuse", &request, None, |mut c, r| async move {
-            c.refuse(r).await
-        })
+        self.call(
+            ("Refuse", PATIENCE),
+            &request,
+            None,
+            |mut c, r| async move { c.refuse(r).await },
+        )
         .map(|_| ())
     }
 
     pub fn renew(&self, credential: &str) -> Result<JobCredentials, Refused> {
         self.call(
-            "Renew",
+            ("Renew", PATIENCE),
             &RenewJobRequest {},
             Some(credential),
             |mut c, r| async move { c.renew(r).await },
@@ -160,9 +168,12 @@ impl JobControl {
             detail: detail.to_owned(),
             undelivered_by_member: left.iter().map(|(m, n)| (m.clone(), *n as i64)).collect(),
         };
-        self.call("Report", &report, Some(credential), |mut c, r| async move {
-            c.report(r).await
-        })
+        self.call(
+            ("Report", REPORT_PATIENCE),
+            &report,
+            Some(credential),
+            |mut c, r| async move { c.report(r).await },
+        )
         .map(|reply| reply.attempt_state)
     }
 }

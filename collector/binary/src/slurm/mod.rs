@@ -26,19 +26,29 @@ pub const READY: &str = "tuneplane-collector: ready";
 pub const REFUSED: &str = "tuneplane-collector: refused: ";
 const CONTROL_CA: &str = "TUNEPLANE_SLURM_CONTROL_CA";
 
-/// The collector of one node of a Slurm job, run by the job script control submits, from
-/// the collector artifact verified on the node, before any training task starts.
-///
-/// It reads the job's one-time ticket from its standard input, refuses a spool root on a
-/// shared filesystem, redeems the ticket with control, prints `tuneplane-collector: ready
-/// attempt=N ...`, then reads the sources of this node's members (task i is rank-i) until
-/// SIGTERM, drains for TUNEPLANE_TELEMETRY_DRAIN_SECONDS and reports what stayed spooled.
-/// Its credentials are held in memory only, in a process other processes of the job's user
-/// cannot read. Slurm sets SLURM_JOB_ID, SLURM_NODEID and SLURM_RESTART_COUNT; the job
-/// script sets TUNEPLANE_SLURM_CONTROL_CA (the CA of control's certificate, PEM).
-///
-/// Exit status: 0 when everything read was delivered, 2 when refused (the line
-/// `tuneplane-collector: refused: <why>` says why), 3 when batches are left in a spool.
+/// `slurm-node --help`'s description.
+pub const ABOUT: &str = "The collector of one node of a Slurm job, run by the job script \
+control submits, from the collector artifact verified on the node, before any training task \
+starts. It reads the job's one-time ticket from its standard input, refuses a spool root on a \
+shared filesystem, redeems the ticket with control, prints `tuneplane-collector: ready \
+attempt=N ...`, then reads the sources of this node's members (task i is rank-i) until \
+SIGTERM, drains and reports what stayed spooled. Its credentials are held in memory only, in \
+a process other processes of the job's user cannot read or trace.";
+
+/// `slurm-node --help`'s closing part: the settings it reads, and its exit status.
+pub const AFTER: &str = "Settings, from the environment:
+  SLURM_JOB_ID, SLURM_NODEID, SLURM_RESTART_COUNT   set by Slurm in the job step
+  TUNEPLANE_SLURM_CONTROL_CA          the CA of control's certificate, PEM (the job script)
+  TUNEPLANE_TELEMETRY_SPOOL_BYTES     each spool's cap, unless control gives one (268435456)
+  TUNEPLANE_TELEMETRY_DRAIN_SECONDS   how long the drain keeps sending, unless control gives \
+it (30)
+  TUNEPLANE_COLLECTOR_MOUNT_TABLE     the mount table the spool root is judged from \
+(/proc/self/mountinfo)
+
+Exit status: 0 when everything read was delivered, 2 when refused (the line \
+`tuneplane-collector: refused: <why>` says why), 3 when batches are left in a spool.";
+
+/// `slurm-node`'s flags.
 #[derive(Args, Debug)]
 pub struct SlurmNodeArgs {
     /// Control's address.
