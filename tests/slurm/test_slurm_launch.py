@@ -115,6 +115,30 @@ async def test_a_two_task_job_delivers_both_members_exactly_and_completes(
     await assert_stored_exactly(db, run_id, truth(steps))
 
 
+async def test_a_spool_root_the_nodes_users_share_as_tmp_is_holds_each_user_below_its_uid(
+        initialised: Endpoints, ingest: Process, projector: Process, tls_dir: Path,
+        who: Tenant, tmp_path: Path, run_id: str, db: asyncpg.Connection) -> None:
+    """Root's, sticky and writable by all: a user's first job makes <root>/<uid> its own,
+    and no user's job makes the root itself theirs (which would refuse every other's)."""
+    shared = who.place / "shared-spool"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    steps = 200
+    with slurm_control(tls_dir, ingest, who, tmp_path / "control.log"):
+        launch(initialised, run_id, who, INTEGRATION, ["--steps", str(steps)], *TWO_TASKS,
+               "--spool-root", str(shared))
+        row = wait_for(run_id, ended=True)
+    output = job_output(row["job_id"], who.scratch)
+    assert (row["job_state"], row["attempt_state"]) == ("COMPLETED", "finished"), (row, output)
+    info = shared.stat()
+    assert (info.st_uid, info.st_mode & 0o7777) == (0, 0o1777)  # still everyone's
+    mine = shared / str(who.user.pw_uid)
+    assert (mine.stat().st_uid, mine.stat().st_mode & 0o777) == (who.user.pw_uid, 0o700)
+    assert sorted(p.name for p in (mine / run_id / "1").iterdir()) == [
+        "rank-0", "rank-1", "telemetry-ca.pem"]
+    await assert_stored_exactly(db, run_id, truth(steps))
+
+
 async def test_a_two_node_job_has_a_collector_per_node_each_reading_its_nodes_member(
         initialised: Endpoints, ingest: Process, projector: Process, tls_dir: Path,
         who: Tenant, tmp_path: Path, run_id: str, db: asyncpg.Connection) -> None:

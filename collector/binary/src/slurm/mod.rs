@@ -8,7 +8,9 @@
 //! them with tokens held in memory only, renewed while the job runs (`node`).
 
 mod control;
+mod credentials;
 mod node;
+mod root;
 mod tasks;
 
 use std::collections::HashMap;

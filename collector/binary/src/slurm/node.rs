@@ -6,97 +6,23 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread;
-use std::time::Duration;
 
-use signal_hook::consts::{SIGINT, SIGTERM};
-use signal_hook::iterator::Signals;
-
-use super::control::{Credentials, JobControl, Refused};
-use super::tasks::{wait_until_ended, TASKS_GRACE};
+use super::control::{JobControl, Refused};
+use super::credentials::Credentials;
+use super::root::user_root;
+use super::tasks::{end_after_the_tasks, Stops};
 use super::{refused, SlurmNodeArgs, READY};
 use crate::collect::Bounds;
 use crate::contract::node::{CollectorConfig, JobStart, RedeemReply};
 use crate::contract::MAX_BATCH_BYTES;
 use crate::fence::Fence;
-use crate::run::{collect_with, Config, Flag, Flags};
+use crate::run::{collect_with, Config, Flags};
 use crate::send::{Target, Token};
 use crate::settings::Settings;
-use crate::spool::mounts::check_filesystem_saying;
 use crate::spool::place::{make_private, member_dir};
 use crate::spool::{MemberKey, Spool};
-
-const HINT: &str = "Launch with --spool-root on a node-local directory such as /tmp or the \
-                    node's scratch disk (no other is tried)";
-
-/// The collectors started so far; once `ending` is past, each is stopped as it starts.
-#[derive(Default)]
-struct Stops {
-    flags: Mutex<Vec<Arc<Flags>>>,
-    stopping: Flag,
-}
-
-impl Stops {
-    fn add(&self, flags: Arc<Flags>) {
-        let mut all = self
-            .flags
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if self.stopping.is_set() {
-            flags.stopping.set();
-        }
-        all.push(flags);
-    }
-
-    fn stop_all(&self) {
-        let all = self
-            .flags
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        self.stopping.set();
-        for flags in all.iter() {
-            flags.stopping.set();
-        }
-    }
-}
-
-/// Once told to end (SIGTERM, SIGINT), and once the job's tasks here have ended, stop the
-/// collectors: each reads to the end and drains. From the start: a SIGTERM before the
-/// collectors start stops each as it starts.
-fn end_after_the_tasks(job_id: String) -> Result<Arc<Stops>, String> {
-    let stops = Arc::new(Stops::default());
-    let mut signals =
-        Signals::new([SIGTERM, SIGINT]).map_err(|e| format!("cannot handle signals: {e}"))?;
-    let ender = Arc::clone(&stops);
-    thread::spawn(move || {
-        if signals.forever().next().is_none() {
-            return;
-        }
-        // The scan in a thread of its own: a hung /proc read must not keep the drain.
-        let scan =
-            thread::spawn(move || wait_until_ended(&job_id, TASKS_GRACE, Path::new("/proc")));
-        let deadline = std::time::Instant::now() + TASKS_GRACE + Duration::from_secs(1);
-        while !scan.is_finished() && std::time::Instant::now() < deadline {
-            thread::sleep(Duration::from_millis(20));
-        }
-        let left = if scan.is_finished() {
-            scan.join().ok()
-        } else {
-            None
-        };
-        if left.as_ref().is_none_or(|l| !l.is_empty()) {
-            log::warn!(
-                "training tasks {} still run {} s after the job's end began; reading to the \
-                 end of the sources regardless",
-                left.map_or("(?)".into(), |l| format!("{l:?}")),
-                TASKS_GRACE.as_secs()
-            );
-        }
-        ender.stop_all();
-    });
-    Ok(stops)
-}
 
 fn write_private(path: &Path, text: &str) -> Result<(), String> {
     std::fs::OpenOptions::new()
@@ -112,13 +38,13 @@ fn write_private(path: &Path, text: &str) -> Result<(), String> {
 /// Each member of the node that owns a source, with its collector's configuration.
 fn configs(
     args: &SlurmNodeArgs,
+    root: &Path,
     settings: &Settings,
     mountinfo: &str,
     granted: &RedeemReply,
     credentials: &Credentials,
 ) -> Result<Vec<Config>, String> {
     let config = granted.collector.clone().unwrap_or_default();
-    let root = &args.spool_root;
     if !args.workdir_given {
         make_private(&args.workdir, "working directory").map_err(|e| e.0)?;
     }
@@ -167,7 +93,7 @@ fn configs(
                 .filter(|s| *s > 0)
                 .unwrap_or(settings.drain_seconds),
             in_flight: 4,
-            fence: Fence::of(std::slice::from_ref(root)),
+            fence: Fence::of(&[args.spool_root.clone(), root.to_path_buf()]),
             exit_when_idle: false,
         });
     }
@@ -187,13 +113,6 @@ fn target(
     }
 }
 
-/// The spool root on a shared filesystem, or not private, is refused before the ticket is
-/// redeemed (control is told, which spends the ticket for this node and start).
-fn check_root(root: &Path, mountinfo: &str) -> Result<(), String> {
-    check_filesystem_saying(root, mountinfo, HINT).map_err(|e| e.0)?;
-    make_private(root, "spool root").map_err(|e| e.0)
-}
-
 pub fn run(args: &SlurmNodeArgs, settings: &Settings, control: JobControl, start: &JobStart) -> u8 {
     let host = &start.hostname;
     let stops = match end_after_the_tasks(start.job_id.clone()) {
@@ -209,19 +128,22 @@ pub fn run(args: &SlurmNodeArgs, settings: &Settings, control: JobControl, start
             ))
         }
     };
-    if let Err(why) = check_root(&args.spool_root, &mountinfo) {
-        let reason = format!("{host}: spool root refused: {why}");
-        if let Err(Refused(refusal)) = control.refuse(start, &reason) {
-            log::error!("the refusal did not reach control: {refusal}");
+    let root = match user_root(&args.spool_root, &mountinfo) {
+        Ok(root) => root,
+        Err(why) => {
+            let reason = format!("{host}: spool root refused: {why}");
+            if let Err(Refused(refusal)) = control.refuse(start, &reason) {
+                log::error!("the refusal did not reach control: {refusal}");
+            }
+            return refused(&reason);
         }
-        return refused(&reason);
-    }
+    };
     let granted = match control.redeem(start) {
         Ok(granted) => granted,
         Err(Refused(why)) => return refused(&format!("{host}: {why}")),
     };
     let credentials = Credentials::new(granted.credentials.clone().unwrap_or_default());
-    let configs = match configs(args, settings, &mountinfo, &granted, &credentials) {
+    let configs = match configs(args, &root, settings, &mountinfo, &granted, &credentials) {
         Ok(configs) => configs,
         Err(why) => return refused(&format!("{host}: {why}")),
     };

@@ -11,7 +11,14 @@
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::thread;
 use std::time::{Duration, Instant};
+
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+use crate::run::{Flag, Flags};
 
 /// How long a collector waits for the tasks to end before it reads to the end regardless:
 /// the rest of Slurm's KillWait is the drain's.
@@ -61,6 +68,74 @@ pub fn wait_until_ended(job_id: &str, grace: Duration, proc: &Path) -> Vec<u32> 
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// The collectors started so far; once `ending` is past, each is stopped as it starts.
+#[derive(Default)]
+pub struct Stops {
+    flags: Mutex<Vec<Arc<Flags>>>,
+    pub stopping: Flag,
+}
+
+impl Stops {
+    pub fn add(&self, flags: Arc<Flags>) {
+        let mut all = self
+            .flags
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if self.stopping.is_set() {
+            flags.stopping.set();
+        }
+        all.push(flags);
+    }
+
+    fn stop_all(&self) {
+        let all = self
+            .flags
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.stopping.set();
+        for flags in all.iter() {
+            flags.stopping.set();
+        }
+    }
+}
+
+/// Once told to end (SIGTERM, SIGINT), and once the job's tasks here have ended, stop the
+/// collectors: each reads to the end and drains. From the start: a SIGTERM before the
+/// collectors start stops each as it starts.
+pub fn end_after_the_tasks(job_id: String) -> Result<Arc<Stops>, String> {
+    let stops = Arc::new(Stops::default());
+    let mut signals =
+        Signals::new([SIGTERM, SIGINT]).map_err(|e| format!("cannot handle signals: {e}"))?;
+    let ender = Arc::clone(&stops);
+    thread::spawn(move || {
+        if signals.forever().next().is_none() {
+            return;
+        }
+        // The scan in a thread of its own: a hung /proc read must not keep the drain.
+        let scan =
+            thread::spawn(move || wait_until_ended(&job_id, TASKS_GRACE, Path::new("/proc")));
+        let deadline = std::time::Instant::now() + TASKS_GRACE + Duration::from_secs(1);
+        while !scan.is_finished() && std::time::Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(20));
+        }
+        let left = if scan.is_finished() {
+            scan.join().ok()
+        } else {
+            None
+        };
+        if left.as_ref().is_none_or(|l| !l.is_empty()) {
+            log::warn!(
+                "training tasks {} still run {} s after the job's end began; reading to the \
+                 end of the sources regardless",
+                left.map_or("(?)".into(), |l| format!("{l:?}")),
+                TASKS_GRACE.as_secs()
+            );
+        }
+        ender.stop_all();
+    });
+    Ok(stops)
 }
 
 #[cfg(test)]
