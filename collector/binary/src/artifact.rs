@@ -18,15 +18,11 @@ use sha2::{Digest, Sha256};
 pub const MANIFEST: &str = "manifest.json";
 pub const FORMAT: u64 = 2;
 pub const PROGRAM: &str = "tuneplane-collector";
-/// The targets an artifact is built for, and the `uname -m` of hosts that run each.
-pub const TARGETS: [(&str, &[&str]); 2] = [
-    ("x86_64-unknown-linux-musl", &["x86_64", "amd64"]),
-    ("aarch64-unknown-linux-musl", &["aarch64", "arm64"]),
-];
-/// ELF `e_machine` of each target.
-const MACHINES: [(&str, u16); 2] = [
-    ("x86_64-unknown-linux-musl", 62),
-    ("aarch64-unknown-linux-musl", 183),
+/// The targets an artifact is built for: the `uname -m` of hosts that run each, and its
+/// ELF `e_machine`.
+pub const TARGETS: [(&str, &[&str], u16); 2] = [
+    ("x86_64-unknown-linux-musl", &["x86_64", "amd64"], 62),
+    ("aarch64-unknown-linux-musl", &["aarch64", "arm64"], 183),
 ];
 
 fn sha256(path: &Path) -> Result<String, String> {
@@ -54,8 +50,8 @@ pub fn host_target() -> Result<&'static str, String> {
     let machine = uname.machine().to_string_lossy().into_owned();
     TARGETS
         .iter()
-        .find(|(_, machines)| machines.contains(&machine.as_str()))
-        .map(|(target, _)| *target)
+        .find(|(_, machines, _)| machines.contains(&machine.as_str()))
+        .map(|(target, _, _)| *target)
         .ok_or_else(|| format!("no collector target runs on a {machine} host"))
 }
 
@@ -83,10 +79,10 @@ fn target_of(binary: &Path) -> Result<&'static str, String> {
             "is dynamically linked (it names an interpreter); the artifact holds a static binary",
         ));
     }
-    MACHINES
+    TARGETS
         .iter()
-        .find(|(_, machine)| *machine == half(18))
-        .map(|(target, _)| *target)
+        .find(|(_, _, machine)| *machine == half(18))
+        .map(|(target, _, _)| *target)
         .ok_or_else(|| {
             said(&format!(
                 "is built for ELF machine {}, no collector target",
@@ -98,8 +94,8 @@ fn target_of(binary: &Path) -> Result<&'static str, String> {
 /// Build the artifact of `binary` (the static collector for `target`) in `out`; returns
 /// `out/<manifest sha256>`.
 pub fn build(target: &str, binary: &Path, out: &Path) -> Result<PathBuf, String> {
-    if !TARGETS.iter().any(|(t, _)| *t == target) {
-        let known: Vec<&str> = TARGETS.iter().map(|(t, _)| *t).collect();
+    if !TARGETS.iter().any(|(t, _, _)| *t == target) {
+        let known: Vec<&str> = TARGETS.iter().map(|(t, _, _)| *t).collect();
         return Err(format!(
             "--target {target:?} is none of {}",
             known.join(", ")

@@ -26,16 +26,25 @@ const SEND_IDLE: Duration = Duration::from_secs(1);
 /// Past the drain time, how long a thread is waited for before it is left behind.
 const GRACE: Duration = Duration::from_secs(2);
 
-/// The thread's result if it ends by `deadline`; else None, said.
-fn joined<T>(thread: thread::JoinHandle<T>, deadline: Instant, what: &str) -> Option<T> {
+/// The thread's result if it ends by `deadline`; else None (the thread is left running).
+pub fn ended_by<T>(thread: thread::JoinHandle<T>, deadline: Instant) -> Option<T> {
     while !thread.is_finished() && Instant::now() < deadline {
         thread::sleep(Duration::from_millis(20));
     }
     if thread.is_finished() {
-        return thread.join().ok();
+        thread.join().ok()
+    } else {
+        None
     }
-    log::error!("{what} did not end within the drain time; the collector exits without it");
-    None
+}
+
+/// `ended_by`, a thread left behind said.
+fn joined<T>(thread: thread::JoinHandle<T>, deadline: Instant, what: &str) -> Option<T> {
+    let ended = ended_by(thread, deadline);
+    if ended.is_none() {
+        log::error!("{what} did not end within the drain time; the collector exits without it");
+    }
+    ended
 }
 
 /// The threads' flags: stop reading, stop sending, and the reader's doorbell to the sender.

@@ -6,7 +6,7 @@
 mod collector;
 mod flag;
 
-pub use collector::{collect_with, Flags};
+pub use collector::{collect_with, ended_by, Flags};
 pub use flag::Flag;
 
 use std::path::PathBuf;

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
-use crate::run::{Flag, Flags};
+use crate::run::{ended_by, Flag, Flags};
 
 /// How long a collector waits for the tasks to end before it reads to the end regardless:
 /// the rest of Slurm's KillWait is the drain's.
@@ -116,15 +116,7 @@ pub fn end_after_the_tasks(job_id: String) -> Result<Arc<Stops>, String> {
         // The scan in a thread of its own: a hung /proc read must not keep the drain.
         let scan =
             thread::spawn(move || wait_until_ended(&job_id, TASKS_GRACE, Path::new("/proc")));
-        let deadline = std::time::Instant::now() + TASKS_GRACE + Duration::from_secs(1);
-        while !scan.is_finished() && std::time::Instant::now() < deadline {
-            thread::sleep(Duration::from_millis(20));
-        }
-        let left = if scan.is_finished() {
-            scan.join().ok()
-        } else {
-            None
-        };
+        let left = ended_by(scan, Instant::now() + TASKS_GRACE + Duration::from_secs(1));
         if left.as_ref().is_none_or(|l| !l.is_empty()) {
             log::warn!(
                 "training tasks {} still run {} s after the job's end began; reading to the \
