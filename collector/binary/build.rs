@@ -1,7 +1,7 @@
 //! The messages come from the project's own declarations under `protos/`, compiled at build
 //! time by protox (no `protoc` needed): the TensorBoard event messages into prost types, the
 //! telemetry contract into prost types and the tonic client of `TelemetryIngest`, and
-//! the node contract's client of `SlurmJobControl`.
+//! the node contract's clients of `SlurmJobControl` and `NodeControl`.
 
 use std::path::PathBuf;
 
@@ -23,9 +23,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build_server(false)
         .bytes(".")
         .compile_fds(protox::compile([&telemetry], [&protos])?)?;
-    // A Slurm job's collector is a client of control's SlurmJobControl.
+    // A Slurm job's collector is a client of control's SlurmJobControl, the node agent of its
+    // NodeControl.
     tonic_prost_build::configure()
         .build_server(false)
-        .compile_fds(protox::compile([&slurm], [&protos])?)?;
+        .compile_fds(protox::compile([&slurm, &node], [&protos])?)?;
     Ok(())
 }

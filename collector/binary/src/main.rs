@@ -11,8 +11,10 @@ mod fence;
 mod integration;
 mod logdir;
 mod logging;
+mod node;
 mod opener;
 mod read;
+mod rpc;
 mod run;
 mod runas;
 mod send;
@@ -57,6 +59,9 @@ enum Command {
     /// A Slurm job's collector on one node (run by the job script that control submits).
     #[command(name = "slurm-node", long_about = slurm::ABOUT, after_long_help = slurm::AFTER)]
     SlurmNode(Box<slurm::SlurmNodeArgs>),
+    /// The node agent of an execution host: enroll it, run the launches control assigns.
+    #[command(long_about = node::ABOUT)]
+    Node(node::NodeArgs),
     /// Build or verify a collector artifact (manifest.json and the static binary, in a
     /// directory named by the manifest's sha256).
     Artifact {
@@ -155,6 +160,7 @@ fn main() -> ExitCode {
         Command::Read { paths } => u8::try_from(read::read(&paths)).unwrap_or(1),
         Command::Artifact { command } => artifact_command(command),
         Command::SlurmNode(args) => slurm::slurm_node(*args),
+        Command::Node(args) => node::node(args),
         Command::Check { file } => integration::check(&file),
         Command::Spool {
             command: SpoolCommand::Status { directory },

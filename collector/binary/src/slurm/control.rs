@@ -5,23 +5,15 @@
 //! reason is what the job reports.
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::time::Duration;
-
-use backon::{BlockingRetryable, ExponentialBuilder};
-use tonic::metadata::MetadataValue;
-use tonic::transport::Channel;
-use tonic::{Request, Response, Status};
 
 use crate::contract::node::slurm_job_control_client::SlurmJobControlClient;
 use crate::contract::node::{
     JobCredentials, JobNodeReport, JobStart, RedeemReply, RedeemRequest, RefuseRequest,
     RenewJobRequest,
 };
-use crate::contract::{code_name, retryable};
+use crate::rpc::{Rpc, TIMEOUT};
 
-/// How long one call is waited for.
-const TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a call is retried while control answers transiently.
 const PATIENCE: Duration = Duration::from_secs(120);
 /// The drain's end is reported within Slurm's KillWait, not past it.
@@ -31,33 +23,19 @@ const REPORT_PATIENCE: Duration = Duration::from_secs(10);
 #[derive(Debug)]
 pub struct Refused(pub String);
 
-type Client = SlurmJobControlClient<Channel>;
-
 pub struct JobControl {
-    runtime: tokio::runtime::Runtime,
-    client: Client,
-    jitter_seed: u64,
+    rpc: Rpc,
 }
 
 impl JobControl {
     pub fn new(address: &str, ca_pem: &str, server_name: Option<&str>) -> Result<Self, String> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| format!("cannot start control's client: {e}"))?;
-        let endpoint = crate::send::endpoint(address, ca_pem.as_bytes().to_vec(), server_name)?
-            .timeout(TIMEOUT);
-        let channel = {
-            let _inside = runtime.enter();
-            endpoint.connect_lazy()
-        };
-        let mut seed = [0u8; 8];
-        getrandom::fill(&mut seed).map_err(|e| format!("no random seed: {e}"))?;
         Ok(Self {
-            runtime,
-            client: SlurmJobControlClient::new(channel),
-            jitter_seed: u64::from_le_bytes(seed),
+            rpc: Rpc::new(address, ca_pem.as_bytes().to_vec(), server_name, TIMEOUT)?,
         })
+    }
+
+    fn client(&self) -> SlurmJobControlClient<tonic::transport::Channel> {
+        SlurmJobControlClient::new(self.rpc.channel.clone())
     }
 
     fn call<Q, R, F, Fut>(
@@ -69,53 +47,14 @@ impl JobControl {
     ) -> Result<R, Refused>
     where
         Q: Clone,
-        F: Fn(Client, Request<Q>) -> Fut,
-        Fut: Future<Output = Result<Response<R>, Status>>,
+        F: Fn(SlurmJobControlClient<tonic::transport::Channel>, tonic::Request<Q>) -> Fut,
+        Fut: std::future::Future<Output = Result<tonic::Response<R>, tonic::Status>>,
     {
-        let bearer = match credential {
-            Some(credential) => Some(
-                MetadataValue::try_from(format!("Bearer {credential}"))
-                    .map_err(|_| Refused("the job credential is not usable".into()))?,
-            ),
-            None => None,
-        };
-        let attempt = || {
-            let mut request = Request::new(message.clone());
-            request.set_timeout(TIMEOUT);
-            if let Some(bearer) = &bearer {
-                request
-                    .metadata_mut()
-                    .insert("authorization", bearer.clone());
-            }
-            self.runtime.block_on(send(self.client.clone(), request))
-        };
-        let backoff = ExponentialBuilder::default()
-            .with_min_delay(Duration::from_millis(500))
-            .with_max_delay(Duration::from_secs(10))
-            .with_jitter()
-            .with_jitter_seed(self.jitter_seed)
-            .with_total_delay(Some(patience))
-            .without_max_times();
-        attempt
-            .retry(backoff)
-            .sleep(std::thread::sleep)
-            .when(|status: &Status| retryable(status.code()))
-            .notify(|status: &Status, wait| {
-                log::warn!(
-                    "control's {name} answered {}: {}; again in {wait:?}",
-                    code_name(status.code()),
-                    status.message()
-                )
+        self.rpc
+            .call((name, patience), message, credential, |r| {
+                send(self.client(), r)
             })
-            .call()
-            .map(Response::into_inner)
-            .map_err(|status| {
-                Refused(format!(
-                    "control refused {name}: {}: {}",
-                    code_name(status.code()),
-                    status.message()
-                ))
-            })
+            .map_err(|refused| Refused(format!("control refused {name}: {refused}")))
     }
 
     pub fn redeem(&self, start: &JobStart) -> Result<RedeemReply, Refused> {
