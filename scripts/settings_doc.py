@@ -58,7 +58,7 @@ commands or modes that need the setting (it may stay unset for the others).
 TAIL = """
 Not in the table:
 
-- The node agent, `tuneplane-node`, reads no setting from its environment: its flags, its
+- The node agent, `tuneplane-collector node`, reads no setting from its environment: its flags, its
   state directory and what Node control sends configure it. It sets
   `TUNEPLANE_TELEMETRY_SPOOL_BYTES` and `TUNEPLANE_TELEMETRY_DRAIN_SECONDS` for each
   collector it starts (from control's values). A training command gets only `PATH`,

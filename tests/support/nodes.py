@@ -1,5 +1,5 @@
-"""An enrolled node agent on this host for end-to-end tests, and the control commands
-that launch on it and list how its launches went."""
+"""An enrolled node agent (the static binary's ``node``) on this host for end-to-end tests,
+and the control commands that launch on it and list how its launches went."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.support import collector_binary
 from tests.support.environment import BIN, Endpoints, free_port, run_admin
 from tests.support.processes import Process, launch_env, start_control
 
@@ -19,6 +20,11 @@ def control_cli(*args: str) -> str:
                           text=True, check=False)
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+def agent() -> list[str]:
+    """The node agent: this host's static collector binary, ``node``."""
+    return [*collector_binary.command(collector_binary.HOST_TARGET), "node"]
 
 
 class Node:
@@ -31,7 +37,7 @@ class Node:
         token = place / "enrollment-token"
         token.write_text(control_cli("enrollment-token", "--node", self.name))
         done = subprocess.run(
-            [str(BIN / "tuneplane-node"), "enroll", "--control", f"localhost:{control.port}",
+            [*agent(), "enroll", "--control", f"localhost:{control.port}",
              "--ca-file", str(tls_dir / "ca.pem"), "--token-file", str(token),
              "--state-dir", str(self.state)], capture_output=True, text=True, check=False)
         assert done.returncode == 0, done.stderr
@@ -40,7 +46,7 @@ class Node:
         """Run ``count`` launches, ``run_as`` the agent's flags saying who training runs as
         (default: the agent's own user, one launch at a time)."""
         with log.open("wb") as out:
-            done = subprocess.run([str(BIN / "tuneplane-node"), "run", "--state-dir",
+            done = subprocess.run([*agent(), "run", "--state-dir",
                                    str(self.state), "--work-root", str(self.work),
                                    *(run_as or ("--allow-same-user",)),
                                    "--exit-after", str(count)],

@@ -58,7 +58,7 @@ sys.path[:0] = [os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__f
 sys.exit(main())
 """
 #: The artifact's programs: the collector, and the node agent that launches it.
-PROGRAMS = {"tuneplane-collector": "cli", "tuneplane-node": "node.cli"}
+PROGRAMS = {"tuneplane-collector": "cli"}
 #: The collector's start, held to its memory budget beside the job (50 MB while
 #: following a file): two malloc arenas for its threads, not eight per core; and no
 #: Python ssl, which asyncio (imported by gRPC) would load with OpenSSL for nothing: the

@@ -1,7 +1,6 @@
 """``tuneplane-collector``: read training telemetry beside a job and deliver it to ingest.
 
     tuneplane-collector run --run R --attempt N --member M --source ID=FILE.jsonl ...
-    tuneplane-collector slurm-node ...      a Slurm job's collector (its job script runs it)
     tuneplane-collector read PATH...        print every decoded record as JSON lines
     tuneplane-collector spool status DIR    what a spool holds
 
@@ -21,7 +20,6 @@ import orjson
 from tuneplane.collector import spool
 from tuneplane.collector.run_command import add_run, cmd_run
 from tuneplane.collector.settings import CollectorSettings
-from tuneplane.collector.slurm.arguments import add_slurm_node
 from tuneplane.collector.spool import SpoolError
 from tuneplane.contract.settings import SettingsError
 
@@ -79,7 +77,6 @@ def parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     add_run(sub)
-    add_slurm_node(sub)
     r = sub.add_parser("read", help="print every decoded record of PATHs as JSON lines",
                        description="Decode TensorBoard event files (a log directory or one "
                                    "file) and JSONL metric files, one JSON object per record. "
@@ -100,7 +97,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    if args.command not in ("run", "slurm-node"):
+    if args.command != "run":
         result: int = args.func(args)
         return result
     try:
@@ -108,9 +105,6 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"tuneplane-collector {args.command}: {exc}", file=sys.stderr)
         return 2
-    if args.command == "slurm-node":
-        from tuneplane.collector.slurm.node import cmd_slurm_node
-        return cmd_slurm_node(args, settings)
     return cmd_run(args, settings)
 
 
