@@ -8,6 +8,7 @@ mod draft;
 mod eventfile;
 mod failpoints;
 mod fence;
+mod follow;
 mod integration;
 mod logdir;
 mod logging;

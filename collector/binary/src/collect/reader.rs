@@ -73,6 +73,23 @@ impl SourceReader {
         Ok(self.spool.stored_bytes()? >= self.bounds.spool_bytes)
     }
 
+    /// What to watch to know when a source changes: each file's directory, and each log
+    /// directory with the directories its event files are in (as last listed).
+    pub fn watches(&self) -> Vec<crate::follow::Watch> {
+        self.sources
+            .iter()
+            .flat_map(|source| {
+                let files: Vec<PathBuf> = self
+                    .listings
+                    .get(&source.id)
+                    .map(|l| l.iter().map(|(path, _)| path.clone()).collect())
+                    .unwrap_or_default();
+                let log_directory = source.kind == SourceKind::TensorBoard;
+                crate::follow::watches_of(&source.path, log_directory, &files)
+            })
+            .collect()
+    }
+
     /// Forget the listings: log directories are listed again on the next step.
     pub fn relist(&mut self) {
         self.listings.clear();

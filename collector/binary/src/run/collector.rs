@@ -13,11 +13,10 @@ use signal_hook::iterator::Signals;
 use super::flag::Flag;
 use super::Config;
 use crate::collect::SourceReader;
+use crate::follow::{Follower, POLL};
 use crate::send::Sender;
 use crate::spool::Spool;
 
-/// Sources are read at most this often while they grow.
-const POLL: Duration = Duration::from_millis(500);
 /// A batch failing this long is left to the next round of sending.
 const GIVE_UP: Duration = Duration::from_secs(5);
 /// An idle sender looks at the spool this often all the same (a seal rings it at once).
@@ -47,16 +46,41 @@ fn joined<T>(thread: thread::JoinHandle<T>, deadline: Instant, what: &str) -> Op
     ended
 }
 
-/// The threads' flags: stop reading, stop sending, and the reader's doorbell to the sender.
+/// The threads' flags: stop reading, stop sending, the reader's doorbell to the sender, and
+/// the doorbell that wakes the reader (a source changed, or stop).
 #[derive(Default)]
 pub struct Flags {
     pub stopping: Flag,
     send_stop: Flag,
     sealed: Flag,
+    changed: Flag,
     idle: AtomicBool,
 }
 
-fn read_loop(mut reader: SourceReader, flags: &Flags, drain: Duration) -> SourceReader {
+impl Flags {
+    /// Stop reading (then drain): wakes a reader waiting for its sources to change.
+    pub fn stop(&self) {
+        self.stopping.set();
+        self.changed.set();
+    }
+}
+
+/// An idle reader sleeps until a source changes (or its follower's patience runs out), and
+/// reads at most every `POLL` while sources keep growing: each round seals one batch a file,
+/// so a file written in many small appends still makes batches of `POLL`'s worth.
+fn wait_for_change(flags: &Flags, follower: &Follower, round: Instant) {
+    flags.changed.take(follower.patience());
+    flags.stopping.wait(POLL.saturating_sub(round.elapsed()));
+}
+
+fn read_loop(
+    mut reader: SourceReader,
+    flags: &Arc<Flags>,
+    drain: Duration,
+    mountinfo: String,
+) -> SourceReader {
+    let woken = Arc::clone(flags);
+    let mut follower = Follower::start(mountinfo, move || woken.changed.set());
     let mut sealed = 0;
     let mut ring = |reader: &SourceReader| {
         if reader.counters.batches != sealed {
@@ -70,7 +94,8 @@ fn read_loop(mut reader: SourceReader, flags: &Flags, drain: Duration) -> Source
             Ok(true) => {
                 flags.idle.store(true, Ordering::Relaxed);
                 ring(&reader);
-                flags.stopping.wait(POLL.saturating_sub(started.elapsed()));
+                follower.watch(&reader.watches());
+                wait_for_change(flags, &follower, started);
                 reader.relist();
             }
             Ok(false) => {
@@ -121,7 +146,7 @@ fn on_signals(flags: &Arc<Flags>) -> std::io::Result<()> {
     let flags = Arc::clone(flags);
     thread::spawn(move || {
         for _ in signals.forever() {
-            flags.stopping.set();
+            flags.stop();
         }
     });
     Ok(())
@@ -180,8 +205,8 @@ pub fn collect_with(config: &Config, flags: &Arc<Flags>) -> Result<Ended, String
     );
     let drain = Duration::from_secs(config.drain_seconds);
     let reading = {
-        let flags = Arc::clone(flags);
-        thread::spawn(move || read_loop(reader, &flags, drain))
+        let (flags, mountinfo) = (Arc::clone(flags), config.mountinfo.clone());
+        thread::spawn(move || read_loop(reader, &flags, drain, mountinfo))
     };
     let sending = {
         let flags = Arc::clone(flags);
@@ -194,7 +219,7 @@ pub fn collect_with(config: &Config, flags: &Arc<Flags>) -> Result<Ended, String
                 break;
             }
         } else if flags.idle.load(Ordering::Relaxed) && pending() == 0 {
-            flags.stopping.set();
+            flags.stop();
             break;
         } else if flags.stopping.wait(Duration::from_millis(100)) {
             break;

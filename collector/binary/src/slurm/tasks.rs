@@ -84,7 +84,7 @@ impl Stops {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if self.stopping.is_set() {
-            flags.stopping.set();
+            flags.stop();
         }
         all.push(flags);
     }
@@ -96,7 +96,7 @@ impl Stops {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         self.stopping.set();
         for flags in all.iter() {
-            flags.stopping.set();
+            flags.stop();
         }
     }
 }

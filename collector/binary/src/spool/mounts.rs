@@ -139,6 +139,13 @@ fn existing_ancestor(path: &Path) -> PathBuf {
     fs::canonicalize(&path).unwrap_or(path)
 }
 
+/// The network filesystem `path` is on, judged from the mount table `mountinfo`; `None` when
+/// it is host-local (or no mount holds it).
+pub fn network_filesystem_of(path: &Path, mountinfo: &str) -> Option<String> {
+    let mounts = parse_mountinfo(mountinfo);
+    mount_of(&existing_ancestor(path), &mounts).and_then(|m| network_filesystem(&m.fs_type))
+}
+
 /// Refuses a `directory` on a network filesystem, judged from the mount table `mountinfo`.
 pub fn check_filesystem(directory: &Path, mountinfo: &str) -> Result<(), SpoolError> {
     check_filesystem_saying(directory, mountinfo, LOCAL_ROOT_HINT)

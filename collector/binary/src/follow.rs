@@ -1,0 +1,289 @@
+//! Following sources without looking at them again and again: the reader sleeps until the
+//! directory of a source changes (inotify), and looks on its own only rarely.
+//!
+//! A JSONL file's directory is watched for that file's name; a TensorBoard log directory
+//! and every directory its event files are in, for any name (a new run directory is watched
+//! as soon as it is made). Polling stays where inotify cannot see: a source on a network
+//! filesystem (a write on another host raises no event here), one whose directory does not
+//! exist yet or cannot be watched, or a host whose inotify limits are spent; there the reader
+//! looks every `POLL` as before. Elsewhere it looks every `SAFETY` all the same, so an event
+//! lost (the queue overflowed) delays reading, never stops it.
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
+
+use crate::spool::mounts::network_filesystem_of;
+
+/// How often sources are looked at where no event says they changed.
+pub const POLL: Duration = Duration::from_millis(500);
+/// How often watched sources are looked at all the same.
+pub const SAFETY: Duration = Duration::from_secs(10);
+
+/// A directory to watch: for the names given (None: any name), and its new subdirectories
+/// too when `recursive`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Watch {
+    pub directory: PathBuf,
+    pub names: Option<HashSet<OsString>>,
+    pub recursive: bool,
+}
+
+impl Watch {
+    /// Whether an event for `name` in the directory is one of a source's.
+    pub fn concerns(&self, name: &OsString) -> bool {
+        self.names.as_ref().is_none_or(|names| names.contains(name))
+    }
+}
+
+#[derive(Default)]
+struct Watches {
+    by_descriptor: HashMap<WatchDescriptor, Watch>,
+    directories: HashSet<PathBuf>,
+}
+
+fn mask() -> AddWatchFlags {
+    AddWatchFlags::IN_MODIFY
+        | AddWatchFlags::IN_CLOSE_WRITE
+        | AddWatchFlags::IN_CREATE
+        | AddWatchFlags::IN_MOVED_TO
+        | AddWatchFlags::IN_MOVED_FROM
+        | AddWatchFlags::IN_DELETE
+        | AddWatchFlags::IN_ATTRIB
+        | AddWatchFlags::IN_ONLYDIR
+        | AddWatchFlags::IN_DONT_FOLLOW
+}
+
+/// The reader's watches, and the thread that rings `changed` on their events.
+pub struct Follower {
+    inotify: Option<Arc<Inotify>>,
+    watches: Arc<Mutex<Watches>>,
+    /// Written (or closed) to end the thread.
+    stop: Option<OwnedFd>,
+    /// The mount table sources are judged from.
+    mountinfo: String,
+    /// Whether a source is looked at by polling (network, unwatchable, no inotify).
+    polled: bool,
+    said: HashSet<PathBuf>,
+}
+
+impl Follower {
+    /// Watching, or polling only when inotify is not to be had (said once).
+    pub fn start(mountinfo: String, changed: impl Fn() + Send + 'static) -> Self {
+        let watches = Arc::new(Mutex::new(Watches::default()));
+        let started = Inotify::init(InitFlags::IN_CLOEXEC | InitFlags::IN_NONBLOCK)
+            .map_err(|e| e.to_string())
+            .and_then(|inotify| {
+                let (wake, stop) = nix::unistd::pipe().map_err(|e| e.to_string())?;
+                let inotify = Arc::new(inotify);
+                let (events, known) = (Arc::clone(&inotify), Arc::clone(&watches));
+                std::thread::Builder::new()
+                    .name("follow".into())
+                    .spawn(move || watch_events(&events, &known, &wake, &changed))
+                    .map_err(|e| e.to_string())?;
+                Ok((inotify, stop))
+            });
+        match started {
+            Ok((inotify, stop)) => Self {
+                inotify: Some(inotify),
+                watches,
+                stop: Some(stop),
+                mountinfo,
+                polled: false,
+                said: HashSet::new(),
+            },
+            Err(why) => {
+                log::warn!("sources are polled every {POLL:?}: no inotify ({why})");
+                Self {
+                    inotify: None,
+                    watches,
+                    stop: None,
+                    mountinfo,
+                    polled: true,
+                    said: HashSet::new(),
+                }
+            }
+        }
+    }
+
+    /// Watches what is not watched yet of `wanted`; whether every one of them is watched.
+    pub fn watch(&mut self, wanted: &[Watch]) {
+        let Some(inotify) = &self.inotify else {
+            return;
+        };
+        let mut polled = false;
+        let mut watches = self.watches.lock().unwrap_or_else(PoisonError::into_inner);
+        for want in wanted {
+            if watches.directories.contains(&want.directory) {
+                continue;
+            }
+            if let Some(network) = network_filesystem_of(&want.directory, &self.mountinfo) {
+                if self.said.insert(want.directory.clone()) {
+                    log::info!(
+                        "{} is on {network}: polled every {POLL:?} (its writes on other hosts \
+                         raise no event here)",
+                        want.directory.display()
+                    );
+                }
+                polled = true;
+                continue;
+            }
+            match inotify.add_watch(&want.directory, mask()) {
+                Ok(descriptor) => {
+                    watches.directories.insert(want.directory.clone());
+                    add(&mut watches, descriptor, want.clone());
+                }
+                Err(e) => {
+                    if e != nix::errno::Errno::ENOENT && self.said.insert(want.directory.clone()) {
+                        log::info!(
+                            "{} cannot be watched ({e}): polled every {POLL:?}",
+                            want.directory.display()
+                        );
+                    }
+                    polled = true;
+                }
+            }
+        }
+        self.polled = polled;
+    }
+
+    /// How long the reader may sleep when no event wakes it.
+    pub fn patience(&self) -> Duration {
+        if self.polled || self.inotify.is_none() {
+            POLL
+        } else {
+            SAFETY
+        }
+    }
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        // Closing the pipe's write end wakes the thread, which then ends.
+        drop(self.stop.take());
+    }
+}
+
+/// One watch more for the same directory merges names (any name wins).
+fn add(watches: &mut Watches, descriptor: WatchDescriptor, want: Watch) {
+    let merged = match watches.by_descriptor.remove(&descriptor) {
+        Some(had) => Watch {
+            names: match (had.names, want.names) {
+                (Some(mut a), Some(b)) => {
+                    a.extend(b);
+                    Some(a)
+                }
+                _ => None,
+            },
+            recursive: had.recursive || want.recursive,
+            directory: want.directory,
+        },
+        None => want,
+    };
+    watches.by_descriptor.insert(descriptor, merged);
+}
+
+/// The thread: rings `changed` for each batch of events that concern a source, until the
+/// pipe `wake` is closed.
+fn watch_events(inotify: &Inotify, watches: &Mutex<Watches>, wake: &OwnedFd, changed: &dyn Fn()) {
+    loop {
+        let mut fds = [
+            PollFd::new(inotify.as_fd(), PollFlags::POLLIN),
+            PollFd::new(wake.as_fd(), PollFlags::POLLIN),
+        ];
+        match poll(&mut fds, PollTimeout::NONE) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => {
+                log::warn!(
+                    "inotify cannot be waited on ({e}); sources are looked at every {SAFETY:?}"
+                );
+                return;
+            }
+            Ok(_) => {}
+        }
+        if fds[1].any().unwrap_or(true) {
+            return; // the follower is gone
+        }
+        let Ok(events) = inotify.read_events() else {
+            continue;
+        };
+        let mut ring = false;
+        let mut watches = watches.lock().unwrap_or_else(PoisonError::into_inner);
+        for event in events {
+            if event.mask.contains(AddWatchFlags::IN_Q_OVERFLOW) {
+                ring = true; // events were lost: look at everything
+                continue;
+            }
+            if event.mask.contains(AddWatchFlags::IN_IGNORED) {
+                // Its directory went: watched again once it is back (the reader asks).
+                if let Some(gone) = watches.by_descriptor.remove(&event.wd) {
+                    watches.directories.remove(&gone.directory);
+                }
+                ring = true;
+                continue;
+            }
+            let Some(watch) = watches.by_descriptor.get(&event.wd).cloned() else {
+                continue;
+            };
+            let name = event.name.unwrap_or_default();
+            if watch.recursive && event.mask.contains(AddWatchFlags::IN_ISDIR) {
+                let directory = watch.directory.join(&name);
+                if let Ok(descriptor) = inotify.add_watch(&directory, mask()) {
+                    watches.directories.insert(directory.clone());
+                    let sub = Watch {
+                        directory,
+                        names: None,
+                        recursive: true,
+                    };
+                    add(&mut watches, descriptor, sub);
+                }
+            }
+            ring |= watch.concerns(&name);
+        }
+        drop(watches);
+        if ring {
+            changed();
+        }
+    }
+}
+
+/// What to watch for `path`, a source of one file (its directory, for its name) or a log
+/// directory (it and the directories of its event files, for any name).
+pub fn watches_of(path: &Path, log_directory: bool, files: &[PathBuf]) -> Vec<Watch> {
+    // A log directory given as one event file is that file's.
+    if !log_directory || files.iter().any(|file| file == path) {
+        let (Some(directory), Some(name)) = (path.parent(), path.file_name()) else {
+            return Vec::new();
+        };
+        return vec![Watch {
+            directory: directory.to_path_buf(),
+            names: Some(HashSet::from([name.to_os_string()])),
+            recursive: false,
+        }];
+    }
+    let mut directories: Vec<PathBuf> = vec![path.to_path_buf()];
+    for file in files {
+        if let Some(parent) = file.parent().filter(|p| *p != path) {
+            if !directories.iter().any(|d| d == parent) {
+                directories.push(parent.to_path_buf());
+            }
+        }
+    }
+    directories
+        .into_iter()
+        .map(|directory| Watch {
+            directory,
+            names: None,
+            recursive: true,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;
