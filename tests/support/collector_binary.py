@@ -62,6 +62,16 @@ def run(target: str, *args: str, timeout: float = 60) -> subprocess.CompletedPro
                           check=False)
 
 
+def unreachable_args(tmp_path: Path, tls_dir: Path, *extra: str) -> list[str]:
+    """``run`` of member r/1/rank-0 on this host, spooling in ``tmp_path/spool`` for an
+    ingest that is not there (its token ``tmp_path/token``); ``extra`` names the sources."""
+    (tmp_path / "token").write_text("t\n")
+    return [*command(HOST_TARGET), "run", "--run", "r", "--attempt", "1", "--member",
+            "rank-0", "--spool", str(tmp_path / "spool"), "--target", "localhost:1",
+            "--ca-file", str(tls_dir / "ca.pem"), "--token-file", str(tmp_path / "token"),
+            *extra]
+
+
 def unreachable_run(target: str, tmp_path: Path, tls_dir: Path, sources: dict[str, Path],
                     *extra: str, read: list[Path] | None = None,
                     ) -> subprocess.CompletedProcess[str]:

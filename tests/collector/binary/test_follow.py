@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.collector_binary import HOST_TARGET, command, run
+from tests.support.collector_binary import HOST_TARGET, run, unreachable_args
 from tests.support.truth import write_events, write_jsonl
 
 
@@ -46,14 +46,11 @@ def test_what_is_appended_or_made_later_is_read(
     if filesystem == "network":
         mounts += f"999 1 0:99 / {sources} rw - nfs4 server:/export rw\n"
     table.write_text(mounts)
-    (tmp_path / "token").write_text("t\n")
     spool = tmp_path / "spool"
     collector = subprocess.Popen(
-        [*command(HOST_TARGET), "run", "--run", "r", "--attempt", "1", "--member", "rank-0",
-         "--spool", str(spool), "--target", "localhost:1", "--ca-file",
-         str(tls_dir / "ca.pem"), "--token-file", str(tmp_path / "token"),
-         "--source", f"m={sources / 'm.jsonl'}", "--source", f"later={sources / 'later.jsonl'}",
-         "--tensorboard", f"tb={sources / 'tb'}"],
+        unreachable_args(tmp_path, tls_dir, "--source", f"m={sources / 'm.jsonl'}",
+                         "--source", f"later={sources / 'later.jsonl'}",
+                         "--tensorboard", f"tb={sources / 'tb'}"),
         stderr=subprocess.PIPE, text=True,
         env={**os.environ, "TUNEPLANE_TELEMETRY_DRAIN_SECONDS": "1",
              "TUNEPLANE_COLLECTOR_MOUNT_TABLE": str(table)})

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.collector_binary import command, run, unreachable_run
+from tests.support.collector_binary import run, unreachable_args, unreachable_run
 from tests.support.users import public_place, system_user
 
 HOST = "x86_64-unknown-linux-musl"
@@ -89,15 +89,12 @@ def children(pid: int) -> list[int]:
 def test_the_reader_is_the_user_out_of_its_reach_and_comes_back_when_killed(
         place: tuple[Path, pwd.struct_passwd], tmp_path: Path, tls_dir: Path) -> None:
     where, user = place
-    (tmp_path / "token").write_text("t\n")
     spool = tmp_path / "spool"
     later = where / "later.jsonl"
     collector = subprocess.Popen(
-        [*command(HOST), "run", "--run", "r", "--attempt", "1", "--member", "rank-0",
-         "--spool", str(spool), "--target", "localhost:1", "--ca-file",
-         str(tls_dir / "ca.pem"), "--token-file", str(tmp_path / "token"),
-         "--source", f"open={where / 'open.jsonl'}", "--source", f"later={later}",
-         "--read-as", user.pw_name], stderr=subprocess.PIPE, text=True,
+        unreachable_args(tmp_path, tls_dir, "--source", f"open={where / 'open.jsonl'}",
+                         "--source", f"later={later}", "--read-as", user.pw_name),
+        stderr=subprocess.PIPE, text=True,
         env={**os.environ, "TUNEPLANE_TELEMETRY_DRAIN_SECONDS": "1"})
     try:
         deadline = time.monotonic() + 30
