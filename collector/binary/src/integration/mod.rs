@@ -137,21 +137,42 @@ fn document_of(path: &Path, fence: &Fence) -> Result<Value, String> {
 /// The artifact at `path` (opened through `fence`: a regular file, outside the fenced
 /// directories), checked whole; the error names the file and the place.
 pub fn load(path: &Path, fence: &Fence) -> Result<Integration, String> {
-    checked(document_of(path, fence)?, &path.display().to_string())
+    checked(
+        document_of(path, fence)?,
+        &path.display().to_string(),
+        Compile::Channels,
+    )
 }
 
 /// The artifact as JSON text (as control hands it over), checked whole; the error names
 /// `origin` and the place.
 pub fn from_json(text: &str, origin: &str) -> Result<Integration, String> {
+    checked(json_document(text, origin)?, origin, Compile::Channels)
+}
+
+/// `from_json`, with the channel schemas checked (local references, depth) but not
+/// compiled: who owns what, for the node agent. Compiling a tenant's patterns costs what
+/// the tenant chooses, so it happens only in that launch's own collector, never in the
+/// agent every launch of the node shares. Its channels hold no validator: never read with it.
+pub fn declared(text: &str, origin: &str) -> Result<Integration, String> {
+    checked(json_document(text, origin)?, origin, Compile::Nothing)
+}
+
+fn json_document(text: &str, origin: &str) -> Result<Value, String> {
     if text.len() as u64 > MAX_ARTIFACT_BYTES {
         return Err(format!("{origin}: over {MAX_ARTIFACT_BYTES} bytes"));
     }
-    let document =
-        serde_json::from_str(text).map_err(|e| format!("{origin}: not valid JSON: {e}"))?;
-    checked(document, origin)
+    serde_json::from_str(text).map_err(|e| format!("{origin}: not valid JSON: {e}"))
 }
 
-fn checked(document: Value, origin: &str) -> Result<Integration, String> {
+/// Whether channel schemas are compiled into validators.
+#[derive(PartialEq)]
+enum Compile {
+    Channels,
+    Nothing,
+}
+
+fn checked(document: Value, origin: &str, compile: Compile) -> Result<Integration, String> {
     let schema: Value = serde_json::from_str(SCHEMA).map_err(|e| e.to_string())?;
     let validator = jsonschema::validator_for(&schema).map_err(|e| e.to_string())?;
     if let Some(error) = validator.iter_errors(&document).next() {
@@ -163,17 +184,21 @@ fn checked(document: Value, origin: &str) -> Result<Integration, String> {
     for (at, entry) in rules::entries(&document, "channels").iter().enumerate() {
         let number = |key: &str| entry.get(key).and_then(Value::as_u64).unwrap_or(1);
         let schema = entry.get("schema").unwrap_or(&Value::Null);
-        let validator = channel_schema::compile_offline(schema, &format!("channels[{at}].schema"))
-            .map_err(|why| format!("{origin}: {why}"))?;
-        channels.push((
-            entry,
-            SourceKind::Channel,
+        let place = format!("channels[{at}].schema");
+        let channel = if compile == Compile::Channels {
+            let validator = channel_schema::compile_offline(schema, &place)
+                .map_err(|why| format!("{origin}: {why}"))?;
             Some(Channel {
                 validator: Arc::new(validator),
                 max_record_bytes: number("max_record_bytes"),
                 max_bytes_per_minute: number("max_bytes_per_minute"),
-            }),
-        ));
+            })
+        } else {
+            channel_schema::check_schema(schema, &place)
+                .map_err(|why| format!("{origin}: {why}"))?;
+            None
+        };
+        channels.push((entry, SourceKind::Channel, channel));
     }
     let declared = rules::entries(&document, "sources").iter().map(|entry| {
         let tensorboard = rules::text(entry, "kind") == Some("tensorboard");

@@ -22,39 +22,47 @@ pub struct Host {
     pub users: UserPool,
 }
 
-/// `path` with every link resolved, as far as it exists; the rest appended as given
-/// (`os.path.realpath`'s answer).
+/// `path` with every link resolved, as far as it exists; the rest appended as given, `..`
+/// applied after the links before it (`os.path.realpath`'s answer).
 pub fn real(path: &Path) -> PathBuf {
+    let mut pending: Vec<std::ffi::OsString> = Vec::new();
     let absolute = if path.is_absolute() {
         path.to_path_buf()
     } else {
         std::env::current_dir().unwrap_or_default().join(path)
     };
-    // The longest part that exists is resolved by the kernel; the rest is appended.
-    let mut existing = absolute.as_path();
-    let mut rest: Vec<Component<'_>> = Vec::new();
-    loop {
-        if let Ok(resolved) = fs::canonicalize(existing) {
-            let mut out = resolved;
-            for part in rest.iter().rev() {
-                match part {
-                    Component::ParentDir => {
-                        out.pop();
-                    }
-                    Component::Normal(name) => out.push(name),
-                    _ => {}
-                }
-            }
-            return out;
-        }
-        match (existing.components().next_back(), existing.parent()) {
-            (Some(last), Some(parent)) => {
-                rest.push(last);
-                existing = parent;
-            }
-            _ => return absolute.clone(),
+    for part in absolute.components().rev() {
+        match part {
+            Component::Normal(name) => pending.push(name.to_os_string()),
+            Component::ParentDir => pending.push("..".into()),
+            _ => {}
         }
     }
+    let (mut out, mut hops) = (PathBuf::from("/"), 0);
+    while let Some(part) = pending.pop() {
+        if part == ".." {
+            out.pop();
+            continue;
+        }
+        let next = out.join(&part);
+        match fs::read_link(&next) {
+            Ok(target) if hops < 40 => {
+                hops += 1;
+                if target.is_absolute() {
+                    out = PathBuf::from("/");
+                }
+                for piece in target.components().rev() {
+                    match piece {
+                        Component::Normal(name) => pending.push(name.to_os_string()),
+                        Component::ParentDir => pending.push("..".into()),
+                        _ => {}
+                    }
+                }
+            }
+            _ => out = next, // not a link, missing, or too many links: taken as it is
+        }
+    }
+    out
 }
 
 fn mode_of(info: &fs::Metadata) -> u32 {
@@ -174,6 +182,11 @@ mod tests {
         let dir = fs::canonicalize(&dir).unwrap();
         assert_eq!(real(&dir.join("link/new/x")), dir.join("state/new/x"));
         assert_eq!(real(&dir.join("link/../y")), dir.join("y"));
+        // A missing part does not stop links after it from being resolved.
+        assert_eq!(
+            real(&dir.join("missing/../link/node.json")),
+            dir.join("state/node.json")
+        );
         fs::remove_dir_all(&dir).unwrap();
     }
 }

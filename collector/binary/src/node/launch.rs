@@ -131,7 +131,7 @@ impl LaunchRunner {
 
     /// Waits for a run-as user, runs the launch as it, then gives the user back.
     pub fn run(mut self) {
-        let wanted = match wanted_user(&self.launch, &self.host.users.users) {
+        let wanted = match wanted_user(&self.launch, &self.host) {
             Ok(wanted) => wanted,
             Err(Refused(why)) => {
                 if let Err(e) = self.claim() {
@@ -249,8 +249,17 @@ impl LaunchRunner {
         self.report(State::Running, 0, "", 0, 60);
         let (mut terminated, mut pause, mut started) = (false, Duration::ZERO, Instant::now());
         let status = loop {
-            if let Ok(Some(status)) = training.try_wait() {
-                break status;
+            if exited(training.id()) {
+                // Its group is signalled before the leader is reaped: until then no other
+                // process can have its pid, so the signal reaches what it left, nothing else.
+                signal_group(training.id(), libc::SIGKILL);
+                match training.wait() {
+                    Ok(status) => break status,
+                    Err(e) => {
+                        log::error!("launch {}: training command not reaped: {e}", self.id());
+                        break std::os::unix::process::ExitStatusExt::from_raw(0xff00);
+                    }
+                }
             }
             self.renew_if_due();
             let at = Instant::now();
@@ -289,7 +298,6 @@ impl LaunchRunner {
             }
             std::thread::sleep(TICK);
         };
-        signal_group(training.id(), libc::SIGKILL); // what it left running ends with it
         let code = status.code().unwrap_or_else(|| -status.signal_number());
         let (state, detail) = if code == 0 {
             (State::Finished, String::new())
@@ -311,9 +319,12 @@ impl LaunchRunner {
         code: i32,
         mut detail: String,
     ) {
-        if let Ok(pid) = libc::pid_t::try_from(collector.id()) {
-            // SAFETY: a plain system call on our own child, not yet reaped.
-            unsafe { libc::kill(pid, libc::SIGTERM) };
+        // Only one not reaped yet: a reaped one's pid may be another process's by now.
+        if matches!(collector.try_wait(), Ok(None)) {
+            if let Ok(pid) = libc::pid_t::try_from(collector.id()) {
+                // SAFETY: a plain system call on our own child, not yet reaped.
+                unsafe { libc::kill(pid, libc::SIGTERM) };
+            }
         }
         let drain = self
             .launch
@@ -350,6 +361,17 @@ trait SignalNumber {
 impl SignalNumber for std::process::ExitStatus {
     fn signal_number(&self) -> i32 {
         std::os::unix::process::ExitStatusExt::signal(self).unwrap_or(0)
+    }
+}
+
+/// Whether our child `pid` has ended, leaving it unreaped (its pid stays ours).
+fn exited(pid: u32) -> bool {
+    // SAFETY: waitid on our own child with WNOWAIT: it reports and reaps nothing.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+        libc::waitid(libc::P_PID, libc::id_t::from(pid), &mut info, flags) != 0
+            || info.si_pid() != 0
     }
 }
 

@@ -90,12 +90,31 @@ fn given_directory(launch: &Launch) -> Result<Option<(PathBuf, u32)>, Refused> {
     }
 }
 
+/// A working directory a launch names is never inside the work root: what is there is what
+/// earlier launches made and left (taken back by the agent at their end), another tenant's
+/// whatever its owner says now.
+fn outside_work_root(workdir: &Path, work_root: &Path) -> Result<(), Refused> {
+    let (resolved, root) = (real(workdir), real(work_root));
+    if resolved.starts_with(&root) {
+        return refused(format!(
+            "working directory {} resolves to {}, inside the work root {}, where launches' \
+             own directories are; a launch names a directory of its own or gets a new one",
+            workdir.display(),
+            resolved.display(),
+            root.display()
+        ));
+    }
+    Ok(())
+}
+
 /// The run-as user the launch must wait for: the owner of the working directory it names
 /// (None: any user, it gets a new one).
-pub fn wanted_user(launch: &Launch, users: &[RunAs]) -> Result<Option<RunAs>, Refused> {
+pub fn wanted_user(launch: &Launch, host: &Host) -> Result<Option<RunAs>, Refused> {
     let Some((workdir, owner)) = given_directory(launch)? else {
         return Ok(None);
     };
+    outside_work_root(&workdir, &host.work_root)?;
+    let users = &host.users.users;
     match users.iter().find(|u| u.uid() == owner) {
         Some(user) => Ok(Some(user.clone())),
         None => {
@@ -129,6 +148,7 @@ fn working_directory(
         return Ok(workdir);
     };
     check_place("working directory", &workdir, forbidden)?;
+    outside_work_root(&workdir, &host.work_root)?;
     if owner != run_as.uid() {
         return refused(format!(
             "working directory {} is uid {owner}'s, not the run-as user {}'s (uid {})",
@@ -173,7 +193,7 @@ fn sources(launch: &Launch, workdir: &Path, forbidden: &[(&str, PathBuf)]) -> Re
         .as_ref()
         .map(|c| c.integration_json.as_str());
     let integration =
-        crate::integration::from_json(config.unwrap_or_default(), "the run's integration artifact")
+        crate::integration::declared(config.unwrap_or_default(), "the run's integration artifact")
             .map_err(|why| Refused(format!("integration artifact refused: {why}")))?;
     let owned = integration.sources_of(&launch.member, workdir);
     if owned.is_empty() {

@@ -5,7 +5,9 @@
 //! session, say), which could read or signal the next launch given the user. They are killed
 //! from inside the user, `kill(-1, SIGKILL)` as it: the kernel signals them all in one pass,
 //! so no process forking in a loop outruns it. A process is the user's when any of its user
-//! ids (real, effective, saved, filesystem) is; a zombie is not counted (it runs no code).
+//! ids (real, effective, saved, filesystem) is; a zombie is not counted (it runs no code),
+//! but a process whose first thread has exited while others run on is (its leader shows as a
+//! zombie in `/proc/<pid>/status`; its tasks tell).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -31,6 +33,27 @@ pub fn owners(status: &str) -> BTreeSet<u32> {
         .collect()
 }
 
+/// The user ids of the process at `path` (`/proc/<pid>`): its leader's, or, when the leader
+/// has exited, those of the first of its threads still running; none for a zombie.
+fn process_owners(path: &Path) -> BTreeSet<u32> {
+    // It may exit while we look: then it is not there.
+    let status = std::fs::read_to_string(path.join("status")).unwrap_or_default();
+    let uids = owners(&status);
+    if !uids.is_empty() || status.is_empty() {
+        return uids;
+    }
+    let Ok(tasks) = std::fs::read_dir(path.join("task")) else {
+        return uids;
+    };
+    tasks
+        .flatten()
+        .map(|task| {
+            owners(&std::fs::read_to_string(task.path().join("status")).unwrap_or_default())
+        })
+        .find(|uids| !uids.is_empty())
+        .unwrap_or_default()
+}
+
 /// Every live process (not a zombie) by pid, with its user ids.
 pub fn processes(proc: &Path) -> BTreeMap<u32, BTreeSet<u32>> {
     let Ok(entries) = std::fs::read_dir(proc) else {
@@ -40,9 +63,7 @@ pub fn processes(proc: &Path) -> BTreeMap<u32, BTreeSet<u32>> {
         .flatten()
         .filter_map(|entry| {
             let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            // It may exit while we look: then it is not there.
-            let status = std::fs::read_to_string(entry.path().join("status")).ok()?;
-            let uids = owners(&status);
+            let uids = process_owners(&entry.path());
             (!uids.is_empty()).then_some((pid, uids))
         })
         .collect()
@@ -94,12 +115,13 @@ fn kill_all_as(user: &RunAs) {
 pub fn end_all(user: &RunAs, timeout: Duration) -> Vec<u32> {
     let deadline = Instant::now() + timeout;
     loop {
+        // Once at least, whatever /proc shows: what it cannot show is killed all the same.
+        kill_all_as(user);
+        std::thread::sleep(Duration::from_millis(50));
         let left = processes_of(user.uid());
         if left.is_empty() || Instant::now() >= deadline {
             return left;
         }
-        kill_all_as(user);
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -113,5 +135,30 @@ mod tests {
         assert_eq!(owners(running), BTreeSet::from([0, 1000, 1001]));
         assert!(owners("Name:\tx\nState:\tZ (zombie)\nUid:\t1000\t1000\t1000\t1000\n").is_empty());
         assert!(processes(Path::new("/proc")).contains_key(&std::process::id()));
+    }
+
+    #[test]
+    fn a_process_whose_first_thread_exited_still_counts() {
+        // Its leader shows as a zombie while another thread runs on.
+        let script = "import ctypes, threading, time\n\
+                      threading.Thread(target=time.sleep, args=(30,)).start()\n\
+                      ctypes.CDLL(None).pthread_exit(None)\n";
+        let mut child = std::process::Command::new("python3")
+            .args(["-c", script])
+            .spawn()
+            .unwrap();
+        let status = std::path::PathBuf::from(format!("/proc/{}/status", child.id()));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !std::fs::read_to_string(&status)
+            .unwrap_or_default()
+            .contains("State:\tZ")
+        {
+            assert!(Instant::now() < deadline, "the leader never exited");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let found = processes(Path::new("/proc")).contains_key(&child.id());
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(found, "a process running threads was taken for a zombie");
     }
 }

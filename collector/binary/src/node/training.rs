@@ -107,12 +107,13 @@ pub fn start_training(
         let groups: Vec<libc::gid_t> = run_as.id.groups.clone();
         (run_as.uid(), run_as.id.gid, groups)
     });
+    let directory = std::ffi::CString::new(workdir.as_os_str().as_encoded_bytes())
+        .map_err(|_| format!("working directory {} holds a NUL", workdir.display()))?;
     let mut training = Command::new(program);
     training
         .args(args)
         .env_clear()
         .envs(env)
-        .current_dir(workdir)
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err);
@@ -130,6 +131,17 @@ pub fn start_training(
                     || libc::setresuid(*uid, *uid, *uid) != 0
                 {
                     return Err(std::io::Error::last_os_error());
+                }
+            }
+            // Entered as the user, not as root: a directory the user may not enter (another
+            // launch's, reached through a link swapped in since the check) is refused here.
+            if libc::chdir(directory.as_ptr()) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if let Some((uid, _, _)) = &switch {
+                let mut info: libc::stat = std::mem::zeroed();
+                if libc::stat(c".".as_ptr(), &mut info) != 0 || info.st_uid != *uid {
+                    return Err(std::io::Error::from_raw_os_error(libc::EACCES));
                 }
             }
             Ok(())
@@ -236,5 +248,11 @@ mod tests {
         assert_eq!(env_seen, wanted, "{seen}");
         let info = std::fs::metadata(&log).unwrap();
         assert_eq!(info.permissions().mode() & 0o777, 0o600);
+        // A directory the user may not enter is not entered for it (as root) either.
+        let theirs = place.0.join("theirs");
+        std::fs::create_dir(&theirs).unwrap();
+        std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let refused = start_training(&user, &command, &theirs, &env, &log).unwrap_err();
+        assert!(refused.contains("Permission denied"), "{refused}");
     }
 }

@@ -283,13 +283,13 @@ fn each_launchs_working_directory_is_its_run_as_users_and_no_one_elses() {
     let mut launched = launch(&artifact, &place.0.join("spool"), &integration(), "rank-0");
     launched.launch_id = 9;
     launched.working_directory = theirs.display().to_string();
-    let Err(Refused(why)) = wanted_user(&launched, &users) else {
+    let Err(Refused(why)) = wanted_user(&launched, &host) else {
         panic!("not refused")
     };
     assert!(why.contains("not a run-as user's (uid "), "{why}");
     std::os::unix::fs::lchown(&theirs, Some(users[1].uid()), Some(users[1].id.gid)).unwrap();
     assert_eq!(
-        wanted_user(&launched, &users).unwrap(),
+        wanted_user(&launched, &host).unwrap(),
         Some(users[1].clone())
     ); // waits for it alone
     let why = refusal(prepare(
@@ -306,4 +306,45 @@ fn each_launchs_working_directory_is_its_run_as_users_and_no_one_elses() {
         )),
         "{why}"
     );
+}
+
+#[test]
+fn channel_schemas_are_checked_but_never_compiled_in_the_agent() {
+    // What a pattern costs to compile is the tenant's choice: only the launch's collector
+    // compiles it (and refuses this one), never the agent every launch shares.
+    let place = Place::new("uncompiled");
+    let (artifact, host) = (
+        artifact(&place.0, "exit 0"),
+        host(&place.0, vec![same_user()]),
+    );
+    let mut document = integration();
+    document["channels"] = json!([{"id": "c", "path": "c.jsonl", "owner": "rank-0",
+        "max_record_bytes": 64, "max_bytes_per_minute": 64,
+        "schema": {"type": "string", "pattern": "(unclosed"}}]);
+    assert!(crate::integration::from_json(&document.to_string(), "a").is_err());
+    let launched = launch(&artifact, &place.0.join("spool"), &document, "rank-0");
+    prepare(
+        &launched,
+        &host.state_dir.join("launches/7"),
+        &host,
+        &same_user(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_working_directory_inside_the_work_root_is_refused_whoever_owns_it() {
+    let place = Place::new("inside");
+    let users = vec![stranger(3)];
+    let (artifact, host) = (artifact(&place.0, "exit 0"), host(&place.0, users.clone()));
+    // Left by an earlier launch of the same run-as user: not this launch's to enter.
+    let left = host.work_root.join("1/data");
+    fs::create_dir_all(&left).unwrap();
+    std::os::unix::fs::lchown(&left, Some(users[0].uid()), Some(users[0].id.gid)).unwrap();
+    let mut launched = launch(&artifact, &place.0.join("spool"), &integration(), "rank-0");
+    launched.working_directory = left.display().to_string();
+    let Err(Refused(why)) = wanted_user(&launched, &host) else {
+        panic!("not refused")
+    };
+    assert!(why.contains("inside the work root"), "{why}");
 }
