@@ -195,7 +195,8 @@ pub fn collect(config: &Config) -> u8 {
 /// drains; a spool or target that cannot be opened is the error.
 pub fn collect_with(config: &Config, flags: &Arc<Flags>) -> Result<Ended, String> {
     let reading = spool(config)?;
-    let sender = Sender::new(spool(config)?, &config.target, config.in_flight)?;
+    let queue = spool(config)?.into_queue().map_err(|e| e.to_string())?;
+    let sender = Sender::new(queue, &config.target, config.in_flight)?;
     let status = spool(config)?;
     let reader = SourceReader::new(
         reading,

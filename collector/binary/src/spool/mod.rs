@@ -156,19 +156,18 @@ impl Spool {
 
     pub fn position(&self, source: &str, file: &str) -> rusqlite::Result<Option<SavedPosition>> {
         self.db
-            .query_row(
+            .prepare_cached(
                 "SELECT file_key, offset, line, state FROM positions \
                  WHERE source = ? AND file = ?",
-                [source, file],
-                |r| {
-                    Ok(SavedPosition {
-                        file_key: r.get(0)?,
-                        offset: r.get(1)?,
-                        line: r.get(2)?,
-                        state: r.get(3)?,
-                    })
-                },
-            )
+            )?
+            .query_row([source, file], |r| {
+                Ok(SavedPosition {
+                    file_key: r.get(0)?,
+                    offset: r.get(1)?,
+                    line: r.get(2)?,
+                    state: r.get(3)?,
+                })
+            })
             .optional()
     }
 
@@ -188,11 +187,9 @@ impl Spool {
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut sequence = None;
         if !draft.is_empty() {
-            let next: String = tx.query_row(
-                "SELECT value FROM meta WHERE key = 'next_sequence'",
-                [],
-                |r| r.get(0),
-            )?;
+            let next: String = tx
+                .prepare_cached("SELECT value FROM meta WHERE key = 'next_sequence'")?
+                .query_row([], |r| r.get(0))?;
             let next: u64 = next.parse().unwrap_or(1);
             let batch = Batch {
                 identity: Some(BatchIdentity {
@@ -207,35 +204,31 @@ impl Spool {
                 rich: std::mem::take(&mut draft.rich),
                 session_starts: std::mem::take(&mut draft.session_starts),
             };
-            tx.execute(
-                "INSERT INTO batches (sequence, payload, points) VALUES (?, ?, ?)",
-                params![next, batch.encode_to_vec(), draft.points as u64],
-            )?;
-            tx.execute(
-                "UPDATE meta SET value = ? WHERE key = 'next_sequence'",
-                [(next + 1).to_string()],
-            )?;
+            tx.prepare_cached("INSERT INTO batches (sequence, payload, points) VALUES (?, ?, ?)")?
+                .execute(params![next, batch.encode_to_vec(), draft.points as u64])?;
+            tx.prepare_cached("UPDATE meta SET value = ? WHERE key = 'next_sequence'")?
+                .execute([(next + 1).to_string()])?;
             sequence = Some(next);
         }
-        tx.execute(
+        tx.prepare_cached(
             "INSERT INTO positions VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (source, file) DO \
              UPDATE SET file_key = excluded.file_key, offset = excluded.offset, \
              line = excluded.line, state = excluded.state",
-            params![
-                draft.source,
-                file,
-                position.file_key,
-                position.offset,
-                position.line,
-                position.state
-            ],
-        )?;
+        )?
+        .execute(params![
+            draft.source,
+            file,
+            position.file_key,
+            position.offset,
+            position.line,
+            position.state
+        ])?;
         for (reason, count) in rejected {
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT INTO rejections VALUES (?, ?, ?) ON CONFLICT (source, reason) \
                  DO UPDATE SET count = count + excluded.count",
-                params![draft.source, reason, count],
-            )?;
+            )?
+            .execute(params![draft.source, reason, count])?;
         }
         tx.commit()?;
         Ok(sequence)

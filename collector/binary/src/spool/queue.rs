@@ -6,6 +6,16 @@ use rusqlite::params;
 use super::{SealedBatch, Spool};
 
 impl Spool {
+    /// This connection, the sender's, commits without waiting for the disk: what it writes
+    /// is deletions of ACKed batches and quarantine marks. One lost to a power cut is a batch
+    /// sent again (ingest's identity, the projector's ledger, drop the duplicate) or refused
+    /// again; a seal, committed `synchronous=FULL` by the reader's connection to the same
+    /// WAL, makes every frame before it durable too, and checkpoints sync either way.
+    pub fn into_queue(self) -> rusqlite::Result<Self> {
+        self.db.pragma_update(None, "synchronous", "NORMAL")?;
+        Ok(self)
+    }
+
     /// The oldest `limit` batches not quarantined, in sequence order.
     pub fn pending(&self, limit: usize) -> rusqlite::Result<Vec<SealedBatch>> {
         let mut query = self.db.prepare_cached(
@@ -23,16 +33,15 @@ impl Spool {
     }
 
     pub fn pending_count(&self) -> rusqlite::Result<u64> {
-        self.db.query_row(
-            "SELECT count(*) FROM batches WHERE quarantined IS NULL",
-            [],
-            |r| r.get(0),
-        )
+        self.db
+            .prepare_cached("SELECT count(*) FROM batches WHERE quarantined IS NULL")?
+            .query_row([], |r| r.get(0))
     }
 
     pub fn acknowledge(&self, sequence: u64) -> rusqlite::Result<()> {
         self.db
-            .execute("DELETE FROM batches WHERE sequence = ?", [sequence])
+            .prepare_cached("DELETE FROM batches WHERE sequence = ?")?
+            .execute([sequence])
             .map(drop)
     }
 
@@ -56,10 +65,8 @@ impl Spool {
     }
 
     pub fn stored_bytes(&self) -> rusqlite::Result<u64> {
-        self.db.query_row(
-            "SELECT coalesce(sum(length(payload)), 0) FROM batches",
-            [],
-            |r| r.get(0),
-        )
+        self.db
+            .prepare_cached("SELECT coalesce(sum(length(payload)), 0) FROM batches")?
+            .query_row([], |r| r.get(0))
     }
 }
