@@ -4,16 +4,14 @@
 //! collector drain, end what the launch left running and give the user back.
 
 use std::fs;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-use std::path::{Path, PathBuf};
-use std::process::Child;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::client::Control;
 use super::host::Host;
-use super::prepare::{prepare, wanted_user, Prepared, Refused};
-use super::processes::end_all;
+use super::prepare::{prepare, wanted_user, Refused};
 use super::reports;
 use super::state::write_private;
 use super::training::{environment, signal_group, start_collector, start_training};
@@ -174,29 +172,6 @@ impl LaunchRunner {
         }
         run_as
     }
-
-    /// The user goes back to the pool once nothing of the launch runs as it, and the
-    /// working directory the agent made for it is the agent's again.
-    fn give_back(&self, run_as: &RunAs) {
-        let users = &self.host.users;
-        if users.exclusive(run_as) {
-            let left = end_all(run_as, Duration::from_secs(10));
-            if !left.is_empty() {
-                log::error!(
-                    "launch {}: processes {left:?} of {} outlived it; {} runs no launch until \
-                     they have exited",
-                    self.id(),
-                    run_as.name(),
-                    run_as.name()
-                );
-            }
-            if self.launch.working_directory.is_empty() {
-                hand_back(&self.host.work_root.join(self.id().to_string()), run_as);
-            }
-        }
-        users.release(self.id());
-    }
-
     fn collector_env(&self) -> Vec<(&'static str, String)> {
         let config = self.launch.collector.clone().unwrap_or_default();
         vec![
@@ -309,106 +284,11 @@ impl LaunchRunner {
         };
         self.finish(collector, &prepared, state, code, detail);
     }
-
-    /// Lets the collector read to the end and drain, then reports how it all ended.
-    fn finish(
-        &mut self,
-        mut collector: Child,
-        prepared: &Prepared,
-        state: State,
-        code: i32,
-        mut detail: String,
-    ) {
-        // Only one not reaped yet: a reaped one's pid may be another process's by now.
-        if matches!(collector.try_wait(), Ok(None)) {
-            if let Ok(pid) = libc::pid_t::try_from(collector.id()) {
-                // SAFETY: a plain system call on our own child, not yet reaped.
-                unsafe { libc::kill(pid, libc::SIGTERM) };
-            }
-        }
-        let drain = self
-            .launch
-            .collector
-            .as_ref()
-            .map_or(30, |c| c.drain_seconds);
-        let deadline = Instant::now() + Duration::from_secs(u64::try_from(drain).unwrap_or(0) + 60);
-        while matches!(collector.try_wait(), Ok(None)) && Instant::now() < deadline {
-            self.renew_if_due();
-            std::thread::sleep(TICK);
-        }
-        if matches!(collector.try_wait(), Ok(None)) {
-            let _ = collector.kill();
-            let _ = collector.wait();
-        }
-        let undelivered = undelivered_batches(&prepared.spool);
-        if undelivered > 0 {
-            if !detail.is_empty() {
-                detail.push_str("; ");
-            }
-            detail.push_str(&format!(
-                "{undelivered} batches left in the spool {}",
-                prepared.spool.display()
-            ));
-        }
-        self.report(state, code, &detail, undelivered, 60);
-    }
 }
 
-trait SignalNumber {
-    fn signal_number(&self) -> i32;
-}
+mod ending;
 
-impl SignalNumber for std::process::ExitStatus {
-    fn signal_number(&self) -> i32 {
-        std::os::unix::process::ExitStatusExt::signal(self).unwrap_or(0)
-    }
-}
-
-/// Whether our child `pid` has ended, leaving it unreaped (its pid stays ours).
-fn exited(pid: u32) -> bool {
-    // SAFETY: waitid on our own child with WNOWAIT: it reports and reaps nothing.
-    unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
-        libc::waitid(libc::P_PID, libc::id_t::from(pid), &mut info, flags) != 0
-            || info.si_pid() != 0
-    }
-}
-
-/// Batches a spool still holds, pending or quarantined (none when nothing was spooled).
-pub fn undelivered_batches(spool: &Path) -> i64 {
-    match crate::spool::status::status(spool) {
-        Ok(held) => {
-            let pending = held["pending"]["batches"].as_i64().unwrap_or(0);
-            let quarantined = held["quarantined"].as_array().map_or(0, Vec::len);
-            pending + i64::try_from(quarantined).unwrap_or(0)
-        }
-        Err(why) if why.0.contains("not found") || why.0.contains("no tables yet") => 0,
-        Err(why) => {
-            log::error!("cannot tell what the spool holds: {}", why.0);
-            0
-        }
-    }
-}
-
-/// A working directory the agent made for `run_as` becomes the agent's (still 0700).
-fn hand_back(workdir: &Path, run_as: &RunAs) {
-    if let Ok(info) = fs::symlink_metadata(workdir) {
-        if info.is_dir() && info.uid() == run_as.uid() {
-            let me = (
-                nix::unistd::geteuid().as_raw(),
-                nix::unistd::getegid().as_raw(),
-            );
-            if let Err(e) = std::os::unix::fs::lchown(workdir, Some(me.0), Some(me.1)) {
-                log::error!(
-                    "cannot take {} back from {}: {e}",
-                    workdir.display(),
-                    run_as.name()
-                );
-            }
-        }
-    }
-}
+use ending::{exited, SignalNumber};
 
 #[cfg(test)]
 mod tests;

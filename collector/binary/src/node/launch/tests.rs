@@ -1,4 +1,6 @@
 use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
 
 use super::*;
 use crate::node::processes::processes_of;
