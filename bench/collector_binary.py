@@ -6,7 +6,10 @@ file and of one JSONL file, written to /dev/null.
 
 Prints, for each input and each collector, the records per second (median of the rounds),
 the peak RSS of the process (GNU time's), and the ratio; then the time from start to the
-first record of a small file, and the binaries' sizes. The binaries are scripts/collector-binary's
+first record of a small file; then, for ``run`` following a file that has been quiet for a
+while, the time from a line appended to that line sealed in the spool (``spool status``
+polled every few ms; ingest left unreachable, so no service is needed); and the binaries'
+sizes. The binaries are scripts/collector-binary's
 (``TUNEPLANE_COLLECTOR_BINARY_DIR``, default ~/.cache/tuneplane/cargo-target); the aarch64
 one runs under qemu here, so its figures would mean nothing and are not taken.
 """
@@ -14,6 +17,7 @@ one runs under qemu here, so its figures would mean nothing and are not taken.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import statistics
@@ -29,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.support.environment import ROOT
 from tuneplane.collector.tfrecord import frame
+from tuneplane.common.gateway import tls
 
 TARGETS = ("x86_64-unknown-linux-musl", "aarch64-unknown-linux-musl")
 PYTHON = str(ROOT / ".venv" / "bin" / "tuneplane-collector")
@@ -80,6 +85,47 @@ def first_record_ms(command: list[str], path: Path) -> float:
     return took
 
 
+def spool_offset(spool: Path, static: Path) -> int:
+    done = subprocess.run([str(static), "spool", "status", str(spool)], capture_output=True,
+                          check=False)
+    shown = json.loads(done.stdout) if done.returncode == 0 else {"positions": []}
+    return max((p["offset"] for p in shown["positions"]), default=-1)
+
+
+def sealed_after_quiet_ms(command: list[str], static: Path, work: Path,
+                          appends: int) -> list[float]:
+    """``run`` follows a quiet JSONL file; each of ``appends`` times, after 1.5 s of quiet,
+    one line is appended: the milliseconds until the spool holds it."""
+    work.mkdir()
+    dt_now = dt.datetime.now(dt.UTC)
+    tls.generate(["localhost"], now=dt_now).write(work / "tls")
+    (work / "token").write_text("t\n")
+    source, spool = work / "quiet.jsonl", work / "spool"
+    source.write_text('{"step": 0, "wall_time": 1, "metrics": {"x": 1}}\n')
+    collector = subprocess.Popen(
+        [*command, "run", "--run", "r", "--attempt", "1", "--member", "rank-0", "--spool",
+         str(spool), "--target", "localhost:1", "--ca-file", str(work / "tls" / "ca.pem"),
+         "--token-file", str(work / "token"), "--source", f"q={source}"],
+        stderr=subprocess.DEVNULL, env={**os.environ, "TUNEPLANE_TELEMETRY_DRAIN_SECONDS": "1"})
+    took = []
+    try:
+        while spool_offset(spool, static) != source.stat().st_size:
+            time.sleep(0.01)
+        for step in range(1, appends + 1):
+            time.sleep(1.5)
+            with source.open("a") as out:
+                out.write(json.dumps({"step": step, "wall_time": 1 + step,
+                                      "metrics": {"x": step}}) + "\n")
+            started, size = time.perf_counter(), source.stat().st_size
+            while spool_offset(spool, static) != size:
+                time.sleep(0.002)
+            took.append((time.perf_counter() - started) * 1000)
+    finally:
+        collector.terminate()
+        collector.wait(timeout=60)
+    return took
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -113,6 +159,11 @@ def main() -> None:
         for who, command in (("static binary", [str(static)]), ("Python", [PYTHON])):
             ms = statistics.median(first_record_ms(command, small) for _ in range(5))
             print(f"start to first record, {who}: {ms:.1f} ms (median of 5)", flush=True)
+        for who, command in (("static binary", [str(static)]), ("Python", [PYTHON])):
+            took = sealed_after_quiet_ms(command, static, Path(tmp) / f"quiet-{len(who)}", 10)
+            print(f"a line appended to a quiet file, sealed in the spool, {who}: "
+                  f"median {statistics.median(took):.0f} ms, max {max(took):.0f} ms "
+                  f"(10 appends, each after 1.5 s of quiet)", flush=True)
     for target in TARGETS:
         print(f"binary size, {target}: {binary(target).stat().st_size / 2**20:.2f} MiB")
 
