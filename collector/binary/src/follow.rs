@@ -25,6 +25,10 @@ use crate::spool::mounts::network_filesystem_of;
 pub const POLL: Duration = Duration::from_millis(500);
 /// How often watched sources are looked at all the same.
 pub const SAFETY: Duration = Duration::from_secs(10);
+/// Directories one collector watches at most: watches count against the collector user's
+/// `fs.inotify.max_user_watches`, which every collector of the node shares, and a training
+/// job decides how many run directories it makes. Past it, the sources are polled.
+pub const MAX_WATCHES: usize = 1024;
 
 /// A directory to watch: for the names given (None: any name), and its new subdirectories
 /// too when `recursive`.
@@ -46,6 +50,22 @@ impl Watch {
 struct Watches {
     by_descriptor: HashMap<WatchDescriptor, Watch>,
     directories: HashSet<PathBuf>,
+    /// A directory was not watched for `MAX_WATCHES`: sources are polled from then on.
+    full: bool,
+}
+
+impl Watches {
+    /// Whether one more directory may be watched; when not, polling takes over (said once).
+    fn room(&mut self) -> bool {
+        if self.directories.len() < MAX_WATCHES {
+            return true;
+        }
+        if !self.full {
+            log::warn!("{MAX_WATCHES} directories watched: the rest are polled every {POLL:?}");
+            self.full = true;
+        }
+        false
+    }
 }
 
 fn mask() -> AddWatchFlags {
@@ -123,6 +143,10 @@ impl Follower {
             if watches.directories.contains(&want.directory) {
                 continue;
             }
+            if !watches.room() {
+                polled = true;
+                continue;
+            }
             if let Some(network) = network_filesystem_of(&want.directory, &self.mountinfo) {
                 if self.said.insert(want.directory.clone()) {
                     log::info!(
@@ -155,7 +179,12 @@ impl Follower {
 
     /// How long the reader may sleep when no event wakes it.
     pub fn patience(&self) -> Duration {
-        if self.polled || self.inotify.is_none() {
+        let full = self
+            .watches
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .full;
+        if self.polled || full || self.inotify.is_none() {
             POLL
         } else {
             SAFETY
@@ -232,7 +261,7 @@ fn watch_events(inotify: &Inotify, watches: &Mutex<Watches>, wake: &OwnedFd, cha
                 continue;
             };
             let name = event.name.unwrap_or_default();
-            if watch.recursive && event.mask.contains(AddWatchFlags::IN_ISDIR) {
+            if watch.recursive && event.mask.contains(AddWatchFlags::IN_ISDIR) && watches.room() {
                 let directory = watch.directory.join(&name);
                 if let Ok(descriptor) = inotify.add_watch(&directory, mask()) {
                     watches.directories.insert(directory.clone());

@@ -93,3 +93,25 @@ fn an_event_file_given_alone_is_watched_in_its_directory() {
     assert_eq!(watches[0].directory, PathBuf::from("/logs"));
     assert!(!watches[0].recursive);
 }
+
+#[test]
+fn past_the_watch_bound_sources_are_polled() {
+    let logdir = place("many");
+    let (mut follower, _) = started(LOCAL);
+    let wanted: Vec<Watch> = (0..=MAX_WATCHES)
+        .map(|i| {
+            let directory = logdir.join(format!("run-{i}"));
+            fs::create_dir(&directory).unwrap();
+            Watch {
+                directory,
+                names: None,
+                recursive: true,
+            }
+        })
+        .collect();
+    follower.watch(&wanted[..MAX_WATCHES]);
+    assert_eq!(follower.patience(), SAFETY);
+    follower.watch(&wanted);
+    assert_eq!(follower.patience(), POLL);
+    fs::remove_dir_all(&logdir).unwrap();
+}
