@@ -43,7 +43,15 @@ pub fn level_of(level: &str) -> Option<LevelFilter> {
     }
 }
 
-pub fn init(level: LevelFilter) {
+/// Logs at `given` (as `--loglevel` names it) from now on; or why `given` is no level.
+pub fn start(given: &str) -> Result<(), String> {
+    let level = level_of(given)
+        .ok_or_else(|| format!("--loglevel {given:?} is not DEBUG, INFO, WARNING or ERROR"))?;
+    init(level);
+    Ok(())
+}
+
+fn init(level: LevelFilter) {
     static LOGGER: Stderr = Stderr;
     if log::set_logger(&LOGGER).is_ok() {
         log::set_max_level(level);

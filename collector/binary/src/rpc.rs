@@ -16,9 +16,6 @@ use tonic::{Code, Request, Response, Status};
 
 use crate::contract::{code_name, retryable};
 
-/// How long one call is waited for.
-pub const TIMEOUT: Duration = Duration::from_secs(30);
-
 /// Control refused the call for good, or never answered within the patience.
 #[derive(Debug)]
 pub struct Refused {
@@ -36,11 +33,14 @@ impl std::fmt::Display for Refused {
 pub struct Rpc {
     runtime: tokio::runtime::Runtime,
     pub channel: Channel,
+    /// How long one call is waited for.
+    timeout: Duration,
     jitter_seed: u64,
 }
 
 impl Rpc {
-    /// A lazily connected channel to `address` trusting the CAs of `ca_pem`.
+    /// A lazily connected channel to `address` trusting the CAs of `ca_pem`, each call
+    /// waited for `timeout`.
     pub fn new(
         address: &str,
         ca_pem: Vec<u8>,
@@ -61,6 +61,7 @@ impl Rpc {
         Ok(Self {
             runtime,
             channel,
+            timeout,
             jitter_seed: u64::from_le_bytes(seed),
         })
     }
@@ -90,7 +91,7 @@ impl Rpc {
         };
         let attempt = || {
             let mut request = Request::new(message.clone());
-            request.set_timeout(TIMEOUT);
+            request.set_timeout(self.timeout);
             if let Some(bearer) = &bearer {
                 request
                     .metadata_mut()

@@ -157,14 +157,10 @@ fn enroll(args: &EnrollArgs) -> u8 {
 }
 
 fn run(args: &RunArgs) -> u8 {
-    let Some(level) = crate::logging::level_of(&args.loglevel) else {
-        eprintln!(
-            "tuneplane-collector node run: --loglevel {:?} is not DEBUG, INFO, WARNING or ERROR",
-            args.loglevel
-        );
+    if let Err(why) = crate::logging::start(&args.loglevel) {
+        eprintln!("tuneplane-collector node run: {why}");
         return 2;
-    };
-    crate::logging::init(level);
+    }
     let names: Vec<Option<String>> = if args.run_as.is_empty() {
         vec![None]
     } else {

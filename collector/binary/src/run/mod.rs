@@ -223,14 +223,10 @@ fn config(args: RunArgs, settings: Settings) -> Result<Config, String> {
 
 /// The command: its exit status.
 pub fn run(args: RunArgs) -> u8 {
-    let Some(level) = crate::logging::level_of(&args.loglevel) else {
-        eprintln!(
-            "tuneplane-collector run: --loglevel {:?} is not DEBUG, INFO, WARNING or ERROR",
-            args.loglevel
-        );
+    if let Err(why) = crate::logging::start(&args.loglevel) {
+        eprintln!("tuneplane-collector run: {why}");
         return 2;
-    };
-    crate::logging::init(level);
+    }
     let env = std::env::vars().collect();
     let prepared = Settings::from_environ(&env).and_then(|settings| config(args, settings));
     match prepared {

@@ -12,8 +12,10 @@ use crate::contract::node::{
     JobCredentials, JobNodeReport, JobStart, RedeemReply, RedeemRequest, RefuseRequest,
     RenewJobRequest,
 };
-use crate::rpc::{Rpc, TIMEOUT};
+use crate::rpc::Rpc;
 
+/// How long one call is waited for.
+const TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a call is retried while control answers transiently.
 const PATIENCE: Duration = Duration::from_secs(120);
 /// The drain's end is reported within Slurm's KillWait, not past it.

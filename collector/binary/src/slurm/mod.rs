@@ -141,13 +141,9 @@ pub fn slurm_node(args: SlurmNodeArgs) -> u8 {
     if let Err(why) = undumpable() {
         return refused(&format!("{host}: {why}")); // first: nothing secret is read before
     }
-    let Some(level) = crate::logging::level_of(&args.loglevel) else {
-        return refused(&format!(
-            "--loglevel {:?} is not DEBUG, INFO, WARNING or ERROR",
-            args.loglevel
-        ));
-    };
-    crate::logging::init(level);
+    if let Err(why) = crate::logging::start(&args.loglevel) {
+        return refused(&why);
+    }
     let mut ticket = String::new();
     if let Err(e) = std::io::stdin().lock().read_line(&mut ticket) {
         return refused(&format!("{host}: no ticket on standard input: {e}"));
