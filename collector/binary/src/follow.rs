@@ -96,19 +96,29 @@ pub struct Follower {
 impl Follower {
     /// Watching, or polling only when inotify is not to be had (said once).
     pub fn start(mountinfo: String, changed: impl Fn() + Send + 'static) -> Self {
+        let inotify = Inotify::init(InitFlags::IN_CLOEXEC | InitFlags::IN_NONBLOCK)
+            .map_err(|e| e.to_string());
+        Self::with(inotify, mountinfo, changed)
+    }
+
+    /// `start` with the inotify instance made (or why none could be: the host's limit of
+    /// instances spent, say).
+    fn with(
+        inotify: Result<Inotify, String>,
+        mountinfo: String,
+        changed: impl Fn() + Send + 'static,
+    ) -> Self {
         let watches = Arc::new(Mutex::new(Watches::default()));
-        let started = Inotify::init(InitFlags::IN_CLOEXEC | InitFlags::IN_NONBLOCK)
-            .map_err(|e| e.to_string())
-            .and_then(|inotify| {
-                let (wake, stop) = nix::unistd::pipe().map_err(|e| e.to_string())?;
-                let inotify = Arc::new(inotify);
-                let (events, known) = (Arc::clone(&inotify), Arc::clone(&watches));
-                std::thread::Builder::new()
-                    .name("follow".into())
-                    .spawn(move || watch_events(&events, &known, &wake, &changed))
-                    .map_err(|e| e.to_string())?;
-                Ok((inotify, stop))
-            });
+        let started = inotify.and_then(|inotify| {
+            let (wake, stop) = nix::unistd::pipe().map_err(|e| e.to_string())?;
+            let inotify = Arc::new(inotify);
+            let (events, known) = (Arc::clone(&inotify), Arc::clone(&watches));
+            std::thread::Builder::new()
+                .name("follow".into())
+                .spawn(move || watch_events(&events, &known, &wake, &changed))
+                .map_err(|e| e.to_string())?;
+            Ok((inotify, stop))
+        });
         match started {
             Ok((inotify, stop)) => Self {
                 inotify: Some(inotify),

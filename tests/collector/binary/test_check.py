@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support.collector_binary import TARGETS, run
+from tests.support.collector_binary import HOST_TARGET, TARGETS, run, unreachable_run
 from tests.support.schemaserver import schema_server
 
 YAML = """
@@ -68,6 +68,7 @@ REFUSED: list[tuple[Change, str]] = [
     (lambda d: d["channels"][0].update(schema={"type": "no-such-type"}),
      "channels[0].schema is not a usable JSON Schema"),
     (lambda d: d.update(extra=1), "Additional properties are not allowed ('extra'"),
+    (lambda d: d.update(sources=[], mappings=[]), "artifact.sources [] has less than 1 item"),
     (lambda d: d.update(members={"rank": "{rank}/x"}), "artifact.members.rank"),
 ]
 
@@ -134,3 +135,26 @@ def test_run_of_a_member_owning_nothing_says_so(tmp_path: Path) -> None:
     assert done.stderr.decode() == (f"tuneplane-collector run: member 'rank-7' owns no source "
                                     f"in {path}\n")
     assert not (tmp_path / "spool").exists()
+
+
+def test_relative_paths_of_an_artifact_are_read_below_the_working_directory(
+        tmp_path: Path, tls_dir: Path) -> None:
+    work = tmp_path / "work"
+    (work / "out").mkdir(parents=True)
+    (work / "out" / "rank0.jsonl").write_text(
+        '{"step": 1, "wall_time": 1, "metrics": {"loss": 0.5}}\n')
+    (work / "samples.jsonl").write_text('{"step": 1, "wall_time": 1, "record": {"text": "a"}}\n')
+    doc = document()
+    doc["sources"][0]["path"] = "out/rank0.jsonl"
+    doc["channels"][0].update(path="samples.jsonl", owner="rank-0")
+    artifact = tmp_path / "integration.json"
+    artifact.write_text(json.dumps(doc))
+    done = unreachable_run(HOST_TARGET, tmp_path, tls_dir, {}, "--integration", str(artifact),
+                           "--workdir", str(work),
+                           read=[work / "out" / "rank0.jsonl", work / "samples.jsonl"])
+    assert done.returncode == 3, done.stderr
+    assert "1 points and 1 rich records read" in done.stderr, done.stderr
+    status = json.loads(run(HOST_TARGET, "spool", "status", str(tmp_path / "spool")).stdout)
+    read_to = {p["source"]: p["offset"] for p in status["positions"]}
+    assert read_to == {"train": (work / "out" / "rank0.jsonl").stat().st_size,
+                       "samples": (work / "samples.jsonl").stat().st_size}

@@ -115,3 +115,15 @@ fn past_the_watch_bound_sources_are_polled() {
     assert_eq!(follower.patience(), POLL);
     fs::remove_dir_all(&logdir).unwrap();
 }
+
+#[test]
+fn without_inotify_every_source_is_polled() {
+    let directory = place("no-inotify");
+    let mut follower = Follower::with(Err("Too many open files".into()), LOCAL.to_owned(), || {});
+    follower.watch(&watches_of(&directory.join("m.jsonl"), false, &[]));
+    assert_eq!(follower.patience(), POLL); // a local directory, which inotify would watch
+    let (mut watching, _) = started(LOCAL);
+    watching.watch(&watches_of(&directory.join("m.jsonl"), false, &[]));
+    assert_eq!(watching.patience(), SAFETY);
+    fs::remove_dir_all(&directory).unwrap();
+}

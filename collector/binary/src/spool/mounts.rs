@@ -134,7 +134,8 @@ pub fn network_filesystem(fs_type: &str) -> Option<String> {
 }
 
 fn existing_ancestor(path: &Path) -> PathBuf {
-    let mut path = path.to_path_buf();
+    // A relative path is judged where it is: below the working directory, not at `/`.
+    let mut path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     while !path.exists() && path.pop() {}
     fs::canonicalize(&path).unwrap_or(path)
 }
@@ -201,5 +202,60 @@ mod tests {
             mount_of(Path::new("/tmpother"), &mounts).map(|m| m.fs_type.as_str()),
             Some("ext4")
         );
+    }
+
+    #[test]
+    fn network_and_cluster_filesystems_are_named_and_host_local_ones_pass() {
+        for (fs_type, name) in [
+            ("nfs", "NFS"),
+            ("nfs4", "NFS"),
+            ("cifs", "SMB/CIFS"),
+            ("smb3", "SMB/CIFS"),
+            ("lustre", "Lustre"),
+            ("gpfs", "GPFS"),
+            ("beegfs", "BeeGFS"),
+            ("ceph", "CephFS"),
+            ("9p", "9p"),
+            ("fuse.sshfs", "network FUSE (sshfs)"),
+            ("fuse.s3fs", "network FUSE (s3fs)"),
+            ("fuse.gcsfuse", "network FUSE (gcsfuse)"),
+            ("fuse.ceph-fuse", "network FUSE (ceph-fuse)"),
+        ] {
+            assert_eq!(
+                network_filesystem(fs_type).as_deref(),
+                Some(name),
+                "{fs_type}"
+            );
+        }
+        for fs_type in [
+            "ext4",
+            "xfs",
+            "btrfs",
+            "tmpfs",
+            "zfs",
+            "overlay",
+            "fuse.lxcfs",
+        ] {
+            assert_eq!(network_filesystem(fs_type), None, "{fs_type}");
+        }
+    }
+
+    #[test]
+    fn a_local_mount_inside_a_network_one_holds_what_is_below_it() {
+        let base = std::env::temp_dir().join(format!("tp-mounts-{}", std::process::id()));
+        fs::create_dir_all(base.join("a/local")).unwrap();
+        let base = fs::canonicalize(&base).unwrap();
+        let table = format!(
+            "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n\
+             90 22 0:50 / {0}/a rw - lustre mds@tcp:/fs rw\n\
+             91 90 0:51 / {0}/a/local rw - ext4 /dev/vdb rw\n",
+            base.display()
+        );
+        assert!(check_filesystem(&base.join("a/local/spool"), &table).is_ok());
+        for refused in ["a/other", "a", "a/localother"] {
+            let why = check_filesystem(&base.join(refused), &table).unwrap_err();
+            assert!(why.0.contains("is on Lustre"), "{refused}: {}", why.0);
+        }
+        fs::remove_dir_all(&base).unwrap();
     }
 }

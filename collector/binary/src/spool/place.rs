@@ -20,7 +20,8 @@ use crate::sources::repr::py_str;
 pub fn make_private(directory: &Path, what: &str) -> Result<(), SpoolError> {
     let said = |e: std::io::Error| SpoolError(format!("{what} {}: {e}", directory.display()));
     let mut missing = Vec::new();
-    let mut path = directory.to_path_buf();
+    // Absolute, so that a relative directory's parents end at the working directory's.
+    let mut path = std::path::absolute(directory).map_err(said)?;
     while !path.exists() {
         missing.push(path.clone());
         if !path.pop() {

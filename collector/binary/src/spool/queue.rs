@@ -70,3 +70,75 @@ impl Spool {
             .query_row([], |r| r.get(0))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::draft::BatchDraft;
+    use crate::spool::{MemberKey, SavedPosition};
+
+    const LOCAL: &str = "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n";
+
+    fn place(name: &str) -> std::path::PathBuf {
+        let path = std::env::temp_dir().join(format!("tp-spool-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        path
+    }
+
+    fn draft(points: i64) -> BatchDraft {
+        let mut draft = BatchDraft::new("s", "");
+        for step in 0..points {
+            draft.add_point("loss", step, 0.0, 1.0);
+        }
+        draft
+    }
+
+    fn at(offset: u64) -> SavedPosition {
+        SavedPosition {
+            file_key: "1:2".into(),
+            offset,
+            line: offset,
+            state: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_seal_that_fails_moves_neither_batch_nor_position() {
+        let directory = place("failed-seal");
+        let owner = MemberKey {
+            run_id: "run-1".into(),
+            attempt: 1,
+            member: "rank-0".into(),
+        };
+        let mut spool = Spool::open(&directory, &owner, LOCAL).unwrap();
+        assert_eq!(
+            spool.seal(&mut draft(3), "", &at(10), 0.0, &[]),
+            Ok(Some(1))
+        );
+        // The position's write fails after the batch's insert, inside the same transaction.
+        spool
+            .db
+            .execute_batch(
+                "CREATE TRIGGER no_insert BEFORE INSERT ON positions WHEN NEW.offset = 20 \
+                 BEGIN SELECT RAISE(ABORT, 'disk full'); END; \
+                 CREATE TRIGGER no_update BEFORE UPDATE ON positions WHEN NEW.offset = 20 \
+                 BEGIN SELECT RAISE(ABORT, 'disk full'); END;",
+            )
+            .unwrap();
+        assert!(spool.seal(&mut draft(5), "", &at(20), 0.0, &[]).is_err());
+        assert_eq!(spool.position("s", ""), Ok(Some(at(10))));
+        let pending: Vec<u64> = spool
+            .pending(10)
+            .unwrap()
+            .iter()
+            .map(|b| b.sequence)
+            .collect();
+        assert_eq!(pending, vec![1]);
+        // Nor was a sequence number spent on it.
+        assert_eq!(
+            spool.seal(&mut draft(2), "", &at(30), 0.0, &[]),
+            Ok(Some(2))
+        );
+        std::fs::remove_dir_all(&directory).unwrap();
+    }
+}

@@ -1,0 +1,110 @@
+"""An ingest that answers as a test scripts it: the TelemetryIngest service on TLS, in the
+test's own process. Each PushBatch takes the next answer of the script (then
+OUTCOME_DURABLE), or the outage's code while one is set; every call is recorded with the
+batch's bytes and the token it carried. The collector under test sees only the wire."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent import futures
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+
+from tuneplane.common.gateway.tls import TlsIdentity
+from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A gRPC error of ``code``, or (no code) a reply of ``outcome`` with ``reason``."""
+
+    code: grpc.StatusCode | None = None
+    outcome: int = pb.PushBatchReply.OUTCOME_DURABLE
+    reason: str = ""
+
+    @property
+    def acked(self) -> bool:
+        return self.code is None and self.outcome in (pb.PushBatchReply.OUTCOME_DURABLE,
+                                                      pb.PushBatchReply.OUTCOME_DUPLICATE_SAFE)
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One PushBatch as it arrived, and how it was answered."""
+
+    payload: bytes
+    token: str
+    answer: Answer
+    at: float = field(default_factory=time.monotonic)
+
+    @property
+    def batch(self) -> pb.Batch:
+        return pb.Batch.FromString(self.payload)
+
+    @property
+    def sequence(self) -> int:
+        return self.batch.identity.sequence
+
+
+class ScriptedIngest(pb_grpc.TelemetryIngestServicer):
+    def __init__(self) -> None:
+        self.port = 0
+        self.script: deque[Answer] = deque()
+        #: While set, every call is refused with this code (the script waits).
+        self.outage: grpc.StatusCode | None = None
+        self.calls: list[Call] = []
+        self._arrived = threading.Condition()
+
+    def PushBatch(self, request: pb.PushBatchRequest,
+                  context: grpc.ServicerContext) -> pb.PushBatchReply:
+        token = str(dict(context.invocation_metadata()).get("authorization", ""))
+        with self._arrived:
+            if self.outage is not None:
+                answer = Answer(self.outage)
+            else:
+                answer = self.script.popleft() if self.script else Answer()
+            self.calls.append(Call(request.batch, token, answer))
+            self._arrived.notify_all()
+        if answer.code is not None:
+            context.abort(answer.code, f"scripted {answer.code.name}")
+        return pb.PushBatchReply(
+            outcome=pb.PushBatchReply.Outcome.ValueType(answer.outcome), reason=answer.reason)
+
+    def wait_for(self, done: Callable[[list[Call]], bool], timeout: float = 60) -> list[Call]:
+        """The calls, once ``done`` holds of them (failing after ``timeout`` seconds)."""
+        with self._arrived:
+            assert self._arrived.wait_for(lambda: done(self.calls), timeout), self.calls
+            return list(self.calls)
+
+    def delivered(self) -> dict[tuple[str, int], float]:
+        """{(tag, step): value} of every batch ingest took."""
+        points: dict[tuple[str, int], float] = {}
+        for call in self.calls:
+            if call.answer.acked:
+                for chunk in call.batch.chunks:
+                    points.update({(chunk.tag, s): v for s, v in zip(chunk.steps, chunk.values,
+                                                                     strict=True)})
+        return points
+
+
+@contextmanager
+def scripted_ingest(tls_dir: Path) -> Iterator[ScriptedIngest]:
+    """A ScriptedIngest serving on localhost with the certificate of ``tls_dir``."""
+    identity = TlsIdentity.read(tls_dir)
+    ingest = ScriptedIngest()
+    server = grpc.server(futures.ThreadPoolExecutor(8))
+    pb_grpc.add_TelemetryIngestServicer_to_server(ingest, server)
+    ingest.port = server.add_secure_port("localhost:0", grpc.ssl_server_credentials(
+        [(identity.private_key_pem, identity.certificate_pem)]))
+    server.start()
+    try:
+        yield ingest
+    finally:
+        server.stop(None)
