@@ -1,6 +1,7 @@
 """Rich JSONL channels of an integration artifact, read by the binary: a record over its
 byte bound, off its schema or past the channel's budget is refused with its reason and
-counted, never truncated; the rest are sealed as JSON records, exact."""
+counted, never truncated; a line longer than a read waits for its end, then is skipped; the
+rest are sealed as JSON records, exact."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.collector.binary.collected import batches, collect
 from tests.support.collector_binary import TARGETS, run, unreachable_run
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+
+READ_BYTES = 4 * 1024 * 1024  # a read's worth: a longer line is skipped
 
 
 def line(step: int, record: object) -> str:
@@ -61,3 +65,31 @@ channels:
     assert {(r.source, r.tag, r.kind, r.file) for r in records} == {
         ("samples", "samples", pb.RichRecord.KIND_JSON, "samples.jsonl")}
     assert [r.offset for r in records][:1] == [0]
+
+
+def test_a_line_longer_than_a_read_waits_for_its_end_then_is_skipped_by_line(
+        tmp_path: Path, tls_dir: Path) -> None:
+    channel = tmp_path / "samples.jsonl"
+    first = line(1, {"text": "before"})
+    channel.write_text(first + '{"step": 2, "record": "' + "x" * READ_BYTES)
+    artifact = tmp_path / "integration.yaml"
+    artifact.write_text(f"""
+version: 1
+sources: [{{id: unused, kind: jsonl, path: {tmp_path}/none.jsonl, owner: rank-9}}]
+channels:
+  - {{id: samples, path: {channel}, owner: rank-0, max_record_bytes: 300,
+     max_bytes_per_minute: 100000, schema: {{type: object, required: [text]}}}}
+""")
+    key = ("samples", "")
+    waiting = collect(tmp_path, tls_dir, {key: len(first)}, "--integration", str(artifact))
+    assert f"{channel}:2" not in waiting.stderr  # its end is not written yet: no problem
+    with channel.open("a") as out:
+        out.write('"}\n' + line(3, {"text": "after"}))
+    done = collect(tmp_path, tls_dir, {key: channel.stat().st_size}, "--integration",
+                   str(artifact))
+    assert f"{channel}:2: line of {READ_BYTES + 25} bytes, over the {READ_BYTES} byte bound; " \
+           "skipped" in done.stderr
+    records = [r for b in batches(tmp_path / "spool") for r in b.rich]
+    assert [(r.step, json.loads(r.payload)) for r in records] == [
+        (1, {"text": "before"}), (3, {"text": "after"})]
+    assert records[1].offset == channel.stat().st_size - len(line(3, {"text": "after"}))

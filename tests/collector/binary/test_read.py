@@ -1,59 +1,83 @@
 """The static collector's ``read`` on JSONL (TensorBoard: ``test_read_tensorboard``), for
-both targets (aarch64 under qemu), against the Python collector's reader
-(``tuneplane.collector.records``) on the same hostile file: the same records, field for
-field and bit for bit, and the same problems with their file and line; its refusals, exit
-statuses and help; and a binary that is static and small."""
+both targets (aarch64 under qemu), against what each line of a hostile file holds: every
+metric of a good line, field for field and bit for bit; each bad line said with its file,
+line and reason, and reading going on; its refusals, exit statuses and help; and a binary
+that is static and small."""
 
 from __future__ import annotations
 
 import json
+import math
 import struct
 import subprocess
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
 from tests.support.collector_binary import TARGETS, binary, command, run
-from tuneplane.collector import records
 
-LINES = [
-    b'{"step": 0, "wall_time": 1700000000.25, "metrics": {"z/loss": 0.5, "a/acc": 1}}',
-    b'{"step": 1, "wall_time": 1700000001, "metrics": {"x": NaN, "y": Infinity, '
-    b'"w": -Infinity}}',
-    b'{"step": 2, "wall_time": 2, "metrics": {"x": "NaN", "y": "inf", "w": "-Infinity"}}',
-    b"",
-    b"  \t ",
-    b'{"step": 3, "wall_time": 3, "metrics": {"crlf": 0.1}}\r',
-    b'{"step": 1.5, "wall_time": 1, "metrics": {"x": 1}}',
-    b'{"step": true, "wall_time": 1, "metrics": {"x": 1}}',
-    b'{"step": 9223372036854775808, "wall_time": 1, "metrics": {"x": 1}}',
-    b'{"step": -9223372036854775808, "wall_time": 1, "metrics": {"min": 1}}',
-    b'{"step": 4, "metrics": {"x": 1}}',
-    b'{"step": 4, "wall_time": "soon", "metrics": {"x": 1}}',
-    b'{"step": 4, "wall_time": NaN, "metrics": {"nan wall": 1}}',
-    b'{"step": 5, "wall_time": 5, "metrics": {}}',
-    b'{"step": 5, "wall_time": 5, "metrics": [1]}',
-    b'{"step": 5, "wall_time": 5, "metrics": {"x": null}}',
-    b'{"step": 5, "wall_time": 5, "metrics": {"x": false}}',
-    b'{"step": 5, "wall_time": 5, "metrics": {"x": "high"}}',
-    b'{"step": 5, "wall_time": 5, "metrics": {"x": [1, 2]}}',
-    b'{"step": 5, "wall_time": 5, "metrics": {"": 1}}',
-    b'{"step": 5, "wall_time": 5, "metrics": {"a\\tb": 1}}',
-    b'{"step": 5, "wall_time": 5, "metrics": {"' + b"n" * 513 + b'": 1}}',
-    '{"step": 6, "wall_time": 6, "metrics": {"損失": 2, "\\u00e9t\\u00e9": 3}}'.encode(),
-    b'{"step": 7, "wall_time": 7, "metrics": {"a": 1, "b": 2, "a": 3}}',
-    b'{"step": 8, "wall_time": 8, "metrics": {"big": 1000000000000000000000000000000}}',
-    b'{"step": 9, "wall_time": 9, "metrics": {"max": 1e308, "neg0": -0.0, "tiny": 5e-324, '
-    b'"sum": 0.30000000000000004}}',
-    b"[1, 2]",
-    b'"a string"',
-    b"garbage",
-    b'{"step": 10, "wall_time": 10, "metrics": {"x": 1}} trailing',
-    b'{"step": 11, "wall_time": 11, "metrics": {"x": 1}}\xff',
-    b'{"step": 12, "wall_time": 12, "metrics": {"\\ud800": 1}}',
-    b'{"step": 12, "wall_time": 12, "metrics": {"last": 12}}',
+NAN, INF = math.nan, math.inf
+Good = tuple[int, float, dict[str, float]]  # the step, wall time and metrics a line holds
+#: Each line and what it holds: its columns, why it is refused, or None (a blank line).
+LINES: list[tuple[bytes, Good | str | None]] = [
+    (b'{"step": 0, "wall_time": 1700000000.25, "metrics": {"z/loss": 0.5, "a/acc": 1}}',
+     (0, 1700000000.25, {"z/loss": 0.5, "a/acc": 1.0})),
+    (b'{"step": 1, "wall_time": 1700000001, "metrics": {"x": NaN, "y": Infinity, '
+     b'"w": -Infinity}}', (1, 1700000001.0, {"x": NAN, "y": INF, "w": -INF})),
+    (b'{"step": 2, "wall_time": 2, "metrics": {"x": "NaN", "y": "inf", "w": "-Infinity"}}',
+     (2, 2.0, {"x": NAN, "y": INF, "w": -INF})),
+    (b"", None),
+    (b"  \t ", None),
+    (b'{"step": 3, "wall_time": 3, "metrics": {"crlf": 0.1}}\r', (3, 3.0, {"crlf": 0.1})),
+    (b'{"step": 1.5, "wall_time": 1, "metrics": {"x": 1}}',
+     "'step' must be a 64-bit integer, got 1.5"),
+    (b'{"step": true, "wall_time": 1, "metrics": {"x": 1}}',
+     "'step' must be a 64-bit integer, got True"),
+    (b'{"step": 9223372036854775808, "wall_time": 1, "metrics": {"x": 1}}',
+     "'step' must be a 64-bit integer"),
+    (b'{"step": -9223372036854775808, "wall_time": 1, "metrics": {"min": 1}}',
+     (-2**63, 1.0, {"min": 1.0})),
+    (b'{"step": 4, "metrics": {"x": 1}}', "'wall_time' must be a number of seconds, got None"),
+    (b'{"step": 4, "wall_time": "soon", "metrics": {"x": 1}}',
+     "'wall_time' must be a number of seconds, got 'soon'"),
+    (b'{"step": 4, "wall_time": NaN, "metrics": {"nan wall": 1}}', (4, NAN, {"nan wall": 1.0})),
+    (b'{"step": 5, "wall_time": 5, "metrics": {}}',
+     "'metrics' must be a non-empty object of name: number"),
+    (b'{"step": 5, "wall_time": 5, "metrics": [1]}',
+     "'metrics' must be a non-empty object of name: number"),
+    (b'{"step": 5, "wall_time": 5, "metrics": {"x": null}}', "metric 'x' is null, not a number"),
+    (b'{"step": 5, "wall_time": 5, "metrics": {"x": false}}', "metric 'x' is false"),
+    (b'{"step": 5, "wall_time": 5, "metrics": {"x": "high"}}',
+     "metric 'x' is 'high', not a number"),
+    (b'{"step": 5, "wall_time": 5, "metrics": {"x": [1, 2]}}',
+     "metric 'x' is [1, 2], not a number"),
+    (b'{"step": 5, "wall_time": 5, "metrics": {"": 1}}', "metric name is empty"),
+    (b'{"step": 5, "wall_time": 5, "metrics": {"a\\tb": 1}}',
+     "metric name holds the control character '\\t' at 1"),
+    (b'{"step": 5, "wall_time": 5, "metrics": {"' + b"n" * 513 + b'": 1}}',
+     "metric name is 513 bytes, over the 512 byte bound"),
+    ('{"step": 6, "wall_time": 6, "metrics": {"損失": 2, "\\u00e9t\\u00e9": 3}}'.encode(),
+     (6, 6.0, {"損失": 2.0, "été": 3.0})),
+    (b'{"step": 7, "wall_time": 7, "metrics": {"a": 1, "b": 2, "a": 3}}',
+     (7, 7.0, {"a": 3.0, "b": 2.0})),  # a repeated name: its last value, in its first place
+    (b'{"step": 8, "wall_time": 8, "metrics": {"big": 1000000000000000000000000000000}}',
+     (8, 8.0, {"big": 1e30})),
+    (b'{"step": 9, "wall_time": 9, "metrics": {"max": 1e308, "neg0": -0.0, "tiny": 5e-324, '
+     b'"sum": 0.30000000000000004}}',
+     (9, 9.0, {"max": 1e308, "neg0": -0.0, "tiny": 5e-324, "sum": 0.30000000000000004})),
+    (b'{"step": 9, "wall_time": 9, "metrics": {"x": 1' + b"0" * 400 + b"}}",
+     "not JSON: number out of range"),
+    (b'{"step": 9, "wall_time": 1' + b"0" * 400 + b', "metrics": {"x": 1}}',
+     "not JSON: number out of range"),
+    (b"[1, 2]", "not a JSON object"),
+    (b'"a string"', "not a JSON object"),
+    (b"garbage", "not JSON: "),
+    (b'{"step": 10, "wall_time": 10, "metrics": {"x": 1}} trailing', "not JSON: "),
+    (b'{"step": 11, "wall_time": 11, "metrics": {"x": 1}}\xff', "not JSON: "),
+    (b'{"step": 12, "wall_time": 12, "metrics": {"\\ud800": 1}}', "not JSON: "),
+    (b'{"step": 12, "wall_time": 12, "metrics": {"x": "\\udfff", "y": NaN}}', "not JSON: "),
+    (b'{"step": 12, "wall_time": 12, "metrics": {"last": 12}}', (12, 12.0, {"last": 12.0})),
 ]
 PARTIAL = b'{"step": 13, "wall_time": 13, "metr'
 
@@ -67,44 +91,63 @@ def exact(value: Any) -> Any:
     return value
 
 
-def reference(path: Path) -> tuple[list[Any], list[str]]:
-    """What the Python collector's ``read`` prints (its records through orjson, as its CLI
-    writes them), and its problems in order."""
-    problems: list[str] = []
-    found = [exact(json.loads(orjson.dumps(r))) for r in records.records(path, problems.append)]
-    return found, problems
+def shown(value: float) -> float | str | None:
+    """A number as ``read`` writes it: JSON has no NaN or infinities."""
+    if math.isnan(value):
+        return "nan"
+    return ("inf" if value > 0 else "-inf") if math.isinf(value) else value
 
 
-#: Where a problem goes on in the decoder's own words (serde_json's, prost's; orjson's, upb's).
-DECODERS = (": not JSON: ", ": not a TensorBoard Event: ")
-
-
-def reason(problem: str) -> str:
-    """A problem's wording, but for the decoder's own words after what it failed to decode."""
-    for decoder in DECODERS:
-        if decoder in problem:
-            return problem.split(decoder)[0] + decoder
-    return problem
+def expected(name: str) -> tuple[list[dict[str, Any]], list[tuple[int, str]]]:
+    """The records of LINES as ``read`` prints them, and the (line, reason) of each refusal."""
+    records: list[dict[str, Any]] = []
+    refusals: list[tuple[int, str]] = []
+    offset = 0
+    for number, (raw, holds) in enumerate(LINES, start=1):
+        if isinstance(holds, str):
+            refusals.append((number, holds))
+        elif holds is not None:
+            step, wall_time, metrics = holds
+            wall = None if math.isnan(wall_time) else wall_time  # JSON's null
+            records += [{"kind": "scalar", "file": name, "offset": offset, "line": number,
+                         "tag": tag, "step": step, "wall_time": wall, "value": shown(value)}
+                        for tag, value in metrics.items()]
+        offset += len(raw) + 1
+    return records, refusals
 
 
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("jsonl") / "metrics.jsonl"
-    path.write_bytes(b"\n".join(LINES) + b"\n" + PARTIAL)
+    path.write_bytes(b"\n".join(raw for raw, _ in LINES) + b"\n" + PARTIAL)
     return path
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_read_gives_what_the_python_reader_gives(target: str, hostile: Path) -> None:
+def test_read_gives_each_lines_metrics_and_says_each_bad_line(target: str,
+                                                               hostile: Path) -> None:
     done = run(target, "read", str(hostile))
     assert done.returncode == 0, done.stderr
-    want_records, want_problems = reference(hostile)
+    records, refusals = expected(hostile.name)
     got = [exact(json.loads(line)) for line in done.stdout.splitlines()]
-    assert got == want_records
-    assert len(got) == 21  # the corpus's good metrics, so neither side reads nothing
+    assert got == [exact(r) for r in records]
+    assert len(got) == 21  # the corpus's good metrics, so the truth is not empty
     problems = done.stderr.decode().splitlines()
-    assert [reason(p) for p in problems] == [reason(p) for p in want_problems]
+    assert len(problems) == len(refusals) + 1
+    for problem, (number, reason) in zip(problems, refusals, strict=False):
+        assert problem.startswith(f"{hostile}:{number}: {reason}"), (problem, reason)
     assert problems[-1] == f"{hostile}:{len(LINES) + 1}: incomplete last line; not read"
+
+
+def test_a_bad_name_is_refused_on_every_line_that_holds_it(tmp_path: Path) -> None:
+    path = tmp_path / "m.jsonl"
+    path.write_text("".join(f'{{"step": {i}, "wall_time": 0, "metrics": {{"ok": 1}}}}\n'
+                            f'{{"step": {i}, "wall_time": 0, "metrics": {{"bad\\u0001": 1}}}}\n'
+                            for i in range(3)))
+    done = run("x86_64-unknown-linux-musl", "read", str(path))
+    assert [json.loads(line)["step"] for line in done.stdout.splitlines()] == [0, 1, 2]
+    assert [p.split(": ")[0] for p in done.stderr.decode().splitlines()] == [
+        f"{path}:{n}" for n in (2, 4, 6)]
 
 
 @pytest.mark.parametrize("target", TARGETS)

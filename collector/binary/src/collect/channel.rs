@@ -51,15 +51,21 @@ pub struct Budget {
 
 impl Budget {
     pub fn new(per_minute: u64) -> Self {
+        Self::at(per_minute, Instant::now())
+    }
+
+    /// A full budget as of `now`.
+    fn at(per_minute: u64, now: Instant) -> Self {
         Self {
             capacity: per_minute as f64,
             tokens: per_minute as f64,
-            at: Instant::now(),
+            at: now,
         }
     }
 
-    fn take(&mut self, size: usize) -> bool {
-        let now = Instant::now();
+    /// Takes `size` bytes as of `now`, if the budget holds them (the clock is the caller's,
+    /// so the refill can be tested without waiting).
+    fn take(&mut self, size: usize, now: Instant) -> bool {
         let refill = now.duration_since(self.at).as_secs_f64() * self.capacity / 60.0;
         (self.tokens, self.at) = ((self.tokens + refill).min(self.capacity), now);
         if size as f64 > self.tokens {
@@ -165,7 +171,7 @@ pub fn read(
                     full = true;
                     break; // the next batch starts with this record
                 }
-                if budget.take(raw.len()) {
+                if budget.take(raw.len(), Instant::now()) {
                     step.draft.add_rich(record);
                 } else {
                     step.reject("over max_bytes_per_minute", 1);
@@ -194,4 +200,22 @@ pub fn read(
         state: String::new(),
     };
     Ok(step)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn the_per_minute_budget_refills_with_time_up_to_its_capacity() {
+        let start = Instant::now();
+        let after = |seconds: f64| start + Duration::from_secs_f64(seconds);
+        let mut budget = Budget::at(600, start);
+        assert!(budget.take(600, start));
+        assert!(!budget.take(10, after(0.5))); // 5 bytes refilled
+        assert!(budget.take(10, after(1.0))); // 10 refilled
+        assert!(budget.take(590, after(120.0))); // full again, never above capacity
+        assert!(!budget.take(20, after(120.0)));
+    }
 }

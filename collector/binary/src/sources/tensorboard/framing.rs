@@ -151,6 +151,136 @@ mod tests {
         );
     }
 
+    /// A small deterministic generator: the same cases on every run.
+    struct Lcg(u64);
+
+    impl Lcg {
+        fn below(&mut self, bound: usize) -> usize {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((self.0 >> 33) as usize) % bound.max(1)
+        }
+    }
+
+    /// Records of 0 to 299 bytes framed one after the other, and each one's (offset, data).
+    fn layout(random: &mut Lcg, count: usize) -> (Vec<u8>, Vec<(u64, Vec<u8>)>) {
+        let (mut bytes, mut placed) = (Vec::new(), Vec::new());
+        for _ in 0..count {
+            let data: Vec<u8> = (0..random.below(300))
+                .map(|_| random.below(256) as u8)
+                .collect();
+            placed.push((bytes.len() as u64, data.clone()));
+            bytes.extend_from_slice(&frame(&data));
+        }
+        (bytes, placed)
+    }
+
+    /// Scans `bytes` as a reader following a growing file does, the file ending at each of
+    /// `cuts` in turn: every scan resumes where the last consumed.
+    fn follow(bytes: &[u8], cuts: &[usize]) -> (Vec<(u64, Vec<u8>)>, Vec<Damage>) {
+        let (mut records, mut damage, mut offset) = (Vec::new(), Vec::new(), 0usize);
+        let mut ends: Vec<usize> = cuts.iter().map(|&c| c.min(bytes.len())).collect();
+        ends.sort_unstable();
+        ends.push(bytes.len());
+        for end in ends {
+            let part = &bytes[offset.min(end)..end];
+            let found = scan(part, offset as u64);
+            for record in &found.records {
+                let data = &part[record.start..record.start + record.length];
+                records.push((record.offset, data.to_vec()));
+            }
+            damage.extend(found.damage);
+            offset += found.consumed;
+        }
+        (records, damage)
+    }
+
+    #[test]
+    fn a_growing_file_yields_every_record_once_in_order() {
+        let mut random = Lcg(11);
+        for _ in 0..200 {
+            let count = 1 + random.below(30);
+            let (bytes, placed) = layout(&mut random, count);
+            let cuts: Vec<usize> = (0..random.below(8))
+                .map(|_| random.below(bytes.len() + 1))
+                .collect();
+            let (records, damage) = follow(&bytes, &cuts);
+            assert_eq!(records, placed, "cut at {cuts:?}");
+            assert!(damage.is_empty(), "{damage:?}");
+        }
+    }
+
+    #[test]
+    fn a_truncated_file_yields_exactly_its_complete_records() {
+        let mut random = Lcg(5);
+        let (bytes, placed) = layout(&mut random, 12);
+        for cut in 0..=bytes.len() {
+            let found = scan(&bytes[..cut], 0);
+            let complete: Vec<u64> = placed
+                .iter()
+                .filter(|(offset, data)| *offset as usize + frame(data).len() <= cut)
+                .map(|(offset, _)| *offset)
+                .collect();
+            let offsets: Vec<u64> = found.records.iter().map(|r| r.offset).collect();
+            assert_eq!(offsets, complete, "cut at {cut}");
+            assert!(found.damage.is_empty(), "cut at {cut}: {:?}", found.damage);
+        }
+    }
+
+    #[test]
+    fn bit_flips_never_yield_a_damaged_record_and_a_lost_one_is_said() {
+        let mut random = Lcg(3);
+        for _ in 0..300 {
+            let count = 1 + random.below(20);
+            let (mut bytes, placed) = layout(&mut random, count);
+            let mut touched = Vec::new();
+            for _ in 0..1 + random.below(6) {
+                let bit = random.below(bytes.len() * 8);
+                bytes[bit / 8] ^= 1 << (bit % 8);
+                touched.push(bit / 8);
+            }
+            let cuts: Vec<usize> = (0..random.below(4))
+                .map(|_| random.below(bytes.len() + 1))
+                .collect();
+            let (records, damage) = follow(&bytes, &cuts);
+            assert!(
+                records.iter().all(|r| placed.contains(r)),
+                "a damaged record"
+            );
+            assert!(records.windows(2).all(|w| w[0].0 < w[1].0), "out of order");
+            for (offset, data) in &placed {
+                let span = *offset as usize..*offset as usize + frame(data).len();
+                let intact = !touched.iter().any(|b| span.contains(b));
+                if intact && !records.contains(&(*offset, data.clone())) {
+                    // Only a damaged header before it may have swallowed it, and that is said.
+                    assert!(!damage.is_empty(), "record at {offset} lost unsaid");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_bad_length_crc_resynchronises_at_the_next_good_header() {
+        let (first, second, third) = (frame(b"first"), frame(b"second"), frame(b"third"));
+        let mut bytes = [first.clone(), second.clone(), third].concat();
+        bytes[first.len()] ^= 0x01; // the second record's length
+        let found = scan(&bytes, 0);
+        let offsets: Vec<u64> = found.records.iter().map(|r| r.offset).collect();
+        assert_eq!(offsets, vec![0, (first.len() + second.len()) as u64]);
+        assert_eq!(
+            found.damage,
+            vec![Damage {
+                offset: first.len() as u64,
+                reason: format!(
+                    "bad record length CRC; skipped {} bytes to resynchronise",
+                    second.len()
+                ),
+            }]
+        );
+    }
+
     #[test]
     fn any_bytes_scan_without_panicking() {
         let mut seed = 7u64;

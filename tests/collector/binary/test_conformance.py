@@ -1,11 +1,10 @@
-"""Event files written by real writers, read by us and by TensorBoard's own loader.
+"""Event files written by real writers, read by the binary and by TensorBoard's own loader.
 
 Writers: tensorboardX's SummaryWriter (TF1-style values, add_scalars sub-directories,
-histograms, images, audio, text) and the tensorboard package's EventFileWriter with
-TF2-style scalar tensors of several dtypes. TensorBoard's EventFileLoader and
-data_compat give the truth every scalar is compared with. Test-only dependencies:
-the collector never imports them.
-"""
+histograms, images, audio, text) and the tensorboard package's EventFileWriter with TF2-style
+scalar tensors of several dtypes (the plugin metadata on a tag's first value only).
+TensorBoard's EventFileLoader and data_compat give the truth every scalar is compared with,
+bit for bit; other plugins' values are counted. On both targets (aarch64 under qemu)."""
 
 from __future__ import annotations
 
@@ -24,57 +23,61 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboard.util import tensor_util
 from tensorboardX import SummaryWriter
 
-from tuneplane.collector import records
-from tuneplane.collector.logdir import event_files
+from tests.collector.binary.collected import number, read
+from tests.support.collector_binary import TARGETS
+
+Row = tuple[str, str, int, bytes, bytes]  # file, tag, step, wall time and value as bits
+PLUGINS = {"image": "images", "histogram": "histograms", "audio": "audio", "text": "text"}
 
 
-def tensorboard_truth(logdir: Path) -> tuple[list[tuple[Any, ...]], dict[str, int]]:
-    """Scalars (file, tag, step, wall_time, value) and counts of other plugins, per TensorBoard."""
-    scalars: list[tuple[Any, ...]] = []
+def bits(value: float) -> bytes:
+    return struct.pack("<d", value)
+
+
+def tensorboard_truth(logdir: Path) -> tuple[list[Row], dict[str, int]]:
+    """Scalars and counts of other plugins' values, as TensorBoard's loader reads them."""
+    scalars: list[Row] = []
     others: dict[str, int] = {}
-    for path in event_files(logdir).files:
+    for path in sorted(logdir.rglob("*tfevents*")):
         relative = path.relative_to(logdir).as_posix()
         plugins: dict[str, str] = {}
         for event in EventFileLoader(str(path)).Load():
-            if not event.HasField("summary"):
-                continue
-            for value in event.summary.value:
+            for value in event.summary.value if event.HasField("summary") else ():
                 migrated = data_compat.migrate_value(value)
                 if migrated.HasField("metadata"):
                     plugins.setdefault(migrated.tag, migrated.metadata.plugin_data.plugin_name)
                 plugin = plugins.get(migrated.tag, "")
                 if plugin == "scalars":
-                    number = tensor_util.make_ndarray(migrated.tensor).item()
-                    scalars.append((relative, migrated.tag, event.step, event.wall_time,
-                                    float(number)))
+                    found = float(tensor_util.make_ndarray(migrated.tensor).item())
+                    scalars.append((relative, migrated.tag, event.step, bits(event.wall_time),
+                                    bits(found)))
                 else:
                     others[plugin or "tensor"] = others.get(plugin or "tensor", 0) + 1
     return scalars, others
 
 
-def ours(logdir: Path) -> tuple[list[tuple[Any, ...]], dict[str, int], list[str]]:
-    problems: list[str] = []
-    scalars: list[tuple[Any, ...]] = []
+def binarys(records: list[dict[str, Any]]) -> tuple[list[Row], dict[str, int]]:
+    scalars: list[Row] = []
     others: dict[str, int] = {}
-    for record in records.records(logdir, problems.append):
-        if record["kind"] == "scalar":
-            value = record["value"]
-            scalars.append((record["file"], record["tag"], record["step"], record["wall_time"],
-                            float(value) if isinstance(value, str) else value))
-        elif record["kind"] != "session_start":
-            plugin = {"image": "images", "histogram": "histograms", "audio": "audio",
-                      "text": "text"}.get(record["kind"], "tensor")
+    for r in records:
+        if r["kind"] == "scalar":
+            scalars.append((r["file"], r["tag"], r["step"], bits(r["wall_time"]),
+                            bits(number(r["value"]))))
+        elif r["kind"] not in ("session_start", "out_of_order_step"):
+            plugin = PLUGINS.get(r["kind"], "tensor")
             others[plugin] = others.get(plugin, 0) + 1
-    return scalars, others, problems
+    return scalars, others
 
 
-def same(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]) -> bool:
-    def key(row: tuple[Any, ...]) -> tuple[Any, ...]:
-        return (*row[:-1], "nan" if math.isnan(row[-1]) else row[-1])
-    return [key(r) for r in a] == [key(r) for r in b]
+def nan_as_one(rows: list[Row]) -> list[Row]:
+    """NaN compared as NaN, whatever its payload bits (float32 NaN widened either way)."""
+    return [(*row[:4], b"nan" if math.isnan(struct.unpack("<d", row[4])[0]) else row[4])
+            for row in rows]
 
 
-def test_tensorboardx_files_decode_like_tensorboard(tmp_path: Path) -> None:
+@pytest.mark.parametrize("target", TARGETS)
+def test_tensorboardx_files_decode_as_tensorboard_decodes_them(target: str,
+                                                               tmp_path: Path) -> None:
     writer = SummaryWriter(logdir=str(tmp_path))
     rng = np.random.default_rng(3)
     for step in range(200):
@@ -88,9 +91,10 @@ def test_tensorboardx_files_decode_like_tensorboard(tmp_path: Path) -> None:
             writer.add_image("image", rng.random((3, 8, 8)), step)
     writer.close()
     truth, truth_others = tensorboard_truth(tmp_path)
-    got, got_others, problems = ours(tmp_path)
+    records, problems = read(tmp_path, target)
+    got, got_others = binarys(records)
     assert len(truth) == 200 * 4
-    assert same(got, truth)
+    assert nan_as_one(got) == nan_as_one(truth)
     assert got_others == truth_others == {"histograms": 4, "text": 4, "audio": 4, "images": 4}
     assert problems == []
     assert any("/" in row[0] for row in got), "add_scalars sub-directories were not read"
@@ -108,8 +112,8 @@ def scalar_tensor(dtype: Any, value: float, *, content: bool) -> tensor_pb2.Tens
 
 
 @pytest.mark.parametrize("content", [False, True], ids=["typed_val", "tensor_content"])
-def test_tf2_scalar_tensors_of_every_dtype_decode_like_tensorboard(tmp_path: Path,
-                                                                   content: bool) -> None:
+def test_tf2_scalar_tensors_of_every_dtype_decode_as_tensorboard_decodes_them(
+        tmp_path: Path, content: bool) -> None:
     writer = EventFileWriter(str(tmp_path))
     meta = scalar_metadata.create_summary_metadata(display_name="", description="")
     dtypes = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64}
@@ -128,11 +132,11 @@ def test_tf2_scalar_tensors_of_every_dtype_decode_like_tensorboard(tmp_path: Pat
                                          summary=summary_pb2.Summary(value=values)))
     writer.close()
     truth, truth_others = tensorboard_truth(tmp_path)
-    got, got_others, problems = ours(tmp_path)
+    records, problems = read(tmp_path)
+    got, got_others = binarys(records)
     assert len(truth) == 300 * 4
-    assert same(got, truth)
+    assert got == truth
     assert got_others == truth_others == {}
     assert problems == []
-    starts = [r for r in records.records(tmp_path, problems.append)
-              if r["kind"] == "session_start"]
+    starts = [r for r in records if r["kind"] == "session_start"]
     assert [(r["step"], r["offset"] > 0) for r in starts] == [(0, True)]

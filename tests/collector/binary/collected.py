@@ -1,0 +1,126 @@
+"""What the binary made of its sources, looked at from outside: ``read``'s records and
+problems, and a ``run`` against an unreachable ingest stopped once its spool says each file
+is read to a given offset, then its sealed batches (the SQLite spool) in sequence order."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.support.collector_binary import HOST_TARGET, run, unreachable_args
+from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+
+Positions = dict[tuple[str, str], int]  # (source, file below it) -> offset read to
+Series = dict[tuple[str, str], list[tuple[int, float, float]]]  # (run, tag) -> points
+
+
+def read(path: Path, target: str = HOST_TARGET) -> tuple[list[dict[str, Any]], list[str]]:
+    """``read PATH``: its records and its problems, in order."""
+    done = run(target, "read", str(path), timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    return records, done.stderr.decode().splitlines()
+
+
+def number(value: float | str) -> float:
+    """A value of ``read``'s output: JSON has no NaN or infinities, so they are strings."""
+    return float(value)
+
+
+def read_series(records: list[dict[str, Any]]) -> Series:
+    """``read``'s scalars per (run, tag), in file order; the run is the file's directory."""
+    series: Series = {}
+    for record in records:
+        if record["kind"] == "scalar":
+            run_path = record["file"].rpartition("/")[0]
+            series.setdefault((run_path, record["tag"]), []).append(
+                (record["step"], record["wall_time"], number(record["value"])))
+    return series
+
+
+def purged(records: list[dict[str, Any]]) -> Series:
+    """``read``'s scalars with its markers applied as TensorBoard's purge applies them (and
+    tuneplane.web.purge): a run's first START starts it; any later marker drops the points
+    of its run (of its tags, if it names them) read before it at its step or later; an
+    event's marker comes before its own points."""
+    series: Series = {}
+    started: set[str] = set()
+    events: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for record in records:  # dicts keep their order: the events in read order
+        events.setdefault((record["file"], record["offset"]), []).append(record)
+    for (file, _), found in events.items():
+        run_path = file.rpartition("/")[0]
+        for marker in (r for r in found if r["kind"] in ("session_start", "out_of_order_step")):
+            if marker["kind"] == "session_start" and run_path not in started:
+                started.add(run_path)
+                continue
+            for (other, tag), points in series.items():
+                if other == run_path and tag in marker.get("tags", [tag]):
+                    points[:] = [p for p in points if p[0] < marker["step"]]
+        for scalar in (r for r in found if r["kind"] == "scalar"):
+            series.setdefault((run_path, scalar["tag"]), []).append(
+                (scalar["step"], scalar["wall_time"], number(scalar["value"])))
+    return {key: points for key, points in series.items() if points}
+
+
+def positions(spool: Path) -> Positions:
+    """Where each source file is read to; none while the collector is making the spool."""
+    done = run(HOST_TARGET, "spool", "status", str(spool))
+    if done.returncode != 0:
+        return {}
+    return {(p["source"], p["file"]): p["offset"] for p in json.loads(done.stdout)["positions"]}
+
+
+def collect(tmp_path: Path, tls_dir: Path, until: Positions, *sources: str,
+            ) -> subprocess.CompletedProcess[str]:
+    """``run`` of ``sources`` (its arguments: ``--source``, ``--tensorboard``,
+    ``--max-batch-points``, ...) spooling in ``tmp_path/spool``, stopped with SIGTERM once
+    the spool holds every offset of ``until``; run again on the same ``tmp_path``, it goes
+    on from the spool's positions, as a restarted collector does."""
+    spool = tmp_path / "spool"
+    # Its log in a file, not a pipe: a pipe no one reads while waiting would fill and stop it.
+    with tempfile.TemporaryFile("w+") as said:
+        collector = subprocess.Popen(unreachable_args(tmp_path, tls_dir, *sources),
+                                     stderr=said, text=True,
+                                     env={**os.environ, "TUNEPLANE_TELEMETRY_DRAIN_SECONDS": "1"})
+        deadline = time.monotonic() + 60
+        reached = False
+        try:
+            while collector.poll() is None and time.monotonic() < deadline:
+                reached = all(positions(spool).get(k) == at for k, at in until.items())
+                if reached:
+                    break
+                time.sleep(0.05)
+        finally:
+            collector.send_signal(signal.SIGTERM)
+            collector.wait(timeout=60)
+            said.seek(0)
+            stderr = said.read()
+    assert reached, (positions(spool), until, stderr[-3000:])
+    assert collector.returncode == 3, stderr  # ingest unreachable: the batches stay spooled
+    return subprocess.CompletedProcess(collector.args, collector.returncode, "", stderr)
+
+
+def batches(spool: Path) -> list[pb.Batch]:
+    """The spool's sealed batches, in sequence order."""
+    with contextlib.closing(sqlite3.connect(spool / "spool.sqlite3")) as db:
+        rows = db.execute("SELECT payload FROM batches ORDER BY sequence").fetchall()
+    return [pb.Batch.FromString(payload) for (payload,) in rows]
+
+
+def spooled_series(spool: Path) -> Series:
+    """The spool's scalars per (run path, tag), in batch order."""
+    series: Series = {}
+    for batch in batches(spool):
+        for chunk in batch.chunks:
+            series.setdefault((chunk.run_path, chunk.tag), []).extend(
+                zip(chunk.steps, chunk.wall_times, chunk.values, strict=True))
+    return series
