@@ -102,8 +102,12 @@ impl Spool {
             db.busy_timeout(std::time::Duration::from_secs(30))?;
             db.pragma_update(None, "journal_mode", "WAL")?;
             db.pragma_update(None, "synchronous", "FULL")?;
+            // The tables and the owner at once: `spool status` of a spool being created
+            // sees none of them or all.
+            db.execute_batch("BEGIN IMMEDIATE")?;
             db.execute_batch(SCHEMA)?;
             let (epoch, holder) = Self::load_meta(&db, owner)?;
+            db.execute_batch("COMMIT")?;
             Ok((db, epoch, holder))
         };
         let (db, epoch, holder) = open().map_err(|e| damaged(&path, &e))?;
@@ -123,9 +127,8 @@ impl Spool {
     }
 
     /// (epoch, owner) of the spool; a new spool is a new epoch, whose batch ids never
-    /// collide with a lost spool's.
+    /// collide with a lost spool's. In the caller's transaction.
     fn load_meta(db: &Connection, owner: &MemberKey) -> rusqlite::Result<(String, String)> {
-        db.execute_batch("BEGIN IMMEDIATE")?;
         let meta = |key: &str| -> rusqlite::Result<Option<String>> {
             db.query_row("SELECT value FROM meta WHERE key = ?", [key], |r| r.get(0))
                 .optional()
@@ -150,7 +153,6 @@ impl Spool {
             }
             (epoch, owner.to_string())
         };
-        db.execute_batch("COMMIT")?;
         Ok(result)
     }
 
