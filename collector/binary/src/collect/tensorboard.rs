@@ -19,10 +19,11 @@ use crate::contract::MAX_BATCH_SERIES;
 use crate::draft::BatchDraft;
 use crate::eventfile::{frame_at, READ_BYTES};
 use crate::logdir::run_of;
-use crate::sources::names::{escape_controls, run_path_problem};
+use crate::sources::names::{escape_controls, name_problem, run_path_problem};
 use crate::sources::repr::py_str;
 use crate::sources::tensorboard::events::{decode, Plugins, PurgeState, RichKind};
 use crate::sources::tensorboard::framing::{FOOTER, HEADER};
+use crate::sources::tensorboard::simple::simple;
 
 /// What a point counts as before it is added: a point and its share of a chunk's names.
 const POINT_MARGIN: usize = 64;
@@ -60,9 +61,39 @@ impl Fill<'_> {
         self.step.reject("over the batch bound", 1);
     }
 
+    /// A record of one simple value, as nearly every scalar is written, added to the batch
+    /// with no allocation: Some(whether it fit), or None for the full decoder (a tag that is
+    /// not a name or declared a plugin, a refused run path, a step back that may purge).
+    fn simple(&mut self, data: &[u8]) -> Option<bool> {
+        let read = simple(data)?;
+        let purge = &mut self.purge;
+        let back = !purge.restarts() && read.step < purge.most_recent_step;
+        if back
+            || self.run_refused
+            || name_problem(read.tag).is_some()
+            || self.plugins.contains_key(read.tag)
+        {
+            return None;
+        }
+        let draft = &mut self.step.draft;
+        let over = draft.points + 1 > self.max_points
+            || draft.approx_bytes + POINT_MARGIN > self.max_bytes
+            || (draft.series_count() + 1 > MAX_BATCH_SERIES
+                && draft.crowded(std::iter::once(read.tag), 0, 0));
+        if over && !draft.is_empty() {
+            return Some(false);
+        }
+        purge.most_recent_step = read.step;
+        draft.add_point(read.tag, read.step, read.wall_time, f64::from(read.value));
+        Some(true)
+    }
+
     /// Decodes a record into the batch; false when it does not fit (the purge state is then
     /// as before it, and the next step decodes it again).
     fn record(&mut self, offset: u64, data: Bytes) -> bool {
+        if let Some(fit) = self.simple(&data) {
+            return fit;
+        }
         let before = (self.purge.file_version, self.purge.most_recent_step);
         let mut decoded = decode(data, &self.file, offset, &mut self.plugins, &mut self.purge);
         let dropped = if self.run_refused {
@@ -159,8 +190,9 @@ pub fn read(
     let run_refused = run_path_problem(run_path);
     let (plugins, purge) = load_state(&start.state, previous);
     let size = file.metadata()?.len();
-    // Records of scalars are ~50 bytes: a read sized to the batch, not 8 MiB each time.
-    let first = READ_BYTES.min((max_points as u64 * 256).max(1 << 16));
+    // A record of one scalar is 40 to 80 bytes framed: a read sized to the batch (not 8 MiB
+    // each time, nor several batches' worth framed and checked, then read again next step).
+    let first = READ_BYTES.min((max_points as u64 * 96).max(1 << 16));
     // A record over the batch bound can never be taken: it is not even read.
     let max_record = (max_bytes + HEADER + FOOTER) as u64;
     let (buffer, scan, covered) = frame_at(file, start.offset, first, max_record, scratch)?;

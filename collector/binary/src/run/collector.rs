@@ -65,12 +65,17 @@ impl Flags {
     }
 }
 
+/// While sources keep growing, a round of reading starts at most this often. Each round
+/// seals one batch a file (its transaction synced to disk) and the sender sends it, so this
+/// sets the collector's cost beside a busy job and how fresh its points are.
+pub const ROUND: Duration = Duration::from_secs(1);
+
 /// An idle reader sleeps until a source changes (or its follower's patience runs out), and
-/// reads at most every `POLL` while sources keep growing: each round seals one batch a file,
-/// so a file written in many small appends still makes batches of `POLL`'s worth.
+/// reads at most every `ROUND` while sources keep growing: a file written in many small
+/// appends still makes batches of a round's worth. A write to a quiet file is read at once.
 fn wait_for_change(flags: &Flags, follower: &Follower, round: Instant) {
     flags.changed.take(follower.patience());
-    flags.stopping.wait(POLL.saturating_sub(round.elapsed()));
+    flags.stopping.wait(ROUND.saturating_sub(round.elapsed()));
 }
 
 fn read_loop(

@@ -1,5 +1,5 @@
 //! TensorBoard `Event` records decoded into scalars, rich records and purge markers, from
-//! bytes only (the rules of the Python collector's `tbevents.decode`).
+//! bytes only, as TensorBoard's accumulator reads them.
 //!
 //! Only the first value of a tag carries its plugin metadata, so a file's decoder keeps what
 //! each tag declared (`Plugins`). Scalars are TF1 `simple_value` and rank-0 numeric tensors
@@ -41,7 +41,7 @@ impl Default for PurgeState {
 
 impl PurgeState {
     /// Whether SessionLog.START purges (file_version 2 or more), not out-of-order steps.
-    fn restarts(&self) -> bool {
+    pub fn restarts(&self) -> bool {
         self.file_version.is_some_and(|v| v >= 2.0)
     }
 }

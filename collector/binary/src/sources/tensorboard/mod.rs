@@ -3,6 +3,7 @@
 
 pub mod events;
 pub mod framing;
+pub mod simple;
 mod tensor;
 mod value;
 mod wire;

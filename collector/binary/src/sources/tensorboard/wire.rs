@@ -9,11 +9,15 @@ use prost::Message;
 pub const MAX_SUMMARY_VALUES: usize = crate::contract::MAX_BATCH_POINTS;
 
 /// A varint at `data[*at..]`, advancing `at`; None when it is cut short or too long.
-fn varint(data: &[u8], at: &mut usize) -> Option<u64> {
+/// (As protobuf reads one: its tenth byte holds only the top bit, higher bits are refused.)
+pub(super) fn varint(data: &[u8], at: &mut usize) -> Option<u64> {
     let mut value = 0u64;
     for shift in (0..64).step_by(7) {
         let byte = *data.get(*at)?;
         *at += 1;
+        if shift == 63 && byte > 1 {
+            return None;
+        }
         value |= u64::from(byte & 0x7f) << shift;
         if byte < 0x80 {
             return Some(value);
