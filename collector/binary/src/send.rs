@@ -5,9 +5,9 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use backon::{BlockingRetryable, ExponentialBuilder};
+use backon::{BackoffBuilder, ExponentialBuilder};
 use tonic::metadata::MetadataValue;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 use tonic::Request;
@@ -19,6 +19,9 @@ use crate::contract::{code_name, transient};
 use crate::failpoints;
 use crate::fence::failed;
 use crate::spool::{SealedBatch, Spool};
+
+/// How often a wait between two tries looks whether sending must stop.
+const STOP_CHECK: Duration = Duration::from_millis(50);
 
 /// Where the workload token a batch carries comes from, looked up for every batch.
 #[derive(Clone)]
@@ -224,17 +227,20 @@ impl Sender {
                 if stop() {
                     return Ok(handled);
                 }
-                self.send_with_retries(batch, give_up_after)?;
+                self.send_with_retries(batch, give_up_after, stop)?;
                 handled += 1;
             }
         }
         Ok(handled)
     }
 
+    /// Tries `batch` until it is settled, `give_up_after` has passed, or `stop` (a drain's
+    /// end: the wait between two tries ends with it).
     fn send_with_retries(
         &mut self,
         batch: &SealedBatch,
         give_up_after: Duration,
+        stop: &dyn Fn() -> bool,
     ) -> Result<(), Transient> {
         let backoff = ExponentialBuilder::default()
             .with_min_delay(Duration::from_millis(100))
@@ -245,19 +251,28 @@ impl Sender {
             .with_jitter_seed(self.jitter_seed)
             .with_total_delay(Some(give_up_after))
             .without_max_times();
-        let attempt = || {
+        let mut waits = backoff.build();
+        loop {
             let answer = self
                 .push_all(std::slice::from_ref(batch))
                 .pop()
-                .unwrap_or_else(|| Err(Transient("no answer".into())))?;
-            self.settle(batch, answer)
-        };
-        attempt
-            .retry(backoff)
-            .sleep(std::thread::sleep)
-            .notify(|e: &Transient, wait| {
-                log::warn!("retrying batch {} in {wait:?}: {}", batch.sequence, e.0)
-            })
-            .call()
+                .unwrap_or_else(|| Err(Transient("no answer".into())));
+            let failed = match answer.and_then(|answer| self.settle(batch, answer)) {
+                Ok(()) => return Ok(()),
+                Err(failed) => failed,
+            };
+            let Some(wait) = waits.next().filter(|_| !stop()) else {
+                return Err(failed);
+            };
+            log::warn!(
+                "retrying batch {} in {wait:?}: {}",
+                batch.sequence,
+                failed.0
+            );
+            let until = Instant::now() + wait;
+            while !stop() && Instant::now() < until {
+                std::thread::sleep(STOP_CHECK.min(until - Instant::now()));
+            }
+        }
     }
 }
