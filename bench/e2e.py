@@ -2,11 +2,20 @@
 
 Needs the real services (``eval "$(scripts/services up)"``). Prints points/s for:
 
-  read+seal   JSONL file → sealed batches in the SQLite spool (collector reader)
-  send        spool → ingest (TLS, token check) → Kafka acks=all → spool delete
+  read+seal   JSONL file → sealed batches in the SQLite spool: the collector binary
+              (collector/binary, x86_64 musl) started with ingest unreachable, until its
+              spool says the file is read to its end (polled every 5 ms)
+  send        that spool → ingest (TLS, token check) → Kafka acks=all → spool delete: the
+              collector started again on it with ingest up, until it exits, all sent
   project     Kafka → faust projector → PostgreSQL (first to last point seen)
   end-to-end  collector process started → every point in PostgreSQL (with when the
               first point was stored and when the collector was done)
+  first batch a collector started on a file of 100 lines (one batch) → that batch ACKed by
+              ingest and the collector exited (median of 5): an upper bound of start → first
+              batch sent
+
+The binary is scripts/collector-binary's (TUNEPLANE_COLLECTOR_BINARY_DIR, default
+~/.cache/tuneplane/cargo-target).
 
     uv run python bench/e2e.py [--points 1000000] [--tags 5] [--batch-points 10000]
 """
@@ -16,6 +25,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -26,17 +37,14 @@ import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tests.support.collector_binary import wait_read
 from tests.support.credentials import workload_token
 from tests.support.environment import Endpoints, bench_workspace, free_port
 from tests.support.kafka import group_at_end
 from tests.support.processes import Process, collector_args, start_ingest, start_projector
 from tests.support.readmodels import first_and_last
 from tests.support.truth import write_jsonl
-from tuneplane.collector.reader import SourceReader, SourceSpec
-from tuneplane.collector.sender import Sender, Target
-from tuneplane.collector.spool import Spool
 from tuneplane.telemetry.v1.identity import MemberKey
-from tuneplane.telemetry.v1.limits import MAX_BATCH_BYTES
 
 COUNT = """SELECT coalesce(sum(c.n), 0) FROM series s JOIN curve_chunks c USING (series_id)
            WHERE s.run_id = $1"""
@@ -51,6 +59,53 @@ async def wait_points(db: asyncpg.Connection, run_id: str, expected: int) -> tup
     async def count() -> int:
         return int(await db.fetchval(COUNT, run_id))
     return await first_and_last(count, expected, f"points of run {run_id}")
+
+
+def collector(args: list[str], log: Path) -> subprocess.Popen[str]:
+    """The collector binary with ``args``, saying only warnings, into ``log``; its spool is
+    never full and a stop drains for a second at most."""
+    with log.open("a") as said:
+        return subprocess.Popen([*args, "--loglevel", "WARNING"], stderr=said, text=True,
+                                env={**os.environ, "TUNEPLANE_TELEMETRY_SPOOL_BYTES": str(1 << 40),
+                                     "TUNEPLANE_TELEMETRY_DRAIN_SECONDS": "1"})
+
+
+def read_and_seal(args: list[str], spool: Path, source: Path, log: Path) -> float:
+    """Seconds from starting the collector (``args``: ingest unreachable) to ``source`` sealed
+    to its end in ``spool``; the collector is stopped then."""
+    started = time.perf_counter()
+    process = collector(args, log)
+    sealed = wait_read(process, spool, [source], poll=0.005, timeout=600)
+    seconds = time.perf_counter() - started
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=60)
+    assert sealed, log.read_text()
+    return seconds
+
+
+def until_exit(args: list[str], log: Path) -> float:
+    """Seconds from starting the collector with ``--exit-when-idle`` to its exit, having
+    delivered everything."""
+    started = time.perf_counter()
+    process = collector([*args, "--exit-when-idle"], log)
+    assert process.wait(timeout=600) == 0, log.read_text()
+    return time.perf_counter() - started
+
+
+def first_batch_ms(endpoints: Endpoints, ingest_port: int, tls_dir: Path, work: Path) -> float:
+    """Median milliseconds from a collector's start on a 100-line file to its exit with the
+    one batch ACKed (5 runs, each a run of its own)."""
+    source = work / "small.jsonl"
+    write_jsonl(source, range(100), ["loss"])
+    times = []
+    for _ in range(5):
+        run_id = f"bench-{uuid.uuid4().hex[:8]}"
+        member = MemberKey(run_id, 1, "rank-0")
+        token = workload_token(endpoints, member, work / f"token-{run_id}")
+        times.append(until_exit(collector_args(
+            ingest_port, tls_dir, token, member, work / f"spool-{run_id}", {"train": source}),
+            work / "first-batch.log") * 1000)
+    return statistics.median(times)
 
 
 async def end_to_end(endpoints: Endpoints, ingest_port: int, tls_dir: Path, work: Path,
@@ -102,20 +157,16 @@ async def main() -> None:
         # Stages one at a time: no projector runs while the spool is read and sent.
         run_id = f"bench-{uuid.uuid4().hex[:8]}"
         member = MemberKey(run_id, 1, "rank-0")
-        spool = Spool(work / "spool-stages", MemberKey(run_id, 1, "rank-0"))
-        reader = SourceReader(spool, [SourceSpec("train", source)],
-                              max_points=args.batch_points, max_bytes=MAX_BATCH_BYTES * 3 // 4,
-                              spool_bytes=1 << 40, clock=time.time)
-        started = time.perf_counter()
-        while not reader.run_once():
-            pass
-        print(f"read+seal   {rate(reader.points_read, time.perf_counter() - started)}")
-        sender = Sender(spool, Target(f"localhost:{ingest.port}", tls_dir / "ca.pem",
-                                      workload_token(endpoints, member, work / "token")))
-        started = time.perf_counter()
-        await asyncio.to_thread(sender.run_once)
-        print(f"send        {rate(sender.sent_points, time.perf_counter() - started)}")
-        sender.close()
+        token = workload_token(endpoints, member, work / "token")
+        spool, log = work / "spool-stages", work / "stages.log"
+        staged = [*collector_args(free_port(), tls_dir, token, member, spool,
+                                  {"train": source}, "--max-batch-points",
+                                  str(args.batch_points))]
+        seconds = read_and_seal(staged, spool, source, log)
+        print(f"read+seal   {rate(points, seconds)}")
+        staged[staged.index("--target") + 1] = f"localhost:{ingest.port}"
+        seconds = until_exit(staged, log)
+        print(f"send        {rate(points, seconds)}  (with the collector's start and exit)")
         projector = start_projector(endpoints, work / "projector.log", env=group)
         first, last = await wait_points(db, run_id, points)
         print(f"project     {rate(points, last - first)}")
@@ -126,6 +177,8 @@ async def main() -> None:
         print(f"end-to-end  {rate(points, seconds)}")
         print(f"            first point stored after {first:.2f} s, collector done after "
               f"{done:.2f} s")
+        print(f"first batch {first_batch_ms(endpoints, ingest.port, tls_dir, work):.1f} ms from "
+              "a collector's start to its one batch ACKed and its exit (median of 5)")
     finally:
         if projector is not None:  # a projector left behind would skew the next run
             projector.stop()

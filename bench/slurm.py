@@ -108,8 +108,6 @@ async def main() -> None:
     args = parser.parse_args()
     endpoints = Endpoints.from_environ(os.environ)
     work, tls_dir = bench_workspace(endpoints, "tuneplane-bench-slurm-")
-    os.environ.setdefault("TUNEPLANE_COLLECTOR_BINARY_DIR",
-                          str(Path.home() / ".cache" / "tuneplane" / "cargo-target"))
     artifact = collector_artifact(HOST_TARGET, work / "artifacts")  # scripts/collector-binary
     ingest = start_ingest(endpoints, tls_dir, free_port(), work / "ingest.log")
     projector = start_projector(endpoints, work / "projector.log")

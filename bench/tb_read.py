@@ -1,18 +1,19 @@
-"""TensorBoard event-file reading: our reader against TensorBoard's own, and the collector's
-cost while it follows a growing file.
+"""TensorBoard event-file reading: the collector against TensorBoard's own reader, and the
+collector's cost while it follows a growing file.
 
-    uv run python bench/tb_read.py [--events 1000000] [--follow-seconds 20] [--collector DIR]
+    uv run python bench/tb_read.py [--events 1000000] [--follow-seconds 20]
+
+The collector is the static binary (collector/binary, x86_64 musl) as scripts/collector-binary
+builds it into TUNEPLANE_COLLECTOR_BINARY_DIR (default ~/.cache/tuneplane/cargo-target).
 
 1. One file of N scalar events (TF1 ``simple_value``, as PyTorch writes them) is read by
-   TensorBoard's ``EventFileLoader`` (parse only) and by our reader (framing, CRC checks
-   and decoding into scalar columns, in batches of 10,000 points); events/s and the ratio.
-2. A ``tuneplane-collector run`` process follows a file growing at 10,000 points/s and
-   sends to a real ingest (services must be up: ``eval "$(scripts/services up)"``); its
-   CPU (share of one core) and peak RSS (VmHWM) are read from /proc. Twice, one after the
-   other: the static binary (collector/binary, x86_64 musl, as scripts/collector-binary
-   builds it into TUNEPLANE_COLLECTOR_BINARY_DIR, default ~/.cache/tuneplane/cargo-target),
-   then the Python collector as its artifact deploys it (built from this checkout, or the
-   artifact ``--collector`` names), started by its launcher; then the ratios.
+   TensorBoard's ``EventFileLoader`` (parse only), and by the collector's ``run`` with
+   ingest unreachable: framing, CRC checks, decoding into scalar columns and sealing in its
+   SQLite spool, in batches of 10,000 points, until its spool says the file is read to its
+   end (polled every 5 ms); events/s and the ratio.
+2. ``tuneplane-collector run`` follows a file growing at 10,000 points/s and sends to a
+   real ingest (services must be up: ``eval "$(scripts/services up)"``); its CPU (share of
+   one core) and peak RSS (VmHWM) are read from /proc.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -31,13 +33,11 @@ from tensorboard.compat.proto import event_pb2, summary_pb2
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tests.support.collector_binary import HOST_TARGET, binary, wait_read
 from tests.support.credentials import workload_token
-from tests.support.environment import ROOT, Endpoints, free_port, run_admin
+from tests.support.environment import Endpoints, free_port, run_admin
 from tests.support.processes import collector_args, start_ingest
-from tuneplane.collector import native, tensorboard
-from tuneplane.collector.artifact import build
-from tuneplane.collector.draft import Position
-from tuneplane.collector.tfrecord import frame
+from tests.support.truth import frame
 from tuneplane.common.gateway import tls
 from tuneplane.telemetry.v1.identity import MemberKey
 
@@ -57,15 +57,27 @@ def read_with_tensorboard(path: Path) -> tuple[int, float]:
     return count, time.perf_counter() - started
 
 
-def read_with_ours(path: Path, *, compiled: bool = True) -> tuple[int, float]:
-    started = time.perf_counter()
-    position, points, size = Position(), 0, path.stat().st_size
-    while position.offset < size:
-        read = tensorboard.read_file(path, path.name, "tb", position, max_points=10_000,
-                                     max_bytes=3 << 20, compiled=compiled)
-        points += read.draft.points
-        position = read.position
-    return points, time.perf_counter() - started
+def read_with_ours(path: Path, work: Path) -> float:
+    """Seconds from starting the collector on ``path``'s directory (ingest unreachable) to
+    ``path`` sealed to its end in its spool."""
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "token").write_text("not-a-token\n")
+    tls.generate(["localhost"], now=dt.datetime.now(dt.UTC)).write(work / "tls")
+    spool = work / "spool-read"
+    args = collector_args(free_port(), work / "tls", work / "token", MemberKey("r", 1, "m"),
+                          spool, {}, "--max-batch-points", "10000", "--tensorboard",
+                          f"tb={path.parent}", "--loglevel", "WARNING")
+    with (work / "read.log").open("w") as log:
+        started = time.perf_counter()
+        collector = subprocess.Popen(args, stderr=log, text=True, env={
+            **os.environ, "TUNEPLANE_TELEMETRY_SPOOL_BYTES": str(1 << 40),
+            "TUNEPLANE_TELEMETRY_DRAIN_SECONDS": "1"})
+        sealed = wait_read(collector, spool, [path], poll=0.005, timeout=600)
+        seconds = time.perf_counter() - started
+        collector.send_signal(signal.SIGTERM)
+        collector.wait(timeout=60)
+    assert sealed, (work / "read.log").read_text()
+    return seconds
 
 
 def cpu_seconds(pid: int) -> float:
@@ -146,21 +158,18 @@ def follow(work: Path, seconds: float, program: Path, name: str,
 
 
 def read(path: Path, count: int) -> None:
+    path.parent.mkdir()
     with path.open("wb") as out:
         for first in range(0, count, 100_000):
             out.write(events(first, min(100_000, count - first)))
     print(f"{count:,} scalar events, {path.stat().st_size / 1e6:.1f} MB")
     theirs, their_time = read_with_tensorboard(path)
+    assert theirs == count, theirs
     print(f"tensorboard {theirs / their_time:>12,.0f} events/s  (EventFileLoader, parse only)")
-    mine, my_time = read_with_ours(path)
-    assert mine == theirs == count, (mine, theirs)
-    print(f"tuneplane   {mine / my_time:>12,.0f} events/s  (framing, CRC-32C, decode to columns)")
+    my_time = read_with_ours(path, path.parent.parent / "read")
+    print(f"tuneplane   {count / my_time:>12,.0f} events/s  (the collector's start, framing, "
+          "CRC-32C, decode to columns, sealed in its spool)")
     print(f"ratio       {their_time / my_time:.1f}x TensorBoard's loader")
-    if native.compiled() is not None:
-        python, python_time = read_with_ours(path, compiled=False)
-        assert python == count
-        print(f"python path {python / python_time:>12,.0f} events/s  (the same without the "
-              "compiled reader: the fallback)")
 
 
 def main() -> None:
@@ -168,26 +177,14 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--follow-seconds", type=float, default=20.0)
-    parser.add_argument("--collector", type=Path, help="the artifact directory to follow "
-                        "with (default: built from this checkout)")
     parser.add_argument("--memory-detail", action="store_true",
                         help="also print the collector's threads and largest mappings")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="tuneplane-tbbench-"))
-    if args.follow_seconds > 0:
-        artifact = args.collector or build(ROOT, work / "artifacts")
     if args.events > 0:
-        read(work / "events.out.tfevents.1.bench", args.events)
+        read(work / "logs" / "events.out.tfevents.1.bench", args.events)
     if args.follow_seconds > 0:
-        built = Path(os.environ.get("TUNEPLANE_COLLECTOR_BINARY_DIR") or
-                     Path.home() / ".cache" / "tuneplane" / "cargo-target")
-        binary = built / "x86_64-unknown-linux-musl" / "release" / "tuneplane-collector"
-        cpu, peak = follow(work, args.follow_seconds, binary, "binary", args.memory_detail)
-        their_cpu, their_peak = follow(work, args.follow_seconds,
-                                       artifact / "bin" / "tuneplane-collector", "python",
-                                       args.memory_detail)
-        print(f"ratio       the binary takes {their_cpu / max(cpu, 1e-9):.1f}x less CPU and "
-              f"{their_peak / peak:.1f}x less memory than the Python collector")
+        follow(work, args.follow_seconds, binary(HOST_TARGET), "binary", args.memory_detail)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tuneplane.admin.settings import AdminSettings
-from tuneplane.collector.settings import CollectorSettings
+from tuneplane.contract.collector import CollectorSettings
 from tuneplane.contract.settings import Settings, Variable, describe
 from tuneplane.control.settings import ControlSettings
 from tuneplane.exporter.settings import ExporterSettings

@@ -10,8 +10,7 @@ from typing import TypeGuard
 
 from tests.support.environment import ROOT
 
-SOURCES = [ROOT / "protos" / "src", ROOT / "collector" / "src",
-           *sorted((ROOT / "services").glob("*/src"))]
+SOURCES = [ROOT / "protos" / "src", *sorted((ROOT / "services").glob("*/src"))]
 
 
 def is_os_environ(node: ast.AST) -> TypeGuard[ast.Attribute]:
@@ -51,8 +50,7 @@ def builds_settings(path: Path) -> bool:
 def test_each_deployable_builds_its_settings_in_its_cli_entry_only() -> None:
     calls = sorted(str(path.relative_to(ROOT)) for source in SOURCES
                    for path in source.rglob("*.py") if builds_settings(path))
-    assert calls == ["collector/src/tuneplane/collector/cli.py",
-                     "services/admin/src/tuneplane/admin/cli.py",
+    assert calls == ["services/admin/src/tuneplane/admin/cli.py",
                      "services/control/src/tuneplane/control/cli.py",
                      "services/exporter/src/tuneplane/exporter/cli.py",
                      "services/ingest/src/tuneplane/ingest/cli.py",

@@ -1,6 +1,7 @@
 """The package map holds: who may import whom, and every import is declared.
 
-- the contract (``protos/``) imports only itself; the collector only the contract;
+- the contract (``protos/``) imports only itself (the collector, ``collector/binary``, is
+  Rust: it compiles the contract's protos and imports no Python);
 - common and the control plane import no service; no service imports another;
 - a distribution that imports ``tuneplane.common.<x>`` declares ``tuneplane-common[x]``
   (each extra installs one adapter's client), and declares every workspace package it
@@ -30,7 +31,6 @@ class Package:
 
 PACKAGES = {p.directory: p for p in (
     Package("protos", CONTRACT, ()),
-    Package("collector", ("tuneplane.collector",), ("protos",)),
     Package("services/common", ("tuneplane.common",), ("protos",)),
     Package("services/controlplane", ("tuneplane.controlplane",),
             ("protos", "services/common")),
@@ -74,7 +74,7 @@ def declared(package: Package) -> dict[str, set[str]]:
     return out
 
 
-DISTRIBUTION = {"protos": "tuneplane-contract", "collector": "tuneplane-collector",
+DISTRIBUTION = {"protos": "tuneplane-contract",
                 **{d: "tuneplane-" + d.split("/")[1] for d in PACKAGES if "/" in d}}
 
 

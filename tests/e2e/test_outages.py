@@ -13,24 +13,13 @@ from pathlib import Path
 
 import asyncpg
 
+from tests.support.collector_binary import spool_status
 from tests.support.credentials import workload_token
 from tests.support.environment import Endpoints, free_port
 from tests.support.processes import Process, collector_args, run_collector, start_ingest
 from tests.support.readmodels import curve_points, wait_for_points
 from tests.support.truth import assert_exact, write_jsonl
-from tuneplane.collector.spool import SpoolError, SpoolNotReady, status
 from tuneplane.telemetry.v1.identity import MemberKey
-
-
-def spool_status(spool: Path) -> dict[str, object]:
-    try:
-        return status(spool)
-    except SpoolNotReady:  # the collector is still creating it
-        return {}
-    except SpoolError:
-        if (spool / "spool.sqlite3").exists():
-            raise
-        return {}
 
 
 async def test_spool_full_pauses_reading_then_everything_arrives_when_ingest_comes_back(

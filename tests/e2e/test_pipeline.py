@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import asyncpg
-import grpc
 import numpy as np
 
 from tests.support.credentials import workload_token
@@ -17,11 +13,7 @@ from tests.support.environment import Endpoints
 from tests.support.processes import Process, collector_args, run_collector
 from tests.support.readmodels import curve_points, wait_for_points
 from tests.support.truth import assert_exact, write_jsonl
-from tuneplane.collector.collector import Collector, CollectorConfig
-from tuneplane.collector.reader import SourceSpec
-from tuneplane.collector.sender import Target
 from tuneplane.telemetry.v1.identity import MemberKey
-from tuneplane.telemetry.v1.limits import MAX_BATCH_BYTES
 
 
 async def test_every_point_arrives_once_with_its_step_and_value(
@@ -56,63 +48,6 @@ async def test_malformed_line_is_reported_and_the_rest_delivered(
     assert f"{path}:102: not JSON" in done.stderr
     assert await wait_for_points(db, run_id, len(truth)) == len(truth)
     assert_exact(await curve_points(db, run_id), truth, "rank-1", "train")
-
-
-class DropFirstReplies(grpc.UnaryUnaryClientInterceptor):
-    """The call reaches ingest and completes there; its reply is lost on the way back."""
-
-    def __init__(self, drops: int) -> None:
-        self.drops = drops
-        self.dropped = 0
-        self.sent: list[bytes] = []
-
-    def intercept_unary_unary(
-        self, continuation: Callable[[grpc.ClientCallDetails, Any], Any],
-        client_call_details: grpc.ClientCallDetails, request: Any,
-    ) -> Any:
-        self.sent.append(request.batch)
-        outcome = continuation(client_call_details, request)
-        outcome.result()  # the server has answered: the batch is durable in Kafka
-        if self.dropped < self.drops:
-            self.dropped += 1
-            raise LostReply()
-        return outcome
-
-
-class LostReply(grpc.RpcError):
-    def code(self) -> grpc.StatusCode:
-        return grpc.StatusCode.UNAVAILABLE
-
-    def details(self) -> str:
-        return "connection reset after the request was delivered (injected)"
-
-
-async def test_lost_ack_resends_the_same_batch_and_postgres_holds_each_point_once(
-        initialised: Endpoints, ingest: Process, projector: Process, tls_dir: Path,
-        tmp_path: Path, run_id: str, db: asyncpg.Connection) -> None:
-    member = MemberKey(run_id, 1, "rank-0")
-    truth = write_jsonl(tmp_path / "m.jsonl", range(3000), ["loss", "acc"])
-    drop = DropFirstReplies(drops=3)
-    collector = Collector(CollectorConfig(
-        owner=MemberKey(run_id, 1, "rank-0"), spool_dir=tmp_path / "spool",
-        target=Target(f"localhost:{ingest.port}", tls_dir / "ca.pem",
-                      workload_token(initialised, member, tmp_path / "token")),
-        sources=[SourceSpec("train", tmp_path / "m.jsonl")], max_batch_points=1000,
-        max_batch_bytes=MAX_BATCH_BYTES // 2, interceptors=[drop]))
-    while not collector.reader.run_once():
-        pass
-    await asyncio.to_thread(collector.sender.run_once)
-    collector.close()
-    assert drop.dropped == 3
-    assert collector.sender.sent_batches == 6  # every batch ACKed in the end
-    assert len(drop.sent) == 9
-    # Three batches went out twice, each time with the same identity and the same bytes.
-    assert sorted(Counter(drop.sent).values()) == [1, 1, 1, 2, 2, 2]
-    assert await wait_for_points(db, run_id, len(truth)) == len(truth)
-    await asyncio.sleep(1.0)
-    assert_exact(await curve_points(db, run_id), truth, "rank-0", "train")
-    resent = await db.fetch("SELECT batch_id FROM batch_ledger WHERE run_id = $1", run_id)
-    assert len(resent) == 6
 
 
 async def test_tensorboard_logdir_scalars_arrive_once_with_steps_and_values(

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 from tensorboard.compat.proto import event_pb2, summary_pb2
 
-from tuneplane.collector.tfrecord import frame
+from tests.support.truth import frame
 
 PIECE = 250  # steps appended at once, each piece in two writes (half-written records)
 IMAGE_EVERY = 500

@@ -16,12 +16,12 @@ import grpc
 import pytest
 
 from tests.support.calls import push
+from tests.support.collector_binary import spool_status
 from tests.support.control import new_run
 from tests.support.credentials import workload_token
 from tests.support.environment import Endpoints
 from tests.support.processes import Process, collector_args, run_collector
 from tests.support.truth import batch, write_jsonl
-from tuneplane.collector import spool
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.controlplane import runs
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
@@ -108,7 +108,7 @@ async def test_a_refused_collector_keeps_its_batches_spooled(
     finally:
         if collector.poll() is None:
             collector.kill()
-    held = spool.status(tmp_path / "spool")
+    held = spool_status(tmp_path / "spool")
     pending = held["pending"]
     assert isinstance(pending, dict)
     assert pending["points"] == 1000

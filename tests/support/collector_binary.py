@@ -4,15 +4,20 @@ target, the aarch64 one run here under Debian's qemu-user-static."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
+
+from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 
 #: Each target and what runs its binary on this (x86_64) host.
 TARGETS = {"x86_64-unknown-linux-musl": (), "aarch64-unknown-linux-musl": ("qemu-aarch64-static",)}
@@ -20,12 +25,15 @@ TARGETS = {"x86_64-unknown-linux-musl": (), "aarch64-unknown-linux-musl": ("qemu
 HOST_TARGET = "x86_64-unknown-linux-musl"
 
 
+def built() -> Path:
+    """Where scripts/collector-binary builds: ``TUNEPLANE_COLLECTOR_BINARY_DIR`` (scripts/test
+    sets it), by default cargo's target directory in ~/.cache/tuneplane."""
+    return Path(os.environ.get("TUNEPLANE_COLLECTOR_BINARY_DIR") or
+                Path.home() / ".cache" / "tuneplane" / "cargo-target")
+
+
 def binary(target: str) -> Path:
-    built = os.environ.get("TUNEPLANE_COLLECTOR_BINARY_DIR", "")
-    if not built:
-        pytest.fail("TUNEPLANE_COLLECTOR_BINARY_DIR is not set: scripts/test builds the "
-                    "binaries (scripts/collector-binary) and sets it", pytrace=False)
-    path = Path(built) / target / "release" / "tuneplane-collector"
+    path = built() / target / "release" / "tuneplane-collector"
     if not path.is_file():
         pytest.fail(f"{path} is missing: run scripts/collector-binary", pytrace=False)
     return path
@@ -41,9 +49,8 @@ def artifact(target: str, out: Path) -> Path:
 
 def failpoints_binary() -> Path:
     """The host build with the ``failpoints`` feature: crash points for fault tests."""
-    built = os.environ.get("TUNEPLANE_COLLECTOR_BINARY_DIR", "")
-    path = Path(built) / "failpoints" / "tuneplane-collector"
-    if not built or not path.is_file():
+    path = built() / "failpoints" / "tuneplane-collector"
+    if not path.is_file():
         pytest.fail(f"{path} is missing: scripts/collector-binary builds it", pytrace=False)
     return path
 
@@ -73,7 +80,7 @@ def unreachable_args(tmp_path: Path, tls_dir: Path, *extra: str) -> list[str]:
 
 
 def unreachable_run(target: str, tmp_path: Path, tls_dir: Path, sources: dict[str, Path],
-                    *extra: str, read: list[Path] | None = None,
+                    *extra: str, read: list[Path] | None = None, max_points: int = 250,
                     ) -> subprocess.CompletedProcess[str]:
     """``run`` of member run-1/2/rank-0 against an ingest that is not there, spooled in
     ``tmp_path/spool``, until it has read each file of ``read`` (default: the JSONL
@@ -85,20 +92,49 @@ def unreachable_run(target: str, tmp_path: Path, tls_dir: Path, sources: dict[st
     args = [*command(target), "run", "--run", "run-1", "--attempt", "2", "--member", "rank-0",
             "--spool", str(spool), "--target", "localhost:1", "--ca-file",
             str(tls_dir / "ca.pem"), "--token-file", str(tmp_path / "token"),
-            "--max-batch-points", "250", *extra]
+            "--max-batch-points", str(max_points), *extra]
     for source_id, path in sources.items():
         args += ["--source", f"{source_id}={path}"]
-    ends = sorted(path.stat().st_size for path in (read or list(sources.values())))
-    collector = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env={
-        **os.environ, "TUNEPLANE_TELEMETRY_DRAIN_SECONDS": "1"})
-    deadline = time.monotonic() + 60
+    with tempfile.TemporaryFile("w+") as said:
+        collector = subprocess.Popen(args, stderr=said, text=True, env={
+            **os.environ, "TUNEPLANE_TELEMETRY_DRAIN_SECONDS": "1"})
+        wait_read(collector, spool, read or list(sources.values()))
+        collector.send_signal(signal.SIGTERM)
+        collector.wait(timeout=60)
+        said.seek(0)
+        return subprocess.CompletedProcess(args, collector.returncode, "", said.read())
+
+
+def wait_read(collector: subprocess.Popen[str], spool: Path, files: list[Path], *,
+              poll: float = 0.1, timeout: float = 60) -> bool:
+    """Whether ``collector`` sealed each of ``files`` to its end (its spool says so) within
+    ``timeout`` seconds, its spool looked at every ``poll`` seconds; False when it ended
+    first or the time ran out."""
+    ends = sorted(path.stat().st_size for path in files)
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and collector.poll() is None:
-        status = run("x86_64-unknown-linux-musl", "spool", "status", str(spool))
-        if status.returncode == 0:
-            offsets = [p["offset"] for p in json.loads(status.stdout)["positions"]]
-            if all(offsets.count(end) >= ends.count(end) for end in ends):
-                break
-        time.sleep(0.1)
-    collector.send_signal(signal.SIGTERM)
-    _, stderr = collector.communicate(timeout=60)
-    return subprocess.CompletedProcess(args, collector.returncode, "", stderr)
+        positions = spool_status(spool).get("positions", [])
+        assert isinstance(positions, list)
+        offsets = [p["offset"] for p in positions]
+        if all(offsets.count(end) >= ends.count(end) for end in ends):
+            return True
+        time.sleep(poll)
+    return False
+
+
+def spooled(spool: Path) -> list[pb.Batch]:
+    """The batches sealed in ``spool`` and not yet delivered, in sequence order."""
+    with contextlib.closing(sqlite3.connect(spool / "spool.sqlite3")) as db:
+        rows = db.execute("SELECT payload FROM batches ORDER BY sequence").fetchall()
+    return [pb.Batch.FromString(payload) for (payload,) in rows]
+
+
+def spool_status(spool: Path) -> dict[str, object]:
+    """``spool status`` of ``spool``; empty while a collector is still creating it (no
+    database yet, or no tables yet)."""
+    done = run(HOST_TARGET, "spool", "status", str(spool))
+    if done.returncode != 0:
+        assert b"has no tables yet" in done.stderr or b"not found" in done.stderr, done.stderr
+        return {}
+    shown: dict[str, object] = json.loads(done.stdout)
+    return shown

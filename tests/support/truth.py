@@ -3,14 +3,29 @@
 from __future__ import annotations
 
 import json
+import struct
 from pathlib import Path
 from typing import TypeAlias
 
+import crc32c
 from tensorboard.compat.proto import event_pb2, summary_pb2
 
-from tuneplane.collector.tfrecord import frame
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.identity import MemberKey
+
+
+def masked_crc(data: bytes) -> int:
+    """TFRecord's masked CRC-32C of ``data``."""
+    crc = crc32c.crc32c(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def frame(data: bytes) -> bytes:
+    """One TFRecord of ``data``: its length, the length's masked CRC, the data, the data's
+    masked CRC (little-endian), as TensorBoard's writers frame an event."""
+    length = struct.pack("<Q", len(data))
+    return (length + struct.pack("<I", masked_crc(length)) + data
+            + struct.pack("<I", masked_crc(data)))
 
 
 def write_jsonl(path: Path, steps: range, tags: list[str], *, append: bool = False,

@@ -26,7 +26,7 @@ from google.protobuf.json_format import MessageToDict
 from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2
 
 from tests.support.collector_binary import TARGETS, unreachable_run
-from tuneplane.collector.tfrecord import frame
+from tests.support.truth import frame
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 
 CORPUS = Path(__file__).with_name("sealed.json")

@@ -6,8 +6,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-import pytest
-
+from tests.support.collector_binary import HOST_TARGET, spooled, unreachable_run
 from tests.support.truth import (
     Run,
     Written,
@@ -17,38 +16,39 @@ from tests.support.truth import (
     write_old_style_logdir,
     write_restart_logdir,
 )
-from tuneplane.collector.reader import SourceKind, SourceReader, SourceSpec
-from tuneplane.collector.spool import Spool
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
-from tuneplane.telemetry.v1.identity import BatchKey, MemberKey
+from tuneplane.telemetry.v1.identity import BatchKey
 from tuneplane.web.purge import Marker, batch_order, cuts, kept, markers_of_series
 
 Points = list[tuple[int, float, float]]
 
 
-def sealed(logdir: Path, spool_dir: Path, max_points: int) -> list[pb.Batch]:
-    spool = Spool(spool_dir, MemberKey("r", 1, "m"))
-    reader = SourceReader(spool, [SourceSpec("tb", logdir, SourceKind.TENSORBOARD)],
-                          max_points=max_points, max_bytes=1 << 20, spool_bytes=1 << 30,
-                          clock=lambda: 5.0)
-    while not reader.run_once():
-        pass
-    return [pb.Batch.FromString(b.payload) for b in spool.pending(limit=10_000)]
+def sealed(logdirs: dict[str, Path], where: Path, tls_dir: Path,
+           max_points: int) -> list[pb.Batch]:
+    """What the collector binary seals of each TensorBoard log directory (source id → its
+    directory), every batch left in its spool (no ingest to send to)."""
+    events = [f for logdir in logdirs.values() for f in logdir.rglob("events.out.tfevents.*")]
+    done = unreachable_run(HOST_TARGET, where, tls_dir, {}, *(
+        a for source, logdir in logdirs.items() for a in ("--tensorboard", f"{source}={logdir}")),
+        read=events, max_points=max_points)
+    assert done.returncode == 3, done.stderr  # all spooled, none delivered
+    return spooled(where / "spool")
 
 
 def batch_id(batch: pb.Batch) -> str:
     return BatchKey.from_proto(batch.identity).batch_id
 
 
-def canonical(batches: list[pb.Batch]) -> dict[Run, Points]:
-    """Each series' points in read order after the purge, as the canonical view keeps them."""
+def canonical(batches: list[pb.Batch], source: str = "tb") -> dict[Run, Points]:
+    """Each series of ``source``: its points in read order after the purge, as the canonical
+    view keeps them."""
     markers = [Marker(batch_id(b), m.file, m.step, i, tuple(m.tags))
-               for b in batches for i, m in enumerate(b.session_starts)]
+               for b in batches for i, m in enumerate(b.session_starts) if m.source == source]
     epochs = {b.identity.spool_epoch: 0.0 for b in batches}
     ids = [batch_id(b) for b in sorted(batches, key=lambda b: batch_order(batch_id(b), epochs))]
     runs: dict[Run, Points] = {}
     for batch in batches:
-        for chunk in batch.chunks:
+        for chunk in (c for c in batch.chunks if c.source == source):
             series_markers = markers_of_series(markers, chunk.run_path, chunk.tag)
             cut = cuts(ids, series_markers, epochs).get(batch_id(batch))
             arrays = (list(chunk.steps), list(chunk.wall_times), list(chunk.values))
@@ -58,7 +58,8 @@ def canonical(batches: list[pb.Batch]) -> dict[Run, Points]:
     return runs
 
 
-def test_restarts_purge_like_tensorboard_and_out_of_order_steps_stay(tmp_path: Path) -> None:
+def test_restarts_purge_like_tensorboard_and_out_of_order_steps_stay(tmp_path: Path,
+                                                                     tls_dir: Path) -> None:
     logdir = tmp_path / "logs"
     write_restart_logdir(logdir)
     truth = tensorboard_purged(logdir)
@@ -70,7 +71,7 @@ def test_restarts_purge_like_tensorboard_and_out_of_order_steps_stay(tmp_path: P
         *range(81), 40, *range(81, 100), *range(100, 160)]
     assert [s for s, _, _ in truth[("sub", "loss")]] == [*range(10), *range(10, 21)]
     for max_points in (1000, 37, 7):  # one batch per file .. many, cut inside chunks
-        batches = sealed(logdir, tmp_path / f"spool-{max_points}", max_points)
+        batches = sealed({"tb": logdir}, tmp_path / f"at-{max_points}", tls_dir, max_points)
         assert sum(len(b.session_starts) for b in batches) == 4
         assert canonical(batches) == truth, max_points
 
@@ -88,7 +89,7 @@ def test_a_restart_purges_only_its_own_run_and_the_first_start_nothing(tmp_path:
 
 
 def test_old_style_files_purge_out_of_order_steps_by_tag_like_tensorboard(
-        tmp_path: Path) -> None:
+        tmp_path: Path, tls_dir: Path) -> None:
     logdir = tmp_path / "logs"
     write_old_style_logdir(logdir)
     truth = tensorboard_purged(logdir)
@@ -101,7 +102,7 @@ def test_old_style_files_purge_out_of_order_steps_by_tag_like_tensorboard(
         *range(20), *range(10, 25), *range(15, 20), 3]
     assert [s for s, _, _ in truth[("kept", "loss")]] == [*range(12), 5, 12, 13, 14]
     for max_points in (1000, 7, 1):
-        batches = sealed(logdir, tmp_path / f"spool-{max_points}", max_points)
+        batches = sealed({"tb": logdir}, tmp_path / f"at-{max_points}", tls_dir, max_points)
         assert canonical(batches) == truth, max_points
         markers = [m for b in batches for m in b.session_starts]
         assert sorted((m.file, m.step, list(m.tags)) for m in markers if m.tags) == [
@@ -130,20 +131,23 @@ def random_file(rng: random.Random) -> list[Written]:
     return events
 
 
-@pytest.mark.parametrize("seed", range(40))
 def test_random_event_sequences_purge_like_tensorboards_accumulator(tmp_path: Path,
-                                                                    seed: int) -> None:
-    """Runs of one to three files, each with or without a file_version, holding scalars of
-    a few tags at wandering steps, histograms and STARTs: the canonical view of what the
-    collector sealed equals TensorBoard's multiplexer on the same files."""
-    rng = random.Random(seed)
-    logdir = tmp_path / "logs"
-    for run in ("", "r1", "r2/deep"):
-        for n in range(rng.randrange(1, 4)):
-            version = rng.choice((None, None, "brain.Event:2", "brain.Event:1"))
-            write_events(logdir / run / f"events.out.tfevents.{n}.x", random_file(rng),
-                         file_version=version)
-    truth = tensorboard_purged(logdir)
+                                                                    tls_dir: Path) -> None:
+    """Forty log directories, each of runs of one to three files, each with or without a
+    file_version, holding scalars of a few tags at wandering steps, histograms and STARTs:
+    the canonical view of what the collector sealed of each (one collector reading all forty
+    as sources) equals TensorBoard's multiplexer on the same files."""
+    logdirs: dict[str, Path] = {}
+    for seed in range(40):
+        rng = random.Random(seed)
+        logdir = logdirs[f"tb{seed}"] = tmp_path / f"logs-{seed}"
+        for run in ("", "r1", "r2/deep"):
+            for n in range(rng.randrange(1, 4)):
+                version = rng.choice((None, None, "brain.Event:2", "brain.Event:1"))
+                write_events(logdir / run / f"events.out.tfevents.{n}.x", random_file(rng),
+                             file_version=version)
+    truths = {source: tensorboard_purged(logdir) for source, logdir in logdirs.items()}
     for max_points in (1000, 3):
-        assert canonical(sealed(logdir, tmp_path / f"spool-{max_points}", max_points)) == \
-            truth, (seed, max_points)
+        batches = sealed(logdirs, tmp_path / f"at-{max_points}", tls_dir, max_points)
+        for source, truth in truths.items():
+            assert canonical(batches, source) == truth, (source, max_points)

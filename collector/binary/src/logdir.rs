@@ -1,6 +1,5 @@
 //! The event files of a TensorBoard log directory: every `*tfevents*` file below it
-//! (sub-directories too: `add_scalars` writes there), in path order, within a bound (the
-//! rules of the Python collector's `logdir.event_files`). Symbolic links to directories are
+//! (sub-directories too: `add_scalars` writes there), in path order, within a bound. Symbolic links to directories are
 //! not followed; a directory that cannot be listed is passed over with the reason.
 
 use std::fs;

@@ -4,19 +4,22 @@ is read to a given offset, then its sealed batches (the SQLite spool) in sequenc
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from tests.support.collector_binary import HOST_TARGET, run, unreachable_args
-from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tests.support.collector_binary import (
+    HOST_TARGET,
+    run,
+    spool_status,
+    spooled,
+    unreachable_args,
+)
 
 Positions = dict[tuple[str, str], int]  # (source, file below it) -> offset read to
 Series = dict[tuple[str, str], list[tuple[int, float, float]]]  # (run, tag) -> points
@@ -73,10 +76,9 @@ def purged(records: list[dict[str, Any]]) -> Series:
 
 def positions(spool: Path) -> Positions:
     """Where each source file is read to; none while the collector is making the spool."""
-    done = run(HOST_TARGET, "spool", "status", str(spool))
-    if done.returncode != 0:
-        return {}
-    return {(p["source"], p["file"]): p["offset"] for p in json.loads(done.stdout)["positions"]}
+    found = spool_status(spool).get("positions", [])
+    assert isinstance(found, list)
+    return {(p["source"], p["file"]): p["offset"] for p in found}
 
 
 def collect(tmp_path: Path, tls_dir: Path, until: Positions, *sources: str,
@@ -109,17 +111,10 @@ def collect(tmp_path: Path, tls_dir: Path, until: Positions, *sources: str,
     return subprocess.CompletedProcess(collector.args, collector.returncode, "", stderr)
 
 
-def batches(spool: Path) -> list[pb.Batch]:
-    """The spool's sealed batches, in sequence order."""
-    with contextlib.closing(sqlite3.connect(spool / "spool.sqlite3")) as db:
-        rows = db.execute("SELECT payload FROM batches ORDER BY sequence").fetchall()
-    return [pb.Batch.FromString(payload) for (payload,) in rows]
-
-
 def spooled_series(spool: Path) -> Series:
     """The spool's scalars per (run path, tag), in batch order."""
     series: Series = {}
-    for batch in batches(spool):
+    for batch in spooled(spool):
         for chunk in batch.chunks:
             series.setdefault((chunk.run_path, chunk.tag), []).extend(
                 zip(chunk.steps, chunk.wall_times, chunk.values, strict=True))

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.collector.binary.collected import batches, collect
-from tests.support.collector_binary import TARGETS, run, unreachable_run
+from tests.collector.binary.collected import collect
+from tests.support.collector_binary import TARGETS, run, spooled, unreachable_run
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 
 READ_BYTES = 4 * 1024 * 1024  # a read's worth: a longer line is skipped
@@ -89,7 +89,7 @@ channels:
                    str(artifact))
     assert f"{channel}:2: line of {READ_BYTES + 25} bytes, over the {READ_BYTES} byte bound; " \
            "skipped" in done.stderr
-    records = [r for b in batches(tmp_path / "spool") for r in b.rich]
+    records = [r for b in spooled(tmp_path / "spool") for r in b.rich]
     assert [(r.step, json.loads(r.payload)) for r in records] == [
         (1, {"text": "before"}), (3, {"text": "after"})]
     assert records[1].offset == channel.stat().st_size - len(line(3, {"text": "after"}))

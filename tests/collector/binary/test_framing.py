@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.summary.writer.record_writer import RecordWriter
 
-from tests.collector.binary.collected import batches, collect
+from tests.collector.binary.collected import collect
+from tests.support.collector_binary import spooled
 from tests.support.truth import frame
 
 
@@ -50,6 +51,6 @@ def test_a_file_written_in_pieces_cut_anywhere_is_read_once_in_order(tmp_path: P
         complete = max(end for end in [0, *ends] if end <= cut)
         said += collect(tmp_path, tls_dir, {("tb", path.name): complete},
                         "--tensorboard", f"tb={logdir}").stderr
-    steps = [s for b in batches(tmp_path / "spool") for c in b.chunks for s in c.steps]
+    steps = [s for b in spooled(tmp_path / "spool") for c in b.chunks for s in c.steps]
     assert steps == list(range(40))
     assert f"{path.name}@" not in said, said

@@ -16,7 +16,7 @@ from pathlib import Path
 from tensorboard.compat.proto import event_pb2, summary_pb2
 
 from tests.support.collector_binary import command, run, unreachable_run
-from tuneplane.collector.tfrecord import frame
+from tests.support.truth import frame
 
 HOST = "x86_64-unknown-linux-musl"
 

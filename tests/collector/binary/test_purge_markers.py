@@ -9,7 +9,8 @@ from pathlib import Path
 
 from tensorboard.compat.proto import event_pb2, summary_pb2
 
-from tests.collector.binary.collected import batches, collect, purged, read, spooled_series
+from tests.collector.binary.collected import collect, purged, read, spooled_series
+from tests.support.collector_binary import spooled
 from tests.support.truth import (
     frame,
     tensorboard_purged,
@@ -62,7 +63,7 @@ def test_a_start_opens_its_batch_and_a_runs_files_are_read_in_order(
         ("tb", p.relative_to(logdir).as_posix()): p.stat().st_size
         for p in logdir.rglob("*tfevents*")}, "--tensorboard", f"tb={logdir}",
         "--max-batch-points", "37")
-    sealed = batches(tmp_path / "spool")
+    sealed = spooled(tmp_path / "spool")
     assert all(len(b.session_starts) <= 1 for b in sealed)
     assert spooled_series(tmp_path / "spool") == tensorboard_runs(logdir)  # in file order
     opened = [b for b in sealed if b.session_starts]
@@ -87,7 +88,7 @@ def test_a_step_back_in_an_old_style_file_opens_a_batch_with_its_tags_marker(
                      + b"".join(simple(s) for s in steps))
     collect(tmp_path, tls_dir, {("tb", path.name): path.stat().st_size},
             "--tensorboard", f"tb={logdir}")
-    sealed = batches(tmp_path / "spool")
+    sealed = spooled(tmp_path / "spool")
     assert [[(m.step, list(m.tags)) for m in b.session_starts] for b in sealed] == \
         [[], [(4, ["loss"])]]
     assert [list(c.steps) for b in sealed for c in b.chunks] == [list(range(10)), [4, 5, 6]]

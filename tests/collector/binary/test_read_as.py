@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.collector_binary import run, unreachable_args, unreachable_run
+from tests.support.collector_binary import spool_status, unreachable_args, unreachable_run
 from tests.support.users import public_place, system_user
 
 HOST = "x86_64-unknown-linux-musl"
@@ -40,11 +40,9 @@ def place() -> Iterator[tuple[Path, pwd.struct_passwd]]:
 def offsets(spool: Path) -> dict[str, int]:
     """Where each source is read to; none while the collector is still creating the spool
     (its directory exists, its tables not yet)."""
-    done = run(HOST, "spool", "status", str(spool))
-    if done.returncode != 0:
-        assert b"has no tables yet" in done.stderr or b"not found" in done.stderr, done.stderr
-        return {}
-    return {p["source"]: p["offset"] for p in json.loads(done.stdout)["positions"]}
+    positions = spool_status(spool).get("positions", [])
+    assert isinstance(positions, list)
+    return {p["source"]: p["offset"] for p in positions}
 
 
 @pytest.mark.parametrize("how", ["name", "numbers"])

@@ -12,7 +12,8 @@ import numpy as np
 from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2
 from tensorboard.util import tensor_util
 
-from tests.collector.binary.collected import batches, collect, read
+from tests.collector.binary.collected import collect, read
+from tests.support.collector_binary import spooled
 from tests.support.truth import frame
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 
@@ -48,7 +49,7 @@ def test_tensors_of_other_plugins_are_rich_records_never_scalars(tmp_path: Path,
     path.write_bytes(b"".join(records))
     done = collect(tmp_path, tls_dir, {("tb", path.name): path.stat().st_size},
                    "--tensorboard", f"tb={logdir}")
-    sealed = batches(tmp_path / "spool")
+    sealed = spooled(tmp_path / "spool")
     assert not [c for b in sealed for c in b.chunks], "a tensor was taken for a scalar"
     rich = [r for b in sealed for r in b.rich]
     offsets = [sum(len(r) for r in records[:i]) for i in range(len(records))]

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.collector.binary.collected import batches, collect
-from tests.support.collector_binary import HOST_TARGET, run
+from tests.collector.binary.collected import collect
+from tests.support.collector_binary import HOST_TARGET, run, spooled
 
 READ_BYTES = 4 * 1024 * 1024  # a read's worth: a longer line is skipped
 
@@ -20,7 +20,7 @@ def line(step: int, **metrics: float) -> bytes:
 
 
 def points(spool: Path) -> list[tuple[str, int, float]]:
-    return [(c.tag, s, v) for b in batches(spool) for c in b.chunks
+    return [(c.tag, s, v) for b in spooled(spool) for c in b.chunks
             for s, v in zip(c.steps, c.values, strict=True)]
 
 
@@ -56,7 +56,7 @@ def test_a_batch_ends_on_a_line_boundary_at_the_point_bound(tmp_path: Path,
     path.write_bytes(b"".join(line(s, a=s, b=-s) for s in range(10)))
     collect(tmp_path, tls_dir, {("m", ""): path.stat().st_size}, "--source", f"m={path}",
             "--max-batch-points", "5")
-    sealed = batches(tmp_path / "spool")
+    sealed = spooled(tmp_path / "spool")
     assert [sum(len(c.steps) for c in b.chunks) for b in sealed] == [4] * 5
     for batch in sealed:  # both metrics of a line in the same batch
         assert [list(c.steps) for c in batch.chunks if c.tag == "a"] == \

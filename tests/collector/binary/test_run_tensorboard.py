@@ -14,7 +14,8 @@ from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.plugins.scalar import metadata as scalar_metadata
 from tensorboard.util import tensor_util
 
-from tests.collector.binary.collected import batches, collect, spooled_series
+from tests.collector.binary.collected import collect, spooled_series
+from tests.support.collector_binary import spooled
 from tests.support.truth import frame, tensorboard_runs, write_add_scalars_logdir
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.limits import MAX_BATCH_SERIES
@@ -39,7 +40,7 @@ def histo_event(step: int) -> bytes:
 
 
 def scalars(spool: Path) -> list[tuple[str, int, float]]:
-    return [(c.tag, s, v) for b in batches(spool) for c in b.chunks
+    return [(c.tag, s, v) for b in spooled(spool) for c in b.chunks
             for s, v in zip(c.steps, c.values, strict=True)]
 
 
@@ -60,7 +61,7 @@ def test_every_event_file_below_the_logdir_is_read_with_rich_records_apart(
         "--tensorboard", f"tb={logdir}")
     assert sorted(scalars(tmp_path / "spool")) == sorted(
         [("loss", s, s * 0.5) for s in range(10)] + [("a", s, float(-s)) for s in range(5)])
-    (rich,) = [r for b in batches(tmp_path / "spool") for r in b.rich]
+    (rich,) = [r for b in spooled(tmp_path / "spool") for r in b.rich]
     assert (rich.kind, rich.tag, rich.step, rich.file) == (
         pb.RichRecord.KIND_HISTOGRAM, "w", 3, "events.out.tfevents.1.host")
     assert "notes.txt" not in done.stderr
@@ -79,7 +80,7 @@ def test_a_tags_plugin_metadata_on_its_first_value_holds_after_a_restart(
         out.write(b"".join(scalar_event(s, float(s), first=False) for s in range(1, 5)))
     collect(tmp_path, tls_dir, {key: path.stat().st_size}, "--tensorboard", f"tb={logdir}")
     assert scalars(tmp_path / "spool") == [("loss", s, float(s) if s else 1.0) for s in range(5)]
-    assert not [r for b in batches(tmp_path / "spool") for r in b.rich]
+    assert not [r for b in spooled(tmp_path / "spool") for r in b.rich]
 
 
 def test_a_partial_last_record_waits_and_is_read_once_complete(tmp_path: Path,
@@ -125,7 +126,7 @@ def test_batches_hold_to_the_point_bound_and_go_on_where_they_stopped(
     path.write_bytes(b"".join(scalar_event(s, float(s), first=s == 0) for s in range(25)))
     collect(tmp_path, tls_dir, {("tb", path.name): path.stat().st_size},
             "--tensorboard", f"tb={logdir}", "--max-batch-points", "10")
-    assert [sum(len(c.steps) for c in b.chunks) for b in batches(tmp_path / "spool")] == \
+    assert [sum(len(c.steps) for c in b.chunks) for b in spooled(tmp_path / "spool")] == \
         [10, 10, 5]
     assert [s for _, s, _ in scalars(tmp_path / "spool")] == list(range(25))
 
@@ -157,7 +158,7 @@ def test_a_run_path_that_is_not_a_name_skips_its_scalars_with_the_reason(
         ("tb", good.name): good.stat().st_size,
         ("tb", "bad\x01run/events.out.tfevents.1.host"): bad.stat().st_size},
         "--tensorboard", f"tb={logdir}")
-    assert [(c.run_path, c.tag, list(c.values)) for b in batches(tmp_path / "spool")
+    assert [(c.run_path, c.tag, list(c.values)) for b in spooled(tmp_path / "spool")
             for c in b.chunks] == [("", "loss", [1.0])]
     assert "bad\\x01run/events.out.tfevents.1.host: run path holds the control character" \
         in done.stderr, done.stderr
@@ -180,7 +181,7 @@ def test_many_tags_at_one_step_are_sealed_within_the_series_bound(tmp_path: Path
                               for step in range(3) for i in range(50)))
     collect(tmp_path, tls_dir, {("tb", path.name): path.stat().st_size},
             "--tensorboard", f"tb={logdir}", "--max-batch-points", "50000")
-    sealed = batches(tmp_path / "spool")
+    sealed = spooled(tmp_path / "spool")
     assert len(sealed) >= 3  # the bound took effect: 2,700 series do not fit one batch
     points = 0
     for batch in sealed:

@@ -22,7 +22,7 @@ struct LineScalar<'a> {
 }
 
 /// A line this long or longer (not counting its newline) is over the bound, said and
-/// skipped: the Python collector's `jsonl.READ_BYTES`, a read's worth.
+/// skipped: a read's worth.
 pub const READ_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Consumes the rest of a line through its newline: the bytes before the newline, or
@@ -96,7 +96,7 @@ pub fn records(
             match parse_line(&raw) {
                 Err(refused) => writeln!(problems, "{shown_path}:{number}: {refused}")?,
                 Ok(line) => {
-                    // A non-finite wall time is written null, as the Python reader writes it.
+                    // A non-finite wall time is written null (JSON has no NaN).
                     for (tag, value) in &line.metrics {
                         emit(
                             out,

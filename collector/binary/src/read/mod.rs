@@ -1,6 +1,6 @@
 //! `tuneplane-collector read PATH...`: every record of each path decoded (JSONL for a
 //! `*.jsonl` file, TensorBoard for a log directory or an event file), one JSON object a line
-//! on standard output, as the Python collector's `read` prints them; each damaged or
+//! on standard output; each damaged or
 //! incomplete record said on standard error with its file and its line or offset.
 
 mod jsonl;

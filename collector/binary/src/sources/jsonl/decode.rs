@@ -1,4 +1,4 @@
-//! A JSONL line's bytes as a JSON value, as the Python reader decodes them: bare tokens
+//! A JSONL line's bytes as a JSON value, as Python writers mean them: bare tokens
 //! quoted into markers when the line does not decode as it is (a `\u0000` escape asking for
 //! a second decoding), and nesting bounded where orjson bounds it rather than where
 //! serde_json would, so a deep line is read on a stack that holds it.
@@ -35,8 +35,8 @@ pub(super) fn nesting(raw: &[u8]) -> usize {
 /// own, with no bound but `MAX_NESTING` and a stack for it.
 pub(super) const SERDE_NESTING: usize = 127;
 
-/// The nesting the Python collector's decoder (orjson) reads; a line nested deeper is not
-/// JSON to it either (its fallback, `json.loads`, raises RecursionError there).
+/// The nesting orjson reads (Python's `json.loads` raises RecursionError about there): a
+/// line nested deeper is refused.
 pub const MAX_NESTING: usize = 1024;
 
 /// The stack a line nested up to `MAX_NESTING` deep is decoded with (each level costs

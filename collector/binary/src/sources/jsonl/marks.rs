@@ -1,7 +1,7 @@
 //! Python's bare `NaN`, `Infinity` and `-Infinity` in a JSONL line. JSON has no such
 //! tokens, so they are written as marker strings before decoding, and `Marks` tells which
 //! strings of the decoded value stand for them: a string of the line itself never reads as
-//! one, and a value is shown with them as the Python reader shows it (as floats).
+//! one, and a value is shown with them as Python shows it (as floats).
 
 use serde_json::Value;
 

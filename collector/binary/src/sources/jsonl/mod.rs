@@ -1,5 +1,5 @@
-//! JSONL metric lines, decoded from bytes with no I/O (the rules of the Python collector's
-//! `jsonl.parse_line`, which the services and the conformance suite hold it to):
+//! JSONL metric lines, decoded from bytes with no I/O (the rules the services and the
+//! conformance suite hold it to):
 //!
 //! ```text
 //! {"step": 120, "wall_time": 1732867200.5, "metrics": {"loss": 0.31, "lr": 3e-4}}
@@ -85,8 +85,8 @@ pub fn parse_line(raw: &[u8]) -> Result<Line, LineError> {
             "not JSON: arrays and objects nested {depth} deep, over {MAX_NESTING}"
         )));
     }
-    // Read as orjson reads it, on a stack that holds it: never a refusal the Python
-    // collector would not make, never a stack overflow.
+    // Read as orjson reads it, on a stack that holds it: never a refusal of a line Python's
+    // decoders read, never a stack overflow.
     std::thread::scope(|scope| {
         std::thread::Builder::new()
             .stack_size(DEEP_STACK)

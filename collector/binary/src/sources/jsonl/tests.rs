@@ -1,5 +1,5 @@
-//! `parse_line` held to what the Python reader gives and says of a line: its columns, its
-//! non-finite values bare or quoted, and each refusal worded as Python words it. Hostile
+//! `parse_line`: what it gives and says of a line: its columns, its non-finite values bare
+//! or quoted, and each refusal worded as Python would word it. Hostile
 //! lines (very many metrics, deep nesting) are in `hostile`.
 
 use super::*;
@@ -96,7 +96,7 @@ fn malformed_lines_are_refused_with_a_reason() {
 
 #[test]
 fn bare_tokens_are_shown_as_python_shows_them_and_no_string_reads_as_one() {
-    // What the Python reader says of each (tuneplane.collector.jsonl.parse_line).
+    // What is said of each.
     for (raw, said) in [
         (
             r#"{"step": NaN, "wall_time": 1, "metrics": {"x": 1}}"#,

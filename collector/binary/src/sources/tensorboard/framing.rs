@@ -1,5 +1,4 @@
-//! TFRecord framing with CRC-32C checks, from bytes only (the rules of the Python
-//! collector's `tfrecord.scan`): a record not complete yet stops the scan ("not yet"), a
+//! TFRecord framing with CRC-32C checks, from bytes only: a record not complete yet stops the scan ("not yet"), a
 //! bad data CRC skips the record, a bad length CRC loses the framing until the next offset
 //! whose header checks out. Nothing in the bytes can panic it: every slice is checked.
 

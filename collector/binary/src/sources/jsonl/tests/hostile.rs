@@ -49,7 +49,7 @@ fn nested(depth: usize, inner: &str) -> Vec<u8> {
 
 #[test]
 fn a_line_nested_as_deep_as_orjson_reads_is_read() {
-    // orjson (the Python reader's decoder) reads 1024 levels; serde_json stopped at 128.
+    // orjson reads 1024 levels; serde_json stopped at 128.
     for (depth, bare) in [(126, ""), (127, "NaN"), (200, "NaN"), (MAX_NESTING - 1, "")] {
         let deep = nested(depth, r#""x\"]]""#);
         let line = [

@@ -1,11 +1,12 @@
-"""What ``tuneplane-collector run`` reads from its environment, parsed once at its start.
-On a node, the agent sets these for each launch; by hand, flags may stand in for them."""
+"""What the collector binary (collector/binary) reads from its environment, declared for
+the settings table (scripts/gen-settings-doc) and for the node agent and control, which set
+these for each launch. The binary parses them itself (``src/settings.rs``, ``src/slurm``);
+``tests/protos/test_collector_settings.py`` holds the two to the same names."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tuneplane.collector import failpoints
 from tuneplane.contract.settings import Needed, Settings, Variable, needed, setting
 from tuneplane.contract.variables import (
     DEFAULT_DRAIN_SECONDS,
@@ -18,14 +19,14 @@ from tuneplane.contract.variables import (
 )
 
 FAILPOINTS = Variable(
-    "TUNEPLANE_COLLECTOR_FAILPOINTS", "fault tests only: `POINT=N,...` makes the collector "
-    "SIGKILL itself the Nth time it passes POINT (read, seal, send, ack, delete)",
-    parse=failpoints.parse)
+    "TUNEPLANE_COLLECTOR_FAILPOINTS", "fault tests only, in a build with the `failpoints` "
+    "feature: `POINT=N,...` makes the collector SIGKILL itself the Nth time it passes POINT "
+    "(read, seal, send, ack, delete); a release build refuses it")
 
 MOUNT_TABLE = Variable(
-    "TUNEPLANE_COLLECTOR_MOUNT_TABLE", "the mount table a Slurm job's collector judges its "
-    "spool root's filesystem from (a shared one is refused): for hosts whose /proc is "
-    "masked, and fault tests", parse=Path)
+    "TUNEPLANE_COLLECTOR_MOUNT_TABLE", "the mount table a collector judges its spool root's "
+    "filesystem from (a shared one is refused): for hosts whose /proc is masked, and fault "
+    "tests", parse=Path)
 
 #: What a Slurm job's collector learns of its job from the step's environment.
 SLURM_JOB_ID = Variable("SLURM_JOB_ID", "set by Slurm in a job step: the job a Slurm job's "
@@ -40,6 +41,9 @@ SLURM_CONTROL_CA = Variable("TUNEPLANE_SLURM_CONTROL_CA", "set by a Slurm job's 
 
 
 class CollectorSettings(Settings):
+    """``tuneplane-collector run`` and ``slurm-node``; ``read``, ``check``, ``spool`` and
+    ``artifact`` read none of these."""
+
     spool_root: Needed[Path] = needed(TELEMETRY_SPOOL_ROOT, needed_for=("run without --spool",))
     target: Needed[str] = needed(TELEMETRY_TARGET, needed_for=("run without --target",))
     trust_bundle: Needed[Path] = needed(TELEMETRY_TRUST_BUNDLE,
@@ -47,7 +51,7 @@ class CollectorSettings(Settings):
     spool_bytes: int = setting(TELEMETRY_SPOOL_BYTES, default=DEFAULT_SPOOL_BYTES,
                                shown="268435456 (256 MiB)")
     drain_seconds: int = setting(TELEMETRY_DRAIN_SECONDS, default=DEFAULT_DRAIN_SECONDS)
-    failpoints: dict[str, int] = setting(FAILPOINTS, default_factory=dict)
+    failpoints: str = setting(FAILPOINTS, default="")
     mount_table: Path = setting(MOUNT_TABLE, default=Path("/proc/self/mountinfo"))
     slurm_job_id: str | None = setting(SLURM_JOB_ID, default=None)
     slurm_node_id: int | None = setting(SLURM_NODEID, default=None)

@@ -1,1 +1,0 @@
-"""Tuneplane collector."""
