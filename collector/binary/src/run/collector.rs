@@ -72,10 +72,13 @@ pub const ROUND: Duration = Duration::from_secs(1);
 
 /// An idle reader sleeps until a source changes (or its follower's patience runs out), and
 /// reads at most every `ROUND` while sources keep growing: a file written in many small
-/// appends still makes batches of a round's worth. A write to a quiet file is read at once.
-fn wait_for_change(flags: &Flags, follower: &Follower, round: Instant) {
+/// appends still makes batches of a round's worth. `sealed` is when the last round that
+/// sealed a batch began (a round that found nothing, woken by a write's closing, does not
+/// count), so a write to a quiet file is read at once.
+fn wait_for_change(flags: &Flags, follower: &Follower, sealed: Option<Instant>) {
     flags.changed.take(follower.patience());
-    flags.stopping.wait(ROUND.saturating_sub(round.elapsed()));
+    let since = sealed.map_or(ROUND, |at| at.elapsed());
+    flags.stopping.wait(ROUND.saturating_sub(since));
 }
 
 fn read_loop(
@@ -93,14 +96,19 @@ fn read_loop(
             flags.sealed.set();
         }
     };
+    let mut sealing_round = None;
     while !flags.stopping.is_set() {
-        let started = Instant::now();
-        match reader.run_once() {
+        let (started, batches) = (Instant::now(), reader.counters.batches);
+        let result = reader.run_once();
+        if reader.counters.batches != batches {
+            sealing_round = Some(started);
+        }
+        match result {
             Ok(true) => {
                 flags.idle.store(true, Ordering::Relaxed);
                 ring(&reader);
                 follower.watch(&reader.watches());
-                wait_for_change(flags, &follower, started);
+                wait_for_change(flags, &follower, sealing_round);
                 reader.relist();
             }
             Ok(false) => {
