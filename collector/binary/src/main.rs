@@ -23,6 +23,7 @@ mod settings;
 mod slurm;
 mod sources;
 mod spool;
+mod target;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -51,7 +51,7 @@ impl Rpc {
             .enable_all()
             .build()
             .map_err(|e| format!("cannot start control's client: {e}"))?;
-        let endpoint = crate::send::endpoint(address, ca_pem, server_name)?.timeout(timeout);
+        let endpoint = crate::target::endpoint(address, ca_pem, server_name)?.timeout(timeout);
         let channel = {
             let _inside = runtime.enter();
             endpoint.connect_lazy()

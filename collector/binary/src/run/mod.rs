@@ -20,11 +20,11 @@ use crate::contract::{MAX_BATCH_BYTES, MAX_BATCH_POINTS};
 use crate::fence::Fence;
 use crate::opener::Opener;
 use crate::runas::Identity;
-use crate::send::{Target, Token};
 use crate::settings::{self, Settings};
 use crate::sources::names::name_problem;
 use crate::sources::repr::py_str;
 use crate::spool::{place, MemberKey};
+use crate::target::{Target, Token};
 
 /// `run --help`'s description.
 pub const ABOUT: &str = "Read the sources, spool sealed batches in a private host-local \

@@ -19,10 +19,10 @@ use crate::contract::node::{CollectorConfig, JobStart, RedeemReply};
 use crate::contract::MAX_BATCH_BYTES;
 use crate::fence::Fence;
 use crate::run::{collect_with, Config, Flags};
-use crate::send::{Target, Token};
 use crate::settings::Settings;
 use crate::spool::place::{make_private, member_dir};
 use crate::spool::{MemberKey, Spool};
+use crate::target::{Target, Token};
 
 fn write_private(path: &Path, text: &str) -> Result<(), String> {
     std::fs::OpenOptions::new()
