@@ -9,17 +9,21 @@
 //! looks every `POLL` as before. Elsewhere it looks every `SAFETY` all the same, so an event
 //! lost (the queue overflowed) delays reading, never stops it.
 
-use std::collections::{HashMap, HashSet};
-use std::ffi::OsString;
+use std::collections::HashSet;
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
+use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
 
 use crate::spool::mounts::network_filesystem_of;
+
+mod watched;
+
+use watched::{add, mask, Watches};
+pub use watched::{watches_of, Watch};
 
 /// How often sources are looked at where no event says they changed.
 pub const POLL: Duration = Duration::from_millis(500);
@@ -29,56 +33,6 @@ pub const SAFETY: Duration = Duration::from_secs(10);
 /// `fs.inotify.max_user_watches`, which every collector of the node shares, and a training
 /// job decides how many run directories it makes. Past it, the sources are polled.
 pub const MAX_WATCHES: usize = 1024;
-
-/// A directory to watch: for the names given (None: any name), and its new subdirectories
-/// too when `recursive`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Watch {
-    pub directory: PathBuf,
-    pub names: Option<HashSet<OsString>>,
-    pub recursive: bool,
-}
-
-impl Watch {
-    /// Whether an event for `name` in the directory is one of a source's.
-    pub fn concerns(&self, name: &OsString) -> bool {
-        self.names.as_ref().is_none_or(|names| names.contains(name))
-    }
-}
-
-#[derive(Default)]
-struct Watches {
-    by_descriptor: HashMap<WatchDescriptor, Watch>,
-    directories: HashSet<PathBuf>,
-    /// A directory was not watched for `MAX_WATCHES`: sources are polled from then on.
-    full: bool,
-}
-
-impl Watches {
-    /// Whether one more directory may be watched; when not, polling takes over (said once).
-    fn room(&mut self) -> bool {
-        if self.directories.len() < MAX_WATCHES {
-            return true;
-        }
-        if !self.full {
-            log::warn!("{MAX_WATCHES} directories watched: the rest are polled every {POLL:?}");
-            self.full = true;
-        }
-        false
-    }
-}
-
-fn mask() -> AddWatchFlags {
-    AddWatchFlags::IN_MODIFY
-        | AddWatchFlags::IN_CLOSE_WRITE
-        | AddWatchFlags::IN_CREATE
-        | AddWatchFlags::IN_MOVED_TO
-        | AddWatchFlags::IN_MOVED_FROM
-        | AddWatchFlags::IN_DELETE
-        | AddWatchFlags::IN_ATTRIB
-        | AddWatchFlags::IN_ONLYDIR
-        | AddWatchFlags::IN_DONT_FOLLOW
-}
 
 /// The reader's watches, and the thread that rings `changed` on their events.
 pub struct Follower {
@@ -209,25 +163,6 @@ impl Drop for Follower {
     }
 }
 
-/// One watch more for the same directory merges names (any name wins).
-fn add(watches: &mut Watches, descriptor: WatchDescriptor, want: Watch) {
-    let merged = match watches.by_descriptor.remove(&descriptor) {
-        Some(had) => Watch {
-            names: match (had.names, want.names) {
-                (Some(mut a), Some(b)) => {
-                    a.extend(b);
-                    Some(a)
-                }
-                _ => None,
-            },
-            recursive: had.recursive || want.recursive,
-            directory: want.directory,
-        },
-        None => want,
-    };
-    watches.by_descriptor.insert(descriptor, merged);
-}
-
 /// The thread: rings `changed` for each batch of events that concern a source, until the
 /// pipe `wake` is closed.
 fn watch_events(inotify: &Inotify, watches: &Mutex<Watches>, wake: &OwnedFd, changed: &dyn Fn()) {
@@ -290,38 +225,6 @@ fn watch_events(inotify: &Inotify, watches: &Mutex<Watches>, wake: &OwnedFd, cha
             changed();
         }
     }
-}
-
-/// What to watch for `path`, a source of one file (its directory, for its name) or a log
-/// directory (it and the directories of its event files, for any name).
-pub fn watches_of(path: &Path, log_directory: bool, files: &[PathBuf]) -> Vec<Watch> {
-    // A log directory given as one event file is that file's.
-    if !log_directory || files.iter().any(|file| file == path) {
-        let (Some(directory), Some(name)) = (path.parent(), path.file_name()) else {
-            return Vec::new();
-        };
-        return vec![Watch {
-            directory: directory.to_path_buf(),
-            names: Some(HashSet::from([name.to_os_string()])),
-            recursive: false,
-        }];
-    }
-    let mut directories: Vec<PathBuf> = vec![path.to_path_buf()];
-    for file in files {
-        if let Some(parent) = file.parent().filter(|p| *p != path) {
-            if !directories.iter().any(|d| d == parent) {
-                directories.push(parent.to_path_buf());
-            }
-        }
-    }
-    directories
-        .into_iter()
-        .map(|directory| Watch {
-            directory,
-            names: None,
-            recursive: true,
-        })
-        .collect()
 }
 
 #[cfg(test)]
