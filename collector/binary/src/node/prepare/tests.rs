@@ -1,5 +1,5 @@
 use std::collections::BTreeSet;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
 use serde_json::{json, Value};
 
