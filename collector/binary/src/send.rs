@@ -112,6 +112,16 @@ impl Sender {
             );
             return Ok(());
         }
+        // Only a durable answer lets the batch go: an empty reply (an OK status from something
+        // that is not ingest) or an outcome this build does not know keeps it, tried again.
+        if reply.outcome != Outcome::Durable as i32
+            && reply.outcome != Outcome::DuplicateSafe as i32
+        {
+            return Err(Transient(format!(
+                "batch {}: ingest answered outcome {} without saying it holds it",
+                batch.sequence, reply.outcome
+            )));
+        }
         failpoints::reach("ack");
         self.spool
             .acknowledge(batch.sequence)
@@ -216,6 +226,9 @@ impl Sender {
             let until = Instant::now() + wait;
             while !stop() && Instant::now() < until {
                 std::thread::sleep(STOP_CHECK.min(until - Instant::now()));
+            }
+            if stop() {
+                return Err(failed);
             }
         }
     }

@@ -249,7 +249,12 @@ pub fn read(
         line: 0,
         state,
     };
-    // At the end: what is left is at most one record still being written.
-    step.at_end = stop.is_none() && skipped_to.is_none() && start.offset + covered as u64 >= size;
+    // At the end: what is left is at most one record still being written, whatever its size
+    // (a record larger than a read, its writer killed or slow, is waited for, not re-read in
+    // a loop that never ends and keeps the run's later files unread).
+    let waiting = scan.wanted > 0 && after + scan.wanted as u64 > size;
+    step.at_end = stop.is_none()
+        && skipped_to.is_none()
+        && (start.offset + covered as u64 >= size || waiting);
     Ok((step, whole))
 }

@@ -15,7 +15,7 @@ use super::Config;
 use crate::collect::SourceReader;
 use crate::follow::{Follower, POLL};
 use crate::send::Sender;
-use crate::spool::Spool;
+use crate::spool::{lock, Spool};
 
 /// A batch failing this long is left to the next round of sending.
 const GIVE_UP: Duration = Duration::from_secs(5);
@@ -69,16 +69,20 @@ impl Flags {
 /// seals one batch a file (its transaction synced to disk) and the sender sends it, so this
 /// sets the collector's cost beside a busy job and how fresh its points are.
 pub const ROUND: Duration = Duration::from_secs(1);
+/// Any two rounds are this far apart at least, whatever they found: a writer appending a byte
+/// at a time to a record it never finishes wakes the reader with each write.
+const MIN_GAP: Duration = Duration::from_millis(100);
 
 /// An idle reader sleeps until a source changes (or its follower's patience runs out), and
 /// reads at most every `ROUND` while sources keep growing: a file written in many small
 /// appends still makes batches of a round's worth. `sealed` is when the last round that
 /// sealed a batch began (a round that found nothing, woken by a write's closing, does not
 /// count), so a write to a quiet file is read at once.
-fn wait_for_change(flags: &Flags, follower: &Follower, sealed: Option<Instant>) {
+fn wait_for_change(flags: &Flags, follower: &Follower, sealed: Option<Instant>, last: Instant) {
     flags.changed.take(follower.patience());
     let since = sealed.map_or(ROUND, |at| at.elapsed());
-    flags.stopping.wait(ROUND.saturating_sub(since));
+    let floor = MIN_GAP.saturating_sub(last.elapsed());
+    flags.stopping.wait(ROUND.saturating_sub(since).max(floor));
 }
 
 fn read_loop(
@@ -86,7 +90,7 @@ fn read_loop(
     flags: &Arc<Flags>,
     drain: Duration,
     mountinfo: String,
-) -> SourceReader {
+) -> (SourceReader, bool) {
     let woken = Arc::clone(flags);
     let mut follower = Follower::start(mountinfo, move || woken.changed.set());
     let mut sealed = 0;
@@ -108,7 +112,7 @@ fn read_loop(
                 flags.idle.store(true, Ordering::Relaxed);
                 ring(&reader);
                 follower.watch(&reader.watches());
-                wait_for_change(flags, &follower, sealing_round);
+                wait_for_change(flags, &follower, sealing_round, started);
                 reader.relist();
             }
             Ok(false) => {
@@ -128,14 +132,26 @@ fn read_loop(
     // the drain time allow, so the last steps written are not left unread.
     let deadline = Instant::now() + drain;
     reader.relist();
+    let mut read_all = false;
     while Instant::now() < deadline && !reader.spool_full().unwrap_or(true) {
-        let done = reader.run_once().unwrap_or(true);
+        let done = reader.run_once();
         ring(&reader);
-        if done {
-            break;
+        match done {
+            Ok(false) => {}
+            Ok(true) => {
+                read_all = true;
+                break;
+            }
+            Err(e) => {
+                log::error!("the spool cannot be written: {e}; the drain stops reading");
+                break;
+            }
         }
     }
-    reader
+    if !read_all {
+        log::warn!("the drain ended before the sources were read to their end");
+    }
+    (reader, read_all)
 }
 
 fn send_loop(mut sender: Sender, flags: &Flags) -> Sender {
@@ -207,6 +223,7 @@ pub fn collect(config: &Config) -> u8 {
 /// Runs one member's collector until `flags` says stop (or idleness, when asked), then
 /// drains; a spool or target that cannot be opened is the error.
 pub fn collect_with(config: &Config, flags: &Arc<Flags>) -> Result<Ended, String> {
+    let _held = lock::hold(&config.spool, &config.mountinfo).map_err(|e| e.0)?;
     let reading = spool(config)?;
     let queue = spool(config)?.into_queue().map_err(|e| e.to_string())?;
     let sender = Sender::new(queue, &config.target, config.in_flight)?;
@@ -264,9 +281,10 @@ pub fn collect_with(config: &Config, flags: &Arc<Flags>) -> Result<Ended, String
             config.spool.display()
         );
     }
-    // Reading cut short: what the sources held was not all read, so not all delivered.
-    let cut_short = reader.is_none();
-    let counters = reader.map(|r| r.counters).unwrap_or_default();
+    // Reading cut short (its thread left behind, or the drain ended first): what the sources
+    // held was not all read, so not all delivered.
+    let cut_short = !reader.as_ref().is_some_and(|(_, read_all)| *read_all);
+    let counters = reader.map(|(r, _)| r.counters).unwrap_or_default();
     let undelivered = left + quarantined.len() as u64;
     log::info!(
         "collector of {} done: {} points and {} rich records read, {} points sent, \

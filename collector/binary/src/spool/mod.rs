@@ -6,6 +6,7 @@
 //! bytes until an ACK deletes it. The schema is the one every collector of the project has
 //! written, so a spool outlives the collector that began it.
 
+pub mod lock;
 pub mod mounts;
 pub mod place;
 mod queue;
