@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import collector_binary
 from tests.support.credentials import new_user_token
 from tests.support.environment import BIN, ROOT, Endpoints, free_port
 from tests.support.guide import blocks
@@ -50,7 +51,8 @@ def test_the_guides_commands_run(initialised: Endpoints, projector: Process,
         pytest.fail("TUNEPLANE_HELM is not set: `export TUNEPLANE_HELM=$(scripts/helm)`",
                     pytrace=False)
     ingest, web = gateway
-    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "HELM": helm,
+    collector = collector_binary.binary(collector_binary.HOST_TARGET).parent
+    env = {**os.environ, "PATH": f"{collector}:{BIN}:{os.environ['PATH']}", "HELM": helm,
            "GUIDE": str(tmp_path / "guide"), "GUIDE_ID": uuid.uuid4().hex[:8],
            "SPOOL_ROOT": str(tmp_path / "spool"),
            "TUNEPLANE_TELEMETRY_TARGET": f"localhost:{ingest.port}",

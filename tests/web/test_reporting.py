@@ -10,7 +10,8 @@ from pathlib import Path
 
 import asyncpg
 
-from tests.support.environment import BIN, Endpoints
+from tests.support import collector_binary
+from tests.support.environment import Endpoints
 from tests.support.web import Connect
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.telemetry.v1.identity import MemberKey
@@ -58,8 +59,9 @@ def test_setting_the_ingest_url_does_not_turn_native_telemetry_on(tmp_path: Path
     env["TUNEPLANE_INGEST_URL"] = "http://127.0.0.1:9/report/v1"
     (tmp_path / "m.jsonl").write_text('{"step": 1, "wall_time": 1, "metrics": {"x": 1}}\n')
     done = subprocess.run(
-        [str(BIN / "tuneplane-collector"), "run", "--run", "r", "--attempt", "1", "--member",
-         "m", "--source", f"a={tmp_path / 'm.jsonl'}", "--spool", str(tmp_path / "spool"),
+        [*collector_binary.command(collector_binary.HOST_TARGET), "run", "--run", "r",
+         "--attempt", "1", "--member", "m", "--source", f"a={tmp_path / 'm.jsonl'}",
+         "--spool", str(tmp_path / "spool"),
          "--token-file", str(tmp_path / "token")], capture_output=True, text=True, env=env,
         check=False, timeout=60)
     assert done.returncode == 2
