@@ -94,30 +94,31 @@ fn read_loop(
     let woken = Arc::clone(flags);
     let mut follower = Follower::start(mountinfo, move || woken.changed.set());
     let mut sealed = 0;
+    // Whether batches were sealed since it last looked; if so, the sender is rung.
     let mut ring = |reader: &SourceReader| {
-        if reader.counters.batches != sealed {
+        let rung = reader.counters.batches != sealed;
+        if rung {
             sealed = reader.counters.batches;
             flags.sealed.set();
         }
+        rung
     };
     let mut sealing_round = None;
     while !flags.stopping.is_set() {
-        let (started, batches) = (Instant::now(), reader.counters.batches);
+        let started = Instant::now();
         let result = reader.run_once();
-        if reader.counters.batches != batches {
+        if ring(&reader) {
             sealing_round = Some(started);
         }
         match result {
             Ok(true) => {
                 flags.idle.store(true, Ordering::Relaxed);
-                ring(&reader);
                 follower.watch(&reader.watches());
                 wait_for_change(flags, &follower, sealing_round, started);
                 reader.relist();
             }
             Ok(false) => {
                 flags.idle.store(false, Ordering::Relaxed);
-                ring(&reader);
                 if reader.spool_full().unwrap_or(true) {
                     flags.stopping.wait(POLL);
                 }
