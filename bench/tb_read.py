@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -33,7 +32,8 @@ from tensorboard.compat.proto import event_pb2, summary_pb2
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.support.collector_binary import HOST_TARGET, binary, wait_read
+from bench.e2e import read_and_seal
+from tests.support.collector_binary import HOST_TARGET, binary
 from tests.support.credentials import workload_token
 from tests.support.environment import Endpoints, free_port, run_admin
 from tests.support.processes import collector_args, start_ingest
@@ -66,18 +66,8 @@ def read_with_ours(path: Path, work: Path) -> float:
     spool = work / "spool-read"
     args = collector_args(free_port(), work / "tls", work / "token", MemberKey("r", 1, "m"),
                           spool, {}, "--max-batch-points", "10000", "--tensorboard",
-                          f"tb={path.parent}", "--loglevel", "WARNING")
-    with (work / "read.log").open("w") as log:
-        started = time.perf_counter()
-        collector = subprocess.Popen(args, stderr=log, text=True, env={
-            **os.environ, "TUNEPLANE_TELEMETRY_SPOOL_BYTES": str(1 << 40),
-            "TUNEPLANE_TELEMETRY_DRAIN_SECONDS": "1"})
-        sealed = wait_read(collector, spool, [path], poll=0.005, timeout=600)
-        seconds = time.perf_counter() - started
-        collector.send_signal(signal.SIGTERM)
-        collector.wait(timeout=60)
-    assert sealed, (work / "read.log").read_text()
-    return seconds
+                          f"tb={path.parent}")
+    return read_and_seal(args, spool, path, work / "read.log")
 
 
 def cpu_seconds(pid: int) -> float:

@@ -13,7 +13,9 @@ import sqlite3
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -95,31 +97,60 @@ def unreachable_run(target: str, tmp_path: Path, tls_dir: Path, sources: dict[st
             "--max-batch-points", str(max_points), *extra]
     for source_id, path in sources.items():
         args += ["--source", f"{source_id}={path}"]
+    ends = sorted(path.stat().st_size for path in (read or list(sources.values())))
+    done, _ = run_until(args, spool, lambda positions: read_to(positions, ends))
+    return done
+
+
+Positions = list[dict[str, Any]]
+
+
+def run_until(args: list[str], spool: Path, reached: Callable[[Positions], bool], *,
+              poll: float = 0.1) -> tuple[subprocess.CompletedProcess[str], bool]:
+    """``args`` (a collector's ``run``, ingest unreachable) started, and stopped with SIGTERM
+    once ``reached`` holds of its spool's positions (or it ended, or a minute passed); the
+    drain gives up after a second. What it said, and whether ``reached`` held. Its log goes
+    to a file, not a pipe: a pipe no one reads while waiting would fill and stop it."""
     with tempfile.TemporaryFile("w+") as said:
         collector = subprocess.Popen(args, stderr=said, text=True, env={
             **os.environ, "TUNEPLANE_TELEMETRY_DRAIN_SECONDS": "1"})
-        wait_read(collector, spool, read or list(sources.values()))
-        collector.send_signal(signal.SIGTERM)
-        collector.wait(timeout=60)
+        try:
+            held = wait_until(collector, spool, reached, poll=poll, timeout=60)
+        finally:
+            collector.send_signal(signal.SIGTERM)
+            collector.wait(timeout=60)
         said.seek(0)
-        return subprocess.CompletedProcess(args, collector.returncode, "", said.read())
+        return subprocess.CompletedProcess(args, collector.returncode, "", said.read()), held
+
+
+def read_to(positions: Positions, ends: list[int]) -> bool:
+    """Whether ``positions`` reach each of ``ends`` (file sizes, sorted)."""
+    offsets = [p["offset"] for p in positions]
+    return all(offsets.count(end) >= ends.count(end) for end in ends)
+
+
+def wait_until(collector: subprocess.Popen[str], spool: Path,
+               reached: Callable[[Positions], bool], *, poll: float, timeout: float) -> bool:
+    """Whether ``reached`` held of ``collector``'s spool positions within ``timeout``
+    seconds, its spool looked at every ``poll`` seconds; False when it ended first or the
+    time ran out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and collector.poll() is None:
+        positions = spool_status(spool).get("positions", [])
+        assert isinstance(positions, list)
+        if reached(positions):
+            return True
+        time.sleep(poll)
+    return False
 
 
 def wait_read(collector: subprocess.Popen[str], spool: Path, files: list[Path], *,
               poll: float = 0.1, timeout: float = 60) -> bool:
     """Whether ``collector`` sealed each of ``files`` to its end (its spool says so) within
-    ``timeout`` seconds, its spool looked at every ``poll`` seconds; False when it ended
-    first or the time ran out."""
+    ``timeout`` seconds, its spool looked at every ``poll`` seconds."""
     ends = sorted(path.stat().st_size for path in files)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and collector.poll() is None:
-        positions = spool_status(spool).get("positions", [])
-        assert isinstance(positions, list)
-        offsets = [p["offset"] for p in positions]
-        if all(offsets.count(end) >= ends.count(end) for end in ends):
-            return True
-        time.sleep(poll)
-    return False
+    return wait_until(collector, spool, lambda positions: read_to(positions, ends), poll=poll,
+                      timeout=timeout)
 
 
 def spooled(spool: Path) -> list[pb.Batch]:

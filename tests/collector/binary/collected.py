@@ -5,17 +5,14 @@ is read to a given offset, then its sealed batches (the SQLite spool) in sequenc
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from tests.support.collector_binary import (
     HOST_TARGET,
     run,
+    run_until,
     spool_status,
     spooled,
     unreachable_args,
@@ -88,27 +85,15 @@ def collect(tmp_path: Path, tls_dir: Path, until: Positions, *sources: str,
     the spool holds every offset of ``until``; run again on the same ``tmp_path``, it goes
     on from the spool's positions, as a restarted collector does."""
     spool = tmp_path / "spool"
-    # Its log in a file, not a pipe: a pipe no one reads while waiting would fill and stop it.
-    with tempfile.TemporaryFile("w+") as said:
-        collector = subprocess.Popen(unreachable_args(tmp_path, tls_dir, *sources),
-                                     stderr=said, text=True,
-                                     env={**os.environ, "TUNEPLANE_TELEMETRY_DRAIN_SECONDS": "1"})
-        deadline = time.monotonic() + 60
-        reached = False
-        try:
-            while collector.poll() is None and time.monotonic() < deadline:
-                reached = all(positions(spool).get(k) == at for k, at in until.items())
-                if reached:
-                    break
-                time.sleep(0.05)
-        finally:
-            collector.send_signal(signal.SIGTERM)
-            collector.wait(timeout=60)
-            said.seek(0)
-            stderr = said.read()
-    assert reached, (positions(spool), until, stderr[-3000:])
-    assert collector.returncode == 3, stderr  # ingest unreachable: the batches stay spooled
-    return subprocess.CompletedProcess(collector.args, collector.returncode, "", stderr)
+
+    def reached(found: list[dict[str, Any]]) -> bool:
+        held = {(p["source"], p["file"]): p["offset"] for p in found}
+        return all(held.get(k) == at for k, at in until.items())
+    done, held = run_until(unreachable_args(tmp_path, tls_dir, *sources), spool, reached,
+                           poll=0.05)
+    assert held, (positions(spool), until, done.stderr[-3000:])
+    assert done.returncode == 3, done.stderr  # ingest unreachable: the batches stay spooled
+    return done
 
 
 def spooled_series(spool: Path) -> Series:
@@ -119,3 +104,9 @@ def spooled_series(spool: Path) -> Series:
             series.setdefault((chunk.run_path, chunk.tag), []).extend(
                 zip(chunk.steps, chunk.wall_times, chunk.values, strict=True))
     return series
+
+
+def spooled_points(spool: Path) -> list[tuple[str, int, float]]:
+    """The spool's scalars as (tag, step, value), in batch order."""
+    return [(c.tag, s, v) for b in spooled(spool) for c in b.chunks
+            for s, v in zip(c.steps, c.values, strict=True)]

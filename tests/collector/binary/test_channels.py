@@ -6,13 +6,12 @@ rest are sealed as JSON records, exact."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from tests.collector.binary.collected import collect
-from tests.support.collector_binary import TARGETS, run, spooled, unreachable_run
+from tests.support.collector_binary import TARGETS, spool_status, spooled, unreachable_run
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 
 READ_BYTES = 4 * 1024 * 1024  # a read's worth: a longer line is skipped
@@ -20,6 +19,21 @@ READ_BYTES = 4 * 1024 * 1024  # a read's worth: a longer line is skipped
 
 def line(step: int, record: object) -> str:
     return json.dumps({"step": step, "wall_time": 1.5 + step, "record": record}) + "\n"
+
+
+def artifact_of(tmp_path: Path, channel: Path, per_minute: int, schema: str) -> Path:
+    """An integration artifact of one channel `samples` of rank-0 at ``channel`` (records of
+    300 bytes at most, ``per_minute`` bytes a minute, ``schema`` in YAML), and no source of
+    rank-0's."""
+    artifact = tmp_path / "integration.yaml"
+    artifact.write_text(f"""
+version: 1
+sources: [{{id: unused, kind: jsonl, path: {tmp_path}/none.jsonl, owner: rank-9}}]
+channels:
+  - {{id: samples, path: {channel}, owner: rank-0, max_record_bytes: 300,
+     max_bytes_per_minute: {per_minute}, schema: {schema}}}
+""")
+    return artifact
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -31,15 +45,8 @@ def test_channel_records_are_checked_and_refusals_counted(target: str, tmp_path:
         line(0, {"text": "ok 0"}) + line(1, {"text": 7}) + big
         + '{"step": true, "wall_time": 1, "record": {}}\n' + "{oops\n"
         + "".join(line(i, {"text": f"ok {i}", "n": [i, i / 2]}) for i in range(3, 40)))
-    artifact = tmp_path / "integration.yaml"
-    artifact.write_text(f"""
-version: 1
-sources: [{{id: unused, kind: jsonl, path: {tmp_path}/none.jsonl, owner: rank-9}}]
-channels:
-  - {{id: samples, path: {channel}, owner: rank-0, max_record_bytes: 300,
-     max_bytes_per_minute: 1500, schema: {{type: object, required: [text],
-                                           properties: {{text: {{type: string}}}}}}}}
-""")
+    artifact = artifact_of(tmp_path, channel, 1500, "{type: object, required: [text], "
+                           "properties: {text: {type: string}}}")
     done = unreachable_run(target, tmp_path, tls_dir, {}, "--integration", str(artifact),
                            read=[channel])
     assert done.returncode == 3, done.stderr
@@ -50,12 +57,10 @@ channels:
     assert f"{channel}:4: a channel line needs integer 'step', number 'wall_time'" in said
     assert f"{channel}:5: not JSON" in said
     assert "over the channel's budget of 1500 bytes per minute" in said
-    status = json.loads(run("x86_64-unknown-linux-musl", "spool", "status",
-                            str(tmp_path / "spool")).stdout)
-    rejected = {r["reason"]: r["count"] for r in status["rejected"]}
-    with sqlite3.connect(tmp_path / "spool" / "spool.sqlite3") as db:
-        records = [r for (payload,) in db.execute("SELECT payload FROM batches")
-                   for r in pb.Batch.FromString(payload).rich]
+    shown = spool_status(tmp_path / "spool")["rejected"]
+    assert isinstance(shown, list)
+    rejected = {r["reason"]: r["count"] for r in shown}
+    records = [r for b in spooled(tmp_path / "spool") for r in b.rich]
     assert rejected["off schema"] == 1
     assert rejected["over max_record_bytes"] == 1
     kept = {r.step: json.loads(r.payload) for r in records}
@@ -72,14 +77,7 @@ def test_a_line_longer_than_a_read_waits_for_its_end_then_is_skipped_by_line(
     channel = tmp_path / "samples.jsonl"
     first = line(1, {"text": "before"})
     channel.write_text(first + '{"step": 2, "record": "' + "x" * READ_BYTES)
-    artifact = tmp_path / "integration.yaml"
-    artifact.write_text(f"""
-version: 1
-sources: [{{id: unused, kind: jsonl, path: {tmp_path}/none.jsonl, owner: rank-9}}]
-channels:
-  - {{id: samples, path: {channel}, owner: rank-0, max_record_bytes: 300,
-     max_bytes_per_minute: 100000, schema: {{type: object, required: [text]}}}}
-""")
+    artifact = artifact_of(tmp_path, channel, 100000, "{type: object, required: [text]}")
     key = ("samples", "")
     waiting = collect(tmp_path, tls_dir, {key: len(first)}, "--integration", str(artifact))
     assert f"{channel}:2" not in waiting.stderr  # its end is not written yet: no problem

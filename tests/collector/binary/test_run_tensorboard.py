@@ -14,7 +14,7 @@ from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.plugins.scalar import metadata as scalar_metadata
 from tensorboard.util import tensor_util
 
-from tests.collector.binary.collected import collect, spooled_series
+from tests.collector.binary.collected import collect, spooled_points, spooled_series
 from tests.support.collector_binary import spooled
 from tests.support.truth import frame, tensorboard_runs, write_add_scalars_logdir
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
@@ -39,11 +39,6 @@ def histo_event(step: int) -> bytes:
         value=[summary_pb2.Summary.Value(tag="w", histo=histo)])).SerializeToString())
 
 
-def scalars(spool: Path) -> list[tuple[str, int, float]]:
-    return [(c.tag, s, v) for b in spooled(spool) for c in b.chunks
-            for s, v in zip(c.steps, c.values, strict=True)]
-
-
 def test_every_event_file_below_the_logdir_is_read_with_rich_records_apart(
         tmp_path: Path, tls_dir: Path) -> None:
     logdir = tmp_path / "logs"
@@ -59,7 +54,7 @@ def test_every_event_file_below_the_logdir_is_read_with_rich_records_apart(
         ("tb", "events.out.tfevents.1.host"): root.stat().st_size,
         ("tb", "group_a/events.out.tfevents.2.host"): nested.stat().st_size},
         "--tensorboard", f"tb={logdir}")
-    assert sorted(scalars(tmp_path / "spool")) == sorted(
+    assert sorted(spooled_points(tmp_path / "spool")) == sorted(
         [("loss", s, s * 0.5) for s in range(10)] + [("a", s, float(-s)) for s in range(5)])
     (rich,) = [r for b in spooled(tmp_path / "spool") for r in b.rich]
     assert (rich.kind, rich.tag, rich.step, rich.file) == (
@@ -79,7 +74,8 @@ def test_a_tags_plugin_metadata_on_its_first_value_holds_after_a_restart(
     with path.open("ab") as out:  # the collector restarts; only its spool knows the tag
         out.write(b"".join(scalar_event(s, float(s), first=False) for s in range(1, 5)))
     collect(tmp_path, tls_dir, {key: path.stat().st_size}, "--tensorboard", f"tb={logdir}")
-    assert scalars(tmp_path / "spool") == [("loss", s, float(s) if s else 1.0) for s in range(5)]
+    assert spooled_points(tmp_path / "spool") == [
+        ("loss", s, float(s) if s else 1.0) for s in range(5)]
     assert not [r for b in spooled(tmp_path / "spool") for r in b.rich]
 
 
@@ -94,11 +90,11 @@ def test_a_partial_last_record_waits_and_is_read_once_complete(tmp_path: Path,
     key = ("tb", path.name)
     waiting = collect(tmp_path, tls_dir, {key: len(records[0]) + len(records[1])},
                       "--tensorboard", f"tb={logdir}")
-    assert [s for _, s, _ in scalars(tmp_path / "spool")] == [0, 1]
+    assert [s for _, s, _ in spooled_points(tmp_path / "spool")] == [0, 1]
     with path.open("ab") as out:
         out.write(whole[-5:])
     done = collect(tmp_path, tls_dir, {key: len(whole)}, "--tensorboard", f"tb={logdir}")
-    assert [s for _, s, _ in scalars(tmp_path / "spool")] == [0, 1, 2]
+    assert [s for _, s, _ in spooled_points(tmp_path / "spool")] == [0, 1, 2]
     assert path.name + "@" not in waiting.stderr + done.stderr  # no damage said
 
 
@@ -114,7 +110,7 @@ def test_a_damaged_record_is_said_with_file_and_offset_and_the_rest_delivered(
     path.write_bytes(bytes(data))
     done = collect(tmp_path, tls_dir, {("tb", path.name): len(data)},
                    "--tensorboard", f"tb={logdir}")
-    assert [s for _, s, _ in scalars(tmp_path / "spool")] == [0, 1, 3]
+    assert [s for _, s, _ in spooled_points(tmp_path / "spool")] == [0, 1, 3]
     assert f"{path.name}@{bad_offset}: bad record data CRC; record skipped" in done.stderr
 
 
@@ -128,7 +124,7 @@ def test_batches_hold_to_the_point_bound_and_go_on_where_they_stopped(
             "--tensorboard", f"tb={logdir}", "--max-batch-points", "10")
     assert [sum(len(c.steps) for c in b.chunks) for b in spooled(tmp_path / "spool")] == \
         [10, 10, 5]
-    assert [s for _, s, _ in scalars(tmp_path / "spool")] == list(range(25))
+    assert [s for _, s, _ in spooled_points(tmp_path / "spool")] == list(range(25))
 
 
 def test_each_run_and_tag_is_its_own_series_as_tensorboard_loads_it(

@@ -7,7 +7,6 @@ one collector is sent by the next with its identities and bytes unchanged."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import sqlite3
@@ -18,20 +17,13 @@ import grpc
 import pytest
 
 from tests.collector.binary.scripted_ingest import Answer, scripted_ingest
-from tests.support.collector_binary import HOST_TARGET, run, unreachable_run
+from tests.support.collector_binary import HOST_TARGET, spool_status, unreachable_run
 from tests.support.processes import collector_args, run_collector
 from tests.support.truth import write_jsonl
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.identity import MemberKey
 
 MEMBER = MemberKey("r", 1, "rank-0")
-
-
-def status(spool: Path) -> dict[str, object]:
-    done = run(HOST_TARGET, "spool", "status", str(spool))
-    assert done.returncode == 0, done.stderr
-    shown: dict[str, object] = json.loads(done.stdout)
-    return shown
 
 
 def args(port: int, tls_dir: Path, tmp_path: Path, *extra: str) -> list[str]:
@@ -61,7 +53,7 @@ def test_overload_outage_and_token_refusals_are_resent_byte_for_byte(
     assert sorted(sent) == [1, 2, 3, 4]
     assert all(len(payloads) == 1 for payloads in sent.values())  # the same batch again
     assert ingest.delivered() == truth
-    shown = status(tmp_path / "spool")
+    shown = spool_status(tmp_path / "spool")
     assert (shown["pending"], shown["quarantined"]) == (
         {"batches": 0, "points": 0, "bytes": 0}, [])
 
@@ -81,7 +73,7 @@ def test_a_permanent_refusal_is_quarantined_with_its_reason_and_the_rest_deliver
     assert f"batch 1 is quarantined in the spool {tmp_path / 'spool'}: {reason}" in done.stderr
     assert [call.sequence for call in ingest.calls] == [1, 2]  # never sent again
     assert ingest.delivered() == {key: v for key, v in truth.items() if key[1] >= 100}
-    shown = status(tmp_path / "spool")
+    shown = spool_status(tmp_path / "spool")
     assert shown["quarantined"] == [{"sequence": 1, "points": 100, "reason": reason}]
     assert shown["pending"] == {"batches": 0, "points": 0, "bytes": 0}
 
@@ -93,7 +85,7 @@ def test_duplicate_safe_is_an_ack(tmp_path: Path, tls_dir: Path) -> None:
         done = run_collector(args(ingest.port, tls_dir, tmp_path))
     assert done.returncode == 0, done.stderr
     assert [call.sequence for call in ingest.calls] == [1]
-    shown = status(tmp_path / "spool")
+    shown = spool_status(tmp_path / "spool")
     assert (shown["pending"], shown["quarantined"]) == (
         {"batches": 0, "points": 0, "bytes": 0}, [])
 
@@ -129,7 +121,7 @@ def test_a_spool_left_behind_is_sent_by_the_next_collector_unchanged_and_numbere
     with contextlib.closing(sqlite3.connect(spool / "spool.sqlite3")) as db:
         spooled = dict(db.execute("SELECT sequence, payload FROM batches"))
     assert sorted(spooled) == [1, 2]  # 250 points a batch
-    epoch = status(spool)["epoch"]
+    epoch = spool_status(spool)["epoch"]
     more = write_jsonl(source, range(500, 750), ["loss"], append=True)
     with scripted_ingest(tls_dir) as ingest:
         done = run_collector(collector_args(
@@ -143,4 +135,4 @@ def test_a_spool_left_behind_is_sent_by_the_next_collector_unchanged_and_numbere
     assert ingest.delivered() == first | more
     other = unreachable_run(HOST_TARGET, tmp_path / "other", tls_dir, {"train": source})
     assert other.returncode == 3, other.stderr
-    assert status(tmp_path / "other" / "spool")["epoch"] != epoch  # a new spool, a new epoch
+    assert spool_status(tmp_path / "other" / "spool")["epoch"] != epoch  # a new spool, epoch
