@@ -7,7 +7,8 @@ The collector is the static binary (collector/binary, x86_64 musl) as scripts/co
 builds it into TUNEPLANE_COLLECTOR_BINARY_DIR (default ~/.cache/tuneplane/cargo-target).
 
 1. One file of N scalar events (TF1 ``simple_value``, as PyTorch writes them) is read by
-   TensorBoard's ``EventFileLoader`` (parse only), and by the collector's ``run`` with
+   TensorBoard's ``EventFileLoader`` (parse only), by the collector's ``read --summary``
+   (the same read steps as ``run``, with no spool), and by the collector's ``run`` with
    ingest unreachable: framing, CRC checks, decoding into scalar columns and sealing in its
    SQLite spool, in batches of 10,000 points, until its spool says the file is read to its
    end (polled every 5 ms); events/s and the ratio.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import subprocess
 import sys
@@ -40,8 +42,6 @@ from tests.support.processes import collector_args, start_ingest
 from tests.support.truth import frame
 from tuneplane.common.gateway import tls
 from tuneplane.telemetry.v1.identity import MemberKey
-
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def events(first: int, count: int) -> bytes:
@@ -70,9 +70,33 @@ def read_with_ours(path: Path, work: Path) -> float:
     return read_and_seal(args, spool, path, work / "read.log")
 
 
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
+def decode_with_ours(path: Path, count: int) -> float:
+    """Seconds the collector's ``read --summary`` takes on ``path``'s directory: the reading
+    ``run`` does (framing, CRC-32C, decoding into batch columns) with no spool; the best of
+    three runs, each checked to have read all ``count`` points."""
+    times = []
+    for _ in range(3):
+        started = time.perf_counter()
+        done = subprocess.run([str(binary(HOST_TARGET)), "read", "--summary", str(path.parent)],
+                              capture_output=True, check=True)
+        times.append(time.perf_counter() - started)
+        total = json.loads(done.stdout.splitlines()[-1])
+        assert total["points"] == count, total
+    return min(times)
+
+
+def thread_cpu(pid: int) -> dict[str, int]:
+    """Each thread's time on a CPU in nanoseconds (``/proc/PID/task/TID/schedstat``, exact,
+    where ``/proc/PID/stat`` counts whole clock ticks: 10 ms, 0.05 % of a core over 20 s)."""
+    return {task.name: int((task / "schedstat").read_text().split()[0])
+            for task in Path(f"/proc/{pid}/task").iterdir()}
+
+
+def cpu_seconds(before: dict[str, int], after: dict[str, int]) -> float:
+    """CPU seconds of a process between two ``thread_cpu`` readings; the same threads in
+    both, so no thread's time went uncounted by ending in between."""
+    assert before.keys() == after.keys(), (before, after)
+    return sum(after[tid] - before[tid] for tid in after) / 1e9
 
 
 def memory_mib(pid: int, *fields: str) -> list[float]:
@@ -123,7 +147,7 @@ def follow(work: Path, seconds: float, program: Path, name: str,
                                   "WARNING"])
     try:
         time.sleep(1.0)
-        start_cpu, started, step = cpu_seconds(collector.pid), time.monotonic(), 0
+        start_cpu, started, step = thread_cpu(collector.pid), time.monotonic(), 0
         while (elapsed := time.monotonic() - started) < seconds:
             due = int(elapsed * 10_000)
             if due > step:
@@ -131,10 +155,10 @@ def follow(work: Path, seconds: float, program: Path, name: str,
                     out.write(events(step, due - step))
                 step = due
             time.sleep(0.1)
-        cpu = (cpu_seconds(collector.pid) - start_cpu) / seconds
+        cpu = cpu_seconds(start_cpu, thread_cpu(collector.pid)) / seconds
         peak, anon, files = memory_mib(collector.pid, "VmHWM", "RssAnon", "RssFile")
         print(f"follow      {name}: {step:,} points in {seconds:.0f} s at 10,000 points/s: "
-              f"collector CPU {cpu * 100:.1f}% of one core, peak RSS {peak:.1f} MiB "
+              f"collector CPU {cpu * 100:.2f}% of one core, peak RSS {peak:.1f} MiB "
               f"(at the end: {anon:.1f} MiB anonymous, {files:.1f} MiB of files)")
         if detail:
             threads = len(list(Path(f"/proc/{collector.pid}/task").iterdir()))
@@ -156,6 +180,9 @@ def read(path: Path, count: int) -> None:
     theirs, their_time = read_with_tensorboard(path)
     assert theirs == count, theirs
     print(f"tensorboard {theirs / their_time:>12,.0f} events/s  (EventFileLoader, parse only)")
+    decode_time = decode_with_ours(path, count)
+    print(f"tuneplane   {count / decode_time:>12,.0f} events/s  (read --summary: the collector's "
+          "framing, CRC-32C and decoding to batch columns, no spool; best of 3)")
     my_time = read_with_ours(path, path.parent.parent / "read")
     print(f"tuneplane   {count / my_time:>12,.0f} events/s  (the collector's start, framing, "
           "CRC-32C, decode to columns, sealed in its spool)")

@@ -28,7 +28,10 @@ pub struct BatchDraft {
     pub run_path: String,
     tags: Vec<String>,
     series: Vec<Series>,
-    index: HashMap<String, usize>,
+    /// Each tag's place in `tags`, and the place of the tag last added to (a batch of one
+    /// tag, or a tag's run of points, is not hashed point by point).
+    index: HashMap<String, usize, foldhash::fast::RandomState>,
+    last: usize,
     pub rich: Vec<RichRecord>,
     pub session_starts: Vec<SessionStart>,
     pub points: usize,
@@ -69,6 +72,9 @@ impl BatchDraft {
     }
 
     fn series_of(&mut self, tag: &str) -> &mut Series {
+        if self.tags.get(self.last).is_some_and(|last| last == tag) {
+            return &mut self.series[self.last];
+        }
         let at = match self.index.get(tag) {
             Some(&at) => at,
             None => {
@@ -79,6 +85,7 @@ impl BatchDraft {
                 self.tags.len() - 1
             }
         };
+        self.last = at;
         &mut self.series[at]
     }
 

@@ -27,6 +27,11 @@ pub use watched::{watches_of, Watch};
 
 /// How often sources are looked at where no event says they changed.
 pub const POLL: Duration = Duration::from_millis(500);
+/// After a ring, events are let gather this long before they are read: a job appending ten
+/// times a second wakes this thread a few times a second, not on every write (the reader
+/// reads at most once a `ROUND` while a source grows; a quiet source's first write still
+/// rings at once).
+const GATHER: Duration = Duration::from_millis(250);
 /// How often watched sources are looked at all the same.
 pub const SAFETY: Duration = Duration::from_secs(10);
 /// Directories one collector watches at most: watches count against the collector user's
@@ -223,6 +228,13 @@ fn watch_events(inotify: &Inotify, watches: &Mutex<Watches>, wake: &OwnedFd, cha
         drop(watches);
         if ring {
             changed();
+            // The events of the next GATHER wait in the inotify queue (a queue that
+            // overflows says so, and rings); the pipe still ends the thread at once.
+            let mut fds = [PollFd::new(wake.as_fd(), PollFlags::POLLIN)];
+            let gather = PollTimeout::try_from(GATHER).unwrap_or(PollTimeout::NONE);
+            if matches!(poll(&mut fds, gather), Ok(n) if n > 0) {
+                return;
+            }
         }
     }
 }

@@ -49,9 +49,17 @@ enum Command {
     /// (*.jsonl), one JSON object per record. Damaged and incomplete records are said on
     /// standard error with their file and line or offset, and skipped; the exit status is 1
     /// only for a path that cannot be read.
+    ///
+    /// With --summary, what `run` would collect from each PATH instead, without a spool:
+    /// each series with its points and step and wall-time ranges, rich records and markers
+    /// by tag and kind, refused records by reason, then a total line (as `tensorboard
+    /// --inspect` summarises a log directory).
     Read {
         #[arg(required = true, value_name = "PATH")]
         paths: Vec<String>,
+        /// Print one line per series and a total, not every record.
+        #[arg(long)]
+        summary: bool,
     },
     /// Validate an integration artifact; list who reads what.
     Check {
@@ -159,7 +167,7 @@ fn spool_status(directory: &std::path::Path) -> u8 {
 fn main() -> ExitCode {
     let code = match Cli::parse().command {
         Command::Run(args) => run::run(*args),
-        Command::Read { paths } => u8::try_from(read::read(&paths)).unwrap_or(1),
+        Command::Read { paths, summary } => u8::try_from(read::read(&paths, summary)).unwrap_or(1),
         Command::Artifact { command } => artifact_command(command),
         Command::SlurmNode(args) => slurm::slurm_node(*args),
         Command::Node(args) => node::node(args),

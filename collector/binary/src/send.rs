@@ -73,7 +73,7 @@ impl Sender {
         let bearer = MetadataValue::try_from(format!("Bearer {}", token.trim()))
             .map_err(|_| self.token.unusable())?;
         let mut request = Request::new(PushBatchRequest {
-            batch: batch.payload.clone().into(),
+            batch: batch.payload.clone(),
         });
         request.metadata_mut().insert("authorization", bearer);
         Ok(request)

@@ -43,6 +43,8 @@ pub struct SourceReader {
     /// The last event file step's read buffer, kept for the next.
     pub(super) scratch: Vec<u8>,
     pub(super) said: HashSet<(String, String)>,
+    /// The spool's size when last asked, and `counters.sealed_bytes` then.
+    stored: Option<(u64, u64)>,
     pub counters: Counters,
 }
 
@@ -65,12 +67,29 @@ impl SourceReader {
             budgets: HashMap::new(),
             scratch: Vec::new(),
             said: HashSet::new(),
+            stored: None,
             counters: Counters::default(),
         }
     }
 
-    pub fn spool_full(&self) -> rusqlite::Result<bool> {
-        Ok(self.spool.stored_bytes()? >= self.bounds.spool_bytes)
+    pub fn spool_full(&mut self) -> rusqlite::Result<bool> {
+        Ok(self.held_bytes()? >= self.bounds.spool_bytes)
+    }
+
+    /// What the spool holds at most: its size when last asked plus what was sealed since
+    /// (the sender only deletes). The spool is asked again only when that bound reaches the
+    /// cap, so a follower's rounds do not sum the spool's payloads every time.
+    fn held_bytes(&mut self) -> rusqlite::Result<u64> {
+        let sealed = self.counters.sealed_bytes;
+        if let Some((stored, then)) = self.stored {
+            let bound = stored + (sealed - then);
+            if bound < self.bounds.spool_bytes {
+                return Ok(bound);
+            }
+        }
+        let stored = self.spool.stored_bytes()?;
+        self.stored = Some((stored, sealed));
+        Ok(stored)
     }
 
     /// What to watch to know when a source changes: each file's directory, and each log
@@ -98,7 +117,6 @@ impl SourceReader {
     /// Whether every source is read to its end (nothing more to read now).
     pub fn run_once(&mut self) -> StepResult {
         let mut idle = true;
-        let (stored, sealed_before) = (self.spool.stored_bytes()?, self.counters.sealed_bytes);
         for at in 0..self.sources.len() {
             let source = self.sources[at].clone();
             let mut behind: HashSet<String> = HashSet::new();
@@ -108,9 +126,8 @@ impl SourceReader {
                 if behind.contains(&run) {
                     continue;
                 }
-                // The spool's size once a pass, plus what this pass sealed since (an upper
-                // bound): a log directory of many files is not a query per file.
-                let held = stored + (self.counters.sealed_bytes - sealed_before);
+                // An upper bound: a log directory of many files is not a query per file.
+                let held = self.held_bytes()?;
                 if held >= self.bounds.spool_bytes {
                     log::warn!(
                         "spool holds {held} bytes (cap {}): reading paused, sources keep the \

@@ -71,7 +71,7 @@ impl Fill<'_> {
         if back
             || self.run_refused
             || name_problem(read.tag).is_some()
-            || self.plugins.contains_key(read.tag)
+            || (!self.plugins.is_empty() && self.plugins.contains_key(read.tag))
         {
             return None;
         }
@@ -88,12 +88,15 @@ impl Fill<'_> {
         Some(true)
     }
 
-    /// Decodes a record into the batch; false when it does not fit (the purge state is then
-    /// as before it, and the next step decodes it again).
-    fn record(&mut self, offset: u64, data: Bytes) -> bool {
-        if let Some(fit) = self.simple(&data) {
+    /// Decodes a record (`whole[range]`) into the batch; false when it does not fit (the
+    /// purge state is then as before it, and the next step decodes it again).
+    fn record(&mut self, offset: u64, whole: &Bytes, range: std::ops::Range<usize>) -> bool {
+        if let Some(fit) = self.simple(&whole[range.clone()]) {
             return fit;
         }
+        // Only what the full decoder reads is a view of the records (the fast path copies
+        // nothing, and takes no reference).
+        let data = whole.slice(range);
         let before = (self.purge.file_version, self.purge.most_recent_step);
         let mut decoded = decode(data, &self.file, offset, &mut self.plugins, &mut self.purge);
         let dropped = if self.run_refused {
@@ -217,7 +220,7 @@ pub fn read(
             continue;
         }
         let end = record.start.saturating_add(record.length).min(whole.len());
-        if !fill.record(record.offset, whole.slice(record.start.min(end)..end)) {
+        if !fill.record(record.offset, &whole, record.start.min(end)..end) {
             stop = Some(record.offset);
             break;
         }

@@ -4,6 +4,7 @@
 //! incomplete record said on standard error with its file and its line or offset.
 
 mod jsonl;
+mod summary;
 mod tensorboard;
 
 use std::fs::{File, OpenOptions};
@@ -39,7 +40,6 @@ pub fn shown(path: &str) -> String {
     }
 }
 
-/// The command: 0 when every path was read, 1 when one could not be.
 /// A number as the JSON output writes it: JSON has no NaN or infinities, so "nan", "inf".
 #[derive(Serialize)]
 #[serde(untagged)]
@@ -80,7 +80,9 @@ pub fn emit(out: &mut impl Write, record: &impl Serialize) -> io::Result<()> {
     out.write_all(b"\n")
 }
 
-pub fn read(paths: &[String]) -> i32 {
+/// The command: 0 when every path was read, 1 when one could not be; with `summary`, each
+/// path's summary instead of its records.
+pub fn read(paths: &[String], summary: bool) -> i32 {
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let mut problems = io::stderr();
@@ -93,6 +95,8 @@ pub fn read(paths: &[String]) -> i32 {
                 io::ErrorKind::NotFound,
                 format!("{shown_path}: no such file or directory"),
             ))
+        } else if summary {
+            summary::write(path, &shown_path, &mut out, &mut problems)
         } else if path.is_file() && path.extension().is_some_and(|e| e == "jsonl") {
             jsonl::records(path, &shown_path, &mut out, &mut problems)
         } else {

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use prost::bytes::Bytes;
 use serde::Serialize;
@@ -114,13 +114,14 @@ fn file_records(
     }
 }
 
-/// Writes the records of the log directory or event file `root`.
-pub fn records(
+/// The event files of the log directory or event file `root` (shown as `shown_root`), each
+/// with its path below `root`, in the order TensorBoard reads them; problems of the listing
+/// said, and no event file at all refused.
+pub(super) fn event_files(
     root: &Path,
     shown_root: &str,
-    out: &mut impl Write,
     problems: &mut impl Write,
-) -> io::Result<()> {
+) -> io::Result<Vec<(PathBuf, String)>> {
     let listing = logdir::event_files(root);
     for problem in &listing.problems {
         writeln!(problems, "{problem}")?;
@@ -131,21 +132,37 @@ pub fn records(
             format!("{shown_root}: no *tfevents* files"),
         ));
     }
+    Ok(listing
+        .files
+        .into_iter()
+        .map(|path| {
+            let relative = match path.strip_prefix(root) {
+                Ok(below) if path != root => below.to_string_lossy().into_owned(),
+                _ => path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            };
+            (path, relative)
+        })
+        .collect())
+}
+
+/// Writes the records of the log directory or event file `root`.
+pub fn records(
+    root: &Path,
+    shown_root: &str,
+    out: &mut impl Write,
+    problems: &mut impl Write,
+) -> io::Result<()> {
     // A run's files are read in name order, as TensorBoard reads them.
     let mut runs: HashMap<String, PurgeState> = HashMap::new();
     let mut unopened = 0usize;
-    for path in &listing.files {
-        let relative = match path.strip_prefix(root) {
-            Ok(below) if path != root => below.to_string_lossy().into_owned(),
-            _ => path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-        };
+    for (path, relative) in event_files(root, shown_root, problems)? {
         let state = runs
             .entry(logdir::run_of(&relative).to_owned())
             .or_default();
-        unopened += usize::from(!file_records(path, &relative, state, out, problems)?);
+        unopened += usize::from(!file_records(&path, &relative, state, out, problems)?);
     }
     // Said file by file above; the path still counts as not read whole (exit status 1).
     match unopened {

@@ -13,6 +13,13 @@ pub fn name_problem(value: &str) -> Option<String> {
 }
 
 fn name_problem_within(value: &str, limit: usize) -> Option<String> {
+    // Every name read (one per point) is looked at: a good one costs a scan of its bytes and
+    // nothing else. A control character is one byte in UTF-8, and no byte of a longer
+    // character is below 0x80.
+    let clean = |b: &u8| *b > 0x1f && *b != 0x7f;
+    if !value.is_empty() && value.len() <= limit && value.as_bytes().iter().all(clean) {
+        return None;
+    }
     if value.is_empty() {
         return Some("is empty".to_owned());
     }

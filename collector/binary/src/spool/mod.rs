@@ -17,12 +17,17 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use prost::Message;
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior, MAIN_DB};
 
 use crate::contract::proto::{Batch, BatchIdentity};
 use crate::draft::BatchDraft;
 
 pub const FILE: &str = "spool.sqlite3";
+
+/// The page size of a new spool (an existing one keeps its own). A batch of 10,000 points
+/// is about 200 KB: in 16 KiB pages, its seal writes a dozen WAL frames and its deletion walks
+/// a dozen overflow pages, not sixty of SQLite's default 4 KiB.
+const PAGE_SIZE: u32 = 16_384;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -74,7 +79,8 @@ pub struct SavedPosition {
 #[derive(Debug)]
 pub struct SealedBatch {
     pub sequence: u64,
-    pub payload: Vec<u8>,
+    /// The sealed bytes, sent as they are (a view, not copied per try).
+    pub payload: prost::bytes::Bytes,
     pub points: u64,
 }
 
@@ -82,7 +88,14 @@ pub struct Spool {
     pub(super) db: Connection,
     owner: MemberKey,
     pub epoch: String,
+    /// The last batch's encoding, its allocation kept for the next (up to KEPT_BYTES): a
+    /// follower seals a batch a second, and a fresh buffer each time is pages mapped,
+    /// faulted in and unmapped each time.
+    encoded: Vec<u8>,
 }
+
+/// The most of an encoding buffer kept between seals.
+const KEPT_BYTES: usize = 1 << 20;
 
 fn damaged(path: &Path, error: &rusqlite::Error) -> SpoolError {
     SpoolError(format!(
@@ -101,6 +114,7 @@ impl Spool {
         let open = || -> rusqlite::Result<(Connection, String, String)> {
             let db = Connection::open(&path)?;
             db.busy_timeout(std::time::Duration::from_secs(30))?;
+            db.pragma_update(None, "page_size", PAGE_SIZE)?;
             db.pragma_update(None, "journal_mode", "WAL")?;
             db.pragma_update(None, "synchronous", "FULL")?;
             // The tables and the owner at once: `spool status` of a spool being created
@@ -124,6 +138,7 @@ impl Spool {
             db,
             owner: owner.clone(),
             epoch,
+            encoded: Vec::new(),
         })
     }
 
@@ -207,8 +222,21 @@ impl Spool {
                 rich: std::mem::take(&mut draft.rich),
                 session_starts: std::mem::take(&mut draft.session_starts),
             };
-            tx.prepare_cached("INSERT INTO batches (sequence, payload, points) VALUES (?, ?, ?)")?
-                .execute(params![next, batch.encode_to_vec(), draft.points as u64])?;
+            self.encoded.clear();
+            batch
+                .encode(&mut self.encoded)
+                .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+            // The row made with the payload's room, then the payload written into its pages:
+            // a bound blob would be copied whole into one more buffer first.
+            tx.prepare_cached(
+                "INSERT INTO batches (sequence, payload, points) VALUES (?, zeroblob(?), ?)",
+            )?
+            .execute(params![next, self.encoded.len(), draft.points as u64])?;
+            tx.blob_open(MAIN_DB, c"batches", c"payload", next as i64, false)?
+                .write_all_at(&self.encoded, 0)?;
+            if self.encoded.capacity() > KEPT_BYTES {
+                self.encoded = Vec::new();
+            }
             tx.prepare_cached("UPDATE meta SET value = ? WHERE key = 'next_sequence'")?
                 .execute([(next + 1).to_string()])?;
             sequence = Some(next);

@@ -18,18 +18,21 @@ impl Spool {
 
     /// The oldest `limit` batches not quarantined, in sequence order.
     pub fn pending(&self, limit: usize) -> rusqlite::Result<Vec<SealedBatch>> {
+        // No `LIMIT ?`: SQLite prepares a statement with a bound LIMIT again on every run
+        // (each seal by the reader's connection expires its plan); the rows are stepped
+        // lazily, so only `limit` of them are read.
         let mut query = self.db.prepare_cached(
             "SELECT sequence, payload, points FROM batches WHERE quarantined IS NULL \
-             ORDER BY sequence LIMIT ?",
+             ORDER BY sequence",
         )?;
-        let rows = query.query_map([limit as u64], |r| {
+        let rows = query.query_map([], |r| {
             Ok(SealedBatch {
                 sequence: r.get(0)?,
-                payload: r.get(1)?,
+                payload: r.get::<_, Vec<u8>>(1)?.into(),
                 points: r.get(2)?,
             })
         })?;
-        rows.collect()
+        rows.take(limit).collect()
     }
 
     pub fn pending_count(&self) -> rusqlite::Result<u64> {
