@@ -25,9 +25,38 @@ REQUIRED = ("TUNEPLANE_DATABASE_URL", "TUNEPLANE_KAFKA_BOOTSTRAP", "TUNEPLANE_S3
             "TUNEPLANE_S3_BUCKET", "TUNEPLANE_WEB_JWT_SECRET")
 
 
-def docker_engine() -> bool:
+#: Fixtures that reach a server (PostgreSQL, Kafka and S3; Dex; the Slurm cluster; the
+#: Docker Engine). A test that uses one, itself or through another fixture, is in the
+#: ``services`` tier; every other test is in the fast tier (``scripts/test --fast``).
+SERVER_FIXTURES = frozenset({"endpoints", "oidc_provider", "slurm_cluster", "docker_engine"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.services)
+
+
+def docker_running() -> bool:
     return shutil.which("docker") is not None and subprocess.run(
         ["docker", "info"], capture_output=True, check=False).returncode == 0
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> None:
+    """The Docker Engine scripts/test starts (scripts/docker-engine)."""
+    if not docker_running():
+        pytest.fail("no Docker Engine answers `docker info`: scripts/docker-engine starts one",
+                    pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> None:
+    """The local Slurm cluster scripts/test starts (scripts/slurm up)."""
+    if shutil.which("scontrol") is None or subprocess.run(
+            ["scontrol", "ping"], capture_output=True, check=False).returncode != 0:
+        pytest.fail("no Slurm controller answers `scontrol ping`: scripts/slurm up starts one",
+                    pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -35,7 +64,7 @@ def endpoints() -> Endpoints:
     missing = [name for name in REQUIRED if not os.environ.get(name)]
     if missing:
         hint = ("a Docker engine is present, but this suite takes its services from the "
-                "environment" if docker_engine() else "no Docker engine is present")
+                "environment" if docker_running() else "no Docker engine is present")
         pytest.fail(f"{', '.join(missing)} not set ({hint}). Start the real services with "
                     "`eval \"$(scripts/services up)\"` and run the tests again.", pytrace=False)
     return Endpoints.from_environ(os.environ)

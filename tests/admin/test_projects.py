@@ -11,11 +11,8 @@ import uuid
 from pathlib import Path
 
 import asyncpg
-import pytest
 
 from tests.support.environment import BIN, Endpoints
-
-pytestmark = pytest.mark.services
 
 ARTIFACT = {"version": 1,
             "sources": [{"id": "train", "kind": "jsonl", "path": "m.jsonl", "owner": "rank-0"}]}

@@ -34,6 +34,8 @@ from tests.support.processes import collector_args, run_collector
 from tests.support.truth import tensorboard_runs, write_add_scalars_logdir, write_jsonl
 from tuneplane.telemetry.v1.identity import MemberKey
 
+pytestmark = pytest.mark.usefixtures("docker_engine")
+
 #: The collector artifact's directory name on execution hosts (not used here).
 COLLECTOR_DIGEST = "0" * 64
 TAGS = ["loss", "accuracy"]

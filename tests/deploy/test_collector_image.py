@@ -9,8 +9,12 @@ import subprocess
 import uuid
 from pathlib import Path
 
+import pytest
+
 from tests.support.environment import ROOT
 from tests.support.truth import write_jsonl
+
+pytestmark = pytest.mark.usefixtures("docker_engine")
 
 DOCKERFILE = ROOT / "deploy" / "collector-image" / "Dockerfile"
 

@@ -21,6 +21,7 @@ from tensorboard.compat.proto import event_pb2, summary_pb2
 
 from tests.support.credentials import workload_token
 from tests.support.environment import Endpoints
+from tests.support.kafka import projected_to_end
 from tests.support.processes import Process, collector_args, run_collector
 from tests.support.readmodels import curve_points, wait_for_points
 from tests.support.truth import frame
@@ -43,9 +44,12 @@ def same(stored: Stored, truth: Stored) -> bool:
         (math.isnan(v) and math.isnan(truth[k])) or v == truth[k] for k, v in stored.items())
 
 
-async def stored(db: asyncpg.Connection, run_id: str, expected: int) -> Stored:
+async def stored(endpoints: Endpoints, db: asyncpg.Connection, run_id: str, expected: int
+                 ) -> Stored:
+    """The run's points once ``expected`` are stored and the projectors are past every batch
+    on the topic (the collector has exited): nothing more can come."""
     assert await wait_for_points(db, run_id, expected) == expected
-    time.sleep(1.0)  # nothing more may come
+    await projected_to_end(endpoints.kafka_bootstrap)
     return {(tag, step): value for _, _, tag, step, value in await curve_points(db, run_id)}
 
 
@@ -85,7 +89,7 @@ async def test_malformed_jsonl_is_reported_by_line_and_the_rest_arrives_exactly(
     truth = {("loss", s): s / 4 for s in [*range(100), *range(200, 300)]} | {
         ("nan", 100): math.nan, ("inf", 100): math.inf, ("ninf", 100): -math.inf,
         ("quoted", 100): -math.inf, ("far", 2**63 - 1): 2.5}
-    assert same(await stored(db, run_id, len(truth)), truth)
+    assert same(await stored(initialised, db, run_id, len(truth)), truth)
 
 
 def event(step: int, tag: str, value: float) -> bytes:
@@ -123,11 +127,13 @@ async def test_damaged_event_files_are_reported_by_offset_and_the_rest_arrives_e
     truth = {("loss", s): float(np.float32(s / 4)) for s in [*range(50), *range(56, 100)]} | {
         ("loss", 52): math.nan, ("loss", 53): math.inf, ("loss", 54): -math.inf,
         ("loss", 2**62): 1.5}
-    assert same(await stored(db, run_id, len(truth)), truth)  # the half-written tail waits
+    # The half-written tail waits.
+    assert same(await stored(initialised, db, run_id, len(truth)), truth)
     with path.open("ab") as out:
         out.write(tail[len(tail) // 2:])  # the writer finishes it
     assert run_collector(args).returncode == 0
-    assert same(await stored(db, run_id, len(truth) + 1), truth | {("loss", 99_999): 7.0})
+    assert same(await stored(initialised, db, run_id, len(truth) + 1),
+                truth | {("loss", 99_999): 7.0})
 
 
 @pytest.mark.parametrize("wrong", ["other-secret", "mis-bound", "expired", "garbage"])
@@ -160,7 +166,8 @@ async def test_a_bad_token_holds_the_batches_until_the_file_is_rewritten(
     assert collector.poll() is None  # holding, not giving up
     workload_token(initialised, member, tmp_path / "token.new").rename(token)
     assert collector.wait(timeout=60) == 0, log.read_text()
-    assert same(await stored(db, run_id, 500), {("loss", s): s / 4 for s in range(500)})
+    assert same(await stored(initialised, db, run_id, 500),
+                {("loss", s): s / 4 for s in range(500)})
 
 
 def garbage_calls(port: int, ca: Path) -> None:

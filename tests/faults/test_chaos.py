@@ -24,6 +24,7 @@ from tests.faults.fleet import Fleet, services
 from tests.faults.proxy import FaultyLink
 from tests.faults.workload import Workload
 from tests.support.environment import Endpoints, free_port
+from tests.support.kafka import projected_to_end
 from tests.support.processes import Process, start_projector
 
 MEMBERS = 8
@@ -106,7 +107,7 @@ async def test_nothing_is_lost_duplicated_or_altered_under_a_seeded_fault_schedu
                 break
             await asyncio.to_thread(fleet.supervise)
             await asyncio.sleep(1.0)
-        await asyncio.sleep(2.0)  # a late duplicate would land now
+        await projected_to_end(initialised.kafka_bootstrap)  # a late duplicate is in by now
         curves = await checker.points(db, workload, run_id)
         rich = await checker.rich_records(db, workload, run_id, initialised.s3_endpoint,
                                           initialised.s3_bucket)

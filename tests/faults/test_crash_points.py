@@ -3,7 +3,6 @@ then started again: the delivered curves equal the sources exactly."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
@@ -16,6 +15,7 @@ import pytest
 from tests.support import collector_binary
 from tests.support.credentials import workload_token
 from tests.support.environment import Endpoints
+from tests.support.kafka import projected_to_end
 from tests.support.processes import Process, collector_args, run_collector
 from tests.support.readmodels import curve_points, wait_for_points
 from tests.support.truth import assert_exact, pieces
@@ -53,7 +53,7 @@ async def test_a_collector_killed_at_each_step_delivers_exactly_after_restart(
     finished = run_collector(args)
     assert finished.returncode == 0, finished.stderr
     assert await wait_for_points(db, run_id, 2 * STEPS) == 2 * STEPS
-    await asyncio.sleep(1.0)  # a late duplicate would show now
+    await projected_to_end(initialised.kafka_bootstrap)  # a late duplicate would show by now
     points = await curve_points(db, run_id)
     assert_exact(points, {("loss", s): s / 3 for s in range(STEPS)}, "rank-0", "train")
     assert_exact(points, {("acc", s): float(np.float32(s / 7)) for s in range(STEPS)},

@@ -150,7 +150,6 @@ async def test_an_unanswered_lookup_passes_the_batch(bound: SeriesBound,
     assert series.asked["count"] == 1
 
 
-@pytest.mark.services
 async def test_postgres_answers_the_count_and_the_member_s_existing_series(
         initialised: Endpoints) -> None:
     run_id = f"series-{uuid.uuid4().hex[:8]}"
@@ -171,7 +170,6 @@ async def test_postgres_answers_the_count_and_the_member_s_existing_series(
                      ("train", "lr_group_a", "a")]) == (3, {("train", "", "a")})
 
 
-@pytest.mark.services
 async def test_series_checks_leave_token_standing_a_connection(
         initialised: Endpoints) -> None:
     """A job at its attempt's bound makes every batch it sends an exact check, as many at

@@ -18,8 +18,6 @@ from tuneplane.projector.projection import Projection
 from tuneplane.projector.writer import PostgresWriter
 from tuneplane.telemetry.v1.identity import MemberKey
 
-pytestmark = pytest.mark.services
-
 
 class CrashAfterWrite(Exception):
     """The worker dies between its transaction and its commit."""

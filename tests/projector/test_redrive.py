@@ -7,7 +7,6 @@ import json
 import subprocess
 
 import asyncpg
-import pytest
 
 from tests.support.environment import BIN, Endpoints
 from tests.support.kafka import produce_payloads
@@ -15,8 +14,6 @@ from tests.support.readmodels import wait_for_points
 from tests.support.truth import member_batch
 from tuneplane.common.kafka import topics
 from tuneplane.telemetry.v1.identity import BatchKey, MemberKey
-
-pytestmark = pytest.mark.services
 
 
 def redrive() -> dict[str, int]:

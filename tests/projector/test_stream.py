@@ -13,7 +13,7 @@ import asyncpg
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 
 from tests.support.environment import BIN, Endpoints
-from tests.support.kafka import produce
+from tests.support.kafka import produce, projected_to_end
 from tests.support.processes import Process, start_projector
 from tests.support.truth import member_batch
 from tuneplane.common.kafka import topics
@@ -101,7 +101,7 @@ async def test_three_projectors_one_killed_midway_project_every_batch_once(
         assert (await ledger(db, run_id))[0] < len(batches), "finished before the kill"
         workers[1].start()
         assert await wait_ledger(db, run_id, len(batches)) == (len(batches), 400 * len(batches))
-        await asyncio.sleep(2.0)
+        await projected_to_end(initialised.kafka_bootstrap)  # a late duplicate is in by now
         assert await ledger(db, run_id) == (len(batches), 400 * len(batches))
         assert await stored_points(db, run_id) == (400 * len(batches),) * 2
     finally:

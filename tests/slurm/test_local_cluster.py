@@ -7,7 +7,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.support.slurm import slurm
+
+pytestmark = pytest.mark.usefixtures("slurm_cluster")
 
 
 def state_of(job: str, seconds: float = 60.0, *, until: tuple[str, ...]) -> str:

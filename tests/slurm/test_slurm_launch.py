@@ -28,6 +28,8 @@ from tests.support.slurm import (
 )
 from tests.support.truth import tensorboard_runs
 
+pytestmark = pytest.mark.usefixtures("slurm_cluster")
+
 RANKS = "rank-{rank}"  # how task N names its member, unless the artifact says otherwise
 
 

@@ -151,6 +151,9 @@ def test_an_external_certificate_needs_the_trust_bundle(tmp_path: Path) -> None:
     from tuneplane.common.gateway import tls
     tls.generate(["gw.example"], now=NOW).write(tmp_path)
     env = {k: v for k, v in os.environ.items() if k != "TUNEPLANE_TELEMETRY_TRUST_BUNDLE"}
+    # Refused before anything is reached: settings of no server do (the fast tier's).
+    env |= {"TUNEPLANE_KAFKA_BOOTSTRAP": "127.0.0.1:1", "TUNEPLANE_WEB_JWT_SECRET": "s" * 32,
+            "TUNEPLANE_DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none"}
     done = subprocess.run([str(BIN / "tuneplane-ingest"), "--certificate",
                            str(tmp_path / "server.pem"), "--private-key",
                            str(tmp_path / "server.key")], capture_output=True, text=True,

@@ -3,7 +3,6 @@ real Kafka: the fake behaves as the broker does where the pipeline relies on it.
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -13,6 +12,7 @@ import pytest
 from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
+from tests.support.environment import Endpoints
 from tuneplane.common.kafka.adapter import KafkaGroupConsumer
 from tuneplane.common.kafka.memory import MemoryBroker, MemoryConsumer
 from tuneplane.common.kafka.message import Message
@@ -113,11 +113,10 @@ class TestInMemoryBroker(ConsumerContract):
         return InMemory()
 
 
-@pytest.mark.services
 class TestKafka(ConsumerContract):
     @pytest.fixture
-    async def broker(self) -> AsyncIterator[RealKafka]:
-        bootstrap = os.environ["TUNEPLANE_KAFKA_BOOTSTRAP"]
+    async def broker(self, endpoints: Endpoints) -> AsyncIterator[RealKafka]:
+        bootstrap = endpoints.kafka_bootstrap
         topic = f"tuneplane.test.contract.{uuid.uuid4().hex[:8]}"
         admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
         await admin.start()
