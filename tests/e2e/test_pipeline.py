@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import asyncpg
@@ -10,6 +9,7 @@ import numpy as np
 
 from tests.support.credentials import workload_token
 from tests.support.environment import Endpoints
+from tests.support.kafka import projected_to_end
 from tests.support.processes import Process, collector_args, run_collector
 from tests.support.readmodels import curve_points, wait_for_points
 from tests.support.truth import assert_exact, write_jsonl
@@ -27,7 +27,7 @@ async def test_every_point_arrives_once_with_its_step_and_value(
                                         "--max-batch-points", "2000"))
     assert done.returncode == 0, done.stderr
     assert await wait_for_points(db, run_id, len(truth)) == len(truth)
-    await asyncio.sleep(1.0)  # any duplicate would land right behind
+    await projected_to_end(initialised.kafka_bootstrap)  # any duplicate is in by now
     assert_exact(await curve_points(db, run_id), truth, "rank-0", "train")
 
 
@@ -47,6 +47,7 @@ async def test_malformed_line_is_reported_and_the_rest_delivered(
     assert f"{path}:101: metric 'loss' is 'high', not a number" in done.stderr
     assert f"{path}:102: not JSON" in done.stderr
     assert await wait_for_points(db, run_id, len(truth)) == len(truth)
+    await projected_to_end(initialised.kafka_bootstrap)
     assert_exact(await curve_points(db, run_id), truth, "rank-1", "train")
 
 
@@ -71,7 +72,7 @@ async def test_tensorboard_logdir_scalars_arrive_once_with_steps_and_values(
     assert done.returncode == 0, done.stderr
     assert "4 rich records read" in done.stderr
     assert await wait_for_points(db, run_id, len(truth)) == len(truth)
-    await asyncio.sleep(1.0)
+    await projected_to_end(initialised.kafka_bootstrap)
     assert_exact(await curve_points(db, run_id), truth, "rank-0", "tb")
 
 
@@ -105,6 +106,7 @@ channels:
         expected_rich = 5 if m == "rank-1" else 0
         assert f"500 points and {expected_rich} rich records read" in done.stderr
     assert await wait_for_points(db, run_id, 1000) == 1000
+    await projected_to_end(initialised.kafka_bootstrap)
     points = await curve_points(db, run_id)
     assert_exact(points, truths["rank-0"], "rank-0", "train-0")
     assert_exact(points, truths["rank-1"], "rank-1", "train-1")
