@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from tuneplane.common.kafka import topics
 from tuneplane.ingest.sink import partition_for
@@ -55,9 +55,7 @@ async def projected_to_end(bootstrap: str, group: str = CONSUMER_GROUP,
                                 enable_auto_commit=False)
     await consumer.start()
     try:
-        partitions = [TopicPartition(topics.BATCHES, p)
-                      for p in sorted(consumer.partitions_for_topic(topics.BATCHES)
-                                      or await _partitions(bootstrap))]
+        partitions = await topics.topic_partitions(bootstrap)
         ends = await consumer.end_offsets(partitions)
         deadline = asyncio.get_running_loop().time() + timeout
         while True:
@@ -72,11 +70,3 @@ async def projected_to_end(bootstrap: str, group: str = CONSUMER_GROUP,
     finally:
         await consumer.stop()
 
-
-async def _partitions(bootstrap: str) -> set[int]:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
-    await producer.start()
-    try:
-        return set(await producer.partitions_for(topics.BATCHES))
-    finally:
-        await producer.stop()

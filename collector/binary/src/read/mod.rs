@@ -74,6 +74,11 @@ pub fn open_regular(path: &Path) -> io::Result<Option<File>> {
     Ok(file.metadata()?.is_file().then_some(file))
 }
 
+/// Whether `read` takes `path` as a JSONL metric file (else as TensorBoard's).
+fn is_jsonl(path: &Path) -> bool {
+    path.is_file() && path.extension().is_some_and(|e| e == "jsonl")
+}
+
 /// Writes one record as a JSON line.
 pub fn emit(out: &mut impl Write, record: &impl Serialize) -> io::Result<()> {
     serde_json::to_writer(&mut *out, record)?;
@@ -96,8 +101,8 @@ pub fn read(paths: &[String], summary: bool) -> i32 {
                 format!("{shown_path}: no such file or directory"),
             ))
         } else if summary {
-            summary::write(path, &shown_path, &mut out, &mut problems)
-        } else if path.is_file() && path.extension().is_some_and(|e| e == "jsonl") {
+            summary::write(path, &shown_path, is_jsonl(path), &mut out, &mut problems)
+        } else if is_jsonl(path) {
             jsonl::records(path, &shown_path, &mut out, &mut problems)
         } else {
             tensorboard::records(path, &shown_path, &mut out, &mut problems)

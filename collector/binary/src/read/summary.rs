@@ -93,11 +93,11 @@ fn read_file(
 fn summarize(
     path: &Path,
     shown: &str,
-    tensorboard: bool,
+    jsonl_file: bool,
     problems: &mut impl Write,
 ) -> io::Result<Tally> {
     let mut tally = Tally::default();
-    if !tensorboard {
+    if jsonl_file {
         let mut file = open_regular(path)?
             .ok_or_else(|| io::Error::other(format!("{}: not a regular file", path.display())))?;
         read_file(&mut file, path, None, &mut tally, problems)?;
@@ -130,11 +130,11 @@ fn summarize(
 pub fn write(
     path: &Path,
     shown: &str,
+    jsonl_file: bool,
     out: &mut impl Write,
     problems: &mut impl Write,
 ) -> io::Result<()> {
-    let tensorboard = !(path.is_file() && path.extension().is_some_and(|e| e == "jsonl"));
-    let tally = summarize(path, shown, tensorboard, problems)?;
+    let tally = summarize(path, shown, jsonl_file, problems)?;
     let mut total = Total {
         kind: "total",
         path: shown,

@@ -76,16 +76,20 @@ async def ensure_topics(bootstrap: str, settings: TopicSettings) -> list[str]:
     return created
 
 
-async def commit_group_at_end(bootstrap: str, group: str, topic: str = BATCHES) -> None:
-    """Commit ``group``'s offsets at the topic's current end: consumers joining it take only
-    what is produced from now on (an exporter turning on, a benchmark's own projectors)."""
+async def topic_partitions(bootstrap: str, topic: str = BATCHES) -> list[TopicPartition]:
+    """The topic's partitions, in order (as the cluster's metadata says now)."""
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
     await producer.start()
     try:
-        partitions = [TopicPartition(topic, p)
-                      for p in sorted(await producer.partitions_for(topic))]
+        return [TopicPartition(topic, p) for p in sorted(await producer.partitions_for(topic))]
     finally:
         await producer.stop()
+
+
+async def commit_group_at_end(bootstrap: str, group: str, topic: str = BATCHES) -> None:
+    """Commit ``group``'s offsets at the topic's current end: consumers joining it take only
+    what is produced from now on (an exporter turning on, a benchmark's own projectors)."""
+    partitions = await topic_partitions(bootstrap, topic)
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
                                 enable_auto_commit=False)
     await consumer.start()
