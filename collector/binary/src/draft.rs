@@ -21,6 +21,15 @@ struct Series {
     values: Vec<f64>,
 }
 
+/// The columns of a sealed batch, emptied, for the next draft to fill: a follower seals a
+/// batch a second, and columns grown afresh each time are pages mapped, faulted in and
+/// unmapped each time (musl maps each allocation over 128 KiB on its own).
+#[derive(Debug, Default)]
+pub struct Spare(Vec<Series>);
+
+/// Series whose columns are kept at most; a batch of more tags grows the rest anew.
+const SPARE_SERIES: usize = 64;
+
 /// Points of one source (one TensorBoard run: `run_path`), plus rich records and markers.
 #[derive(Debug, Default)]
 pub struct BatchDraft {
@@ -36,13 +45,20 @@ pub struct BatchDraft {
     pub session_starts: Vec<SessionStart>,
     pub points: usize,
     pub approx_bytes: usize,
+    spare: Spare,
 }
 
 impl BatchDraft {
     pub fn new(source: &str, run_path: &str) -> Self {
+        Self::reusing(source, run_path, Spare::default())
+    }
+
+    /// A draft whose series fill the `spare` columns first.
+    pub fn reusing(source: &str, run_path: &str, spare: Spare) -> Self {
         Self {
             source: source.to_owned(),
             run_path: run_path.to_owned(),
+            spare,
             ..Self::default()
         }
     }
@@ -80,7 +96,8 @@ impl BatchDraft {
             None => {
                 self.approx_bytes += tag.len() + self.chunk_names_bytes();
                 self.tags.push(tag.to_owned());
-                self.series.push(Series::default());
+                let series = self.spare.0.pop().unwrap_or_default();
+                self.series.push(series);
                 self.index.insert(tag.to_owned(), self.tags.len() - 1);
                 self.tags.len() - 1
             }
@@ -144,6 +161,27 @@ impl BatchDraft {
 
     pub fn is_empty(&self) -> bool {
         self.points == 0 && self.rich.is_empty() && self.session_starts.is_empty()
+    }
+
+    /// Keeps the columns of `chunks` (sealed: their points are encoded) for the next draft.
+    pub fn keep(&mut self, chunks: Vec<SeriesChunk>) {
+        let room = SPARE_SERIES.saturating_sub(self.spare.0.len());
+        for chunk in chunks.into_iter().take(room) {
+            let mut series = Series {
+                steps: chunk.steps,
+                wall_times: chunk.wall_times,
+                values: chunk.values,
+            };
+            series.steps.clear();
+            series.wall_times.clear();
+            series.values.clear();
+            self.spare.0.push(series);
+        }
+    }
+
+    /// The kept columns, for the next draft.
+    pub fn take_spare(&mut self) -> Spare {
+        std::mem::take(&mut self.spare)
     }
 
     /// The chunks, one per tag in the order tags were first read.

@@ -27,11 +27,11 @@ pub use watched::{watches_of, Watch};
 
 /// How often sources are looked at where no event says they changed.
 pub const POLL: Duration = Duration::from_millis(500);
-/// After a ring, events are let gather this long before they are read: a job appending ten
-/// times a second wakes this thread a few times a second, not on every write (the reader
-/// reads at most once a `ROUND` while a source grows; a quiet source's first write still
-/// rings at once).
-const GATHER: Duration = Duration::from_millis(250);
+/// After a ring, events are let gather this long before they are read: as long as the
+/// reader's round (`run::collector::ROUND`: it reads at most once a round while a source
+/// grows), so a job appending ten times a second wakes this thread and the reader once a
+/// round each, not on every write. A quiet source's first write still rings at once.
+const GATHER: Duration = Duration::from_secs(1);
 /// How often watched sources are looked at all the same.
 pub const SAFETY: Duration = Duration::from_secs(10);
 /// Directories one collector watches at most: watches count against the collector user's

@@ -2,6 +2,7 @@
 //! hosts: argument parsing and wiring only.
 
 mod artifact;
+mod buffers;
 mod collect;
 mod contract;
 mod draft;

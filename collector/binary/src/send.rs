@@ -16,7 +16,7 @@ use crate::contract::proto::{PushBatchReply, PushBatchRequest};
 use crate::contract::{code_name, transient};
 use crate::failpoints;
 use crate::fence::failed;
-use crate::spool::{SealedBatch, Spool};
+use crate::spool::{SealedBatch, Shared};
 use crate::target::{endpoint, Target, Token};
 
 /// How often a wait between two tries looks whether sending must stop.
@@ -27,7 +27,7 @@ const STOP_CHECK: Duration = Duration::from_millis(50);
 pub struct Transient(pub String);
 
 pub struct Sender {
-    spool: Spool,
+    spool: Shared,
     client: TelemetryIngestClient<Channel>,
     runtime: tokio::runtime::Runtime,
     token: Token,
@@ -40,7 +40,7 @@ pub struct Sender {
 type Answer = Result<PushBatchReply, tonic::Status>;
 
 impl Sender {
-    pub fn new(spool: Spool, target: &Target, in_flight: usize) -> Result<Self, String> {
+    pub fn new(spool: Shared, target: &Target, in_flight: usize) -> Result<Self, String> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -95,6 +95,7 @@ impl Sender {
             Err(status) => {
                 let reason = format!("{}: {}", code_name(status.code()), status.message());
                 self.spool
+                    .get()
                     .quarantine(batch.sequence, &reason)
                     .map_err(|e| Transient(e.to_string()))?;
                 log::error!("batch {} refused and quarantined: {reason}", batch.sequence);
@@ -103,6 +104,7 @@ impl Sender {
         };
         if reply.outcome == Outcome::Rejected as i32 {
             self.spool
+                .get()
                 .quarantine(batch.sequence, &reply.reason)
                 .map_err(|e| Transient(e.to_string()))?;
             log::error!(
@@ -124,6 +126,7 @@ impl Sender {
         }
         failpoints::reach("ack");
         self.spool
+            .get()
             .acknowledge(batch.sequence)
             .map_err(|e| Transient(e.to_string()))?;
         failpoints::reach("delete");
@@ -163,6 +166,7 @@ impl Sender {
         while !stop() {
             let batches = self
                 .spool
+                .get()
                 .pending(self.in_flight)
                 .map_err(|e| Transient(e.to_string()))?;
             if batches.is_empty() {
@@ -184,6 +188,7 @@ impl Sender {
                 self.send_with_retries(batch, give_up_after, stop)?;
                 handled += 1;
             }
+            self.spool.get().give_back(batches);
         }
         Ok(handled)
     }

@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
-use super::{Position, ReadStep};
+use super::{Kept, Position, ReadStep};
 use crate::draft::BatchDraft;
 use crate::sources::jsonl::{is_blank, parse_line};
 
@@ -49,7 +49,8 @@ pub fn skip_overlong(
     }
 }
 
-/// Reads complete lines of `file` (shown as `path`) from `start` up to the batch bounds.
+/// Reads complete lines of `file` (shown as `path`) from `start` up to the batch bounds,
+/// with `kept`'s buffer and columns.
 pub fn read(
     file: &mut File,
     path: &Path,
@@ -57,13 +58,15 @@ pub fn read(
     start: &Position,
     max_points: usize,
     max_bytes: usize,
+    kept: &mut Kept,
 ) -> io::Result<ReadStep> {
-    let mut step = ReadStep::new(BatchDraft::new(source, ""), start.clone());
+    let draft = BatchDraft::reusing(source, "", std::mem::take(&mut kept.columns));
+    let mut step = ReadStep::new(draft, start.clone());
     let (mut offset, mut line, mut begin) = (start.offset, start.line, 0usize);
     file.seek(SeekFrom::Start(start.offset))?;
     // A batch's lines are most often far fewer bytes than a whole read: read that much
     // first, the rest of a read's worth only if the batch is not full by then.
-    let mut data = Vec::new();
+    let mut data = kept.take_bytes();
     read_more(
         file,
         &mut data,
@@ -123,5 +126,6 @@ pub fn read(
         line,
         state: String::new(),
     };
+    kept.keep_bytes(data);
     Ok(step)
 }

@@ -11,10 +11,11 @@ mod tbstate;
 pub mod tensorboard;
 
 pub use channel::Channel;
-pub use reader::{Bounds, SourceReader};
+pub use reader::{Bounds, SourceReader, BATCH_POINTS};
 
 use std::path::PathBuf;
 
+pub use crate::buffers::Kept;
 use crate::draft::BatchDraft;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -6,11 +6,11 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::{channel, SourceKind, SourceSpec};
+use super::{channel, Kept, SourceKind, SourceSpec};
 use crate::fence::Fence;
 use crate::logdir;
 use crate::sources::names::escape_controls;
-use crate::spool::Spool;
+use crate::spool::Shared;
 
 #[derive(Debug, Default)]
 pub struct Counters {
@@ -23,6 +23,12 @@ pub struct Counters {
     pub problems: u64,
 }
 
+/// Points of one batch unless told otherwise: twice what a busy job (10,000 points a
+/// second) writes in a round, so that each round of following it seals one batch, not a
+/// full one and then the few points past it (every batch costs a transaction synced to
+/// disk, a call to ingest and its deletion).
+pub const BATCH_POINTS: usize = 20_000;
+
 /// What bounds reading: points and bytes of one batch, and the spool size at which
 /// reading pauses (the sources keep the data).
 #[derive(Debug, Clone, Copy)]
@@ -34,14 +40,14 @@ pub struct Bounds {
 
 /// Steppable: each `run_once` seals at most one batch per file of every source.
 pub struct SourceReader {
-    pub(super) spool: Spool,
+    pub(super) spool: Shared,
     pub(super) sources: Vec<SourceSpec>,
     pub(super) bounds: Bounds,
     pub(super) fence: Fence,
     pub(super) listings: HashMap<String, Vec<(PathBuf, String)>>,
     pub(super) budgets: HashMap<String, channel::Budget>,
-    /// The last event file step's read buffer, kept for the next.
-    pub(super) scratch: Vec<u8>,
+    /// The last step's buffers, kept for the next.
+    pub(super) kept: Kept,
     pub(super) said: HashSet<(String, String)>,
     /// The spool's size when last asked, and `counters.sealed_bytes` then.
     stored: Option<(u64, u64)>,
@@ -57,7 +63,7 @@ pub fn now() -> f64 {
 pub type StepResult = Result<bool, rusqlite::Error>;
 
 impl SourceReader {
-    pub fn new(spool: Spool, sources: Vec<SourceSpec>, bounds: Bounds, fence: Fence) -> Self {
+    pub fn new(spool: Shared, sources: Vec<SourceSpec>, bounds: Bounds, fence: Fence) -> Self {
         Self {
             spool,
             sources,
@@ -65,7 +71,7 @@ impl SourceReader {
             fence,
             listings: HashMap::new(),
             budgets: HashMap::new(),
-            scratch: Vec::new(),
+            kept: Kept::default(),
             said: HashSet::new(),
             stored: None,
             counters: Counters::default(),
@@ -87,7 +93,7 @@ impl SourceReader {
                 return Ok(bound);
             }
         }
-        let stored = self.spool.stored_bytes()?;
+        let stored = self.spool.get().stored_bytes()?;
         self.stored = Some((stored, sealed));
         Ok(stored)
     }

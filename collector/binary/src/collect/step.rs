@@ -27,7 +27,7 @@ impl SourceReader {
             return Ok(true);
         }; // not written yet
         let key_of = |meta: &std::fs::Metadata| format!("{}:{}", meta.dev(), meta.ino());
-        let saved = self.spool.position(&source.id, relative)?;
+        let saved = self.spool.get().position(&source.id, relative)?;
         if saved
             .as_ref()
             .is_some_and(|s| s.file_key == key_of(&hint) && s.offset == hint.len())
@@ -83,6 +83,7 @@ impl SourceReader {
                 &resume,
                 self.bounds.max_points,
                 self.bounds.max_bytes,
+                &mut self.kept,
             )
             .map(|step| (step, Bytes::new())),
             SourceKind::Channel => {
@@ -107,7 +108,10 @@ impl SourceReader {
             }
             SourceKind::TensorBoard => {
                 let before = if !previous.is_empty() && resume.state.is_empty() {
-                    self.spool.position(&source.id, previous)?.map(|p| p.state)
+                    self.spool
+                        .get()
+                        .position(&source.id, previous)?
+                        .map(|p| p.state)
                 } else {
                     None
                 };
@@ -118,7 +122,7 @@ impl SourceReader {
                     &resume,
                     self.bounds,
                     before.as_deref().unwrap_or(""),
-                    std::mem::take(&mut self.scratch),
+                    &mut self.kept,
                 )
             }
         };
@@ -152,18 +156,23 @@ impl SourceReader {
                 line: step.position.line,
                 state: step.position.state.clone(),
             };
-            let sealed =
-                self.spool
-                    .seal(&mut step.draft, relative, &position, now(), &step.rejected)?;
+            let sealed = self.spool.get().seal(
+                &mut step.draft,
+                relative,
+                &position,
+                now(),
+                &step.rejected,
+            )?;
             failpoints::reach("seal");
             self.counters.batches += u64::from(sealed.is_some());
             self.counters.points += points;
             self.counters.rich += rich;
         }
         let at_end = step.at_end;
-        // The records are sealed (or not taken): their buffer serves the next step.
+        // The records are sealed (or not taken): their buffer and columns serve the next step.
+        self.kept.columns = step.draft.take_spare();
         drop(step);
-        self.scratch = records.try_into_mut().map(Vec::from).unwrap_or_default();
+        self.kept.keep_read(records);
         Ok(at_end)
     }
 }

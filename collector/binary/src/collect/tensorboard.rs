@@ -13,7 +13,7 @@ use std::io;
 use prost::bytes::Bytes;
 
 use super::tbstate::{dump_state, load_state};
-use super::{Bounds, Position, ReadStep};
+use super::{Bounds, Kept, Position, ReadStep};
 use crate::contract::proto::{rich_record::Kind, RichRecord, SessionStart};
 use crate::contract::MAX_BATCH_SERIES;
 use crate::draft::BatchDraft;
@@ -177,8 +177,8 @@ impl Fill<'_> {
 
 /// Reads complete records of one event file from `start` up to the batch bounds;
 /// `previous` is the saved state of the run's file read before it, if any. The records are
-/// read into `scratch`, returned as the `Bytes` the step's records are views of: once they
-/// are sealed, it can be had back for the next step.
+/// read into `kept`'s buffer, returned as the `Bytes` the step's records are views of: once
+/// they are sealed, it can be had back for the next step.
 pub fn read(
     file: &mut File,
     relative: &str,
@@ -186,7 +186,7 @@ pub fn read(
     start: &Position,
     bounds: Bounds,
     previous: &str,
-    scratch: Vec<u8>,
+    kept: &mut Kept,
 ) -> io::Result<(ReadStep, Bytes)> {
     let (max_points, max_bytes) = (bounds.max_points, bounds.max_bytes);
     let run_path = run_of(relative);
@@ -198,8 +198,17 @@ pub fn read(
     let first = READ_BYTES.min((max_points as u64 * 96).max(1 << 16));
     // A record over the batch bound can never be taken: it is not even read.
     let max_record = (max_bytes + HEADER + FOOTER) as u64;
-    let (buffer, scan, covered) = frame_at(file, start.offset, first, max_record, scratch)?;
-    let draft = BatchDraft::new(source, if run_refused.is_some() { "" } else { run_path });
+    let records = std::mem::take(&mut kept.records);
+    let (buffer, mut scan, covered) = frame_at(
+        file,
+        start.offset,
+        first,
+        max_record,
+        kept.take_bytes(),
+        records,
+    )?;
+    let run_path = if run_refused.is_some() { "" } else { run_path };
+    let draft = BatchDraft::reusing(source, run_path, std::mem::take(&mut kept.columns));
     let mut step = ReadStep::new(draft, start.clone());
     let mut fill = Fill {
         step: &mut step,
@@ -256,6 +265,7 @@ pub fn read(
     // (a record larger than a read, its writer killed or slow, is waited for, not re-read in
     // a loop that never ends and keeps the run's later files unread).
     let waiting = scan.wanted > 0 && after + scan.wanted as u64 > size;
+    kept.records = std::mem::take(&mut scan.records);
     step.at_end = stop.is_none()
         && skipped_to.is_none()
         && (start.offset + covered as u64 >= size || waiting);

@@ -14,7 +14,7 @@ use std::path::Path;
 use prost::bytes::Bytes;
 
 use super::{emit, open_regular};
-use crate::collect::{jsonl, tensorboard, Bounds, Position};
+use crate::collect::{jsonl, tensorboard, Bounds, Kept, Position};
 use crate::contract::MAX_BATCH_BYTES;
 use crate::logdir;
 
@@ -45,26 +45,29 @@ fn read_file(
         line: 1,
         state: String::new(),
     };
-    let mut scratch = Vec::new();
+    let mut kept = Kept::default();
     loop {
         let (mut step, records) = match relative {
-            Some((relative, previous)) => tensorboard::read(
-                file,
-                relative,
-                "",
-                &position,
-                bounds,
-                previous,
-                std::mem::take(&mut scratch),
-            )?,
+            Some((relative, previous)) => {
+                tensorboard::read(file, relative, "", &position, bounds, previous, &mut kept)?
+            }
             None => (
-                jsonl::read(file, path, "", &position, STEP_POINTS, MAX_BATCH_BYTES)?,
+                jsonl::read(
+                    file,
+                    path,
+                    "",
+                    &position,
+                    STEP_POINTS,
+                    MAX_BATCH_BYTES,
+                    &mut kept,
+                )?,
                 Bytes::new(),
             ),
         };
         // Takes the step's rich records: nothing holds a view of the records any more.
         tally.add(&mut step, problems)?;
-        scratch = records.try_into_mut().map(Vec::from).unwrap_or_default();
+        kept.columns = step.draft.take_spare();
+        kept.keep_read(records);
         let moved = step.position != position;
         position = step.position;
         if step.at_end || !moved {

@@ -50,8 +50,14 @@ fn file_records(
     let mut plugins = Plugins::new();
     let mut offset = 0u64;
     loop {
-        let (buffer, found, covered) =
-            frame_at(&mut file, offset, READ_BYTES, u64::MAX, Vec::new())?;
+        let (buffer, found, covered) = frame_at(
+            &mut file,
+            offset,
+            READ_BYTES,
+            u64::MAX,
+            Vec::new(),
+            Vec::new(),
+        )?;
         for damage in &found.damage {
             writeln!(problems, "{relative}@{}: {}", damage.offset, damage.reason)?;
         }

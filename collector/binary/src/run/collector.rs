@@ -15,7 +15,7 @@ use super::Config;
 use crate::collect::SourceReader;
 use crate::follow::{Follower, POLL};
 use crate::send::Sender;
-use crate::spool::{lock, Spool};
+use crate::spool::{lock, Shared, Spool};
 
 /// A batch failing this long is left to the next round of sending.
 const GIVE_UP: Duration = Duration::from_secs(5);
@@ -225,12 +225,13 @@ pub fn collect(config: &Config) -> u8 {
 /// drains; a spool or target that cannot be opened is the error.
 pub fn collect_with(config: &Config, flags: &Arc<Flags>) -> Result<Ended, String> {
     let _held = lock::hold(&config.spool, &config.mountinfo).map_err(|e| e.0)?;
-    let reading = spool(config)?;
-    let queue = spool(config)?.into_queue().map_err(|e| e.to_string())?;
-    let sender = Sender::new(queue, &config.target, config.in_flight)?;
+    // The reader and the sender share one connection (`Shared`); the main thread's counts
+    // are read through one of its own.
+    let shared = Shared::new(spool(config)?);
+    let sender = Sender::new(shared.clone(), &config.target, config.in_flight)?;
     let status = spool(config)?;
     let reader = SourceReader::new(
-        reading,
+        shared,
         config.sources.clone(),
         config.bounds,
         config.fence.clone(),

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::collect::{Bounds, SourceKind, SourceSpec};
+use crate::collect::{Bounds, SourceKind, SourceSpec, BATCH_POINTS};
 use crate::contract::{MAX_BATCH_BYTES, MAX_BATCH_POINTS};
 use crate::fence::Fence;
 use crate::opener::Opener;
@@ -97,7 +97,7 @@ pub struct RunArgs {
     #[arg(long = "server-name")]
     server_name: Option<String>,
     /// Points per batch (at most 50000).
-    #[arg(long = "max-batch-points", default_value_t = 10_000)]
+    #[arg(long = "max-batch-points", default_value_t = BATCH_POINTS)]
     max_batch_points: usize,
     /// Batches on the wire at once.
     #[arg(long = "max-in-flight", default_value_t = 4)]

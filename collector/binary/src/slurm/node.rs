@@ -14,7 +14,7 @@ use super::credentials::Credentials;
 use super::root::user_root;
 use super::tasks::{end_after_the_tasks, Stops};
 use super::{refused, SlurmNodeArgs, READY};
-use crate::collect::Bounds;
+use crate::collect::{Bounds, BATCH_POINTS};
 use crate::contract::node::{CollectorConfig, JobStart, RedeemReply};
 use crate::contract::MAX_BATCH_BYTES;
 use crate::fence::Fence;
@@ -81,7 +81,7 @@ fn configs(
             target: target(&config, &ca_file, Arc::new(move || held.token(&member))),
             sources,
             bounds: Bounds {
-                max_points: 10_000,
+                max_points: BATCH_POINTS,
                 max_bytes: MAX_BATCH_BYTES * 3 / 4,
                 spool_bytes: u64::try_from(config.spool_bytes)
                     .ok()

@@ -10,11 +10,13 @@ pub mod lock;
 pub mod mounts;
 pub mod place;
 mod queue;
+mod schema;
 pub mod status;
 
 use std::fmt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use prost::Message;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior, MAIN_DB};
@@ -28,20 +30,6 @@ pub const FILE: &str = "spool.sqlite3";
 /// is about 200 KB: in 16 KiB pages, its seal writes a dozen WAL frames and its deletion walks
 /// a dozen overflow pages, not sixty of SQLite's default 4 KiB.
 const PAGE_SIZE: u32 = 16_384;
-
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS positions (
-    source TEXT NOT NULL, file TEXT NOT NULL, file_key TEXT NOT NULL,
-    offset INTEGER NOT NULL, line INTEGER NOT NULL, state TEXT NOT NULL DEFAULT '',
-    PRIMARY KEY (source, file));
-CREATE TABLE IF NOT EXISTS rejections (
-    source TEXT NOT NULL, reason TEXT NOT NULL, count INTEGER NOT NULL,
-    PRIMARY KEY (source, reason));
-CREATE TABLE IF NOT EXISTS batches (
-    sequence INTEGER PRIMARY KEY, payload BLOB NOT NULL, points INTEGER NOT NULL,
-    quarantined TEXT);
-";
 
 /// run/attempt/member: the one process identity a spool belongs to.
 #[derive(Debug, Clone, PartialEq)]
@@ -92,6 +80,29 @@ pub struct Spool {
     /// follower seals a batch a second, and a fresh buffer each time is pages mapped,
     /// faulted in and unmapped each time.
     encoded: Vec<u8>,
+    /// Payload buffers of batches sent, for the next read (the sender's connection).
+    payloads: Vec<Vec<u8>>,
+    /// Whether commits wait for the disk (`synchronous=FULL`) as they are set now.
+    durable: bool,
+}
+
+/// A spool's one connection, shared by a collector's reader and sender. A connection keeps
+/// its pages cached from one transaction to the next only while no other connection writes
+/// the database: two would each read back, into pages allocated anew, every page the other
+/// had touched, every round.
+#[derive(Clone)]
+pub struct Shared(Arc<Mutex<Spool>>);
+
+impl Shared {
+    pub fn new(spool: Spool) -> Self {
+        Self(Arc::new(Mutex::new(spool)))
+    }
+
+    /// The spool, for one operation: held only while it runs, never across a call to ingest.
+    /// A lock poisoned by a thread's panic is taken as it is (every change is a transaction).
+    pub fn get(&self) -> MutexGuard<'_, Spool> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// The most of an encoding buffer kept between seals.
@@ -120,7 +131,8 @@ impl Spool {
             // The tables and the owner at once: `spool status` of a spool being created
             // sees none of them or all.
             db.execute_batch("BEGIN IMMEDIATE")?;
-            db.execute_batch(SCHEMA)?;
+            schema::migrate(&db)?;
+            db.execute_batch(schema::SCHEMA)?;
             let (epoch, holder) = Self::load_meta(&db, owner)?;
             db.execute_batch("COMMIT")?;
             Ok((db, epoch, holder))
@@ -139,6 +151,8 @@ impl Spool {
             owner: owner.clone(),
             epoch,
             encoded: Vec::new(),
+            payloads: Vec::new(),
+            durable: true,
         })
     }
 
@@ -189,6 +203,19 @@ impl Spool {
             .optional()
     }
 
+    /// Sets whether the next commits wait for the disk. A seal's must: a batch is sent only
+    /// once it is durable, and a point is in a sealed batch or ahead of its source's saved
+    /// position after any crash. The sender's need not (`queue`); a seal's sync makes every
+    /// frame of the WAL before it durable too.
+    fn synchronous(&mut self, durable: bool) -> rusqlite::Result<()> {
+        if self.durable != durable {
+            let mode = if durable { "FULL" } else { "NORMAL" };
+            self.db.pragma_update(None, "synchronous", mode)?;
+            self.durable = durable;
+        }
+        Ok(())
+    }
+
     /// Seals `draft` as the next batch and saves the file's `position` in one transaction;
     /// with an empty draft only the position moves. `rejected` counts records refused on
     /// the way, by reason. Returns the batch's sequence, if one was sealed.
@@ -200,6 +227,7 @@ impl Spool {
         sealed_at: f64,
         rejected: &[(String, u64)],
     ) -> rusqlite::Result<Option<u64>> {
+        self.synchronous(true)?;
         let tx = self
             .db
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -226,8 +254,10 @@ impl Spool {
             batch
                 .encode(&mut self.encoded)
                 .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
-            // The row made with the payload's room, then the payload written into its pages:
-            // a bound blob would be copied whole into one more buffer first.
+            draft.keep(batch.chunks);
+            // The row made with the payload's room (its last column: `schema`), then the
+            // payload written into its pages: a bound blob would be copied whole into two
+            // more buffers first.
             tx.prepare_cached(
                 "INSERT INTO batches (sequence, payload, points) VALUES (?, zeroblob(?), ?)",
             )?

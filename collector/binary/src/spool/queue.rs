@@ -1,38 +1,66 @@
 //! The spool as the sender's queue: sealed batches in sequence order, deleted once ingest
 //! ACKs them, set aside (quarantined, with the reason) when ingest will never take them.
 
-use rusqlite::params;
+use rusqlite::{params, MAIN_DB};
 
 use super::{SealedBatch, Spool};
+use crate::buffers::reclaimed;
+
+/// Payload buffers kept for the next batches read: as many as are in flight at once.
+const KEPT_PAYLOADS: usize = 8;
+/// The largest payload buffer kept (a batch of 10,000 scalars is about 200 KB).
+const KEPT_PAYLOAD_BYTES: usize = 1 << 20;
 
 impl Spool {
-    /// This connection, the sender's, commits without waiting for the disk: what it writes
-    /// is deletions of ACKed batches and quarantine marks. One lost to a power cut is a batch
-    /// sent again (ingest's identity, the projector's ledger, drop the duplicate) or refused
-    /// again; a seal, committed `synchronous=FULL` by the reader's connection to the same
-    /// WAL, makes every frame before it durable too, and checkpoints sync either way.
-    pub fn into_queue(self) -> rusqlite::Result<Self> {
-        self.db.pragma_update(None, "synchronous", "NORMAL")?;
-        Ok(self)
-    }
-
-    /// The oldest `limit` batches not quarantined, in sequence order.
-    pub fn pending(&self, limit: usize) -> rusqlite::Result<Vec<SealedBatch>> {
+    /// The oldest `limit` batches not quarantined, in sequence order, listed from the index
+    /// `batches_pending` (a row's `points` and `quarantined` come after its payload, whose
+    /// pages a scan of the table would walk for every row). Each payload is read
+    /// from its row's pages into a buffer a batch sent before gave back (`give_back`): read as
+    /// a column, SQLite would copy it whole into a buffer of its own first, and both would be
+    /// fresh pages mapped for every batch.
+    pub fn pending(&mut self, limit: usize) -> rusqlite::Result<Vec<SealedBatch>> {
         // No `LIMIT ?`: SQLite prepares a statement with a bound LIMIT again on every run
         // (each seal by the reader's connection expires its plan); the rows are stepped
         // lazily, so only `limit` of them are read.
-        let mut query = self.db.prepare_cached(
-            "SELECT sequence, payload, points FROM batches WHERE quarantined IS NULL \
-             ORDER BY sequence",
-        )?;
-        let rows = query.query_map([], |r| {
-            Ok(SealedBatch {
-                sequence: r.get(0)?,
-                payload: r.get::<_, Vec<u8>>(1)?.into(),
-                points: r.get(2)?,
-            })
-        })?;
-        rows.take(limit).collect()
+        let heads: Vec<(u64, u64)> = self
+            .db
+            .prepare_cached(
+                "SELECT sequence, points FROM batches WHERE quarantined IS NULL \
+                 ORDER BY sequence",
+            )?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .take(limit)
+            .collect::<rusqlite::Result<_>>()?;
+        let mut batches = Vec::with_capacity(heads.len());
+        for (sequence, points) in heads {
+            let blob = self
+                .db
+                .blob_open(MAIN_DB, c"batches", c"payload", sequence as i64, true)?;
+            let mut payload = self.payloads.pop().unwrap_or_default();
+            payload.resize(blob.len(), 0);
+            blob.read_at_exact(&mut payload, 0)?;
+            batches.push(SealedBatch {
+                sequence,
+                payload: payload.into(),
+                points,
+            });
+        }
+        Ok(batches)
+    }
+
+    /// Takes back the payload buffers of batches settled (or left to the next round) for the
+    /// next `pending`, when nothing holds a view of them any more.
+    pub fn give_back(&mut self, batches: Vec<SealedBatch>) {
+        for batch in batches {
+            if self.payloads.len() >= KEPT_PAYLOADS {
+                return;
+            }
+            if let Some(payload) = reclaimed(batch.payload) {
+                if payload.capacity() <= KEPT_PAYLOAD_BYTES {
+                    self.payloads.push(payload);
+                }
+            }
+        }
     }
 
     pub fn pending_count(&self) -> rusqlite::Result<u64> {
@@ -41,7 +69,11 @@ impl Spool {
             .query_row([], |r| r.get(0))
     }
 
-    pub fn acknowledge(&self, sequence: u64) -> rusqlite::Result<()> {
+    /// Deletes an ACKed batch. The sender's commits do not wait for the disk: one lost to a
+    /// power cut is a batch sent again (ingest's identity, the projector's ledger, drop the
+    /// duplicate) or refused again.
+    pub fn acknowledge(&mut self, sequence: u64) -> rusqlite::Result<()> {
+        self.synchronous(false)?;
         self.db
             .prepare_cached("DELETE FROM batches WHERE sequence = ?")?
             .execute([sequence])
@@ -49,7 +81,8 @@ impl Spool {
     }
 
     /// Keeps a batch the service will never accept, with the reason, out of the queue.
-    pub fn quarantine(&self, sequence: u64, reason: &str) -> rusqlite::Result<()> {
+    pub fn quarantine(&mut self, sequence: u64, reason: &str) -> rusqlite::Result<()> {
+        self.synchronous(false)?;
         self.db
             .execute(
                 "UPDATE batches SET quarantined = ? WHERE sequence = ?",
@@ -103,6 +136,31 @@ mod tests {
             line: offset,
             state: String::new(),
         }
+    }
+
+    #[test]
+    fn pending_batches_are_listed_from_the_index_not_the_payloads() {
+        let directory = place("pending-plan");
+        let owner = MemberKey {
+            run_id: "run-1".into(),
+            attempt: 1,
+            member: "rank-0".into(),
+        };
+        let spool = Spool::open(&directory, &owner, LOCAL).unwrap();
+        for query in [
+            "SELECT sequence, points FROM batches WHERE quarantined IS NULL ORDER BY sequence",
+            "SELECT count(*) FROM batches WHERE quarantined IS NULL",
+        ] {
+            let plan: String = spool
+                .db
+                .query_row(&format!("EXPLAIN QUERY PLAN {query}"), [], |r| r.get(3))
+                .unwrap();
+            assert!(
+                plan.contains("COVERING INDEX batches_pending"),
+                "{query}: {plan}"
+            );
+        }
+        std::fs::remove_dir_all(&directory).unwrap();
     }
 
     #[test]

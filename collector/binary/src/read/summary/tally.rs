@@ -104,13 +104,15 @@ impl Tally {
         }
         let draft = &mut step.draft;
         let run_path = draft.run_path.clone();
-        for chunk in draft.take_chunks() {
+        let chunks = draft.take_chunks();
+        for chunk in &chunks {
             let first = chunk.steps.first().copied().unwrap_or(0);
             let entry = self.entry("scalars", &run_path, &chunk.tag, first);
             for (&s, &w) in chunk.steps.iter().zip(&chunk.wall_times) {
                 entry.add(s, w, 0);
             }
         }
+        draft.keep(chunks);
         for rich in std::mem::take(&mut draft.rich) {
             let kind = Kind::try_from(rich.kind).map_or("rich", kind_name);
             let entry = self.entry(kind, &run_path, &rich.tag, rich.step);

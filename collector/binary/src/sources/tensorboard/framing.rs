@@ -55,10 +55,22 @@ pub struct Scan {
     pub wanted: usize,
 }
 
-/// Frames the records of `buffer`, which starts at file offset `base`.
+/// `scan_into` with a new list of records (for tests).
+#[cfg(test)]
 pub fn scan(buffer: &[u8], base: u64) -> Scan {
+    scan_into(buffer, base, Vec::new())
+}
+
+/// Frames the records of `buffer`, which starts at file offset `base`, listing them in
+/// `records` (emptied first: a follower's list of ten thousand records a step is not grown
+/// afresh each step).
+pub fn scan_into(buffer: &[u8], base: u64, mut records: Vec<Record>) -> Scan {
     let size = buffer.len();
-    let mut result = Scan::default();
+    records.clear();
+    let mut result = Scan {
+        records,
+        ..Scan::default()
+    };
     let mut pos = 0;
     while size - pos >= HEADER {
         let Some(length) = header_at(buffer, pos) else {
