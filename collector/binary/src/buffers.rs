@@ -4,6 +4,7 @@
 
 use prost::bytes::Bytes;
 
+use crate::collect::ReadStep;
 use crate::draft::Spare;
 use crate::sources::tensorboard::framing::Record;
 
@@ -45,8 +46,12 @@ impl Kept {
         }
     }
 
-    /// Takes the read buffer back from the records' views, once none is left.
-    pub fn keep_read(&mut self, read: Bytes) {
+    /// Takes back what a step used, once its batch is sealed or counted: its draft's
+    /// columns, and the buffer its records were `read` into (the step, whose rich records
+    /// may be views of that buffer, is let go first).
+    pub fn keep_step(&mut self, mut step: ReadStep, read: Bytes) {
+        self.columns = step.draft.take_spare();
+        drop(step);
         if let Some(bytes) = reclaimed(read) {
             self.keep_bytes(bytes);
         }

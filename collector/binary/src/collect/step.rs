@@ -170,9 +170,7 @@ impl SourceReader {
         }
         let at_end = step.at_end;
         // The records are sealed (or not taken): their buffer and columns serve the next step.
-        self.kept.columns = step.draft.take_spare();
-        drop(step);
-        self.kept.keep_read(records);
+        self.kept.keep_step(step, records);
         Ok(at_end)
     }
 }

@@ -66,11 +66,11 @@ fn read_file(
         };
         // Takes the step's rich records: nothing holds a view of the records any more.
         tally.add(&mut step, problems)?;
-        kept.columns = step.draft.take_spare();
-        kept.keep_read(records);
         let moved = step.position != position;
-        position = step.position;
-        if step.at_end || !moved {
+        position = std::mem::replace(&mut step.position, position);
+        let at_end = step.at_end;
+        kept.keep_step(step, records);
+        if at_end || !moved {
             break;
         }
     }

@@ -8,8 +8,13 @@ use crate::buffers::reclaimed;
 
 /// Payload buffers kept for the next batches read: as many as are in flight at once.
 const KEPT_PAYLOADS: usize = 8;
-/// The largest payload buffer kept (a batch of 10,000 scalars is about 200 KB).
+/// The largest payload buffer kept (a batch of 20,000 scalars is about 400 KB).
 const KEPT_PAYLOAD_BYTES: usize = 1 << 20;
+
+/// The pending batches, oldest first, and how many: both answered from `batches_pending`.
+const PENDING: &str =
+    "SELECT sequence, points FROM batches WHERE quarantined IS NULL ORDER BY sequence";
+const PENDING_COUNT: &str = "SELECT count(*) FROM batches WHERE quarantined IS NULL";
 
 impl Spool {
     /// The oldest `limit` batches not quarantined, in sequence order, listed from the index
@@ -24,10 +29,7 @@ impl Spool {
         // lazily, so only `limit` of them are read.
         let heads: Vec<(u64, u64)> = self
             .db
-            .prepare_cached(
-                "SELECT sequence, points FROM batches WHERE quarantined IS NULL \
-                 ORDER BY sequence",
-            )?
+            .prepare_cached(PENDING)?
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
             .take(limit)
             .collect::<rusqlite::Result<_>>()?;
@@ -65,7 +67,7 @@ impl Spool {
 
     pub fn pending_count(&self) -> rusqlite::Result<u64> {
         self.db
-            .prepare_cached("SELECT count(*) FROM batches WHERE quarantined IS NULL")?
+            .prepare_cached(PENDING_COUNT)?
             .query_row([], |r| r.get(0))
     }
 
@@ -129,6 +131,14 @@ mod tests {
         draft
     }
 
+    fn owner() -> MemberKey {
+        MemberKey {
+            run_id: "run-1".into(),
+            attempt: 1,
+            member: "rank-0".into(),
+        }
+    }
+
     fn at(offset: u64) -> SavedPosition {
         SavedPosition {
             file_key: "1:2".into(),
@@ -141,16 +151,8 @@ mod tests {
     #[test]
     fn pending_batches_are_listed_from_the_index_not_the_payloads() {
         let directory = place("pending-plan");
-        let owner = MemberKey {
-            run_id: "run-1".into(),
-            attempt: 1,
-            member: "rank-0".into(),
-        };
-        let spool = Spool::open(&directory, &owner, LOCAL).unwrap();
-        for query in [
-            "SELECT sequence, points FROM batches WHERE quarantined IS NULL ORDER BY sequence",
-            "SELECT count(*) FROM batches WHERE quarantined IS NULL",
-        ] {
+        let spool = Spool::open(&directory, &owner(), LOCAL).unwrap();
+        for query in [PENDING, PENDING_COUNT] {
             let plan: String = spool
                 .db
                 .query_row(&format!("EXPLAIN QUERY PLAN {query}"), [], |r| r.get(3))
@@ -166,12 +168,7 @@ mod tests {
     #[test]
     fn a_seal_that_fails_moves_neither_batch_nor_position() {
         let directory = place("failed-seal");
-        let owner = MemberKey {
-            run_id: "run-1".into(),
-            attempt: 1,
-            member: "rank-0".into(),
-        };
-        let mut spool = Spool::open(&directory, &owner, LOCAL).unwrap();
+        let mut spool = Spool::open(&directory, &owner(), LOCAL).unwrap();
         assert_eq!(
             spool.seal(&mut draft(3), "", &at(10), 0.0, &[]),
             Ok(Some(1))
