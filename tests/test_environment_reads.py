@@ -1,5 +1,6 @@
 """Settings are read from the environment in one place per deployable: its CLI entry hands
-``os.environ`` to its settings class's ``from_environ``. Passing the environment on to a
+``os.environ`` to its settings class's ``from_environ`` (or to ``flags.settings``, which
+adds the flags given). Passing the environment on to a
 child process (``{**os.environ, ...}``) is not reading a setting."""
 
 from __future__ import annotations
@@ -18,9 +19,16 @@ def is_os_environ(node: ast.AST) -> TypeGuard[ast.Attribute]:
         isinstance(node.value, ast.Name) and node.value.id == "os"
 
 
+def reads_settings(call: ast.Call) -> bool:
+    """``X.from_environ(...)`` or ``flags.settings(X, ...)``."""
+    func = call.func
+    return isinstance(func, ast.Attribute) and (func.attr == "from_environ" or (
+        func.attr == "settings" and isinstance(func.value, ast.Name) and
+        func.value.id == "flags"))
+
+
 def allowed(node: ast.AST, parent: ast.AST) -> bool:
-    if isinstance(parent, ast.Call) and node in parent.args and \
-            isinstance(parent.func, ast.Attribute) and parent.func.attr == "from_environ":
+    if isinstance(parent, ast.Call) and node in parent.args and reads_settings(parent):
         return True  # Settings.from_environ(os.environ), at a CLI entry
     # {**os.environ, ...}: the environment handed on to a child process
     return isinstance(parent, ast.Dict) and any(
@@ -42,8 +50,8 @@ def test_only_cli_entries_read_the_environment_into_settings() -> None:
 
 
 def builds_settings(path: Path) -> bool:
-    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and
-               node.func.attr == "from_environ" and any(map(is_os_environ, node.args))
+    return any(isinstance(node, ast.Call) and reads_settings(node) and
+               any(map(is_os_environ, node.args))
                for node in ast.walk(ast.parse(path.read_text(), str(path))))
 
 

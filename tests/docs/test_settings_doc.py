@@ -18,7 +18,7 @@ def test_every_deployables_settings_are_in_the_table() -> None:
     text = DOC.read_text()
     for deployable, settings in DEPLOYABLES.items():
         for row in rows({deployable: settings}):
-            assert f"| `{row.variable.name}` |" in text
+            assert f"| `{row.variable.name}`" in text
 
 
 def test_one_variable_declared_twice_with_two_meanings_is_refused() -> None:

@@ -17,3 +17,36 @@ def positive(raw: str) -> int:
     if value <= 0:
         raise ValueError(f"must be positive, got {value}")
     return value
+
+
+def seconds(raw: str) -> float:
+    """A time in seconds above zero (``2``, ``0.5``)."""
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"must be a number of seconds, got {raw!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"must be a positive number of seconds, got {raw}")
+    return value
+
+
+def rate(raw: str) -> float:
+    """A rate per second, 0 or above (0: no limit)."""
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"must be a number per second, got {raw!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(f"must be 0 (no limit) or a positive number per second, got {raw}")
+    return value
+
+
+def nice_increment(raw: str) -> int:
+    """How much to lower a process's CPU priority: a whole number from 0 to 19."""
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"must be a whole number from 0 to 19, got {raw!r}") from None
+    if not 0 <= value <= 19:
+        raise ValueError(f"must be from 0 to 19, got {value}")
+    return value

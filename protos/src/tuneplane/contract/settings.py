@@ -12,8 +12,10 @@ parses it in one place (its CLI entry) from an injected mapping; errors name the
 
 A setting without a default is required, and a blank value counts as unset. A ``Needed``
 one is required only by some commands or modes: unset is fine until one of them calls
-``get()``. Fields declared without ``setting`` are not read from the environment (flags
-fill them). The declarations also generate ``docs/settings.md`` (``describe``).
+``get()``. A setting declared with ``flag="--name"`` is also a command-line flag whose
+value, when given, replaces the variable's (``tuneplane.contract.flags``): one declaration,
+one parser, one line in ``docs/settings.md``, which the declarations generate
+(``describe``).
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ class Spec:
     shown: str | None = None  # the default as documented, when not the value itself
     needed_for: tuple[str, ...] | None = None  # Needed: the commands or modes needing it
     derive: Callable[[Mapping[str, Any]], Any] | None = None  # default from earlier fields
+    flag: str | None = None  # the command-line flag that overrides the variable
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,13 +98,17 @@ def setting(variable: Variable | str, *, help: str = "",
             parse: Callable[[str], Any] | None = None, secret: bool = False,
             default: Any = dataclasses.MISSING, default_factory: Any = dataclasses.MISSING,
             shown: str | None = None,
-            derive: Callable[[Mapping[str, Any]], Any] | None = None) -> Any:
+            derive: Callable[[Mapping[str, Any]], Any] | None = None,
+            flag: str | None = None) -> Any:
     """A variable read into this field. No default (nor ``derive``, a default computed from
-    the fields declared before): required. ``parse`` raises ValueError saying why not."""
+    the fields declared before): required. ``parse`` raises ValueError saying why not.
+    ``flag``: the command-line flag that, given, replaces the variable's value."""
     found = _variable(variable, help, parse, secret)
+    if flag is not None and not flag.startswith("--"):
+        raise TypeError(f"{found.name}: a flag starts with --, got {flag!r}")
     return dataclasses.field(default=default, default_factory=default_factory,
                              repr=not found.secret,
-                             metadata={KEY: Spec(found, shown, None, derive)})
+                             metadata={KEY: Spec(found, shown, None, derive, flag)})
 
 
 def needed(variable: Variable | str, *, needed_for: tuple[str, ...], help: str = "",
@@ -126,10 +133,13 @@ class Settings:
         dataclass(frozen=True, kw_only=True)(cls)
 
     @classmethod
-    def from_environ(cls, env: Mapping[str, str]) -> Self:
-        """Every problem at once; one alone reads ``NAME is not set`` or ``NAME <why>``."""
-        problems: list[tuple[str, str]] = []  # (variable, what is wrong)
-        made = cls._parse(env, problems)
+    def from_environ(cls, env: Mapping[str, str],
+                     flags: Mapping[str, str] | None = None) -> Self:
+        """Every problem at once; one alone reads ``NAME is not set`` or ``NAME <why>``.
+        ``flags``: the text of the flags given, by variable name; each replaces that
+        variable's value, and a problem with it names the flag."""
+        problems: list[tuple[str, str]] = []  # (variable or flag, what is wrong)
+        made = cls._parse(env, problems, flags or {})
         if made is None:
             message = "; ".join(f"{name} {why}" for name, why in problems)
             unset = any(why == UNSET for _, why in problems)
@@ -138,26 +148,28 @@ class Settings:
         return made
 
     @classmethod
-    def _parse(cls, env: Mapping[str, str], problems: list[tuple[str, str]]) -> Self | None:
+    def _parse(cls, env: Mapping[str, str], problems: list[tuple[str, str]],
+               flags: Mapping[str, str]) -> Self | None:
         values: dict[str, Any] = {}
         failed = False
         for field in dataclasses.fields(cls):  # type: ignore[arg-type]
             spec = field.metadata.get(KEY)
             if isinstance(spec, Section):
-                values[field.name] = spec.settings._parse(env, problems)
+                values[field.name] = spec.settings._parse(env, problems, flags)
                 failed = failed or values[field.name] is None
                 continue
             if spec is None:  # not from the environment: its default, or a flag
                 continue
             assert isinstance(spec, Spec)
             variable = spec.variable
-            raw = env.get(variable.name, "").strip()
+            given = flags.get(variable.name)
+            label = variable.name if given is None else str(spec.flag)
+            raw = (env.get(variable.name, "") if given is None else given).strip()
             if raw:
                 try:
                     value = variable.parse(raw)
                 except ValueError as exc:  # a secret's value stays out of the message
-                    problems.append((variable.name,
-                                     "is malformed" if variable.secret else str(exc)))
+                    problems.append((label, "is malformed" if variable.secret else str(exc)))
                     failed = True
                     continue
                 values[field.name] = value if spec.needed_for is None else \
@@ -186,6 +198,7 @@ class Described:
     required: bool  # always: it has no default
     needed_for: tuple[str, ...] = ()  # a Needed one: the commands or modes requiring it
     shown: str = ""  # the default as documented, when not its text
+    flag: str = ""  # the flag that overrides it, "" when none
 
     def needed_by(self, uses: Collection[str]) -> bool:
         """Whether a deployable run for ``uses`` (its command and modes) must have it."""
@@ -210,7 +223,8 @@ def describe(settings: type[Settings]) -> list[Described]:
             text = "" if field.default in (dataclasses.MISSING, None) else str(field.default)
             found.append(Described(spec.variable, text,
                                    unset and spec.derive is None and spec.needed_for is None,
-                                   spec.needed_for or (), spec.shown or text))
+                                   spec.needed_for or (), spec.shown or text,
+                                   spec.flag or ""))
     return found
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from tuneplane.common.gateway import listener
-from tuneplane.control.admission import DEFAULT_RATE
+from tuneplane.contract import flags
+from tuneplane.control.settings import ControlSettings
 
 
 def env_item(text: str) -> str:
@@ -32,26 +33,7 @@ def parser(description: str) -> argparse.ArgumentParser:
     listener.add_arguments(s)
     s.add_argument("--telemetry-server-name",
                    help="TLS name collectors verify when it differs from the target's host")
-    s.add_argument("--max-concurrent-rpcs", type=int, default=64,
-                   help="calls in flight before RESOURCE_EXHAUSTED (default 64)")
-    s.add_argument("--db-pool-size", type=int, default=8,
-                   help="database connections of this process (default 8)")
-    s.add_argument("--node-calls-per-second", type=float, metavar="RATE",
-                   default=DEFAULT_RATE.per_second,
-                   help="calls one node may make per second on average, four seconds' worth "
-                        "at once; past it a call is refused with RESOURCE_EXHAUSTED before "
-                        "any database work, answered when the node's next call would be "
-                        "admitted (at most 1 s later; agents retry with backoff). An agent "
-                        "beats every --heartbeat-seconds and reports each launch a few times "
-                        "(default 5; 0: no limit)")
-    s.add_argument("--nice", type=int, default=10, choices=range(20), metavar="0..19",
-                   help="how much lower this process's CPU priority is than what started "
-                        "it, so telemetry sharing the host's CPU wins under a flood of "
-                        "node calls (default 10; 0 keeps it)")
-    s.add_argument("--workload-token-ttl", type=int, default=900,
-                   help="seconds a workload token lives; agents renew at half (default 900)")
-    s.add_argument("--heartbeat-seconds", type=int, default=5,
-                   help="how often agents are told to beat (default 5)")
+    flags.add_to(s, ControlSettings)
     s.add_argument("--slurm", action="store_true",
                    help="also serve Slurm jobs' collectors, and submit and follow Slurm "
                         "launches with this host's sbatch and squeue (SLURM_CONF)")
@@ -65,9 +47,6 @@ def parser(description: str) -> argparse.ArgumentParser:
                    help="the Unix user a project's Slurm jobs run as (repeatable; a bare "
                         "USER: every other project). Never root; other users than control's "
                         "own need control to run as root (sbatch --uid)")
-    s.add_argument("--slurm-poll-seconds", type=float, default=2.0,
-                   help="how often Slurm launches are submitted and their jobs looked at "
-                        "(default 2)")
     s.add_argument("--loglevel", default="INFO")
     e = sub.add_parser("enrollment-token", help="print a one-time token that enrolls a node")
     e.add_argument("--node", required=True, help="the node's name")

@@ -23,6 +23,7 @@ import asyncpg
 from tuneplane.common.db import Connection
 from tuneplane.common.gateway import listener, shared_identity
 from tuneplane.common.tokens import TokenSigner
+from tuneplane.contract import flags
 from tuneplane.contract.settings import SettingsError
 from tuneplane.control.admission import CallRate
 from tuneplane.control.arguments import parser
@@ -65,26 +66,26 @@ async def keep_session(conn: Connection) -> None:
 
 
 async def serve(args: argparse.Namespace, settings: ControlSettings) -> None:
-    os.nice(args.nice)  # telemetry first: Node control's calls can wait a scheduling slice
+    os.nice(settings.nice)  # telemetry first: Node control's calls can wait a scheduling slice
     credentials = await listener.credentials(args, settings.gateway)
     policy = Policy(await collector_config(args, settings),
-                    workload_ttl=args.workload_token_ttl,
-                    heartbeat_seconds=args.heartbeat_seconds,
-                    call_rate=call_rate(args.node_calls_per_second),
-                    max_held=max(1, args.max_concurrent_rpcs // 2))
+                    workload_ttl=settings.workload_token_ttl,
+                    heartbeat_seconds=settings.heartbeat_seconds,
+                    call_rate=call_rate(settings.node_calls_per_second),
+                    max_held=max(1, settings.max_concurrent_rpcs // 2))
     signer = TokenSigner(settings.jwt_secret.get())
     pool = await asyncpg.create_pool(settings.database_url, min_size=1,
-                                     max_size=args.db_pool_size, reset=keep_session)
+                                     max_size=settings.db_pool, reset=keep_session)
     slurm, backend = slurm_backend(args, settings, signer, pool, policy)
     server = create_server(NodeControl(signer, pool, policy),
-                           max_concurrent_rpcs=args.max_concurrent_rpcs, slurm=slurm)
+                           max_concurrent_rpcs=settings.max_concurrent_rpcs, slurm=slurm)
     server.add_secure_port(f"{args.host}:{args.port}", credentials)
     await server.start()
     following = asyncio.create_task(backend.run()) if backend is not None else None
     log.info("control listening on %s:%d (TLS), %d calls at once, %d database connections, "
-             "nice %d, %s calls/s per node", args.host, args.port, args.max_concurrent_rpcs,
-             args.db_pool_size, os.nice(0), f"{args.node_calls_per_second:g}"
-             if args.node_calls_per_second > 0 else "unlimited")
+             "nice %d, %s calls/s per node", args.host, args.port, settings.max_concurrent_rpcs,
+             settings.db_pool, os.nice(0), f"{settings.node_calls_per_second:g}"
+             if settings.node_calls_per_second > 0 else "unlimited")
     await listener.serve_until_signalled(server, "control")
     if following is not None:
         following.cancel()
@@ -111,7 +112,7 @@ def slurm_backend(args: argparse.Namespace, settings: ControlSettings, signer: T
                   users=JobUsers(args.slurm_run_as))
     log.info("Slurm backend on: jobs' collectors reach control at %s", reach.control)
     return service, SlurmBackend(pool, slurm, service, reach,
-                                 poll_seconds=args.slurm_poll_seconds)
+                                 poll_seconds=settings.slurm_poll_seconds)
 
 
 async def admin(args: argparse.Namespace, settings: ControlSettings) -> int:
@@ -174,7 +175,7 @@ async def launch(conn: Connection, args: argparse.Namespace,
 def main(argv: list[str] | None = None) -> int:
     args = parser(__doc__).parse_args(argv)
     try:
-        settings = ControlSettings.from_environ(os.environ)
+        settings = flags.settings(ControlSettings, os.environ, args)
         if args.command == "serve":
             logging.basicConfig(level=args.loglevel.upper(),
                                 format="%(asctime)s %(levelname)s %(name)s %(message)s")

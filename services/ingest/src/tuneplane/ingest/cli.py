@@ -13,6 +13,7 @@ import asyncpg
 from tuneplane.common.db import TRANSIENT_ERRORS
 from tuneplane.common.gateway import listener, shared_identity
 from tuneplane.common.tokens import TokenSigner
+from tuneplane.contract import flags
 from tuneplane.contract.settings import SettingsError
 from tuneplane.ingest.gate import Admission
 from tuneplane.ingest.inflight import CallsInFlight
@@ -36,10 +37,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
     p.add_argument("--port", type=int, default=8444, help="telemetry port (default 8444)")
     listener.add_arguments(p)
-    p.add_argument("--max-concurrent-rpcs", type=int, default=256,
-                   help="calls in flight before RESOURCE_EXHAUSTED (default 256)")
-    p.add_argument("--kafka-timeout", type=float, default=15.0,
-                   help="seconds to wait for Kafka before UNAVAILABLE (default 15)")
+    flags.add_to(p, IngestSettings)
     p.add_argument("--loglevel", default="INFO")
     return p
 
@@ -58,7 +56,7 @@ async def probe(pool: asyncpg.Pool) -> None:
 async def serve(args: argparse.Namespace, settings: IngestSettings) -> None:
     credentials = await listener.credentials(args, settings.gateway)
     signer = TokenSigner(settings.jwt_secret)
-    sink = KafkaBatchSink(settings.kafka_bootstrap, timeout_seconds=args.kafka_timeout)
+    sink = KafkaBatchSink(settings.kafka_bootstrap, timeout_seconds=settings.kafka_timeout)
     await sink.start()
     # min_size=0: ingest starts, and serves (failing open), while PostgreSQL is away.
     pool = await asyncpg.create_pool(settings.database_url, min_size=0,
@@ -69,11 +67,11 @@ async def serve(args: argparse.Namespace, settings: IngestSettings) -> None:
     calls = CallsInFlight(settings.calls_per_token, settings.calls_per_run)
     admission = Admission(signer, standing, calls)
     service = TelemetryIngest(admission, sink, SeriesBound(facts, settings.max_series))
-    server = create_server(service, max_concurrent_rpcs=args.max_concurrent_rpcs)
+    server = create_server(service, max_concurrent_rpcs=settings.max_concurrent_rpcs)
     server.add_secure_port(f"{args.host}:{args.port}", credentials)
     await server.start()
     log.info("ingest listening on %s:%d (TLS), %d calls at once, %d per workload token, "
-             "%d per run", args.host, args.port, args.max_concurrent_rpcs,
+             "%d per run", args.host, args.port, settings.max_concurrent_rpcs,
              settings.calls_per_token, settings.calls_per_run)
     await listener.serve_until_signalled(server, "ingest")
     await sink.stop()
@@ -85,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=args.loglevel.upper(),
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
-        asyncio.run(serve(args, IngestSettings.from_environ(os.environ)))
+        asyncio.run(serve(args, flags.settings(IngestSettings, os.environ, args)))
     except (SettingsError, SinkUnavailable, OSError, ValueError, asyncpg.PostgresError,
             shared_identity.IdentityError) as exc:
         print(f"tuneplane-ingest: {exc}", file=sys.stderr)

@@ -1,9 +1,10 @@
-"""What ``tuneplane-ingest`` reads from its environment, parsed once at its start."""
+"""What ``tuneplane-ingest`` reads from its environment, parsed once at its start; a setting
+with a flag is overridden by it (``tuneplane.contract.flags``)."""
 
 from __future__ import annotations
 
 from tuneplane.common.gateway.settings import GatewaySettings
-from tuneplane.contract.parsers import positive
+from tuneplane.contract.parsers import positive, seconds
 from tuneplane.contract.settings import Settings, section, setting
 from tuneplane.contract.variables import (
     DATABASE_URL,
@@ -35,4 +36,12 @@ class IngestSettings(Settings):
              "(a run of many members cannot take every call slot); more are answered "
              "RESOURCE_EXHAUSTED at once (collectors retry them)")
     max_series: int = setting(TELEMETRY_MAX_SERIES, default=DEFAULT_MAX_SERIES)
+    max_concurrent_rpcs: int = setting(
+        "TUNEPLANE_INGEST_MAX_CONCURRENT_RPCS", parse=positive, default=256,
+        flag="--max-concurrent-rpcs",
+        help="calls in flight on one ingest replica before it answers RESOURCE_EXHAUSTED")
+    kafka_timeout: float = setting(
+        "TUNEPLANE_INGEST_KAFKA_TIMEOUT", parse=seconds, default=15.0, flag="--kafka-timeout",
+        help="seconds ingest waits for Kafka to hold a batch before it answers UNAVAILABLE "
+             "(the collector keeps the batch and retries)")
     gateway: GatewaySettings = section(GatewaySettings)

@@ -10,14 +10,15 @@ import sys
 
 import uvicorn
 
+from tuneplane.contract import flags
 from tuneplane.contract.settings import SettingsError
 from tuneplane.web import logs
 from tuneplane.web.app import create_app
 from tuneplane.web.settings import WebSettings
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
         prog="tuneplane-web",
         description="Bounded curve queries over HTTP (the OpenAPI document at "
                     "/openapi.json), the Charts page at /runs/<run>/charts and the HTTP reporting "
@@ -25,16 +26,16 @@ def main(argv: list[str] | None = None) -> int:
                     "TUNEPLANE_DATABASE_URL, TUNEPLANE_WEB_JWT_SECRET, for rich-record "
                     "downloads TUNEPLANE_S3_ENDPOINT/TUNEPLANE_S3_BUCKET and, to serve HTTPS, "
                     "TUNEPLANE_WEB_TLS_CERT/TUNEPLANE_WEB_TLS_KEY.")
-    parser.add_argument("--host", default="0.0.0.0")
-    parser.add_argument("--port", type=int, default=8080)
-    parser.add_argument("--forwarded-allow-ips", default="127.0.0.1", metavar="IPS",
-                        help="addresses of the proxies whose X-Forwarded-Proto/-For are "
-                             "trusted (comma-separated, or *): behind a proxy that ends TLS, "
-                             "its address, so the scheme is https (sessions and the "
-                             "same-origin check depend on it); default 127.0.0.1")
-    args = parser.parse_args(argv)
+    p.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
+    p.add_argument("--port", type=int, default=8080, help="HTTP port (default 8080)")
+    flags.add_to(p, WebSettings)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     try:
-        settings = WebSettings.from_environ(os.environ)
+        settings = flags.settings(WebSettings, os.environ, args)
         app = create_app(settings)
     except (SettingsError, ValueError) as exc:
         print(f"tuneplane-web: {exc}", file=sys.stderr)
@@ -48,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     uvicorn.run(app, host=args.host, port=args.port, log_level="info",
                 log_config=logs.log_config(),
                 ssl_certfile=settings.tls_cert, ssl_keyfile=settings.tls_key,
-                proxy_headers=True, forwarded_allow_ips=args.forwarded_allow_ips)
+                proxy_headers=True, forwarded_allow_ips=settings.forwarded_allow_ips)
     return 0
 
 

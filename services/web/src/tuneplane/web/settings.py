@@ -1,10 +1,7 @@
 """What ``tuneplane-web`` and the ``tuneplane`` command line read from their environment,
-each parsed once at its start.
-
-``WebSettings`` is field for field the one of :mod:`tuneplane.web.app`, which ``cli`` still
-builds from ``os.environ`` itself: wiring this in replaces that one (and ``cli.settings()``)
-with ``WebSettings.from_environ(os.environ)``. ``ToolSettings`` stands in for the argparse
-defaults of ``tool`` (``--url``, ``--token``) that read the environment today.
+each parsed once at its start; a setting with a flag is overridden by it
+(``tuneplane.contract.flags``). ``ToolSettings`` stands in for the argparse defaults of
+``tool`` (``--url``, ``--token``) that read the environment.
 """
 
 from __future__ import annotations
@@ -53,6 +50,11 @@ class WebSettings(Settings):
     max_points_cap: int = 10_000
     max_series_cap: int = 100
     unpack_budget: int = 200_000
+    forwarded_allow_ips: str = setting(
+        "TUNEPLANE_WEB_FORWARDED_ALLOW_IPS", default="127.0.0.1", flag="--forwarded-allow-ips",
+        help="addresses of the proxies whose X-Forwarded-Proto/-For are trusted "
+             "(comma-separated, or *): behind a proxy that ends TLS, its address, so the "
+             "scheme is https (sessions and the same-origin check depend on it)")
     concurrent_queries: int = setting(
         "TUNEPLANE_WEB_CONCURRENT_QUERIES", parse=positive, default=16,
         help="authenticated requests a web replica answers at once; more are answered 503 "

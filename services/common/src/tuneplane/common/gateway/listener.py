@@ -41,10 +41,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "is loaded from PostgreSQL (created on first start), which needs "
                         "TUNEPLANE_DATABASE_URL, TUNEPLANE_SECRET_ENC_KEY and "
                         "TUNEPLANE_GATEWAY_HOSTNAME")
-    p.add_argument("--identity-check-seconds", type=float, default=3600.0,
-                   help="how often the shared identity is re-read from PostgreSQL and renewed "
-                        "when due (30 days before expiry); new connections get the renewed "
-                        "certificate without a restart (default 3600)")
 
 
 def bearer_token(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
@@ -107,13 +103,13 @@ _renewals: set[asyncio.Task[None]] = set()
 async def credentials(args: argparse.Namespace,
                       settings: GatewaySettings) -> grpc.ServerCredentials:
     """File credentials as given, or the shared identity, re-read every
-    ``--identity-check-seconds`` and served renewed to new connections without a restart."""
+    ``identity_check_seconds`` and served renewed to new connections without a restart."""
     found = file_credentials(args, settings)
     if found is not None:
         return found
     load = functools.partial(load_shared_identity, settings)
     live = LiveIdentity(await load())
-    task = asyncio.create_task(live.keep_renewed(load, args.identity_check_seconds))
+    task = asyncio.create_task(live.keep_renewed(load, settings.identity_check_seconds))
     _renewals.add(task)
     task.add_done_callback(_renewals.discard)
     return live.credentials()

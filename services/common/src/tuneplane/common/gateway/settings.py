@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tuneplane.contract.settings import Needed, Settings, needed
+from tuneplane.contract.parsers import seconds
+from tuneplane.contract.settings import Needed, Settings, needed, setting
 from tuneplane.contract.variables import (
     DATABASE_URL,
     GATEWAY_HOSTNAME,
@@ -25,3 +26,9 @@ class GatewaySettings(Settings):
     secret_enc_key: Needed[str] = needed(SECRET_ENC_KEY, needed_for=(SHARED_IDENTITY,))
     trust_bundle: Needed[Path] = needed(TELEMETRY_TRUST_BUNDLE,
                                         needed_for=(EXTERNAL_CERTIFICATE,))
+    identity_check_seconds: float = setting(
+        "TUNEPLANE_GATEWAY_IDENTITY_CHECK_SECONDS", parse=seconds, default=3600.0,
+        flag="--identity-check-seconds",
+        help="how often a listener re-reads the shared gateway identity from PostgreSQL and "
+             "renews it when due (30 days before expiry); new connections get the renewed "
+             "certificate without a restart")
