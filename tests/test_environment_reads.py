@@ -11,7 +11,7 @@ from typing import TypeGuard
 
 from tests.support.environment import ROOT
 
-SOURCES = [ROOT / "protos" / "src", *sorted((ROOT / "services").glob("*/src"))]
+SOURCES = [ROOT / "contract" / "src", *sorted((ROOT / "services").glob("*/src"))]
 
 
 def is_os_environ(node: ast.AST) -> TypeGuard[ast.Attribute]:

@@ -1,6 +1,6 @@
 """The package map holds: who may import whom, and every import is declared.
 
-- the contract (``protos/``) imports only itself (the collector, ``collector/binary``, is
+- the contract (``contract/``) imports only itself (the collector, ``collector/binary``, is
   Rust: it compiles the contract's protos and imports no Python);
 - common and the control plane import no service; no service imports another;
 - a distribution that imports ``tuneplane.common.<x>`` declares ``tuneplane-common[x]``
@@ -30,12 +30,12 @@ class Package:
 
 
 PACKAGES = {p.directory: p for p in (
-    Package("protos", CONTRACT, ()),
-    Package("services/common", ("tuneplane.common",), ("protos",)),
+    Package("contract", CONTRACT, ()),
+    Package("services/common", ("tuneplane.common",), ("contract",)),
     Package("services/controlplane", ("tuneplane.controlplane",),
-            ("protos", "services/common")),
+            ("contract", "services/common")),
     *(Package(f"services/{name}", (f"tuneplane.{name}",),
-              ("protos", "services/common", "services/controlplane"))
+              ("contract", "services/common", "services/controlplane"))
       for name in ("admin", "ingest", "control", "exporter", "projector", "web")),
 )}
 
@@ -74,7 +74,7 @@ def declared(package: Package) -> dict[str, set[str]]:
     return out
 
 
-DISTRIBUTION = {"protos": "tuneplane-contract",
+DISTRIBUTION = {"contract": "tuneplane-contract",
                 **{d: "tuneplane-" + d.split("/")[1] for d in PACKAGES if "/" in d}}
 
 

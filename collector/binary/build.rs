@@ -1,4 +1,4 @@
-//! The messages come from the project's own declarations under `protos/`, compiled at build
+//! The messages come from the project's own declarations under `contract/`, compiled at build
 //! time by protox (no `protoc` needed): the TensorBoard event messages into prost types, the
 //! telemetry contract into prost types and the tonic client of `TelemetryIngest`, and
 //! the node contract's clients of `SlurmJobControl` and `NodeControl`.
@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let protos = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../protos");
+    let protos = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../contract");
     let event = protos.join("tuneplane/tensorboard/v1/event.proto");
     let telemetry = protos.join("tuneplane/telemetry/v1/telemetry.proto");
     let slurm = protos.join("tuneplane/node/v1/slurm.proto");

@@ -130,7 +130,7 @@ def test_images_are_small_runtime_stages_running_as_a_non_root_user() -> None:
         lines = found[service["build"]["target"]]
         assert lines[0] == "runtime", f"{service['build']['target']} is not built on runtime"
         assert "USER 10001" in lines
-        assert not any(line.startswith(("COPY protos", "COPY services", "RUN uv"))
+        assert not any(line.startswith(("COPY contract", "COPY services", "RUN uv"))
                        for line in lines)  # sources and uv stay in the build stages
     assert found["runtime"][0] == "python:3.11-slim"
 

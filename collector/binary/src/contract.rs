@@ -1,5 +1,5 @@
 //! The telemetry contract as the collector keeps it: the batch messages and the ingest
-//! client compiled from `protos/tuneplane/telemetry/v1/telemetry.proto`, and the bounds of
+//! client compiled from `contract/tuneplane/telemetry/v1/telemetry.proto`, and the bounds of
 //! one batch (`tuneplane.telemetry.v1.limits`, which ingest and the projector check), and
 //! which of ingest's answers a batch is sent again after (`tuneplane.contract.errors`).
 

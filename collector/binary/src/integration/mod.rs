@@ -25,7 +25,7 @@ use crate::sources::names::bounded;
 
 /// The artifact contract's schema, as the services check it.
 const SCHEMA: &str =
-    include_str!("../../../../protos/src/tuneplane/telemetry/v1/integration-v1.json");
+    include_str!("../../../../contract/src/tuneplane/telemetry/v1/integration-v1.json");
 
 /// What an artifact declares: each source or channel with its owner member.
 pub struct Integration {

@@ -1,4 +1,4 @@
-"""The generated modules in protos/src are what scripts/gen-protos makes of the .proto files."""
+"""The generated modules in contract/src are what scripts/gen-protos makes of the .proto files."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def test_generated_modules_are_current(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     fresh = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*_pb2*"))
     assert fresh, "scripts/gen-protos generated nothing"
-    committed = ROOT / "protos" / "src"
+    committed = ROOT / "contract" / "src"
     stale = [str(p) for p in fresh
              if not (committed / p).exists() or (committed / p).read_bytes() != (
                  tmp_path / p).read_bytes()]

@@ -1,7 +1,7 @@
 """What the collector binary (collector/binary) reads from its environment, declared for
 the settings table (scripts/gen-settings-doc) and for the node agent and control, which set
 these for each launch. The binary parses them itself (``src/settings.rs``, ``src/slurm``);
-``tests/protos/test_collector_settings.py`` holds the two to the same names."""
+``tests/contract/test_collector_settings.py`` holds the two to the same names."""
 
 from __future__ import annotations
 
