@@ -121,3 +121,43 @@ def test_every_common_module_belongs_to_an_extra() -> None:
     names = {p.stem if p.is_file() else p.name for p in top.iterdir()
              if p.name not in ("__init__.py", "__pycache__")}
     assert names <= extras, f"modules of common outside any extra: {sorted(names - extras)}"
+
+
+WEB = ROOT / "services/web/src/tuneplane/web"
+SQL = re.compile(r"\b(SELECT|INSERT INTO|UPDATE \w+ SET|DELETE FROM)\b")
+DATABASE_CALLS = ("fetch", "fetchrow", "fetchval", "execute", "executemany")
+
+
+def database_work(path: Path) -> list[str]:
+    """SQL text and direct database calls in a module, as ``path:line what``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                SQL.search(node.value):
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno} SQL text")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in DATABASE_CALLS:
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno} .{node.func.attr}()")
+    return found
+
+
+def test_web_routes_hold_no_sql() -> None:
+    """The web read path's SQL is behind named functions of ``web/read`` (or of the control
+    plane); a route chooses no statement and passes no positional parameters to one."""
+    found = [f for path in sorted((WEB / "routes").glob("*.py")) for f in database_work(path)]
+    assert not found, "database work in routes:\n" + "\n".join(found)
+
+
+def test_web_auth_and_read_import_no_route() -> None:
+    """The web package's layers: routes use auth and read, never the other way."""
+    wrong = sorted(f"{path.relative_to(ROOT)}: {module}"
+                   for layer in ("auth", "read") for path in (WEB / layer).glob("*.py")
+                   for module in imports(path) if module.startswith("tuneplane.web.routes"))
+    assert not wrong, "\n".join(wrong)
+
+
+def test_web_modules_live_in_their_layer() -> None:
+    """Nothing of auth or of the read path is left at the top of the web package."""
+    top = {p.stem for p in WEB.glob("*.py")}
+    assert top == {"__init__", "app", "cli", "dependencies", "exceptions", "logs", "models",
+                   "posts", "settings", "state", "tool"}, sorted(top)

@@ -15,7 +15,7 @@ from tests.support.credentials import new_user_token
 from tests.support.environment import Endpoints
 from tests.support.web import Connect
 from tuneplane.web.app import create_app
-from tuneplane.web.oidc_settings import OidcSettings
+from tuneplane.web.auth.oidc_settings import OidcSettings
 from tuneplane.web.settings import WebSettings
 
 

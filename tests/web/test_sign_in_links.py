@@ -20,7 +20,7 @@ from fastapi import FastAPI
 from tests.support.credentials import add_user
 from tuneplane.controlplane import sign_in_links
 from tuneplane.web import cli
-from tuneplane.web.browser import COOKIE
+from tuneplane.web.auth.browser import COOKIE
 
 SITE = "https://tuneplane-web"
 

@@ -15,7 +15,7 @@ from tests.support.environment import BIN, Endpoints, free_port
 from tests.support.processes import Process
 from tuneplane.common.gateway.tls import generate
 from tuneplane.contract.settings import SettingsError
-from tuneplane.web.headers import HSTS
+from tuneplane.web.auth.headers import HSTS
 from tuneplane.web.settings import TLS_CERT, TLS_KEY, WebSettings
 
 BASE = {"TUNEPLANE_DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none",

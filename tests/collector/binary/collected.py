@@ -48,7 +48,7 @@ def read_series(records: list[dict[str, Any]]) -> Series:
 
 def purged(records: list[dict[str, Any]]) -> Series:
     """``read``'s scalars with its markers applied as TensorBoard's purge applies them (and
-    tuneplane.web.purge): a run's first START starts it; any later marker drops the points
+    tuneplane.web.read.purge): a run's first START starts it; any later marker drops the points
     of its run (of its tags, if it names them) read before it at its step or later; an
     event's marker comes before its own points."""
     series: Series = {}

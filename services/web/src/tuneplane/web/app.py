@@ -9,7 +9,8 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from tuneplane.common.tokens import TokenSigner
-from tuneplane.web import admission, exceptions, headers, state
+from tuneplane.web import exceptions, state
+from tuneplane.web.auth import admission, headers
 from tuneplane.web.routes import (
     auth,
     destinations,

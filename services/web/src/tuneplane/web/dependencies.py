@@ -15,7 +15,7 @@ from fastapi import Depends, Request
 
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.web import state
-from tuneplane.web.bucket import Bucket
+from tuneplane.web.read.bucket import Bucket
 from tuneplane.web.state import WebState
 
 

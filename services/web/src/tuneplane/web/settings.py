@@ -25,7 +25,7 @@ from tuneplane.contract.variables import (
     TELEMETRY_DRAIN_SECONDS,
     WEB_JWT_SECRET,
 )
-from tuneplane.web.oidc_settings import OidcSettings
+from tuneplane.web.auth.oidc_settings import OidcSettings
 
 TLS_CERT = "TUNEPLANE_WEB_TLS_CERT"
 TLS_KEY = "TUNEPLANE_WEB_TLS_KEY"

@@ -16,9 +16,9 @@ from fastapi import FastAPI
 
 from tuneplane.common import objectstore
 from tuneplane.common.tokens import TokenSigner
-from tuneplane.web.bucket import Bucket
-from tuneplane.web.oidc import OidcClient
-from tuneplane.web.throttle import Throttle
+from tuneplane.web.auth.oidc import OidcClient
+from tuneplane.web.auth.throttle import Throttle
+from tuneplane.web.read.bucket import Bucket
 
 if TYPE_CHECKING:
     from tuneplane.web.settings import WebSettings

@@ -18,8 +18,8 @@ from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from tuneplane.controlplane import passwords, sessions
-from tuneplane.web import browser
-from tuneplane.web.access import Who
+from tuneplane.web.auth import browser
+from tuneplane.web.auth.access import Who
 from tuneplane.web.dependencies import Now, Pool, Signer, State
 
 router = APIRouter(include_in_schema=False)

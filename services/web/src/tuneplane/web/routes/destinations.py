@@ -11,7 +11,7 @@ from fastapi import APIRouter, Body, Depends, HTTPException
 
 from tuneplane.controlplane.destinations import redaction, store
 from tuneplane.controlplane.destinations.compose import render
-from tuneplane.web.access import Caller, admin_only
+from tuneplane.web.auth.access import Caller, admin_only
 from tuneplane.web.dependencies import Pool
 
 router = APIRouter(prefix="/api/v1", tags=["destinations"])

@@ -1,7 +1,7 @@
 """One series' stored points as a file: CSV (``step,wall_time,value``) or JSON Lines, every
-point the series holds in the step range, in the order they were read (chunks by first
-step). The answer is bounded: at most ``MAX_POINTS`` points, and when the range holds more,
-the answer ends at a chunk's edge and its ``Link`` header names the rest
+point the series holds in the step range, in the order they were read (``read.export``).
+The answer is bounded: at most ``MAX_POINTS`` points, and when the range holds more, the
+answer ends at a chunk's edge and its ``Link`` header names the rest
 (``rel="next"``, from the next step on). Non-finite values are written ``NaN``,
 ``Infinity`` and ``-Infinity`` (in JSON Lines as strings: JSON has no such numbers).
 """
@@ -14,26 +14,19 @@ import math
 from typing import Annotated, Any, Final, Literal
 from urllib.parse import urlencode
 
-import asyncpg
 import orjson
 from fastapi import APIRouter, HTTPException, Query, Response
 
-from tuneplane.web import queries
-from tuneplane.web.access import Viewer
+from tuneplane.telemetry.v1.identity import MemberKey, SeriesKey
+from tuneplane.web.auth.access import Viewer
 from tuneplane.web.dependencies import Pool
+from tuneplane.web.read import export as export_read
 from tuneplane.web.routes.params import AttemptNo, RunPath, Step
 
 MAX_POINTS: Final = 1_000_000
 FIRST, LAST = -(2**63), 2**63 - 1
 
 router = APIRouter(prefix="/api/v1", tags=["series"])
-
-CHUNKS = """
-SELECT batch_id, chunk_index, n, step_min FROM curve_chunks
-WHERE series_id = $1 AND step_max >= $2 AND step_min <= $3
-ORDER BY step_min, batch_id, chunk_index
-"""
-
 
 def written(value: float) -> str:
     if math.isnan(value):
@@ -67,30 +60,19 @@ async def export(_: Viewer, pool: Pool, run_id: str, attempt: AttemptNo, member:
     """Every stored point of one series in the step range, as a file."""
     lo = FIRST if step_min is None else step_min
     hi = LAST if step_max is None else step_max
+    key = SeriesKey(MemberKey(run_id, attempt, member), source, run_path, tag)
     async with pool.acquire() as conn:
-        found = await queries.series_id(conn, run_id, attempt, member, source, run_path, tag)
-        if found is None:
-            raise HTTPException(404, f"no series {member}/{source}/{tag} in run {run_id!r} "
-                                     f"attempt {attempt}")
-        chunks: list[asyncpg.Record] = []
-        total, rest = 0, None
-        for row in await conn.fetch(CHUNKS, found, lo, hi):
-            if total + row["n"] > MAX_POINTS and chunks:
-                rest = int(row["step_min"])
-                break
-            chunks.append(row)
-            total += row["n"]
-        if rest is not None and rest <= lo:  # no step to cut at: every chunk starts at lo
+        try:
+            found = await export_read.points(conn, key, lo, hi, MAX_POINTS)
+        except export_read.NoStepToCut:
             raise HTTPException(422, f"more than {MAX_POINTS} points start at step {lo} "
                                      "(a job restarted many times from one step); export "
-                                     "from a later step, or look at them in the inspector")
-        arrays = await conn.fetch(queries.ARRAYS, found, [c["batch_id"] for c in chunks],
-                                  [c["chunk_index"] for c in chunks])
-    by_chunk = {(a["batch_id"], a["chunk_index"]): a for a in arrays}
-    points = [(s, w, v) for c in chunks
-              for s, w, v in zip(*(by_chunk[(c["batch_id"], c["chunk_index"])][k]
-                                   for k in ("steps", "wall_times", "values")), strict=True)
-              if lo <= s <= hi and (rest is None or s < rest)]
+                                     "from a later step, or look at them in the inspector"
+                                ) from None
+    if found is None:
+        raise HTTPException(404, f"no series {member}/{source}/{tag} in run {run_id!r} "
+                                 f"attempt {attempt}")
+    points, rest = found.points, found.rest
     body, media = (as_csv(points), "text/csv") if format == "csv" else (
         as_jsonl(points), "application/x-ndjson")
     name = f"{run_id}-{attempt}-{member}-{tag}".replace("/", "_")

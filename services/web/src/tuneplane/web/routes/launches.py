@@ -17,7 +17,7 @@ from fastapi import APIRouter, Depends
 from pydantic import BaseModel, Field
 
 from tuneplane.controlplane import launches, nodes, slurm_collectors, slurm_launches
-from tuneplane.web.access import Caller, Editor, Viewer, admin_only
+from tuneplane.web.auth.access import Caller, Editor, Viewer, admin_only
 from tuneplane.web.dependencies import Now, Pool
 
 Word = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[^\x00]+$")]

@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 
 from tuneplane.common.tokens import TokenError, TokenSigner
 from tuneplane.controlplane import sessions, sign_in_links
-from tuneplane.web import browser
+from tuneplane.web.auth import browser
 from tuneplane.web.dependencies import Now, Pool, Signer
 from tuneplane.web.routes.auth import SHELL, local_path, sign_in_form
 

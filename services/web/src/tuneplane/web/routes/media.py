@@ -13,10 +13,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query, Response
 
 from tuneplane.controlplane import projects
-from tuneplane.web import mediatype, summaries
-from tuneplane.web.access import Caller, Who
-from tuneplane.web.bucket import Bucket
+from tuneplane.web.auth import mediatype
+from tuneplane.web.auth.access import Caller, Who
 from tuneplane.web.dependencies import Objects, Pool
+from tuneplane.web.read import summaries
+from tuneplane.web.read.bucket import Bucket
 
 router = APIRouter(prefix="/api/v1")
 

@@ -15,9 +15,9 @@ from fastapi.responses import RedirectResponse
 from tuneplane.common.tokens import TokenError, TokenKind
 from tuneplane.controlplane import federated, sessions
 from tuneplane.controlplane.errors import SignInRefused
-from tuneplane.web import browser
+from tuneplane.web.auth import browser
+from tuneplane.web.auth.oidc import OidcClient, Pending, SignInFailed
 from tuneplane.web.dependencies import Now, Pool, Signer, State
-from tuneplane.web.oidc import OidcClient, Pending, SignInFailed
 from tuneplane.web.routes.auth import local_path
 
 router = APIRouter(include_in_schema=False)

@@ -17,7 +17,7 @@ from fastapi.responses import FileResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
 from tuneplane.common.tokens import TokenError
-from tuneplane.web import browser
+from tuneplane.web.auth import browser
 from tuneplane.web.dependencies import Signer
 
 STATIC = Path(__file__).resolve().parents[1] / "static"

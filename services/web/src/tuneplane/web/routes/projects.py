@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from tuneplane.controlplane import projects
 from tuneplane.controlplane.projects import Role
-from tuneplane.web.access import Caller, Who, admin_only, on_project
+from tuneplane.web.auth.access import Caller, Who, admin_only, on_project
 from tuneplane.web.dependencies import Pool
 
 router = APIRouter(prefix="/api/v1", tags=["projects"])

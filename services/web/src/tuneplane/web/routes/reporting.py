@@ -8,7 +8,7 @@ issued through was revoked: ``tuneplane.controlplane.standing``, 403). Every pos
 ``TUNEPLANE_INGEST_URL`` does not turn native telemetry on.
 
 Bodies are bounded before they are parsed (``BODY_LIMITS``, enforced by
-``tuneplane.web.admission``): a lifecycle event with its detail, a post of log lines and a
+``tuneplane.web.auth.admission``): a lifecycle event with its detail, a post of log lines and a
 report each have their own bound.
 """
 
@@ -23,8 +23,8 @@ from pydantic import BaseModel, Field, field_validator
 from tuneplane.common.tokens import TokenError
 from tuneplane.controlplane import standing
 from tuneplane.telemetry.v1.identity import MemberKey
-from tuneplane.web import queries
-from tuneplane.web.admission import query_slot
+from tuneplane.web import posts
+from tuneplane.web.auth.admission import query_slot
 from tuneplane.web.dependencies import Now, Pool, Signer, State
 
 #: A lifecycle event's ``detail`` (JSON), a post of log lines and a report's ``body`` (JSON)
@@ -135,7 +135,7 @@ def check(member: MemberKey, post: Identity) -> None:
 async def lifecycle(member: Member, pool: Pool, post: Lifecycle) -> Stored:
     check(member, post)
     async with pool.acquire() as conn:
-        stored = await queries.add_event(conn, member, post.id, post.event, post.at,
+        stored = await posts.add_event(conn, member, post.id, post.event, post.at,
                                          post.detail)
     return Stored(stored=stored)
 
@@ -144,7 +144,7 @@ async def lifecycle(member: Member, pool: Pool, post: Lifecycle) -> Stored:
 async def logs(member: Member, pool: Pool, post: Logs) -> Stored:
     check(member, post)
     async with pool.acquire() as conn:
-        stored = await queries.add_logs(conn, member, post.id,
+        stored = await posts.add_logs(conn, member, post.id,
                                         [(line.at, line.level, line.message)
                                          for line in post.lines])
     return Stored(stored=stored)
@@ -158,5 +158,5 @@ async def reports(member: Member, pool: Pool, post: Report) -> Stored:
         raise HTTPException(413, f"report body is {size} bytes as JSON; at most {REPORT_BYTES}")
     body = json.dumps(post.body)
     async with pool.acquire() as conn:
-        stored = await queries.add_report(conn, member, post.id, post.name, body)
+        stored = await posts.add_report(conn, member, post.id, post.name, body)
     return Stored(stored=stored)

@@ -10,9 +10,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
 
-from tuneplane.web import models, queries, rich_records
-from tuneplane.web.access import Viewer
+from tuneplane.web import models
+from tuneplane.web.auth.access import Viewer
 from tuneplane.web.dependencies import Pool
+from tuneplane.web.read import rich_records
 from tuneplane.web.routes.params import AttemptNo, RunPath, RunPathFilter, Step
 
 router = APIRouter(prefix="/api/v1")
@@ -30,9 +31,9 @@ async def rich(_: Viewer, pool: Pool, run_id: str, attempt: AttemptNo, member: s
                run_path: RunPathFilter = None, from_step: Step = None,
                limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[dict[str, Any]]:
     async with pool.acquire() as conn:
-        return await queries.records(conn, rich_records.RICH, run_id, attempt, member, source,
-                                     tag, FIRST_STEP if from_step is None else from_step,
-                                     limit, run_path)
+        return await rich_records.listing(
+            conn, run_id, attempt, member=member, source=source, tag=tag, run_path=run_path,
+            from_step=FIRST_STEP if from_step is None else from_step, limit=limit)
 
 
 @router.get("/runs/{run_id}/attempts/{attempt}/rich/tags", response_model=list[models.RichTag])
@@ -41,8 +42,8 @@ async def tags(_: Viewer, pool: Pool, run_id: str, attempt: AttemptNo,
                limit: Annotated[int, Query(ge=1, le=1000)] = 500) -> list[dict[str, Any]]:
     """Each (member, source, run path, tag, kind) with records, how many and their steps."""
     async with pool.acquire() as conn:
-        return await queries.records(conn, rich_records.TAGS, run_id, attempt, member, kind,
-                                     limit)
+        return await rich_records.tags(conn, run_id, attempt, member=member, kind=kind,
+                                       limit=limit)
 
 
 def described(member: str, source: str, run_path: str, tag: str) -> str:

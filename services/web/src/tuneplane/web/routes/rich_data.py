@@ -17,10 +17,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
 
-from tuneplane.web import models, summaries
-from tuneplane.web.access import Viewer
-from tuneplane.web.bucket import Bucket
+from tuneplane.web import models
+from tuneplane.web.auth.access import Viewer
 from tuneplane.web.dependencies import Objects, Pool
+from tuneplane.web.read import summaries
+from tuneplane.web.read.bucket import Bucket
 from tuneplane.web.routes.params import AttemptNo, RunPath
 from tuneplane.web.routes.rich import described, sampled
 

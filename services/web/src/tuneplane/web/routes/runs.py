@@ -13,9 +13,10 @@ from fastapi import APIRouter, HTTPException, Query
 from tuneplane.controlplane import projects
 from tuneplane.controlplane import runs as run_management
 from tuneplane.controlplane.projects import Role
-from tuneplane.web import models, queries, run_table
-from tuneplane.web.access import Editor, Viewer, Who, require
+from tuneplane.web import models
+from tuneplane.web.auth.access import Editor, Viewer, Who, require
 from tuneplane.web.dependencies import Now, Pool
+from tuneplane.web.read import listings, run_table
 from tuneplane.web.routes.params import AttemptNo
 
 router = APIRouter(prefix="/api/v1")
@@ -26,7 +27,7 @@ async def runs(who: Who, pool: Pool, after: str | None = None,
                limit: Annotated[int, Query(ge=1, le=500)] = 100) -> list[dict[str, Any]]:
     """Runs with telemetry, of the projects the caller may view."""
     async with pool.acquire() as conn:
-        return await queries.records(conn, queries.RUNS, after, limit, who.projects())
+        return await listings.runs(conn, after=after, limit=limit, projects=who.projects())
 
 
 @router.get("/run-table", response_model=models.RunTable)
@@ -91,7 +92,7 @@ async def end_attempt(_: Editor, pool: Pool, run_id: str, attempt: AttemptNo,
 @router.get("/runs/{run_id}/attempts", response_model=list[models.Attempt])
 async def attempts(_: Viewer, pool: Pool, run_id: str) -> list[dict[str, Any]]:
     async with pool.acquire() as conn:
-        found = await queries.records(conn, queries.ATTEMPTS, run_id)
+        found = await listings.attempts(conn, run_id)
     if not found:
         raise HTTPException(404, f"no run {run_id!r}")
     return found
@@ -102,4 +103,4 @@ async def members(_: Viewer, pool: Pool, run_id: str, attempt: AttemptNo,
                   limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
                   ) -> list[dict[str, Any]]:
     async with pool.acquire() as conn:
-        return await queries.records(conn, queries.MEMBERS, run_id, attempt, limit)
+        return await listings.members(conn, run_id, attempt, limit)

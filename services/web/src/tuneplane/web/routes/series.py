@@ -19,12 +19,13 @@ from fastapi import APIRouter, HTTPException, Query, Response
 from tuneplane.controlplane import mapping
 from tuneplane.telemetry.v1.identity import MemberKey, SeriesKey
 from tuneplane.telemetry.v1.names import json_number
-from tuneplane.web import models, queries, series_read
-from tuneplane.web.access import Viewer
-from tuneplane.web.columnar import ColumnAnswer, Floats
+from tuneplane.web import models
+from tuneplane.web.auth.access import Viewer
 from tuneplane.web.dependencies import Pool, State
-from tuneplane.web.downsample import METHOD
-from tuneplane.web.purge import SEMANTICS
+from tuneplane.web.read import listings, series_read
+from tuneplane.web.read.columnar import ColumnAnswer, Floats
+from tuneplane.web.read.downsample import METHOD
+from tuneplane.web.read.purge import SEMANTICS
 from tuneplane.web.routes.params import AttemptNo, RunPath, Step
 from tuneplane.web.state import WebState
 
@@ -126,9 +127,8 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
                      member: str | None = None, source: str | None = None,
                      limit: Annotated[int, Query(ge=1, le=1000)] = 500) -> list[dict[str, Any]]:
         async with pool.acquire() as conn:
-            rows = await queries.records(conn, queries.SERIES, run_id, attempt, member, source,
-                                         limit)
-        return [{k: v for k, v in r.items() if k != "series_id"} for r in rows]
+            return await listings.series(conn, run_id, attempt, member=member, source=source,
+                                         limit=limit)
 
     @api.get("/runs/{run_id}/attempts/{attempt}/scalars",
              response_model=models.CanonicalSeriesData | models.SeriesData)
@@ -200,7 +200,7 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
         run's), with TensorBoard's semantics: the chart TensorBoard draws for a tag, one
         line per run. For series no mapping gives a meaning; 404 for a tag no series has."""
         async with pool.acquire() as conn:  # the first max_series, and how many in all
-            rows = await conn.fetch(queries.TAG_SERIES, run_id, attempt, tag, max_series)
+            rows = await listings.tag_series(conn, run_id, attempt, tag, max_series)
         if not rows:
             raise HTTPException(404, f"no series with tag {tag!r} in run {run_id!r} attempt "
                                      f"{attempt}")

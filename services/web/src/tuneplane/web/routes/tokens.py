@@ -10,7 +10,7 @@ from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, Field
 
 from tuneplane.controlplane import api_tokens
-from tuneplane.web.access import Who
+from tuneplane.web.auth.access import Who
 from tuneplane.web.dependencies import Now, Pool, Signer
 
 router = APIRouter(prefix="/api/v1", tags=["tokens"])

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends
 
 from tuneplane.controlplane import users
-from tuneplane.web.access import Caller, admin_only
+from tuneplane.web.auth.access import Caller, admin_only
 from tuneplane.web.dependencies import Pool
 
 router = APIRouter(prefix="/api/v1", tags=["users"])

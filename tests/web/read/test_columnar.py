@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.web.test_downsample import series
-from tuneplane.web import columnar, downsample, series_read
-from tuneplane.web.columnar import Chunks, ColumnAnswer, Unrepresentable
-from tuneplane.web.downsample import Arrays, ChunkRef, ChunkSummary
+from tests.web.read.test_downsample import series
+from tuneplane.web.read import columnar, downsample, series_read
+from tuneplane.web.read.columnar import Chunks, ColumnAnswer, Unrepresentable
+from tuneplane.web.read.downsample import Arrays, ChunkRef, ChunkSummary
 
 
 def same(a: float | None, b: float) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tuneplane.web.mediatype import OCTET_STREAM, SANDBOX, served, sniffed
+from tuneplane.web.auth.mediatype import OCTET_STREAM, SANDBOX, served, sniffed
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
 JPEG = b"\xff\xd8\xff\xe0\x00\x10JFIF"

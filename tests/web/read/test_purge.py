@@ -18,7 +18,7 @@ from tests.support.truth import (
 )
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.identity import BatchKey
-from tuneplane.web.purge import Marker, batch_order, cuts, kept, markers_of_series
+from tuneplane.web.read.purge import Marker, batch_order, cuts, kept, markers_of_series
 
 Points = list[tuple[int, float, float]]
 

@@ -19,8 +19,8 @@ from tensorboardX import summary as tbx
 
 from tests.support.media import picture, tone
 from tuneplane.tensorboard.v1 import event_pb2 as tb
-from tuneplane.web import summaries
-from tuneplane.web.summaries import Undecodable
+from tuneplane.web.read import summaries
+from tuneplane.web.read.summaries import Undecodable
 
 
 def stored(summary: Any) -> bytes:

@@ -31,8 +31,8 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
 from tuneplane.controlplane import api_tokens, projects, sessions
 from tuneplane.controlplane.projects import Role
-from tuneplane.web import browser
-from tuneplane.web.admission import query_slot
+from tuneplane.web.auth import browser
+from tuneplane.web.auth.admission import query_slot
 from tuneplane.web.dependencies import Now, Pool, Signer, State
 from tuneplane.web.state import WebState
 

@@ -22,7 +22,7 @@ from urllib.parse import urlencode
 import httpx
 import jwt
 
-from tuneplane.web.oidc_settings import OidcSettings
+from tuneplane.web.auth.oidc_settings import OidcSettings
 
 SCOPES: Final = "openid email profile groups"
 KEEP_SECONDS: Final = 3600

@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from tests.support.clock import Clock
 from tests.support.credentials import add_user
 from tuneplane.controlplane import passwords
-from tuneplane.web.throttle import PER_ADDRESS, PER_USER, WINDOW_SECONDS, Throttle
+from tuneplane.web.auth.throttle import PER_ADDRESS, PER_USER, WINDOW_SECONDS, Throttle
 
 
 def test_a_user_name_past_its_failures_waits_for_the_oldest_to_age_out() -> None:

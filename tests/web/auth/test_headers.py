@@ -7,7 +7,7 @@ import httpx
 import pytest
 from fastapi import FastAPI, HTTPException
 
-from tuneplane.web.headers import HEADERS, HSTS, SecurityHeaders
+from tuneplane.web.auth.headers import HEADERS, HSTS, SecurityHeaders
 
 
 def app() -> FastAPI:

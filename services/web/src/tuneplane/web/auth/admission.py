@@ -26,7 +26,7 @@ from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
-from tuneplane.web.browser import COOKIE
+from tuneplane.web.auth.browser import COOKIE
 
 #: Where a request body needs a bearer token signed as which kind before it is read.
 SIGNED_BODIES = (("/api/", TokenKind.USER), ("/report/", TokenKind.WORKLOAD))

@@ -23,7 +23,7 @@ from tuneplane.controlplane import runs
 from tuneplane.telemetry.v1.identity import MemberKey
 from tuneplane.web import state
 from tuneplane.web.app import create_app
-from tuneplane.web.oidc_settings import OidcSettings
+from tuneplane.web.auth.oidc_settings import OidcSettings
 from tuneplane.web.routes.reporting import DETAIL_BYTES
 from tuneplane.web.settings import WebSettings
 

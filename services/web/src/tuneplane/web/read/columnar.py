@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from tuneplane.web.downsample import (
+from tuneplane.web.read.downsample import (
     Answer,
     Arrays,
     ChunkRef,

@@ -58,6 +58,23 @@ ORDER BY i
 """
 
 
+async def listing(conn: Connection, run_id: str, attempt: int, *, member: str | None,
+                  source: str | None, tag: str | None, run_path: str | None, from_step: int,
+                  limit: int) -> list[dict[str, Any]]:
+    """The attempt's records from ``from_step`` on, in step order, filtered by what is
+    named (None: any), ``limit`` at most."""
+    rows = await conn.fetch(RICH, run_id, attempt, member, source, tag, from_step, limit,
+                            run_path)
+    return [dict(row) for row in rows]
+
+
+async def tags(conn: Connection, run_id: str, attempt: int, *, member: str | None,
+               kind: str | None, limit: int) -> list[dict[str, Any]]:
+    """Each (member, source, run path, tag, kind) with records: how many, and their steps."""
+    rows = await conn.fetch(TAGS, run_id, attempt, member, kind, limit)
+    return [dict(row) for row in rows]
+
+
 async def sample(conn: Connection, run_id: str, attempt: int, member: str, source: str,
                  run_path: str, tag: str, limit: int) -> list[dict[str, Any]]:
     """At most ``limit`` (2 or more) records of one tag, spread evenly over its records in

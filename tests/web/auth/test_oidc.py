@@ -19,10 +19,10 @@ from tests.support.environment import Endpoints
 from tests.support.oidc import OidcProvider, sign_in
 from tuneplane.controlplane import projects
 from tuneplane.controlplane.federated import parse_mapping
-from tuneplane.web import browser as browsers
 from tuneplane.web.app import create_app
-from tuneplane.web.oidc import OidcClient, Pending, SignInFailed
-from tuneplane.web.oidc_settings import OidcSettings
+from tuneplane.web.auth import browser as browsers
+from tuneplane.web.auth.oidc import OidcClient, Pending, SignInFailed
+from tuneplane.web.auth.oidc_settings import OidcSettings
 from tuneplane.web.routes import oidc as oidc_routes
 from tuneplane.web.settings import WebSettings
 

@@ -17,8 +17,8 @@ import numpy.typing as npt
 
 from tuneplane.common.db import Connection
 from tuneplane.telemetry.v1.identity import MemberKey, SeriesKey
-from tuneplane.web import columnar
-from tuneplane.web.columnar import (
+from tuneplane.web.read import columnar
+from tuneplane.web.read.columnar import (
     NO_BUCKETS,
     NO_POINTS,
     Chunks,
@@ -30,8 +30,8 @@ from tuneplane.web.columnar import (
     floats,
     ints,
 )
-from tuneplane.web.downsample import ChunkRef, ChunkSummary, answer
-from tuneplane.web.purge import Marker, cuts, markers_of_series
+from tuneplane.web.read.downsample import ChunkRef, ChunkSummary, answer
+from tuneplane.web.read.purge import Marker, cuts, markers_of_series
 
 # A series' read in one statement: its id and whether a purge marker may apply
 # (``purge_cuts`` looks further only then) in every row, with the summaries of its chunks

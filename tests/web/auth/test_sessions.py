@@ -14,7 +14,7 @@ from fastapi import FastAPI
 from tests.support.credentials import add_user, user_token
 from tests.support.environment import Endpoints
 from tuneplane.controlplane import passwords
-from tuneplane.web.browser import COOKIE, CSRF_HEADER
+from tuneplane.web.auth.browser import COOKIE, CSRF_HEADER
 
 PASSWORD = "correct horse battery"
 SITE = "https://tuneplane-web"

@@ -7,7 +7,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tuneplane.web.downsample import (
+from tuneplane.web.read.downsample import (
     Arrays,
     ChunkRef,
     ChunkSummary,

@@ -25,7 +25,7 @@ import posixpath
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from tuneplane.web.downsample import Arrays
+from tuneplane.web.read.downsample import Arrays
 
 #: (first sealed_at of the batch's spool epoch, epoch, sequence): a member's read order.
 BatchOrder = tuple[float, str, int]
