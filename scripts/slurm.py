@@ -18,13 +18,14 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
+
+from scripts.lib.exports import export_lines
+from scripts.lib.ports import free_port
+from scripts.lib.processes import PidFile, ProcessError, status_line, stop, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("TUNEPLANE_SLURM_DIR", ROOT / ".slurm"))
@@ -35,18 +36,12 @@ NODE_CPUS = 2
 DAEMONS = ("munged", "slurmctld", *(f"slurmd-{node}" for node in NODES))
 
 
-class SlurmError(RuntimeError):
+class SlurmError(ProcessError):
     """The cluster could not be set up or started; the message says why."""
 
 
 def log(message: str) -> None:
     print(f"slurm: {message}", file=sys.stderr, flush=True)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def install() -> None:
@@ -104,29 +99,27 @@ def config(ctld_port: int, slurmd_ports: list[int]) -> str:
     ])
 
 
+def pidfile(name: str) -> PidFile:
+    """The pid file each daemon writes itself (``--pid-file``, ``Slurm*PidFile``)."""
+    return PidFile(DATA / f"{name}.pid")
+
+
 def pid_of(name: str) -> int | None:
-    try:
-        pid = int((DATA / f"{name}.pid").read_text().split()[0])
-        os.kill(pid, 0)
-    except (OSError, ValueError, IndexError):
-        return None
-    return pid
-
-
-def wait_until(what: str, check: Callable[[], bool], seconds: float, logfile: Path) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.2)
-    tail = logfile.read_text(errors="replace")[-1500:] if logfile.exists() else "(no log)"
-    raise SlurmError(f"{what} not ready within {seconds:.0f} s; {logfile}:\n{tail}")
+    return pidfile(name).running()
 
 
 def node_states() -> dict[str, str]:
-    """Each node's state (a node is listed once per partition; the same state on each)."""
-    done = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %T"], capture_output=True, text=True,
-                          check=False, env={**os.environ, "SLURM_CONF": str(DATA / "slurm.conf")})
+    """Each node's state (a node is listed once per partition; the same state on each);
+    none before the first ``up`` wrote the configuration (sinfo would spend a minute
+    looking for a controller elsewhere)."""
+    conf = DATA / "slurm.conf"
+    if not conf.exists():
+        return {}
+    try:
+        done = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %T"], capture_output=True,
+                              text=True, check=False, env={**os.environ, "SLURM_CONF": str(conf)})
+    except OSError:  # no sinfo: Slurm is not installed
+        return {}
     if done.returncode != 0:
         return {}
     return dict(line.split(None, 1) for line in done.stdout.splitlines() if " " in line)
@@ -156,7 +149,8 @@ def up() -> None:
                         f"--socket={DATA / 'munge.socket'}", f"--pid-file={DATA / 'munged.pid'}",
                         f"--log-file={DATA / 'munged.log'}", f"--seed-file={DATA / 'munge.seed'}"],
                        check=True, capture_output=True)
-        wait_until("munged", lambda: (DATA / "munge.socket").exists(), 10, DATA / "munged.log")
+        wait_until("munged", lambda: (DATA / "munge.socket").exists(), seconds=10,
+                   log=DATA / "munged.log", interval=0.2)
     conf = DATA / "slurm.conf"
     if pid_of("slurmctld") is None or not conf.exists():
         conf.write_text(config(free_port(), [free_port() for _ in NODES]))
@@ -166,20 +160,21 @@ def up() -> None:
     for node in NODES:
         if pid_of(f"slurmd-{node}") is None:
             subprocess.run(["slurmd", "-N", node, "-f", str(conf)], check=True, env=env)
-    wait_until("the nodes", ready, 60, DATA / f"slurmd-{NODES[-1]}.log")
+    wait_until("the nodes", ready, seconds=60, log=DATA / f"slurmd-{NODES[-1]}.log",
+               interval=0.2)
     log(f"nodes {', '.join(NODES)} idle in partitions debug and urgent; SLURM_CONF={conf}")
-    print(f"export SLURM_CONF={conf}")
+    print_env()
+
+
+def print_env() -> None:
+    print(export_lines({"SLURM_CONF": str(DATA / "slurm.conf")}), end="")
 
 
 def down(wipe: bool) -> None:
     for name in reversed(DAEMONS):
-        pid = pid_of(name)
-        if pid is not None:
-            os.kill(pid, signal.SIGTERM)
-            for _ in range(50):
-                if pid_of(name) is None:
-                    break
-                time.sleep(0.1)
+        # The daemon alone (not its group), and no SIGKILL: slurmctld saves its state on
+        # the way out; one still saving after 5 s is left to finish.
+        stop(pidfile(name), grace=5.0, group=False, escalate=False)
     if wipe:
         shutil.rmtree(DATA, ignore_errors=True)
 
@@ -200,13 +195,13 @@ def main() -> int:
         elif args.command == "down":
             down(args.wipe)
         elif args.command == "env":
-            print(f"export SLURM_CONF={DATA / 'slurm.conf'}")
+            print_env()
         else:
             for name in DAEMONS:
-                print(f"{name}\t{'running' if pid_of(name) else 'stopped'}")
+                print(status_line(name, pid_of(name) is not None))
             for node, state in sorted(node_states().items()):
                 print(f"{node}\t{state}")
-    except (SlurmError, subprocess.CalledProcessError) as exc:
+    except (ProcessError, subprocess.CalledProcessError) as exc:
         log(f"error: {exc}")
         return 1
     return 0
