@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from tuneplane.common.tokens import TokenSigner
-from tuneplane.web import exceptions, state
+from tuneplane.web import exceptions, openapi, state
 from tuneplane.web.auth import admission, headers
 from tuneplane.web.routes import (
     auth,
@@ -68,4 +68,5 @@ def create_app(settings: WebSettings) -> FastAPI:
     app.include_router(auth.router)
     app.include_router(links.router)
     app.include_router(oidc.router)
+    openapi.install(app)
     return app
