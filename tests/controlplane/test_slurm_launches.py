@@ -9,10 +9,10 @@ import datetime as dt
 import asyncpg
 import pytest
 
-from tuneplane.controlplane import runs, slurm_collectors, slurm_launches
+from tuneplane.controlplane import runs, slurm_launches, slurm_nodes
 from tuneplane.controlplane.errors import AttemptStillRunning, InvalidLaunch, JobStartRefused
-from tuneplane.controlplane.slurm_collectors import Start
 from tuneplane.controlplane.slurm_launches import JobOptions, JobSeen
+from tuneplane.controlplane.slurm_nodes import Start
 
 ARTIFACT = {"version": 1, "sources": [
     {"id": "a", "kind": "jsonl", "path": "a.jsonl", "owner": "rank-0"},
@@ -88,26 +88,26 @@ async def test_a_ticket_is_redeemed_once_per_node_and_start_while_the_start_runs
     launch_id = await submitted(db, run_id)
     node1 = Start(launch_id, "77", 0, 1, "gpu-1")
     with pytest.raises(JobStartRefused, match="Slurm shows the job PENDING, not running"):
-        await slurm_collectors.redeem(db, node1, JobSeen("PENDING", 0))
-    granted = await slurm_collectors.redeem(db, node1, JobSeen("RUNNING", 0))
+        await slurm_nodes.redeem(db, node1, JobSeen("PENDING", 0))
+    granted = await slurm_nodes.redeem(db, node1, JobSeen("RUNNING", 0))
     assert (granted.attempt, granted.members) == (1, ["rank-2", "rank-3"])
     with pytest.raises(JobStartRefused, match="its ticket was already redeemed"):
-        await slurm_collectors.redeem(db, node1, JobSeen("RUNNING", 0))
+        await slurm_nodes.redeem(db, node1, JobSeen("RUNNING", 0))
     with pytest.raises(JobStartRefused, match="the ticket is not this job's"):
-        await slurm_collectors.redeem(db, Start(launch_id, "99", 0, 0), JobSeen("RUNNING", 0))
+        await slurm_nodes.redeem(db, Start(launch_id, "99", 0, 0), JobSeen("RUNNING", 0))
     with pytest.raises(JobStartRefused, match="the job has 2 node"):
-        await slurm_collectors.redeem(db, Start(launch_id, "77", 0, 2), JobSeen("RUNNING", 0))
+        await slurm_nodes.redeem(db, Start(launch_id, "77", 0, 2), JobSeen("RUNNING", 0))
     with pytest.raises(JobStartRefused, match="the job's current start is 0"):
-        await slurm_collectors.redeem(db, Start(launch_id, "77", 1, 0), JobSeen("RUNNING", 0))
-    assert await slurm_collectors.renewable(db, launch_id, 0, 1, 1) == ["rank-2", "rank-3"]
+        await slurm_nodes.redeem(db, Start(launch_id, "77", 1, 0), JobSeen("RUNNING", 0))
+    assert await slurm_nodes.renewable(db, launch_id, 0, 1, 1) == ["rank-2", "rank-3"]
     # Requeued: the first start's credentials renew no more; the next start redeems anew.
     await slurm_launches.follow(db, launch_id, JobSeen("PENDING", 1))
     with pytest.raises(JobStartRefused, match="attempt 1 has ended \\(preempted\\)"):
-        await slurm_collectors.renewable(db, launch_id, 0, 1, 1)
-    again = await slurm_collectors.redeem(db, Start(launch_id, "77", 1, 1), JobSeen("RUNNING", 1))
+        await slurm_nodes.renewable(db, launch_id, 0, 1, 1)
+    again = await slurm_nodes.redeem(db, Start(launch_id, "77", 1, 1), JobSeen("RUNNING", 1))
     assert again.attempt == 2
     # A report counts only the node's own members.
-    assert await slurm_collectors.report(db, launch_id, 0, 1, undelivered=2, detail="x",
+    assert await slurm_nodes.report(db, launch_id, 0, 1, undelivered=2, detail="x",
                                          by_member={"rank-2": 2, "rank-0": 5}) == "preempted"
     kept = await db.fetchval("SELECT undelivered_by_member::text FROM slurm_collectors WHERE "
                              "launch_id = $1 AND restart = 0 AND node_index = 1", launch_id)
@@ -118,11 +118,11 @@ async def test_a_refusal_spends_the_ticket_and_says_why(db: asyncpg.Connection,
                                                         run_id: str) -> None:
     launch_id = await submitted(db, run_id)
     start = Start(launch_id, "77", 0, 0, "gpu-0")
-    await slurm_collectors.refuse(db, start, JobSeen("RUNNING", 0), "spool root on NFS")
+    await slurm_nodes.refuse(db, start, JobSeen("RUNNING", 0), "spool root on NFS")
     with pytest.raises(JobStartRefused, match="its ticket was already redeemed"):
-        await slurm_collectors.redeem(db, start, JobSeen("RUNNING", 0))
+        await slurm_nodes.redeem(db, start, JobSeen("RUNNING", 0))
     with pytest.raises(JobStartRefused, match="redeemed no ticket"):
-        await slurm_collectors.renewable(db, launch_id, 0, 0, 1)
+        await slurm_nodes.renewable(db, launch_id, 0, 0, 1)
     await slurm_launches.follow(db, launch_id, JobSeen("FAILED", 0, exit_code="1:0", comment=(
         "tuneplane: refused: gpu-0: spool root on NFS")))
     detail = await db.fetchval("SELECT detail FROM slurm_launches WHERE launch_id = $1",

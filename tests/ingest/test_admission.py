@@ -21,7 +21,7 @@ from tuneplane.controlplane.standing import AttemptFacts, NodeFacts
 from tuneplane.ingest.gate import Admission
 from tuneplane.ingest.inflight import CallsInFlight, TooManyCalls
 from tuneplane.ingest.server import MAX_RECEIVE_BYTES, TelemetryIngest, create_server
-from tuneplane.ingest.standing import Standing
+from tuneplane.ingest.token_facts import Standing
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc
 from tuneplane.telemetry.v1.identity import BatchKey, MemberKey

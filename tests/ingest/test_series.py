@@ -16,7 +16,7 @@ from tests.support.clock import Clock
 from tests.support.environment import Endpoints
 from tuneplane.ingest.cache import LookupFailed
 from tuneplane.ingest.series import CACHE_SECONDS, Pair, SeriesBound, series_in
-from tuneplane.ingest.standing import PostgresFacts
+from tuneplane.ingest.token_facts import PostgresFacts
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.identity import MemberKey
 

@@ -18,7 +18,7 @@ from tests.support.environment import Endpoints
 from tests.support.kafka import produce
 from tests.support.processes import Process
 from tests.support.truth import member_batch
-from tuneplane.controlplane import launches, passwords, runs, slurm_collectors, slurm_launches
+from tuneplane.controlplane import launches, passwords, runs, slurm_launches, slurm_nodes
 from tuneplane.telemetry.v1.identity import MemberKey
 
 
@@ -123,17 +123,17 @@ async def test_a_run_page_shows_a_slurm_jobs_starts_as_attempts_and_its_ranks_as
                      "WHERE launch_id = $1", launch_id)
     Seen = slurm_launches.JobSeen
     for node in (0, 1):  # the first start: both nodes' collectors, then a preemption
-        start = slurm_collectors.Start(launch_id, "4242", 0, node, f"gpu-{node}")
-        await slurm_collectors.redeem(db, start, Seen("RUNNING", 0))
+        start = slurm_nodes.Start(launch_id, "4242", 0, node, f"gpu-{node}")
+        await slurm_nodes.redeem(db, start, Seen("RUNNING", 0))
     await slurm_launches.follow(db, launch_id, Seen("PENDING", 1, "BeginTime"))
-    await slurm_collectors.report(db, launch_id, 0, 0, undelivered=0, detail="",
+    await slurm_nodes.report(db, launch_id, 0, 0, undelivered=0, detail="",
                                   by_member={"rank-0": 0, "rank-1": 0})
-    await slurm_collectors.report(db, launch_id, 0, 1, undelivered=3, detail="rank-3: 3",
+    await slurm_nodes.report(db, launch_id, 0, 1, undelivered=3, detail="rank-3: 3",
                                   by_member={"rank-3": 3})
-    second = slurm_collectors.Start(launch_id, "4242", 1, 0, "gpu-0")
-    await slurm_collectors.redeem(db, second, Seen("RUNNING", 1))
+    second = slurm_nodes.Start(launch_id, "4242", 1, 0, "gpu-0")
+    await slurm_nodes.redeem(db, second, Seen("RUNNING", 1))
     refused = "gpu-1: spool root refused: spool directory /local/tuneplane is on NFS"
-    await slurm_collectors.refuse(db, slurm_collectors.Start(launch_id, "4242", 1, 1, "gpu-1"),
+    await slurm_nodes.refuse(db, slurm_nodes.Start(launch_id, "4242", 1, 1, "gpu-1"),
                                   Seen("RUNNING", 1), refused)
     await slurm_launches.follow(db, launch_id, Seen("FAILED", 1, "NonZeroExitCode", "1:0",
                                                     f"tuneplane: refused: {refused}"))

@@ -25,15 +25,15 @@ from tuneplane.common.gateway import listener, shared_identity
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.contract import flags
 from tuneplane.contract.settings import SettingsError
-from tuneplane.control.admission import CallRate
 from tuneplane.control.arguments import parser
+from tuneplane.control.gate import CallRate
 from tuneplane.control.server import NodeControl, Policy, create_server
 from tuneplane.control.settings import ControlSettings
 from tuneplane.control.slurm.backend import Reach, SlurmBackend
 from tuneplane.control.slurm.scheduler import Slurm
 from tuneplane.control.slurm.service import SlurmJobControl
 from tuneplane.control.slurm.users import JobUsers
-from tuneplane.controlplane import errors, launches, nodes, slurm_collectors, slurm_launches
+from tuneplane.controlplane import errors, launches, nodes, slurm_launches, slurm_nodes
 from tuneplane.controlplane.errors import NodeNotFound
 from tuneplane.node.v1 import node_pb2 as pb
 
@@ -127,7 +127,7 @@ async def admin(args: argparse.Namespace, settings: ControlSettings) -> int:
             print(json.dumps(await launch(conn, args, settings)))
         elif args.command == "launches":
             for row in [*await launches.listing(conn, args.run),
-                        *await slurm_collectors.listing(conn, args.run)]:
+                        *await slurm_nodes.listing(conn, args.run)]:
                 print(json.dumps(row, default=str))
         elif args.command == "nodes":
             for row in await nodes.listing(conn):

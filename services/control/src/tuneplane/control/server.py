@@ -1,6 +1,6 @@
 """The NodeControl gRPC service: node credentials only, its own RPC cap and database pool.
 
-A call is admitted (token, the node's call rate: ``tuneplane.control.admission``) before
+A call is admitted (token, the node's call rate: ``tuneplane.control.gate``) before
 it takes a pooled connection, and does its database work on one connection: a heartbeat
 in one statement (``tuneplane.controlplane.heartbeats``).
 """
@@ -22,7 +22,7 @@ import grpc
 from tuneplane.common.db import TRANSIENT_ERRORS, Connection
 from tuneplane.common.gateway.listener import bearer_token
 from tuneplane.common.tokens import TokenKind, TokenSigner
-from tuneplane.control.admission import DEFAULT_RATE, CallRate, NodeAdmission, NodeCaller, Refused
+from tuneplane.control.gate import DEFAULT_RATE, CallRate, NodeAdmission, NodeCaller, Refused
 from tuneplane.controlplane import errors, heartbeats, launches, nodes
 from tuneplane.node.v1 import node_pb2 as pb
 from tuneplane.node.v1 import node_pb2_grpc as pb_grpc

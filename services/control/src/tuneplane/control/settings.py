@@ -26,7 +26,7 @@ from tuneplane.contract.variables import (
     TELEMETRY_TARGET,
     WEB_JWT_SECRET,
 )
-from tuneplane.control.admission import DEFAULT_RATE
+from tuneplane.control.gate import DEFAULT_RATE
 
 DIGEST = re.compile(r"^[0-9a-f]{64}$")
 COLLECTOR_PREFIX = "TUNEPLANE_COLLECTOR_"

@@ -33,7 +33,7 @@ from tuneplane.common.kafka.poison import PoisonPolicy, StepOver
 from tuneplane.contract.errors import retryable
 from tuneplane.controlplane.destinations import store
 from tuneplane.controlplane.destinations.compose import dumps, render
-from tuneplane.exporter.collector import ComposedCollector
+from tuneplane.exporter.otelcol import ComposedCollector
 from tuneplane.exporter.otlp import points, to_requests
 from tuneplane.exporter.settings import ExporterSettings
 from tuneplane.telemetry.v1.validation import InvalidBatch, parse, validate

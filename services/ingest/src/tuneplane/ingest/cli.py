@@ -21,7 +21,7 @@ from tuneplane.ingest.series import SeriesBound
 from tuneplane.ingest.server import TelemetryIngest, create_server
 from tuneplane.ingest.settings import IngestSettings
 from tuneplane.ingest.sink import KafkaBatchSink, SinkUnavailable
-from tuneplane.ingest.standing import PostgresFacts, Standing
+from tuneplane.ingest.token_facts import PostgresFacts, Standing
 
 log = logging.getLogger("tuneplane.ingest")
 

@@ -20,7 +20,7 @@ import grpc
 from tuneplane.common.gateway.listener import bearer_in
 from tuneplane.common.tokens import TokenError, TokenSigner, WorkloadClaims
 from tuneplane.ingest.inflight import CallsInFlight
-from tuneplane.ingest.standing import Standing
+from tuneplane.ingest.token_facts import Standing
 
 PUSH_BATCH: Final = "/tuneplane.telemetry.v1.TelemetryIngest/PushBatch"
 

@@ -3,7 +3,7 @@
 A ticket (``TokenKind.SLURM_TICKET``) names one launch and job; it is checked before any
 database or Slurm work, the start it names against the database before Slurm is asked, then
 redeemed once per node and start of the job while Slurm shows that start running and its
-attempt has not ended (``tuneplane.controlplane.slurm_collectors``). What it yields, a job
+attempt has not ended (``tuneplane.controlplane.slurm_nodes``). What it yields, a job
 credential (``TokenKind.SLURM_JOB``), names the launch, start, node and attempt, and gives
 workload tokens for that node's members of that attempt only, renewed while the attempt
 runs.
@@ -26,9 +26,9 @@ from tuneplane.common.gateway.listener import bearer_token
 from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
 from tuneplane.control.server import Context, Policy, abort_unauthenticated, pooled
 from tuneplane.control.slurm.scheduler import Slurm, SlurmError
-from tuneplane.controlplane import errors, slurm_collectors
-from tuneplane.controlplane.slurm_collectors import Start
+from tuneplane.controlplane import errors, slurm_nodes
 from tuneplane.controlplane.slurm_launches import JobSeen
+from tuneplane.controlplane.slurm_nodes import Start
 from tuneplane.node.v1 import node_pb2 as pb
 from tuneplane.node.v1 import slurm_pb2 as spb
 from tuneplane.node.v1 import slurm_pb2_grpc as spb_grpc
@@ -83,7 +83,7 @@ class SlurmJobControl(spb_grpc.SlurmJobControlServicer):
         call for a start to come would otherwise run a squeue, as many at once as sent."""
         async with pooled(self._pool, self._policy, context) as conn:
             try:
-                nodes = await slurm_collectors.check(conn, start)
+                nodes = await slurm_nodes.check(conn, start)
             except errors.LaunchError as exc:
                 await refuse(context, str(exc))
         if self._under_way[start.launch_id] >= nodes:
@@ -127,7 +127,7 @@ class SlurmJobControl(spb_grpc.SlurmJobControlServicer):
             seen = await self._seen(start, context)
             async with pooled(self._pool, self._policy, context) as conn:
                 try:
-                    granted = await slurm_collectors.redeem(conn, start, seen)
+                    granted = await slurm_nodes.redeem(conn, start, seen)
                 except errors.LaunchError as exc:
                     await refuse(context, str(exc))
         caller = JobCaller(start.launch_id, start.restart, start.node_index, granted.run_id,
@@ -147,7 +147,7 @@ class SlurmJobControl(spb_grpc.SlurmJobControlServicer):
             seen = await self._seen(start, context)
             async with pooled(self._pool, self._policy, context) as conn:
                 try:
-                    await slurm_collectors.refuse(conn, start, seen, request.reason)
+                    await slurm_nodes.refuse(conn, start, seen, request.reason)
                 except errors.LaunchError as exc:
                     await refuse(context, str(exc))
         log.warning("%s refused to run: %s", start, request.reason)
@@ -172,7 +172,7 @@ class SlurmJobControl(spb_grpc.SlurmJobControlServicer):
             await abort_unauthenticated(context, caller)
         async with pooled(self._pool, self._policy, context) as conn:
             try:
-                members = await slurm_collectors.renewable(
+                members = await slurm_nodes.renewable(
                     conn, caller.launch_id, caller.restart, caller.node_index, caller.attempt)
             except errors.LaunchError as exc:
                 await refuse(context, str(exc))
@@ -185,7 +185,7 @@ class SlurmJobControl(spb_grpc.SlurmJobControlServicer):
             await abort_unauthenticated(context, caller)
         async with pooled(self._pool, self._policy, context) as conn:
             try:
-                state = await slurm_collectors.report(
+                state = await slurm_nodes.report(
                     conn, caller.launch_id, caller.restart, caller.node_index,
                     undelivered=request.undelivered_batches, detail=request.detail,
                     by_member=dict(request.undelivered_by_member))

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, Field
 
-from tuneplane.controlplane import launches, nodes, slurm_collectors, slurm_launches
+from tuneplane.controlplane import launches, nodes, slurm_launches, slurm_nodes
 from tuneplane.web.auth.access import Caller, Editor, Viewer, admin_only
 from tuneplane.web.dependencies import Now, Pool
 
@@ -119,4 +119,4 @@ async def launch_list(_: Viewer, pool: Pool, run_id: str) -> list[dict[str, Any]
     """The run's launches on nodes (``backend`` "node"), then its Slurm jobs ("slurm")."""
     async with pool.acquire() as conn:
         return [*await launches.listing(conn, run_id),
-                *await slurm_collectors.listing(conn, run_id)]
+                *await slurm_nodes.listing(conn, run_id)]

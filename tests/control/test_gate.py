@@ -21,8 +21,9 @@ from tests.support.control import enroll
 from tests.support.environment import Endpoints, free_port
 from tests.support.processes import Process, launch_env, start_control
 from tuneplane.common.tokens import TokenKind, TokenSigner
-from tuneplane.control import admission
-from tuneplane.control.admission import (
+from tuneplane.control import gate
+from tuneplane.control.cli import call_rate
+from tuneplane.control.gate import (
     MAX_HOLD,
     CallBuckets,
     CallRate,
@@ -30,7 +31,6 @@ from tuneplane.control.admission import (
     NodeCaller,
     Refused,
 )
-from tuneplane.control.cli import call_rate
 from tuneplane.control.server import NodeControl, Policy
 from tuneplane.controlplane import nodes
 from tuneplane.node.v1 import node_pb2 as pb
@@ -53,7 +53,7 @@ def test_a_bucket_allows_its_burst_then_its_rate_per_node() -> None:
 
 def test_buckets_kept_are_bounded_by_forgetting_full_ones(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(admission, "BUCKETS_KEPT", 2)
+    monkeypatch.setattr(gate, "BUCKETS_KEPT", 2)
     buckets = CallBuckets(CallRate(per_second=1.0, burst=2.0))
     assert buckets.take("a", 0.0) is None
     assert buckets.take("b", 1.5) is None

@@ -13,7 +13,7 @@ from tests.support.environment import free_port
 from tests.support.processes import environment
 from tuneplane.controlplane.destinations.compose import dumps, render
 from tuneplane.controlplane.destinations.resource import parse
-from tuneplane.exporter.collector import PASSED, ComposedCollector
+from tuneplane.exporter.otelcol import PASSED, ComposedCollector
 
 
 def fake_collector(tmp_path: Path) -> Path:

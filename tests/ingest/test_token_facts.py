@@ -17,7 +17,7 @@ from tests.support.environment import free_port
 from tuneplane.common.tokens import WorkloadClaims
 from tuneplane.controlplane.standing import DRAIN_MARGIN_SECONDS, AttemptFacts, NodeFacts
 from tuneplane.ingest.cache import FactCache, LookupFailed
-from tuneplane.ingest.standing import CACHE_SECONDS, PostgresFacts, Standing
+from tuneplane.ingest.token_facts import CACHE_SECONDS, PostgresFacts, Standing
 from tuneplane.telemetry.v1.identity import MemberKey
 
 DRAIN = 30

@@ -1,4 +1,5 @@
-"""The collectors of a Slurm launch: one per node and start of its job.
+"""The nodes of a Slurm launch: one per node and start of its job, each that node's
+collector's ticket, credential and end report (the table ``slurm_collectors``).
 
 A node's collector redeems the job's ticket once per start (``redeem``): only while Slurm
 runs that start of the job, only for a node the job has, and never twice for the same node
