@@ -27,14 +27,14 @@ pub const TARGETS: [(&str, &[&str], u16); 2] = [
 
 fn sha256(path: &Path) -> Result<String, String> {
     let mut file =
-        fs::File::open(path).map_err(|e| crate::fence::failed("cannot read", path, &e))?;
+        fs::File::open(path).map_err(|e| crate::collect::fence::failed("cannot read", path, &e))?;
     let mut digest = Sha256::new();
     let mut block = vec![0u8; 1 << 20];
     loop {
         match file.read(&mut block) {
             Ok(0) => break,
             Ok(n) => digest.update(&block[..n]),
-            Err(e) => return Err(crate::fence::failed("cannot read", path, &e)),
+            Err(e) => return Err(crate::collect::fence::failed("cannot read", path, &e)),
         }
     }
     Ok(hex(&digest.finalize()))
@@ -57,7 +57,8 @@ pub fn host_target() -> Result<&'static str, String> {
 
 /// The target `binary` is a static executable of, from its ELF header; or why it is none.
 fn target_of(binary: &Path) -> Result<&'static str, String> {
-    let bytes = fs::read(binary).map_err(|e| crate::fence::failed("cannot read", binary, &e))?;
+    let bytes =
+        fs::read(binary).map_err(|e| crate::collect::fence::failed("cannot read", binary, &e))?;
     let said = |why: &str| format!("{} {why}", binary.display());
     if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" || bytes[4] != 2 || bytes[5] != 1 {
         return Err(said("is not a 64-bit little-endian ELF executable"));
@@ -127,7 +128,7 @@ pub fn build(target: &str, binary: &Path, out: &Path) -> Result<PathBuf, String>
     };
     write().map_err(|e| {
         let _ = fs::remove_dir_all(&staging);
-        crate::fence::failed("cannot write the artifact in", out, &e)
+        crate::collect::fence::failed("cannot write the artifact in", out, &e)
     })?;
     verify(&final_dir, target)?;
     Ok(final_dir)
@@ -139,7 +140,7 @@ pub fn verify(directory: &Path, host: &str) -> Result<Value, String> {
     let data = fs::read(directory.join(MANIFEST)).map_err(|e| {
         format!(
             "artifact {at}: no readable {MANIFEST}: {}",
-            crate::fence::plain(&e)
+            crate::collect::fence::plain(&e)
         )
     })?;
     let digest = hex(&Sha256::digest(&data));
@@ -165,7 +166,7 @@ pub fn verify(directory: &Path, host: &str) -> Result<Value, String> {
     }
     let listed = manifest["files"].as_object().cloned().unwrap_or_default();
     let entries = fs::read_dir(directory)
-        .map_err(|e| format!("artifact {at}: {}", crate::fence::plain(&e)))?;
+        .map_err(|e| format!("artifact {at}: {}", crate::collect::fence::plain(&e)))?;
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         if name != MANIFEST && !listed.contains_key(&name) {

@@ -4,8 +4,8 @@
 
 use prost::bytes::Bytes;
 
+use crate::collect::draft::Spare;
 use crate::collect::ReadStep;
-use crate::draft::Spare;
 use crate::sources::tensorboard::framing::Record;
 
 /// `bytes`'s allocation, emptied, if nothing else holds a view of it.

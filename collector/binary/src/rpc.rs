@@ -51,7 +51,8 @@ impl Rpc {
             .enable_all()
             .build()
             .map_err(|e| format!("cannot start control's client: {e}"))?;
-        let endpoint = crate::target::endpoint(address, ca_pem, server_name)?.timeout(timeout);
+        let endpoint =
+            crate::send::target::endpoint(address, ca_pem, server_name)?.timeout(timeout);
         let channel = {
             let _inside = runtime.enter();
             endpoint.connect_lazy()

@@ -19,8 +19,8 @@ use serde_json::Value;
 
 use super::jsonl::{skip_overlong, READ_BYTES};
 use super::{Position, ReadStep};
+use crate::collect::draft::BatchDraft;
 use crate::contract::proto::{rich_record::Kind, RichRecord};
-use crate::draft::BatchDraft;
 use crate::sources::jsonl::is_blank;
 use crate::sources::names::bounded;
 

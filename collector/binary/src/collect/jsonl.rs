@@ -7,7 +7,7 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use super::{Kept, Position, ReadStep};
-use crate::draft::BatchDraft;
+use crate::collect::draft::BatchDraft;
 use crate::sources::jsonl::{is_blank, parse_line};
 
 /// One read's worth of a JSONL file; a longer line is skipped, said.

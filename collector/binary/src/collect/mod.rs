@@ -4,7 +4,12 @@
 //! advances, in one spool transaction.
 
 pub mod channel;
+pub mod draft;
+pub mod eventfile;
+pub mod fence;
 pub mod jsonl;
+pub mod logdir;
+pub mod opener;
 mod reader;
 mod step;
 mod tbstate;
@@ -16,7 +21,7 @@ pub use reader::{Bounds, SourceReader, BATCH_POINTS};
 use std::path::PathBuf;
 
 pub use crate::buffers::Kept;
-use crate::draft::BatchDraft;
+use crate::collect::draft::BatchDraft;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SourceKind {

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::{channel, Kept, SourceKind, SourceSpec};
-use crate::fence::Fence;
-use crate::logdir;
+use crate::collect::fence::Fence;
+use crate::collect::logdir;
 use crate::sources::names::escape_controls;
 use crate::spool::Shared;
 

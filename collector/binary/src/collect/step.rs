@@ -9,8 +9,8 @@ use prost::bytes::Bytes;
 
 use super::reader::{now, SourceReader, StepResult};
 use super::{channel, jsonl, tensorboard, Position, SourceKind, SourceSpec};
+use crate::collect::fence::Refusal;
 use crate::failpoints;
-use crate::fence::Refusal;
 use crate::spool::SavedPosition;
 
 impl SourceReader {
@@ -135,7 +135,7 @@ impl SourceReader {
                         "source {}: {}: {}",
                         source.id,
                         path.display(),
-                        crate::fence::plain(&e)
+                        crate::collect::fence::plain(&e)
                     ),
                     &key,
                 );

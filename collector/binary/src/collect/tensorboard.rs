@@ -14,11 +14,11 @@ use prost::bytes::Bytes;
 
 use super::tbstate::{dump_state, load_state};
 use super::{Bounds, Kept, Position, ReadStep};
+use crate::collect::draft::BatchDraft;
+use crate::collect::eventfile::{frame_at, READ_BYTES};
+use crate::collect::logdir::run_of;
 use crate::contract::proto::{rich_record::Kind, RichRecord, SessionStart};
 use crate::contract::MAX_BATCH_SERIES;
-use crate::draft::BatchDraft;
-use crate::eventfile::{frame_at, READ_BYTES};
-use crate::logdir::run_of;
 use crate::sources::names::{escape_controls, name_problem, run_path_problem};
 use crate::sources::repr::py_str;
 use crate::sources::tensorboard::events::{decode, Plugins, PurgeState, RichKind};

@@ -19,8 +19,8 @@ use std::io::Read;
 
 use serde_json::Value;
 
+use crate::collect::fence::{Fence, Refusal};
 use crate::collect::{Channel, SourceKind, SourceSpec};
-use crate::fence::{Fence, Refusal};
 use crate::sources::names::bounded;
 
 /// The artifact contract's schema, as the services check it.
@@ -104,7 +104,12 @@ fn document_of(path: &Path, fence: &Fence) -> Result<Value, String> {
     let mut bytes = Vec::new();
     file.take(MAX_ARTIFACT_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| format!("{origin}: cannot read: {}", crate::fence::plain(&e)))?;
+        .map_err(|e| {
+            format!(
+                "{origin}: cannot read: {}",
+                crate::collect::fence::plain(&e)
+            )
+        })?;
     if bytes.len() as u64 > MAX_ARTIFACT_BYTES {
         return Err(format!(
             "{origin}: over {MAX_ARTIFACT_BYTES} bytes; an artifact declares \

@@ -14,9 +14,9 @@ use std::path::Path;
 use prost::bytes::Bytes;
 
 use super::{emit, open_regular};
+use crate::collect::logdir;
 use crate::collect::{jsonl, tensorboard, Bounds, Kept, Position};
 use crate::contract::MAX_BATCH_BYTES;
-use crate::logdir;
 
 mod tally;
 

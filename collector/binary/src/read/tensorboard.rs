@@ -10,8 +10,8 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::{emit, open_regular, JsonNumber};
-use crate::eventfile::{frame_at, READ_BYTES};
-use crate::logdir;
+use crate::collect::eventfile::{frame_at, READ_BYTES};
+use crate::collect::logdir;
 use crate::sources::tensorboard::events::{decode, Plugins, PurgeState};
 
 /// A scalar of an event, as `read` prints it (the hot path: no map built per record).

@@ -15,16 +15,16 @@ use std::time::Duration;
 
 use clap::Args;
 
+use crate::collect::fence::Fence;
+use crate::collect::opener::Opener;
 use crate::collect::{Bounds, SourceKind, SourceSpec, BATCH_POINTS};
 use crate::contract::{MAX_BATCH_BYTES, MAX_BATCH_POINTS};
-use crate::fence::Fence;
-use crate::opener::Opener;
 use crate::runas::Identity;
+use crate::send::target::{Target, Token};
 use crate::settings::{self, Settings};
 use crate::sources::names::name_problem;
 use crate::sources::repr::py_str;
 use crate::spool::{place, MemberKey};
-use crate::target::{Target, Token};
 
 /// `run --help`'s description.
 pub const ABOUT: &str = "Read the sources, spool sealed batches in a private host-local \
@@ -189,7 +189,7 @@ fn config(args: RunArgs, settings: Settings) -> Result<Config, String> {
         return Err(format!("--max-batch-points must be 1..{MAX_BATCH_POINTS}"));
     }
     let mountinfo = std::fs::read_to_string(&settings.mount_table)
-        .map_err(|e| crate::fence::failed("mount table", &settings.mount_table, &e))?;
+        .map_err(|e| crate::collect::fence::failed("mount table", &settings.mount_table, &e))?;
     crate::failpoints::arm(settings.failpoints)
         .map_err(|why| format!("{} {why}", crate::failpoints::VARIABLE))?;
     let mut fence = Fence::of(&args.never_read);

@@ -14,15 +14,15 @@ use super::credentials::Credentials;
 use super::root::user_root;
 use super::tasks::{end_after_the_tasks, Stops};
 use super::{refused, SlurmNodeArgs, READY};
+use crate::collect::fence::Fence;
 use crate::collect::{Bounds, BATCH_POINTS};
 use crate::contract::node::{CollectorConfig, JobStart, RedeemReply};
 use crate::contract::MAX_BATCH_BYTES;
-use crate::fence::Fence;
 use crate::run::{collect_with, Config, Flags};
+use crate::send::target::{Target, Token};
 use crate::settings::Settings;
 use crate::spool::place::{make_private, member_dir};
 use crate::spool::{MemberKey, Spool};
-use crate::target::{Target, Token};
 
 fn write_private(path: &Path, text: &str) -> Result<(), String> {
     std::fs::OpenOptions::new()
@@ -32,7 +32,7 @@ fn write_private(path: &Path, text: &str) -> Result<(), String> {
         .mode(0o600)
         .open(path)
         .and_then(|mut file| file.write_all(text.as_bytes()))
-        .map_err(|e| crate::fence::failed("cannot write", path, &e))
+        .map_err(|e| crate::collect::fence::failed("cannot write", path, &e))
 }
 
 /// Each member of the node that owns a source, with its collector's configuration.
@@ -124,7 +124,7 @@ pub fn run(args: &SlurmNodeArgs, settings: &Settings, control: JobControl, start
         Err(e) => {
             return refused(&format!(
                 "{host}: {}",
-                crate::fence::failed("mount table", &settings.mount_table, &e)
+                crate::collect::fence::failed("mount table", &settings.mount_table, &e)
             ))
         }
     };

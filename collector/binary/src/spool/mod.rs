@@ -21,8 +21,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use prost::Message;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior, MAIN_DB};
 
+use crate::collect::draft::BatchDraft;
 use crate::contract::proto::{Batch, BatchIdentity};
-use crate::draft::BatchDraft;
 
 pub const FILE: &str = "spool.sqlite3";
 

@@ -112,7 +112,7 @@ impl Spool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::draft::BatchDraft;
+    use crate::collect::draft::BatchDraft;
     use crate::spool::{MemberKey, SavedPosition};
 
     const LOCAL: &str = "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n";

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
 
-use crate::fence::failed;
+use crate::collect::fence::failed;
 use crate::send::Transient;
 
 /// Where the workload token a batch carries comes from, looked up for every batch.

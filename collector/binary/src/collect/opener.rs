@@ -24,7 +24,7 @@ use nix::sys::socket::{self, sockopt, ControlMessage, ControlMessageOwned, MsgFl
 use nix::sys::time::TimeVal;
 use nix::unistd::{ForkResult, Pid};
 
-use crate::fence::Refusal;
+use crate::collect::fence::Refusal;
 use crate::runas::Identity;
 
 const PATH_BYTES: usize = 8192;

@@ -3,6 +3,8 @@
 //! batch whose first try fails is retried alone with capped exponential backoff and jitter
 //! (backon), byte for byte the same, so a resend is the same identity.
 
+pub mod target;
+
 use std::time::{Duration, Instant};
 
 use backon::{BackoffBuilder, ExponentialBuilder};
@@ -10,14 +12,14 @@ use tonic::metadata::MetadataValue;
 use tonic::transport::Channel;
 use tonic::Request;
 
+use crate::collect::fence::failed;
 use crate::contract::proto::push_batch_reply::Outcome;
 use crate::contract::proto::telemetry_ingest_client::TelemetryIngestClient;
 use crate::contract::proto::{PushBatchReply, PushBatchRequest};
 use crate::contract::{code_name, transient};
 use crate::failpoints;
-use crate::fence::failed;
+use crate::send::target::{endpoint, Target, Token};
 use crate::spool::{SealedBatch, Shared};
-use crate::target::{endpoint, Target, Token};
 
 /// How often a wait between two tries looks whether sending must stop.
 const STOP_CHECK: Duration = Duration::from_millis(50);

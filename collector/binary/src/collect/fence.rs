@@ -14,7 +14,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::opener::{Opener, FLAGS};
+use crate::collect::opener::{Opener, FLAGS};
 
 /// Why a source file was not opened.
 #[derive(Debug)]
