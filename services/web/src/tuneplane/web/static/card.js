@@ -2,11 +2,14 @@
 // restart, its own smoothing and log scale), the uPlot chart with a legend that follows the
 // cursor, drag-to-zoom that fetches finer data for the steps in view, double-click back.
 // A card fetches nothing until ``load`` (the grid calls it once the card is in view).
-"use strict";
+import uPlot from "/ui/uplot/uPlot.esm.js";
+import { duration, value as format } from "./format.js";
+import { PALETTE, build, line, stepRange } from "./lines.js";
+import { guarded, labelSize, tickSpace, ticks } from "./ticks.js";
 
 const SMOOTHINGS = ["", "0", "0.6", "0.8", "0.9", "0.95", "0.99"];
 
-class Card {
+export class Card {
   // ``spec``: { key, name, kind: "curve" | "tag", about }; ``grid``: { view(), layers(),
   // fetch(layer, spec, range), chartView(key), setChartView(key, changes) }.
   constructor(spec, grid) {
@@ -73,13 +76,16 @@ class Card {
         missing.push(`${layers[i].prefix || "this attempt"}: ${answer.error.status === 404 ? "not there" : answer.error.message}`);
         return;
       }
-      for (const s of answer.series) this.lines.push(Plot.line(s, layers[i], view.x));
+      for (const s of answer.series) this.lines.push(line(s, layers[i], view.x));
     });
     const first = this.answers.find((a) => !a.error);
     this.about.textContent = this.describe(first, missing);
     this.smoothing.value = this.chartView().s ?? "";
     this.log.setAttribute("aria-pressed", String(this.logY()));
-    const built = Plot.build(this.lines, { smoothing: this.smoothingWeight(), logY: this.logY() });
+    const built = build(this.lines, { smoothing: this.smoothingWeight(), logY: this.logY() });
+    // Where one line has no x another has, join leaves undefined, which a line runs over; a
+    // value a line lacks (none finite in a bucket, or not on a log scale) is null: a gap.
+    built.data = built.tables.length ? uPlot.join(built.tables) : [[]];
     this.badges.replaceChildren(...this.badgesFor(built.hidden));
     this.render(built, view);
     this.el.dataset.state = "drawn";
@@ -126,17 +132,17 @@ class Card {
     const width = Math.max(280, this.box.clientWidth || 400);
     const time = view.x === "wall";
     const axisX = { stroke: "#5b6670", grid: { stroke: "#eef0f3" }, ticks: { stroke: "#dde1e6" } };
-    if (view.x === "relative") axisX.values = (u, splits) => splits.map(Plot.duration);
-    else if (view.x === "step") Object.assign(axisX, { values: Plot.ticks, space: Plot.tickSpace });
+    if (view.x === "relative") axisX.values = (u, splits) => splits.map(duration);
+    else if (view.x === "step") Object.assign(axisX, { values: ticks, space: tickSpace });
     const opts = {
       width, height: 200, series: built.series, bands: built.bands, legend: { show: false },
       scales: {
-        x: { time, range: (u, min, max) => Plot.guarded([min, max]) },
+        x: { time, range: (u, min, max) => guarded([min, max]) },
         y: this.logY() ? { distr: 3 }
-          : { range: (u, min, max) => Plot.guarded(uPlot.rangeNum(min, max, 0.1, true)) },
+          : { range: (u, min, max) => guarded(uPlot.rangeNum(min, max, 0.1, true)) },
       },
       axes: [axisX, { stroke: "#5b6670", grid: { stroke: "#eef0f3" }, ticks: { stroke: "#dde1e6" },
-        size: Plot.labelSize, values: this.logY() ? undefined : Plot.ticks }],
+        size: labelSize, values: this.logY() ? undefined : ticks }],
       // Dragging selects; the card zooms by fetching the steps selected (not uPlot's zoom).
       // The hover is shared across the grid; a drag (mousedown/up) is this chart's alone.
       cursor: { sync: { key: "tuneplane-grid", filters: { pub: (type) => type !== "mousedown" && type !== "mouseup" } },
@@ -157,7 +163,7 @@ class Card {
     const lo = u.posToVal(u.select.left, "x");
     const hi = u.posToVal(u.select.left + u.select.width, "x");
     u.setSelect({ width: 0, height: 0 }, false);
-    const steps = Plot.stepRange(this.lines, this.grid.view().x, lo, hi);
+    const steps = stepRange(this.lines, this.grid.view().x, lo, hi);
     if (steps) this.grid.setChartView(this.spec.key, { z: [steps.lo, steps.hi] });
   }
 
@@ -170,13 +176,13 @@ class Card {
       const li = document.createElement("li");
       const swatch = document.createElement("span");
       swatch.className = "swatch";
-      swatch.style.borderColor = Plot.PALETTE[i % Plot.PALETTE.length];
+      swatch.style.borderColor = PALETTE[i % PALETTE.length];
       if (l.layer) swatch.style.borderStyle = "dashed";
       const label = document.createElement("span");
       label.textContent = l.label || "(root)";
       const value = document.createElement("span");
       value.className = "value";
-      value.textContent = Plot.value(v);
+      value.textContent = format(v);
       li.append(swatch, label, value);
       return li;
     });

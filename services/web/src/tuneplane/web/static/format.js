@@ -12,14 +12,18 @@ export const huge = (v) => Math.abs(v) >= 1e9 || (v !== 0 && Math.abs(v) < 1e-4)
 export const value = (v) => (v === null || v === undefined ? "–" : !Number.isFinite(v) ? String(v)
   : huge(v) ? v.toExponential(4) : compact.format(v));
 
-// Seconds as the relative time axis labels them: "12.5s", "3m 20s", "2h 5m".
+// Seconds as the relative time axis labels them: "12.5s", "3m 20s", "2h 5m" (rounded as
+// a whole, so 3599.6 s is "1h", not "59m 60s"); "" for a value that is not finite.
 export function duration(seconds) {
-  const s = Math.abs(seconds);
+  if (!Number.isFinite(seconds)) return "";
   const sign = seconds < 0 ? "-" : "";
-  if (s < 60) return `${sign}${+s.toFixed(1)}s`;
-  if (s < 3600) return `${sign}${Math.floor(s / 60)}m${Math.round(s % 60) ? ` ${Math.round(s % 60)}s` : ""}`;
-  const m = Math.round((s % 3600) / 60);
-  return `${sign}${Math.floor(s / 3600)}h${m ? ` ${m}m` : ""}`;
+  const s = Math.abs(seconds);
+  const tenths = +s.toFixed(1);
+  if (tenths < 60) return `${sign}${tenths}s`;
+  const whole = Math.round(s);
+  if (whole < 3600) return `${sign}${Math.floor(whole / 60)}m${whole % 60 ? ` ${whole % 60}s` : ""}`;
+  const minutes = Math.round(s / 60);
+  return `${sign}${Math.floor(minutes / 60)}h${minutes % 60 ? ` ${minutes % 60}m` : ""}`;
 }
 
 // A histogram axis label: 4 significant digits, exponent form from 1e4 and below 1e-3.

@@ -2,31 +2,20 @@
 // show the same event files: one card per (member, run path, tag), grouped by tag. Image
 // and audio cards step through a sample of the tag's records with a slider; histograms are
 // drawn by histogram.js from buckets the server decoded; text is set as text, never markup.
-"use strict";
+import { $, el, status } from "./dom.js";
+import { localTime as when } from "./format.js";
+import { drawOffsetHistograms } from "./histogram.js";
+import { chartsPage, mediaUrl, runApi, runIdOf, runPage } from "./paths.js";
+import { Session } from "./session.js";
 
-const runId = decodeURIComponent(location.pathname.split("/")[2]);
+const runId = runIdOf(location.pathname);
 const KINDS = ["image", "histogram", "text", "audio"];
 const SAMPLED = 100;      // image and audio records per card (the slider's stops)
 const HISTOGRAMS = 50;    // ridges per histogram card
 const TEXTS = 20;         // steps per text card, newest first
 const LOADS = 4;          // cards loading at once
-const $ = (id) => document.getElementById(id);
-const status = (text) => { $("status").textContent = text; };
 
-const api = (path, params) => Session.get(`/api/v1/runs/${encodeURIComponent(runId)}${path}`, params);
-
-function el(tag, props = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(props)) {
-    if (k === "dataset") Object.assign(node.dataset, v); else node[k] = v;
-  }
-  node.append(...children);  // strings become text nodes: nothing is parsed as HTML
-  return node;
-}
-
-const when = (wall) => new Date(wall * 1000).toLocaleString(undefined, {
-  year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit" });
-const mediaUrl = (record) => `/api/v1/media/${record.object_key.split("/").map(encodeURIComponent).join("/")}`;
+const api = (path, params) => Session.get(`${runApi(runId)}${path}`, params);
 const where = (t) => ({ member: t.member, source: t.source, run_path: t.run_path, tag: t.tag });
 
 // A card's frame: the tag's run and member, and a body the kind fills.
@@ -157,9 +146,8 @@ async function main() {
   const wanted = new URLSearchParams(location.search).get("attempt");
   select.value = attempts.some((a) => String(a.attempt) === wanted) ? wanted : attempts[attempts.length - 1].attempt;
   const links = () => {  // the run's page and Charts tab, at this attempt
-    const run = `/runs/${encodeURIComponent(runId)}`;
-    $("run-link").href = $("overview-link").href = `${run}?attempt=${select.value}`;
-    $("charts-link").href = `${run}/charts?attempt=${select.value}`;
+    $("run-link").href = $("overview-link").href = runPage(runId, select.value);
+    $("charts-link").href = chartsPage(runId, select.value);
   };
   links();
   select.onchange = () => {

@@ -2,15 +2,15 @@
 // launches on nodes or as Slurm jobs, and what their collectors left undelivered) and the members of one attempt
 // (launch state, node, exit code, sources, series, points, undelivered batches). The
 // attempt shown is in the URL (?attempt=N).
-"use strict";
+import { asLaunches, attemptsOf, membersOf, undeliveredOf } from "./attempts.js";
+import { $, cell, status } from "./dom.js";
+import { count, utcSecond as when } from "./format.js";
+import { chartsPage, mediaPage, runApi, runIdOf } from "./paths.js";
+import { Session } from "./session.js";
 
-const runId = decodeURIComponent(location.pathname.split("/")[2]);
-const $ = (id) => document.getElementById(id);
-const status = (text) => { $("status").textContent = text; };
-const api = `/api/v1/runs/${encodeURIComponent(runId)}`;
+const runId = runIdOf(location.pathname);
+const api = runApi(runId);
 const absent = (error, empty) => (error.status === 404 ? empty : Promise.reject(error));
-const when = (v) => (v ? new Date(v).toISOString().slice(0, 19).replace("T", " ") : null);
-const count = (n) => (n === null || n === undefined ? null : n.toLocaleString());
 
 function stateBadge(state) {
   const el = document.createElement("span");
@@ -25,52 +25,6 @@ function undeliveredCell(row, n) {
     td.classList.add("warn");
     td.title = "batches still spooled on the host when its collector stopped";
   }
-}
-
-// A Slurm job as the page shows launches: one per member of each start of the job, from
-// its node's collector (where it ran, what its drain left); members of a start no
-// collector has told about yet (queued, pending, refused on the node) from the job alone.
-function slurmLaunches(job, stateOf) {
-  const perNode = job.tasks_per_node;
-  const name = (rank) => job.member_template.replace("{rank}", rank);
-  const where = (c) => `${c.hostname || `node ${c.node}`} · job ${job.job_id}`;
-  const out = job.collectors.flatMap((c) => Array.from({ length: perNode }, (_, i) => {
-    const member = name(c.node * perNode + i);
-    const state = c.refused ? "refused" : stateOf(c.attempt) ?? job.attempt_state;
-    return { attempt: c.attempt, member, state, node: where(c), exit_code: null,
-             undelivered: c.undelivered_by_member?.[member] ?? 0,
-             detail: c.refused ?? (c.attempt === job.attempt ? job.detail
-               : `this start of job ${job.job_id} was ${state}; the job ran again`) };
-  }));
-  const told = new Set(job.collectors.filter((c) => c.attempt === job.attempt).map((c) => c.node));
-  for (let node = 0; node < job.nodes; node++) {
-    if (told.has(node)) continue;
-    for (let i = 0; i < perNode; i++) {
-      out.push({ attempt: job.attempt, member: name(node * perNode + i),
-                 state: job.attempt_state, node: job.job_id ? `job ${job.job_id}` : "queued",
-                 exit_code: null, undelivered: 0, detail: job.detail || null });
-    }
-  }
-  return out;
-}
-
-// Node launches as they are, Slurm jobs as their members' launches.
-function asLaunches(listed, managed) {
-  const states = new Map((managed?.attempts ?? []).map((a) => [a.attempt, a.state]));
-  return listed.flatMap((l) => (l.backend === "slurm" ? slurmLaunches(l, (n) => states.get(n)) : [l]));
-}
-
-// Attempts by number: the managed record, the telemetry and the launches of each.
-function attemptsOf(managed, telemetry, launches) {
-  const byNo = new Map();
-  const at = (n) => {
-    if (!byNo.has(n)) byNo.set(n, { attempt: n, launches: [], telemetry: null, managed: null });
-    return byNo.get(n);
-  };
-  for (const a of managed?.attempts ?? []) at(a.attempt).managed = a;
-  for (const a of telemetry) at(a.attempt).telemetry = a;
-  for (const l of launches) at(l.attempt).launches.push(l);
-  return [...byNo.values()].sort((a, b) => a.attempt - b.attempt);
 }
 
 function showAttempts(attempts, selected) {
@@ -91,9 +45,9 @@ function showAttempts(attempts, selected) {
     cell(tr, count(a.telemetry?.points ?? 0), "num");
     cell(tr, when(a.telemetry?.last_batch_at));
     cell(tr, count(a.launches.length), "num");
-    undeliveredCell(tr, a.launches.length ? a.launches.reduce((t, l) => t + l.undelivered, 0) : null);
+    undeliveredCell(tr, undeliveredOf(a.launches));
     const charts = document.createElement("a");
-    charts.href = `/runs/${encodeURIComponent(runId)}/charts?attempt=${a.attempt}`;
+    charts.href = chartsPage(runId, a.attempt);
     charts.textContent = "Charts";
     cell(tr, charts);
     return tr;
@@ -105,10 +59,7 @@ async function showMembers(attempt) {
   $("selected").textContent = attempt ? `#${attempt.attempt}` : "";
   const telemetry = attempt?.telemetry
     ? await Session.get(`${api}/attempts/${attempt.attempt}/members`) : [];
-  const names = [...new Set([...telemetry.map((m) => m.member), ...(attempt?.launches ?? []).map((l) => l.member)])].sort();
-  const rows = names.map((name) => {
-    const m = telemetry.find((t) => t.member === name);
-    const l = attempt.launches.filter((x) => x.member === name).at(-1);
+  const rows = membersOf(attempt, telemetry).map(({ name, telemetry: m, launch: l }) => {
     const tr = document.createElement("tr");
     tr.dataset.member = name;
     cell(tr, name);
@@ -151,8 +102,8 @@ async function load() {
   const undelivered = launches.reduce((t, l) => t + l.undelivered, 0);
   $("undelivered").textContent = launches.length ? `${undelivered.toLocaleString()} batches` : "—";
   $("undelivered").classList.toggle("warn", undelivered > 0);
-  $("charts-link").href = `/runs/${encodeURIComponent(runId)}/charts?attempt=${selected.attempt}`;
-  $("media-link").href = `/runs/${encodeURIComponent(runId)}/media?attempt=${selected.attempt}`;
+  $("charts-link").href = chartsPage(runId, selected.attempt);
+  $("media-link").href = mediaPage(runId, selected.attempt);
   showAttempts(attempts, selected.attempt);
   await showMembers(selected);
   status("");

@@ -1,62 +1,25 @@
 // The runs list: every run the signed-in user may view, as /api/v1/run-table answers it.
-// The view (search, filters, sort, page) lives in the URL, so a link reproduces it.
-"use strict";
+// The view (search, filters, sort, page) lives in the URL (runsview.js reads and writes
+// it), so a link reproduces it.
+import { $, cell, status } from "./dom.js";
+import { ago, utcMinute as when } from "./format.js";
+import { chartsPage } from "./paths.js";
+import { FIELDS, pageOf, parseView, pathFor, sortBy, tableParams } from "./runsview.js";
+import { Session } from "./session.js";
 
-const $ = (id) => document.getElementById(id);
-const status = (text) => { $("status").textContent = text; };
-const SIZES = ["25", "50", "100", "200"];
-const DEFAULTS = { sort: "created", dir: "desc", time: "created", size: "50", page: "1" };
-const FIELDS = ["q", "project", "state", "time", "since", "until", "size"];
-
-// The view as the URL holds it, defaults filled in.
-function view() {
-  const params = new URLSearchParams(location.search);
-  const v = {};
-  for (const key of [...FIELDS, "sort", "dir", "page"]) v[key] = params.get(key) ?? DEFAULTS[key] ?? "";
-  if (!SIZES.includes(v.size)) v.size = DEFAULTS.size;
-  v.page = Math.max(1, Number.parseInt(v.page, 10) || 1);
-  return v;
-}
+const view = () => parseView(location.search);
 
 // A new view into the URL (only what differs from the defaults), then the rows for it.
-function go(changes, { resetPage = true } = {}) {
-  const v = { ...view(), ...changes };
-  if (resetPage && !("page" in changes)) v.page = 1;
-  const params = new URLSearchParams();
-  for (const [key, value] of Object.entries(v)) {
-    if (value !== "" && String(value) !== (DEFAULTS[key] ?? "")) params.set(key, value);
-  }
-  const query = params.toString();
-  history.pushState(null, "", query ? `/runs?${query}` : "/runs");
+function go(changes, options) {
+  history.pushState(null, "", pathFor(view(), changes, options));
   load().catch((e) => status(e.message));
-}
-
-const day = (iso) => `${iso}T00:00:00Z`;  // a date input's day, in UTC
-function nextDay(iso) {
-  const d = new Date(day(iso));
-  d.setUTCDate(d.getUTCDate() + 1);
-  return d.toISOString();
-}
-
-function when(value) {
-  if (!value) return null;
-  const d = new Date(value);
-  return d.toISOString().slice(0, 16).replace("T", " ");
-}
-
-function ago(value, now) {
-  const seconds = Math.max(0, (now - new Date(value)) / 1000);
-  for (const [unit, size] of [["d", 86400], ["h", 3600], ["m", 60]]) {
-    if (seconds >= size) return `${Math.floor(seconds / size)}${unit} ago`;
-  }
-  return "just now";
 }
 
 function rowOf(run, now) {
   const tr = document.createElement("tr");
   tr.dataset.run = run.run_id;
   const link = document.createElement("a");
-  link.href = `/runs/${encodeURIComponent(run.run_id)}/charts`;
+  link.href = chartsPage(run.run_id);
   link.textContent = run.run_id;
   cell(tr, link);
   cell(tr, run.project);
@@ -87,31 +50,16 @@ async function load() {
   const asked = ++latest;
   const v = view();
   show(v);
-  const size = Number(v.size);
-  const url = new URL("/api/v1/run-table", location.origin);
-  const set = (k, value) => { if (value) url.searchParams.set(k, value); };
-  set("q", v.q.trim());
-  set("project", v.project);
-  set("state", v.state);
-  set("time", v.time);
-  set("since", v.since && day(v.since));
-  set("until", v.until && nextDay(v.until));  // the "to" day is included
-  set("sort", v.sort);
-  set("dir", v.dir);
-  url.searchParams.set("limit", size);
-  url.searchParams.set("offset", (v.page - 1) * size);
   status("loading…");
-  const table = await Session.get(url);
+  const table = await Session.get("/api/v1/run-table", tableParams(v));
   if (asked !== latest) return;
   const now = Date.now();
   $("runs").tBodies[0].replaceChildren(...table.runs.map((r) => rowOf(r, now)));
   $("empty").hidden = table.runs.length > 0;
-  const first = (v.page - 1) * size;
-  $("range").textContent = table.total
-    ? `${(first + Math.min(1, table.runs.length)).toLocaleString()}–${(first + table.runs.length).toLocaleString()} of ${table.total.toLocaleString()}`
-    : "0 runs";
-  $("prev").disabled = v.page <= 1;
-  $("next").disabled = first + table.runs.length >= table.total;
+  const page = pageOf(v, table.runs.length, table.total);
+  $("range").textContent = page.range;
+  $("prev").disabled = !page.previous;
+  $("next").disabled = !page.next;
   status("");
   document.body.dataset.ready = "true";
 }
@@ -137,13 +85,7 @@ async function main() {
     load().catch((e) => status(e.message));
   };
   for (const button of document.querySelectorAll("th button[data-sort]")) {
-    button.onclick = () => {
-      const v = view();
-      const key = button.dataset.sort;
-      const text = key === "run_id" || key === "project";
-      const dir = v.sort === key ? (v.dir === "asc" ? "desc" : "asc") : (text ? "asc" : "desc");
-      go({ sort: key, dir });
-    };
+    button.onclick = () => go(sortBy(view(), button.dataset.sort));
   }
   $("prev").onclick = () => go({ page: view().page - 1 });
   $("next").onclick = () => go({ page: view().page + 1 });

@@ -1,9 +1,9 @@
 // What every page does with the signed-in session: ask the API (the browser's session
 // cookie goes along: same origin, HttpOnly; no token in the page), go to /login when it has
 // ended, and sign out (a change: it needs the session's CSRF token).
-"use strict";
+import { withQuery } from "./paths.js";
 
-const Session = {
+export const Session = {
   signIn() {
     location.assign(`/login?next=${encodeURIComponent(location.pathname + location.search)}`);
   },
@@ -17,9 +17,7 @@ const Session = {
   // The JSON at ``path`` with ``params`` (those undefined or null left out); an error whose
   // message is the API's detail, and ``status`` its HTTP status.
   async get(path, params = {}) {
-    const url = new URL(path, location.origin);
-    for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null) url.searchParams.set(k, v);
-    const response = await fetch(url);
+    const response = await fetch(withQuery(path, params, location.origin));
     if (response.status === 401) Session.signIn();
     if (!response.ok) {
       const body = await response.json().catch(() => ({ detail: response.statusText }));
