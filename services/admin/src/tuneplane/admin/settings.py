@@ -19,15 +19,16 @@ PROJECT_COMMANDS = ("project-create", "project-grant", "project-revoke", "projec
                     "user-disable", "user-password")
 DATABASE_COMMANDS = ("init", "migrate", "gateway-ca", "run-create", "attempt-start",
                      "attempt-end", "run-show", "freeze-mapping", *USER_COMMANDS,
-                     *PROJECT_COMMANDS, "curves", "sign-in-link")
+                     *PROJECT_COMMANDS, "curves", "sign-in-link", "durability")
 
 
 class AdminSettings(Settings):
     database_url: Needed[str] = needed(DATABASE_URL, needed_for=DATABASE_COMMANDS)
-    kafka_bootstrap: Needed[str] = needed(KAFKA_BOOTSTRAP, needed_for=("init", "topics"))
+    kafka_bootstrap: Needed[str] = needed(KAFKA_BOOTSTRAP,
+                                             needed_for=("init", "topics", "durability"))
     topics: TopicSettings = section(TopicSettings)
-    s3_endpoint: Needed[str] = needed(S3_ENDPOINT, needed_for=("init", "bucket"))
-    s3_bucket: Needed[str] = needed(S3_BUCKET, needed_for=("init", "bucket"))
+    s3_endpoint: Needed[str] = needed(S3_ENDPOINT, needed_for=("init", "bucket", "durability"))
+    s3_bucket: Needed[str] = needed(S3_BUCKET, needed_for=("init", "bucket", "durability"))
     jwt_secret: Needed[str] = needed(WEB_JWT_SECRET, needed_for=("token", *USER_COMMANDS))
     #: ``tls-init``'s name when no --hostname is given.
     gateway_hostname: str = setting(GATEWAY_HOSTNAME, default="localhost")

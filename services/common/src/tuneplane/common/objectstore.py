@@ -12,10 +12,13 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 
-def s3_client(endpoint: str) -> S3Client:
+def s3_client(endpoint: str, *, attempts: int = 10, timeout: float = 60.0) -> S3Client:
+    """A path-style client of ``endpoint``: each call tried up to ``attempts`` times, each
+    connection and read given ``timeout`` seconds (fewer of both for a quick answer)."""
     return boto3.client("s3", endpoint_url=endpoint,
                         config=Config(s3={"addressing_style": "path"},
-                                      retries={"max_attempts": 10, "mode": "standard"}))
+                                      retries={"max_attempts": attempts, "mode": "standard"},
+                                      connect_timeout=timeout, read_timeout=timeout))
 
 
 def ensure_bucket(client: S3Client, bucket: str) -> bool:
