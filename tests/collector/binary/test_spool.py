@@ -37,7 +37,9 @@ def test_an_unreachable_ingest_leaves_every_point_sealed_in_the_spool(
     assert shown["pending"] == {"batches": 8, "points": 2000, "bytes": shown["pending"]["bytes"]}
     assert shown["next_sequence"] == 9
     assert shown["positions"] == [{"source": "train", "file": "", "offset":
-                                   (tmp_path / "m.jsonl").stat().st_size, "line": 1001}]
+                                   (tmp_path / "m.jsonl").stat().st_size, "line": 1001,
+                                   "generation": 1}]
+    assert shown["source_events"] == []  # nothing truncated, replaced or deleted
     with sqlite3.connect(spool / "spool.sqlite3") as db:
         rows = db.execute("SELECT sequence, payload, points FROM batches ORDER BY sequence")
         got: dict[tuple[str, int], float] = {}

@@ -4,9 +4,11 @@
 //! advances, in one spool transaction.
 
 pub mod channel;
+mod choose;
 pub mod draft;
 pub mod eventfile;
 pub mod fence;
+pub mod generation;
 pub mod jsonl;
 pub mod logdir;
 pub mod opener;

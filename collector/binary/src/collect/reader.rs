@@ -8,6 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::{channel, Kept, SourceKind, SourceSpec};
 use crate::collect::fence::Fence;
+use crate::collect::generation::{Held, HELD_FILES};
 use crate::collect::logdir;
 use crate::sources::names::escape_controls;
 use crate::spool::Shared;
@@ -49,6 +50,10 @@ pub struct SourceReader {
     /// The last step's buffers, kept for the next.
     pub(super) kept: Kept,
     pub(super) said: HashSet<(String, String)>,
+    /// Each file read so far, by (source, file), held open (`generation::Held`), and the
+    /// steps taken (which says which was read last).
+    pub(super) held: HashMap<(String, String), Held>,
+    pub(super) steps: u64,
     /// The spool's size when last asked, and `counters.sealed_bytes` then.
     stored: Option<(u64, u64)>,
     pub counters: Counters,
@@ -73,6 +78,8 @@ impl SourceReader {
             budgets: HashMap::new(),
             kept: Kept::default(),
             said: HashSet::new(),
+            held: HashMap::new(),
+            steps: 0,
             stored: None,
             counters: Counters::default(),
         }
@@ -127,7 +134,21 @@ impl SourceReader {
             let source = self.sources[at].clone();
             let mut behind: HashSet<String> = HashSet::new();
             let mut last: HashMap<String, String> = HashMap::new();
-            for (path, relative) in self.files(&source) {
+            let files = self.files(&source);
+            // A file held open that its log directory no longer lists (deleted, or renamed
+            // out of it) is finished through its descriptor, and its end recorded.
+            let listed: HashSet<&str> = files.iter().map(|(_, r)| r.as_str()).collect();
+            let vanished: Vec<String> = self
+                .held
+                .keys()
+                .filter(|(id, relative)| *id == source.id && !listed.contains(relative.as_str()))
+                .map(|(_, relative)| relative.clone())
+                .collect();
+            for relative in vanished {
+                let path = source.path.join(&relative);
+                idle &= self.step(&source, &path, &relative, "")?;
+            }
+            for (path, relative) in files {
                 let run = logdir::run_of(&relative).to_owned();
                 if behind.contains(&run) {
                     continue;
@@ -195,6 +216,24 @@ impl SourceReader {
         {
             self.report(problem);
         }
+    }
+
+    /// Keeps `file` open for the next steps, letting the least recently read one go when
+    /// `HELD_FILES` are held.
+    pub(super) fn hold(&mut self, name: (String, String), key: String, file: std::fs::File) {
+        if self.held.len() >= HELD_FILES && !self.held.contains_key(&name) {
+            if let Some(oldest) = self
+                .held
+                .iter()
+                .min_by_key(|(_, held)| held.used)
+                .map(|(name, _)| name.clone())
+            {
+                self.held.remove(&oldest);
+            }
+        }
+        self.steps += 1;
+        let used = self.steps;
+        self.held.insert(name, Held { key, file, used });
     }
 
     /// Logs a problem, its control characters escaped: a file's name or a record's text

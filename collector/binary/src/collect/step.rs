@@ -1,15 +1,15 @@
-//! One step of one file: its identity (a replaced file is a new file, read from its
-//! start) and saved position, one bounded read, and the batch sealed with the position it
-//! advances (with the failpoints around the seal).
+//! One step of one file: the file and its generation (`choose`), one bounded read from the
+//! saved position, and the batch sealed with the position it advances (with the failpoints
+//! around the seal); the file is held open for the next step.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use prost::bytes::Bytes;
 
+use super::choose::Chosen;
 use super::reader::{now, SourceReader, StepResult};
 use super::{channel, jsonl, tensorboard, Position, SourceKind, SourceSpec};
-use crate::collect::fence::Refusal;
+use crate::collect::generation;
 use crate::failpoints;
 use crate::spool::SavedPosition;
 
@@ -22,52 +22,19 @@ impl SourceReader {
         relative: &str,
         previous: &str,
     ) -> StepResult {
-        // A first look by path (as the collector): an unchanged file is passed over unopened.
-        let Ok(hint) = std::fs::metadata(path) else {
-            return Ok(true);
-        }; // not written yet
-        let key_of = |meta: &std::fs::Metadata| format!("{}:{}", meta.dev(), meta.ino());
+        let name = (source.id.clone(), relative.to_owned());
         let saved = self.spool.get().position(&source.id, relative)?;
-        if saved
-            .as_ref()
-            .is_some_and(|s| s.file_key == key_of(&hint) && s.offset == hint.len())
-        {
-            return Ok(true);
-        }
-        let mut file = match self.fence.open(path) {
-            Ok(file) => file,
-            Err(Refusal::Gone) => return Ok(true),
-            Err(Refusal::Refused(why)) => {
-                let key = key_of(&hint);
-                self.report_once(path, &format!("source {}: refused: {why}", source.id), &key);
-                return Ok(true);
-            }
-        };
-        // The file opened decides, by its descriptor: the path may name another file by now,
-        // or (opened as the training user) resolve to another than the collector's look saw.
-        let Ok(meta) = file.metadata() else {
+        let Some(Chosen {
+            mut file,
+            key,
+            start,
+            length,
+        }) = self.choose(source, path, relative, saved)?
+        else {
             return Ok(true);
         };
-        let key = key_of(&meta);
-        let start = match saved {
-            Some(saved) if saved.file_key == key => saved,
-            _ => SavedPosition {
-                file_key: key.clone(),
-                offset: 0,
-                line: 1,
-                state: String::new(),
-            },
-        };
-        if meta.len() < start.offset {
-            self.report(&format!(
-                "{}: file shrank below the read offset {}; waiting (a \
-                                  truncated file is not re-read)",
-                path.display(),
-                start.offset
-            ));
-            return Ok(true);
-        }
-        if meta.len() == start.offset {
+        if length == start.offset {
+            self.hold(name, key, file);
             return Ok(true);
         }
         let resume = Position {
@@ -150,11 +117,16 @@ impl SourceReader {
             failpoints::reach("read");
             let (points, rich) = (step.draft.points as u64, step.draft.rich.len() as u64);
             self.counters.sealed_bytes += step.draft.approx_bytes as u64;
+            let fingerprint =
+                generation::fingerprint_at(&file, step.position.offset, &start.fingerprint)
+                    .unwrap_or_default();
             let position = SavedPosition {
-                file_key: key,
+                file_key: key.clone(),
                 offset: step.position.offset,
                 line: step.position.line,
                 state: step.position.state.clone(),
+                fingerprint,
+                generation: start.generation,
             };
             let sealed = self.spool.get().seal(
                 &mut step.draft,
@@ -162,6 +134,7 @@ impl SourceReader {
                 &position,
                 now(),
                 &step.rejected,
+                None,
             )?;
             failpoints::reach("seal");
             self.counters.batches += u64::from(sealed.is_some());
@@ -171,6 +144,7 @@ impl SourceReader {
         let at_end = step.at_end;
         // The records are sealed (or not taken): their buffer and columns serve the next step.
         self.kept.keep_step(step, records);
+        self.hold(name, key, file);
         Ok(at_end)
     }
 }

@@ -62,6 +62,11 @@ pub struct SavedPosition {
     pub offset: u64,
     pub line: u64,
     pub state: String,
+    /// What the file's first bytes were when read (`collect::generation`): other bytes
+    /// there mean the file was written anew in place.
+    pub fingerprint: String,
+    /// How many times the file was found truncated or written anew, plus one.
+    pub generation: u64,
 }
 
 #[derive(Debug)]
@@ -189,7 +194,7 @@ impl Spool {
     pub fn position(&self, source: &str, file: &str) -> rusqlite::Result<Option<SavedPosition>> {
         self.db
             .prepare_cached(
-                "SELECT file_key, offset, line, state FROM positions \
+                "SELECT file_key, offset, line, state, fingerprint, generation FROM positions \
                  WHERE source = ? AND file = ?",
             )?
             .query_row([source, file], |r| {
@@ -198,6 +203,8 @@ impl Spool {
                     offset: r.get(1)?,
                     line: r.get(2)?,
                     state: r.get(3)?,
+                    fingerprint: r.get(4)?,
+                    generation: r.get(5)?,
                 })
             })
             .optional()
@@ -218,7 +225,8 @@ impl Spool {
 
     /// Seals `draft` as the next batch and saves the file's `position` in one transaction;
     /// with an empty draft only the position moves. `rejected` counts records refused on
-    /// the way, by reason. Returns the batch's sequence, if one was sealed.
+    /// the way, by reason; `event` is what happened to the file, if anything (its name and
+    /// what it says, for `spool status`). Returns the batch's sequence, if one was sealed.
     pub fn seal(
         &mut self,
         draft: &mut BatchDraft,
@@ -226,6 +234,7 @@ impl Spool {
         position: &SavedPosition,
         sealed_at: f64,
         rejected: &[(String, u64)],
+        event: Option<(&str, &str)>,
     ) -> rusqlite::Result<Option<u64>> {
         self.synchronous(true)?;
         let tx = self
@@ -272,9 +281,11 @@ impl Spool {
             sequence = Some(next);
         }
         tx.prepare_cached(
-            "INSERT INTO positions VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (source, file) DO \
+            "INSERT INTO positions (source, file, file_key, offset, line, state, fingerprint, \
+             generation) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source, file) DO \
              UPDATE SET file_key = excluded.file_key, offset = excluded.offset, \
-             line = excluded.line, state = excluded.state",
+             line = excluded.line, state = excluded.state, \
+             fingerprint = excluded.fingerprint, generation = excluded.generation",
         )?
         .execute(params![
             draft.source,
@@ -282,8 +293,14 @@ impl Spool {
             position.file_key,
             position.offset,
             position.line,
-            position.state
+            position.state,
+            position.fingerprint,
+            position.generation
         ])?;
+        if let Some(event) = event {
+            tx.prepare_cached("INSERT INTO source_events VALUES (?, ?, ?, ?, ?)")?
+                .execute(params![sealed_at, draft.source, file, event.0, event.1])?;
+        }
         for (reason, count) in rejected {
             tx.prepare_cached(
                 "INSERT INTO rejections VALUES (?, ?, ?) ON CONFLICT (source, reason) \

@@ -141,10 +141,12 @@ mod tests {
 
     fn at(offset: u64) -> SavedPosition {
         SavedPosition {
+            generation: 1,
             file_key: "1:2".into(),
             offset,
             line: offset,
             state: String::new(),
+            fingerprint: String::new(),
         }
     }
 
@@ -170,7 +172,7 @@ mod tests {
         let directory = place("failed-seal");
         let mut spool = Spool::open(&directory, &owner(), LOCAL).unwrap();
         assert_eq!(
-            spool.seal(&mut draft(3), "", &at(10), 0.0, &[]),
+            spool.seal(&mut draft(3), "", &at(10), 0.0, &[], None),
             Ok(Some(1))
         );
         // The position's write fails after the batch's insert, inside the same transaction.
@@ -183,7 +185,9 @@ mod tests {
                  BEGIN SELECT RAISE(ABORT, 'disk full'); END;",
             )
             .unwrap();
-        assert!(spool.seal(&mut draft(5), "", &at(20), 0.0, &[]).is_err());
+        assert!(spool
+            .seal(&mut draft(5), "", &at(20), 0.0, &[], None)
+            .is_err());
         assert_eq!(spool.position("s", ""), Ok(Some(at(10))));
         let pending: Vec<u64> = spool
             .pending(10)
@@ -194,7 +198,7 @@ mod tests {
         assert_eq!(pending, vec![1]);
         // Nor was a sequence number spent on it.
         assert_eq!(
-            spool.seal(&mut draft(2), "", &at(30), 0.0, &[]),
+            spool.seal(&mut draft(2), "", &at(30), 0.0, &[], None),
             Ok(Some(2))
         );
         std::fs::remove_dir_all(&directory).unwrap();

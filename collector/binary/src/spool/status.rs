@@ -43,6 +43,13 @@ fn read(db: &Connection, directory: &Path) -> rusqlite::Result<Value> {
         [],
         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
     )?;
+    // A spool no collector of today has opened yet has neither (read-only: not migrated).
+    let generations: bool = db.query_row(
+        "SELECT count(*) > 0 FROM sqlite_master WHERE name = 'source_events'",
+        [],
+        |r| r.get(0),
+    )?;
+    let generation = if generations { "generation" } else { "1" };
     Ok(json!({
         "spool": directory.display().to_string(),
         "owner": meta("owner"),
@@ -52,8 +59,15 @@ fn read(db: &Connection, directory: &Path) -> rusqlite::Result<Value> {
         "quarantined": rows(db, "SELECT sequence, points, quarantined FROM batches WHERE \
                                  quarantined IS NOT NULL ORDER BY sequence",
                             &["sequence", "points", "reason"])?,
-        "positions": rows(db, "SELECT source, file, offset, line FROM positions \
-                               ORDER BY source, file", &["source", "file", "offset", "line"])?,
+        "positions": rows(db, &format!("SELECT source, file, offset, line, {generation} \
+                                         FROM positions ORDER BY source, file"),
+                          &["source", "file", "offset", "line", "generation"])?,
+        "source_events": if generations {
+            rows(db, "SELECT source, file, event, detail FROM source_events ORDER BY rowid",
+                 &["source", "file", "event", "detail"])?
+        } else {
+            Vec::new()
+        },
         "rejected": rows(db, "SELECT source, reason, count FROM rejections \
                               ORDER BY source, reason", &["source", "reason", "count"])?,
     }))

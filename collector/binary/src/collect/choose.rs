@@ -1,0 +1,222 @@
+//! Which file a step reads, and from where: the earlier file a path named, held open and
+//! not read to its end, is finished first through its descriptor (renamed away or deleted);
+//! else the file the path names now. A file truncated or written anew in place, or another
+//! file at the path, is a new generation read from its start (`generation`). Each such
+//! event moves the saved position and is recorded with it (`spool status`), so it is
+//! logged once.
+
+use std::fs::File;
+use std::path::Path;
+
+use super::generation::{self, key_of, Change};
+use super::reader::{now, SourceReader};
+use super::SourceSpec;
+use crate::collect::draft::BatchDraft;
+use crate::collect::fence::{plain, Refusal};
+use crate::sources::names::escape_controls;
+use crate::spool::SavedPosition;
+
+/// The file a step reads, its identity, where reading it starts and its length now.
+pub struct Chosen {
+    pub file: File,
+    pub key: String,
+    pub start: SavedPosition,
+    pub length: u64,
+}
+
+type Choice = rusqlite::Result<Option<Chosen>>;
+
+fn first(key: &str) -> SavedPosition {
+    SavedPosition {
+        file_key: key.to_owned(),
+        offset: 0,
+        line: 1,
+        state: String::new(),
+        fingerprint: String::new(),
+        generation: 1,
+    }
+}
+
+impl SourceReader {
+    /// The file to read for `relative` of `source` (at `path`), given its `saved` position;
+    /// None: nothing to read now.
+    pub(super) fn choose(
+        &mut self,
+        source: &SourceSpec,
+        path: &Path,
+        relative: &str,
+        saved: Option<SavedPosition>,
+    ) -> Choice {
+        let name = (source.id.clone(), relative.to_owned());
+        let at_path = std::fs::metadata(path).ok();
+        let mut held_file = None;
+        let mut finished = None; // the earlier file was read to its end (this many bytes)
+        if let Some(held) = self.held.remove(&name) {
+            let moved = at_path.as_ref().is_none_or(|m| key_of(m) != held.key);
+            match &saved {
+                Some(s) if moved && s.file_key == held.key => {
+                    if held.file.metadata().map_or(0, |m| m.len()) > s.offset {
+                        held_file = Some((held.file, held.key));
+                    } else if at_path.is_none() {
+                        let said = format!(
+                            "{}: deleted; it was read to its end ({} bytes) through its open \
+                             descriptor",
+                            path.display(),
+                            s.offset
+                        );
+                        let gone = generation::next_generation(s, "");
+                        self.restart(source, relative, &gone, "deleted", &said)?;
+                        return Ok(None);
+                    } else {
+                        finished = Some(s.offset);
+                    }
+                }
+                // The same file, as long as read: passed over (one fstat, no fingerprint).
+                Some(s)
+                    if !moved
+                        && s.file_key == held.key
+                        && held.file.metadata().is_ok_and(|m| m.len() == s.offset) =>
+                {
+                    self.held.insert(name, held);
+                    return Ok(None);
+                }
+                _ if !moved => held_file = Some((held.file, held.key)),
+                _ => {}
+            }
+        }
+        let (file, key) = match held_file {
+            Some(found) => found,
+            None => match self.open(source, path, at_path.as_ref(), saved.as_ref()) {
+                Some(opened) => opened,
+                None => return Ok(None),
+            },
+        };
+        let Ok(meta) = file.metadata() else {
+            return Ok(None);
+        };
+        let start = match saved {
+            None => first(&key),
+            Some(saved) if saved.file_key == key => {
+                match generation::change(&file, meta.len(), &saved) {
+                    Ok(Change::Same) => saved,
+                    Ok(change) => {
+                        let next = generation::next_generation(&saved, &key);
+                        let (what, how) = if change == Change::Truncated {
+                            let how = format!(
+                                "truncated below the offset read to ({} bytes, now {})",
+                                saved.offset,
+                                meta.len()
+                            );
+                            ("truncated", how)
+                        } else {
+                            (
+                                "rewritten",
+                                "written anew in place (its first bytes changed)".into(),
+                            )
+                        };
+                        let said = format!(
+                            "{}: {how}; generation {} read from its start",
+                            path.display(),
+                            next.generation
+                        );
+                        self.restart(source, relative, &next, what, &said)?;
+                        next
+                    }
+                    Err(e) => {
+                        let said =
+                            format!("source {}: {}: {}", source.id, path.display(), plain(&e));
+                        self.report_once(path, &said, &key);
+                        self.hold(name, key, file);
+                        return Ok(None);
+                    }
+                }
+            }
+            Some(saved) => {
+                let next = generation::next_generation(&saved, &key);
+                let (what, how) = match finished {
+                    _ if saved.file_key.is_empty() => {
+                        ("created", "created again after it was deleted".to_owned())
+                    }
+                    Some(bytes) => (
+                        "replaced",
+                        format!(
+                            "replaced by another file; the one before was read to its end \
+                             ({bytes} bytes) through its open descriptor"
+                        ),
+                    ),
+                    // The file read before was not held (the collector started since): what
+                    // it held past the offset read to is in no file this collector reaches.
+                    None => (
+                        "replaced",
+                        format!(
+                            "replaced by another file; the one before was read to offset {} \
+                             and is no longer there to finish",
+                            saved.offset
+                        ),
+                    ),
+                };
+                let said = format!(
+                    "{}: {how}; generation {} read from its start",
+                    path.display(),
+                    next.generation
+                );
+                self.restart(source, relative, &next, what, &said)?;
+                next
+            }
+        };
+        Ok(Some(Chosen {
+            file,
+            key,
+            start,
+            length: meta.len(),
+        }))
+    }
+
+    /// The file `path` names now, opened as the source is read (the fence, the training
+    /// user's rights); None when it is not there, unchanged since read, or refused.
+    fn open(
+        &mut self,
+        source: &SourceSpec,
+        path: &Path,
+        at_path: Option<&std::fs::Metadata>,
+        saved: Option<&SavedPosition>,
+    ) -> Option<(File, String)> {
+        // A first look by path (as the collector): an unchanged file is passed over unopened.
+        let hint = at_path?; // not written yet
+        if saved.is_some_and(|s| s.file_key == key_of(hint) && s.offset == hint.len()) {
+            return None;
+        }
+        let file = match self.fence.open(path) {
+            Ok(file) => file,
+            Err(Refusal::Gone) => return None,
+            Err(Refusal::Refused(why)) => {
+                let said = format!("source {}: refused: {why}", source.id);
+                self.report_once(path, &said, &key_of(hint));
+                return None;
+            }
+        };
+        // The file opened decides, by its descriptor: the path may name another file by now,
+        // or (opened as the training user) resolve to another than the collector's look saw.
+        let key = key_of(&file.metadata().ok()?);
+        Some((file, key))
+    }
+
+    /// A new generation of a file (or a new file at its path, or none) begins: its position
+    /// is reset to its start and the event (`what`, and what it says) recorded in one
+    /// transaction, and logged (once: the position moved, the next step sees no change).
+    fn restart(
+        &mut self,
+        source: &SourceSpec,
+        relative: &str,
+        next: &SavedPosition,
+        what: &str,
+        said: &str,
+    ) -> rusqlite::Result<()> {
+        let mut draft = BatchDraft::new(&source.id, "");
+        self.spool
+            .get()
+            .seal(&mut draft, relative, next, now(), &[], Some((what, said)))?;
+        log::warn!("source {}: {}", source.id, escape_controls(said));
+        Ok(())
+    }
+}

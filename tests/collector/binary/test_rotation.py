@@ -1,0 +1,266 @@
+"""A source file rotated, truncated, written anew or deleted under a collector: each is an
+event of its own, said once and kept in ``spool status``; a new generation is read from its
+start, and a file renamed away or deleted is finished through the descriptor the collector
+holds. Every case ends in exact counts: the lines written, the points spooled, no
+duplicate."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tensorboard.compat.proto import event_pb2, summary_pb2
+
+from tests.collector.binary.collected import spooled_points
+from tests.support.collector_binary import spool_status, unreachable_args
+from tests.support.truth import frame, write_events
+
+Status = dict[str, Any]
+Start = Callable[[Path], "Collector"]
+
+
+@pytest.fixture
+def start(tmp_path: Path, tls_dir: Path) -> Iterator[Start]:
+    """Starts collectors of a JSONL source; any still running at the end is killed."""
+    started: list[Collector] = []
+
+    def started_on(source: Path) -> Collector:
+        started.append(Collector(tmp_path, tls_dir, source))
+        return started[-1]
+
+    yield started_on
+    for collector in started:
+        collector.end()
+
+
+def lines(first: int, count: int, tag: str = "loss") -> bytes:
+    """``count`` JSONL lines, steps ``first`` on, one point each."""
+    return b"".join(json.dumps({"step": s, "wall_time": 1.0 + s, "metrics": {tag: s / 2}})
+                    .encode() + b"\n" for s in range(first, first + count))
+
+
+class Collector:
+    """``run`` of one JSONL source against an unreachable ingest (the batches stay in the
+    spool), its log in a file."""
+
+    def __init__(self, tmp_path: Path, tls_dir: Path, source: Path,
+                 kind: str = "--source") -> None:
+        self.spool = tmp_path / "spool"
+        self.log = tempfile.TemporaryFile("w+")  # noqa: SIM115 (closed by stop or end)
+        self.process = subprocess.Popen(
+            unreachable_args(tmp_path, tls_dir, kind, f"m={source}"), stderr=self.log,
+            text=True, env={**os.environ, "TUNEPLANE_TELEMETRY_DRAIN_SECONDS": "1"})
+
+    def wait(self, reached: Callable[[Status], bool], what: str, timeout: float = 60) -> Status:
+        """The spool's status once ``reached`` holds of it."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, self.said()
+            status = spool_status(self.spool)
+            if status and reached(status):
+                return status
+            time.sleep(0.05)
+        raise AssertionError(f"{what}: not reached in {timeout} s\n{spool_status(self.spool)}"
+                             f"\n{self.said()[-3000:]}")
+
+    def said(self) -> str:
+        self.log.seek(0)
+        return self.log.read()
+
+    def stop(self) -> str:
+        self.process.send_signal(signal.SIGTERM)
+        code = self.process.wait(timeout=60)
+        said = self.said()
+        assert code == 3, said  # ingest unreachable: the batches stay spooled
+        return said
+
+    def end(self) -> None:
+        """Killed, if a test failed with it running; its log closed."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=60)
+        self.log.close()
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """The collector stopped (SIGSTOP) meanwhile: what is done to the file happens
+        between two of its steps, whatever their timing."""
+        self.process.send_signal(signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            self.process.send_signal(signal.SIGCONT)
+
+
+def read_to(size: int, generation: int = 1) -> Callable[[Status], bool]:
+    return lambda status: [(p["offset"], p["generation"]) for p in status["positions"]] == [
+        (size, generation)]
+
+
+def events(status: Status) -> list[str]:
+    return [e["event"] for e in status["source_events"]]
+
+
+def exact(spool: Path, steps: list[int]) -> None:
+    """The spool holds one point for each of ``steps``, each once."""
+    points = spooled_points(spool)
+    seen = Counter(step for _, step, _ in points)
+    assert [s for s, n in seen.items() if n > 1] == []  # no duplicate
+    assert sorted(seen) == sorted(steps)
+    assert len(points) == len(steps)
+
+
+def test_a_copytruncated_file_is_read_again_from_its_start(tmp_path: Path,
+                                                           start: Start) -> None:
+    """3,000 lines read, then the file truncated and 1,000 new ones written (logrotate's
+    copytruncate): all 4,000 spooled, once each; the truncation said once, not in a loop."""
+    path = tmp_path / "m.jsonl"
+    path.write_bytes(lines(0, 3000))
+    collector = start(path)
+    collector.wait(read_to(path.stat().st_size), "the first generation read")
+    with collector.paused():
+        with path.open("r+b") as rotated:
+            rotated.truncate(0)
+        path.write_bytes(lines(3000, 1000))
+    status = collector.wait(read_to(path.stat().st_size, 2), "the second generation read")
+    said = collector.stop()
+    assert events(status) == ["truncated"]
+    assert said.count("truncated below the offset read to") == 1, said
+    exact(tmp_path / "spool", list(range(4000)))
+
+
+def test_a_file_truncated_while_no_collector_ran_is_read_again_by_the_next(
+        tmp_path: Path, start: Start) -> None:
+    path = tmp_path / "m.jsonl"
+    path.write_bytes(lines(0, 3000))
+    collector = start(path)
+    collector.wait(read_to(path.stat().st_size), "the first generation read")
+    collector.stop()
+    with path.open("r+b") as rotated:
+        rotated.truncate(0)
+    path.write_bytes(lines(3000, 1000))
+    again = start(path)
+    status = again.wait(read_to(path.stat().st_size, 2), "the second generation read")
+    again.stop()
+    assert events(status) == ["truncated"]
+    exact(tmp_path / "spool", list(range(4000)))
+
+
+def test_a_file_written_anew_in_place_longer_than_before_is_a_new_generation(
+        tmp_path: Path, start: Start) -> None:
+    """Truncated and written past the old offset before the collector looked: its first
+    bytes are other bytes, so it is read from its start, not from the old offset."""
+    path = tmp_path / "m.jsonl"
+    path.write_bytes(lines(0, 1000))
+    collector = start(path)
+    collector.wait(read_to(path.stat().st_size), "the first generation read")
+    with collector.paused(), path.open("r+b") as rotated:  # in place: the same inode
+        rotated.truncate(0)
+        rotated.write(lines(5000, 1500))
+    status = collector.wait(read_to(path.stat().st_size, 2), "the second generation read")
+    collector.stop()
+    assert events(status) == ["rewritten"]
+    exact(tmp_path / "spool", [*range(1000), *range(5000, 6500)])
+
+
+def test_a_renamed_file_is_finished_through_its_descriptor_then_the_new_one_read(
+        tmp_path: Path, start: Start) -> None:
+    """logrotate's create: 500 lines appended, the file renamed away and a new one made with
+    700, all between two steps: the 500 are read from the renamed file, then the 700."""
+    path = tmp_path / "m.jsonl"
+    path.write_bytes(lines(0, 3000))
+    collector = start(path)
+    collector.wait(read_to(path.stat().st_size), "the first file read")
+    with collector.paused():
+        with path.open("ab") as out:
+            out.write(lines(3000, 500))
+        path.rename(tmp_path / "m.jsonl.1")
+        path.write_bytes(lines(3500, 700))
+    status = collector.wait(read_to(path.stat().st_size, 2), "the new file read")
+    said = collector.stop()
+    assert events(status) == ["replaced"]
+    (event,) = status["source_events"]
+    assert "read to its end" in event["detail"], event
+    assert said.count("replaced by another file") == 1, said
+    exact(tmp_path / "spool", list(range(4200)))
+
+
+def test_a_deleted_file_is_finished_and_a_new_one_at_its_path_read(tmp_path: Path,
+                                                                  start: Start) -> None:
+    path = tmp_path / "m.jsonl"
+    path.write_bytes(lines(0, 2000))
+    collector = start(path)
+    collector.wait(read_to(path.stat().st_size), "the file read")
+    with collector.paused():
+        with path.open("ab") as out:
+            out.write(lines(2000, 200))
+        path.unlink()
+    status = collector.wait(lambda s: events(s) == ["deleted"], "the deletion seen")
+    assert "read to its end" in status["source_events"][0]["detail"]
+    exact(tmp_path / "spool", list(range(2200)))  # the 200 read through the descriptor
+    path.write_bytes(lines(9000, 50))
+    status = collector.wait(read_to(path.stat().st_size, 3), "the new file read")
+    said = collector.stop()
+    assert events(status) == ["deleted", "created"]
+    assert said.count("deleted; it was read to its end") == 1, said
+    exact(tmp_path / "spool", [*range(2200), *range(9000, 9050)])
+
+
+def test_a_file_replaced_while_no_collector_ran_names_what_could_not_be_read(
+        tmp_path: Path, start: Start) -> None:
+    """Nothing holds the old file open across a restart: the new one is read from its start
+    and the event says the old one was read only to its offset."""
+    path = tmp_path / "m.jsonl"
+    path.write_bytes(lines(0, 100))
+    collector = start(path)
+    size = path.stat().st_size
+    collector.wait(read_to(size), "the first file read")
+    collector.stop()
+    path.rename(tmp_path / "m.jsonl.1")
+    path.write_bytes(lines(100, 30))
+    again = start(path)
+    status = again.wait(read_to(path.stat().st_size, 2), "the new file read")
+    again.stop()
+    (event,) = status["source_events"]
+    assert event["event"] == "replaced"
+    assert f"read to offset {size} and is no longer there to finish" in event["detail"]
+    exact(tmp_path / "spool", list(range(130)))
+
+
+def scalar_record(step: int) -> bytes:
+    event = event_pb2.Event(step=step, wall_time=1000.0 + step, summary=summary_pb2.Summary(
+        value=[summary_pb2.Summary.Value(tag="loss", simple_value=step / 2)]))
+    return frame(event.SerializeToString())
+
+
+def test_an_event_file_deleted_from_its_log_directory_is_finished(tmp_path: Path,
+                                                                  tls_dir: Path) -> None:
+    """TensorBoard log directories follow the same rules: an event file deleted with records
+    not yet read is read to its end through its descriptor, once it is no longer listed."""
+    logdir = tmp_path / "tb"
+    events_file = logdir / "events.out.tfevents.1"
+    write_events(events_file, [(s, {"loss": s / 2}) for s in range(100)],
+                 file_version="brain.Event:2")
+    collector = Collector(tmp_path, tls_dir, logdir, kind="--tensorboard")
+    try:
+        collector.wait(read_to(events_file.stat().st_size), "the event file read")
+        with collector.paused():
+            with events_file.open("ab") as out:
+                out.write(b"".join(scalar_record(s) for s in range(100, 150)))
+            events_file.unlink()
+        status = collector.wait(lambda s: events(s) == ["deleted"], "the deletion seen")
+        collector.stop()
+    finally:
+        collector.end()
+    assert "read to its end" in status["source_events"][0]["detail"]
+    exact(tmp_path / "spool", list(range(150)))
