@@ -8,12 +8,17 @@ settings are printed and written to ``.services/env``, so two checkouts on one m
 run side by side. Each component is a module of ``scripts/stack``.
 
     scripts/services up       start what is not running, health-check, print settings
+    scripts/services up --brokers 3
+                              Kafka as three brokers (KRaft, one quorum of three, on
+                              loopback); --brokers 1 goes back to one. Each layout keeps its
+                              own data; without the flag, the layout last chosen (1 at first)
     scripts/services down     stop everything (data is kept; ``down --wipe`` deletes it)
     scripts/services status   one line per component
     scripts/services env      print the settings as ``export`` lines
     scripts/services restart COMPONENT   stop and start one of postgres, kafka, s3
     scripts/services kill COMPONENT      SIGKILL it, no clean shutdown (fault tests); ``up``
                                          starts it again and it recovers from its files
+    scripts/services kill kafka --broker N   SIGKILL only broker N of three
 """
 
 from __future__ import annotations
@@ -43,17 +48,25 @@ class Component:
     stop: Callable[[], None]
     kill: Callable[[], None]
     running: Callable[[], bool]
+    #: Where it serves (Kafka: its bootstrap list), and its status lines (Kafka: a broker each).
+    address: Callable[[], str]
+    status: Callable[[], list[tuple[str, bool, str]]]
 
-    @property
-    def port(self) -> int:
-        return ports()[self.name]
+
+def on_port(name: str, running: Callable[[], bool], **parts: Callable[..., None]) -> Component:
+    def address() -> str:
+        return f"127.0.0.1:{ports()[name]}"
+    return Component(name, running=running, address=address,
+                     status=lambda: [(name, running(), address())], **parts)
 
 
 COMPONENTS = {
     c.name: c for c in (
-        Component("postgres", postgres.start, postgres.stop, postgres.kill, postgres.running),
-        Component("kafka", kafka.start, kafka.stop, kafka.kill, kafka.running),
-        Component("s3", s3.start, s3.stop, s3.kill, s3.running),
+        on_port("postgres", postgres.running, start=postgres.start, stop=postgres.stop,
+                kill=postgres.kill),
+        Component("kafka", kafka.start, kafka.stop, kafka.kill, kafka.running, kafka.bootstrap,
+                  kafka.status),
+        on_port("s3", s3.running, start=s3.start, stop=s3.stop, kill=s3.kill),
     )
 }
 
@@ -69,7 +82,9 @@ def settings() -> dict[str, str]:
     p = ports()
     return {
         "TUNEPLANE_DATABASE_URL": f"postgresql://postgres@127.0.0.1:{p['postgres']}/tuneplane",
-        "TUNEPLANE_KAFKA_BOOTSTRAP": f"127.0.0.1:{p['kafka']}",
+        "TUNEPLANE_KAFKA_BOOTSTRAP": kafka.bootstrap(),
+        # The project's topics as the brokers allow: 3 (min ISR 2) on three, 1 on one.
+        "TUNEPLANE_TOPIC_REPLICATION": str(kafka.replication(kafka.layout())),
         "TUNEPLANE_S3_ENDPOINT": f"http://127.0.0.1:{p['s3']}",
         "TUNEPLANE_S3_BUCKET": "tuneplane",
         "AWS_ACCESS_KEY_ID": s3.DEV_ACCESS_KEY,
@@ -86,22 +101,28 @@ def print_env() -> None:
     publish(settings(), DATA / "env")
 
 
-def kill(names: list[str]) -> None:
+def kill(names: list[str], broker: int | None = None) -> None:
     for name in names:
+        if name == "kafka" and broker is not None:
+            kafka.kill(broker)
+            log(f"kafka: broker {broker} killed")
+            continue
         COMPONENTS[name].kill()
         log(f"{name}: killed")
 
 
-def up(names: list[str]) -> None:
+def up(names: list[str], brokers: int | None = None) -> None:
     DATA.mkdir(parents=True, exist_ok=True)
+    if "kafka" in names:
+        kafka.choose(brokers)
     for name in names:
         component = COMPONENTS[name]
         if component.running():
-            log(f"{name}: already running on 127.0.0.1:{component.port}")
+            log(f"{name}: already running on {component.address()}")
             continue
         started = time.monotonic()
         component.start()
-        log(f"{name}: healthy on 127.0.0.1:{component.port} ({time.monotonic() - started:.1f}s)")
+        log(f"{name}: healthy on {component.address()} ({time.monotonic() - started:.1f}s)")
     print_env()
 
 
@@ -119,8 +140,8 @@ def down(names: list[str], wipe: bool) -> None:
 
 def status(names: list[str]) -> None:
     for name in names:
-        component = COMPONENTS[name]
-        print(status_line(name, component.running(), f"127.0.0.1:{component.port}"))
+        for line, running, address in COMPONENTS[name].status():
+            print(status_line(line, running, address))
 
 
 def main() -> int:
@@ -133,6 +154,14 @@ def main() -> int:
                        help=f"one or more of {', '.join(COMPONENTS)} (default: all)")
         if command == "down":
             p.add_argument("--wipe", action="store_true", help="also delete the data folder")
+        if command == "up":
+            p.add_argument("--brokers", type=int, choices=kafka.LAYOUTS,
+                           help="Kafka's brokers: 3 on loopback (replication 3, min ISR 2), "
+                                "or 1; each keeps its own data (default: as last chosen, "
+                                "1 at first)")
+        if command == "kill":
+            p.add_argument("--broker", type=int, metavar="ID",
+                           help="with kafka: only this broker (1 to 3 of three)")
     sub.add_parser("env", help="print the settings as export lines")
     sub.add_parser("weed", help="print the path of the SeaweedFS binary (fetched into the "
                                 "cache when absent)")
@@ -142,13 +171,17 @@ def main() -> int:
     if unknown:
         parser.error(f"unknown component {', '.join(unknown)}; choose from {', '.join(COMPONENTS)}")
     names = [n for n in COMPONENTS if n in wanted]
+    if getattr(args, "brokers", None) is not None and "kafka" not in names:
+        parser.error("--brokers is Kafka's: name kafka among the components (or none)")
+    if getattr(args, "broker", None) is not None and names != ["kafka"]:
+        parser.error("--broker kills one Kafka broker: name kafka alone")
     try:
         if args.command == "up":
-            up(names)
+            up(names, args.brokers)
         elif args.command == "down":
             down(names, args.wipe)
         elif args.command == "kill":
-            kill(names)
+            kill(names, args.broker)
         elif args.command == "restart":
             down(names, wipe=False)
             up(names)

@@ -1,9 +1,22 @@
-"""Kafka in KRaft mode (one node, broker and controller), from its jars on Maven Central
-(fetched once into the cache by scripts/kafka/pom.xml), with its log in ``.services/kafka``."""
+"""Kafka in KRaft mode from its jars on Maven Central (fetched once into the cache by
+scripts/kafka/pom.xml): one node (broker and controller, the default), or three such nodes
+on loopback, one controller quorum of three (``up --brokers 3``).
+
+Each layout keeps its own data, ports and processes, so switching never mixes them: one
+broker is ``kafka`` (data in ``.services/kafka``, ports ``kafka`` and ``kafka_controller``),
+three are ``kafka-1`` to ``kafka-3`` (data in ``.services/kafka-cluster/broker-N``, ports
+``kafka_N`` and ``kafka_controller_N``). The layout last chosen is kept in
+``.services/kafka-brokers``; a switch while the other layout runs is refused. Internal
+topics get replication ``min(3, brokers)`` and min ISR ``min(2, brokers)``, as
+``TUNEPLANE_TOPIC_REPLICATION`` (printed with the settings) gives the project's topics.
+"""
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from scripts.lib.ports import port_open
@@ -24,6 +37,72 @@ from scripts.stack.common import (
 )
 
 KAFKA_VERSION = "4.1.1"
+#: The layouts ``up --brokers`` takes.
+LAYOUTS = (1, 3)
+LAYOUT_FILE = "kafka-brokers"
+SINGLE_DIR, CLUSTER_DIR = "kafka", "kafka-cluster"
+CLUSTER_IDS = {1: "tuneplane-local-cluster1", 3: "tuneplane-local-cluster3"}
+HEAP = {1: ["-Xms512m", "-Xmx1g"], 3: ["-Xms256m", "-Xmx768m"]}
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One Kafka process: broker and controller."""
+
+    id: int
+    name: str  # its pid and log file under .services/, and its line in status
+    data: Path
+    port: int
+    controller_port: int
+
+    def running(self) -> bool:
+        return pid_of(self.name) is not None and port_open(self.port)
+
+
+def nodes(brokers: int) -> list[Node]:
+    """The nodes of a layout, on their kept ports."""
+    if brokers == 1:
+        p = ports(["kafka", "kafka_controller"])
+        return [Node(1, "kafka", DATA / SINGLE_DIR, p["kafka"], p["kafka_controller"])]
+    ids = range(1, brokers + 1)
+    p = ports([name for i in ids for name in (f"kafka_{i}", f"kafka_controller_{i}")])
+    return [Node(i, f"kafka-{i}", DATA / CLUSTER_DIR / f"broker-{i}", p[f"kafka_{i}"],
+                 p[f"kafka_controller_{i}"]) for i in ids]
+
+
+def layout() -> int:
+    """How many brokers the layout last chosen has (1 until ``up --brokers 3``)."""
+    path = DATA / LAYOUT_FILE
+    return int(path.read_text()) if path.exists() else 1
+
+
+def choose(brokers: int | None) -> int:
+    """Take ``brokers`` (None: the layout last chosen) as the layout; refused while the
+    other layout runs."""
+    current = layout()
+    wanted = current if brokers is None else brokers
+    if wanted not in LAYOUTS:
+        raise ServiceError(f"kafka: --brokers is one of {', '.join(map(str, LAYOUTS))}")
+    if wanted != current:
+        still = [n.name for n in nodes(current) if pid_of(n.name) is not None]
+        if still:
+            raise ServiceError(
+                f"kafka: {current} broker(s) run now ({', '.join(still)}); stop them first "
+                f"(scripts/services down kafka), then up --brokers {wanted}. Each layout keeps "
+                f"its own data ({DATA / SINGLE_DIR} for one broker, {DATA / CLUSTER_DIR} for "
+                f"three)")
+        log(f"kafka: {wanted} broker(s) from now on; the data of {current} is kept apart")
+        DATA.mkdir(parents=True, exist_ok=True)
+        (DATA / LAYOUT_FILE).write_text(f"{wanted}\n")
+    return wanted
+
+
+def replication(brokers: int) -> int:
+    return min(3, brokers)
+
+
+def min_insync(brokers: int) -> int:
+    return min(2, brokers)
 
 
 def kafka_libs() -> Path:
@@ -42,25 +121,28 @@ def kafka_libs() -> Path:
     return libs
 
 
-def server_properties(data: Path, port: int, controller: int) -> str:
+def server_properties(node: Node, cluster: Sequence[Node]) -> str:
+    copies, in_sync = replication(len(cluster)), min_insync(len(cluster))
+    voters = ",".join(f"{n.id}@127.0.0.1:{n.controller_port}" for n in cluster)
     return "\n".join([
         "process.roles=broker,controller",
-        "node.id=1",
-        f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}",
-        f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}",
+        f"node.id={node.id}",
+        f"listeners=PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:"
+        f"{node.controller_port}",
+        f"advertised.listeners=PLAINTEXT://127.0.0.1:{node.port}",
         "controller.listener.names=CONTROLLER",
         "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-        f"controller.quorum.voters=1@127.0.0.1:{controller}",
-        f"log.dirs={data / 'logs'}",
+        f"controller.quorum.voters={voters}",
+        f"log.dirs={node.data / 'logs'}",
         "num.partitions=1",
-        "offsets.topic.replication.factor=1",
+        f"offsets.topic.replication.factor={copies}",
         "offsets.topic.num.partitions=8",
-        "transaction.state.log.replication.factor=1",
-        "transaction.state.log.min.isr=1",
-        "share.coordinator.state.topic.replication.factor=1",
-        "share.coordinator.state.topic.min.isr=1",
-        "min.insync.replicas=1",
-        "default.replication.factor=1",
+        f"transaction.state.log.replication.factor={copies}",
+        f"transaction.state.log.min.isr={in_sync}",
+        f"share.coordinator.state.topic.replication.factor={copies}",
+        f"share.coordinator.state.topic.min.isr={in_sync}",
+        f"min.insync.replicas={in_sync}",
+        f"default.replication.factor={copies}",
         "unclean.leader.election.enable=false",
         "auto.create.topics.enable=false",
         "group.initial.rebalance.delay.ms=0",
@@ -69,32 +151,65 @@ def server_properties(data: Path, port: int, controller: int) -> str:
     ])
 
 
-def start() -> None:
-    libs, data = kafka_libs(), DATA / "kafka"
-    port, controller = ports()["kafka"], ports()["kafka_controller"]
-    data.mkdir(parents=True, exist_ok=True)
-    props = data / "server.properties"
-    props.write_text(server_properties(data, port, controller))
-    java = ["java", "-Xms512m", "-Xmx1g", "-cp", f"{libs}/*"]
-    if not (data / "logs" / "meta.properties").exists():
-        run("kafka", [*java, "kafka.tools.StorageTool", "format", "-t", "tuneplane-local-cluster1",
-                      "-c", str(props)])
-    spawn("kafka", [*java, "kafka.Kafka", str(props)])
-    log_path = logfile("kafka")
+def _spawn(node: Node, cluster: Sequence[Node], libs: Path) -> None:
+    node.data.mkdir(parents=True, exist_ok=True)
+    props = node.data / "server.properties"
+    props.write_text(server_properties(node, cluster))
+    java = ["java", *HEAP[len(cluster)], "-cp", f"{libs}/*"]
+    if not (node.data / "logs" / "meta.properties").exists():
+        run(node.name, [*java, "kafka.tools.StorageTool", "format", "-t",
+                        CLUSTER_IDS[len(cluster)], "-c", str(props)])
+    spawn(node.name, [*java, "kafka.Kafka", str(props)])
+
+
+def _wait(node: Node, seconds: float) -> None:
+    log_path = logfile(node.name)
 
     def started() -> bool:
-        return port_open(port) and "Kafka Server started" in log_path.read_text(errors="replace")
+        return port_open(node.port) and "Kafka Server started" in log_path.read_text(
+            errors="replace")
 
-    wait_until("kafka", started, seconds=90, log=log_path, process=pidfile("kafka"))
+    wait_until(node.name, started, seconds=seconds, log=log_path, process=pidfile(node.name))
+
+
+def start() -> None:
+    """Start every node of the layout that does not run (all at once: a node of three waits
+    for a quorum), and wait until each is serving."""
+    cluster = nodes(layout())
+    stopped = [n for n in cluster if not n.running()]
+    libs = kafka_libs()
+    for node in stopped:
+        _spawn(node, cluster, libs)
+    for node in stopped:
+        _wait(node, seconds=90 if len(cluster) == 1 else 240)
 
 
 def running() -> bool:
-    return pid_of("kafka") is not None and port_open(ports()["kafka"])
+    return all(n.running() for n in nodes(layout()))
+
+
+def bootstrap() -> str:
+    return ",".join(f"127.0.0.1:{n.port}" for n in nodes(layout()))
+
+
+def status() -> list[tuple[str, bool, str]]:
+    return [(n.name, n.running(), f"127.0.0.1:{n.port}") for n in nodes(layout())]
 
 
 def stop() -> None:
-    stop_process("kafka")
+    """SIGTERM every node at once: stopped one after another, the last would wait for a
+    controller quorum already gone until its SIGKILL."""
+    names = [n.name for n in nodes(layout())]
+    with ThreadPoolExecutor(len(names)) as pool:
+        list(pool.map(stop_process, names))
 
 
-def kill() -> None:
-    kill_process("kafka")
+def kill(broker: int | None = None) -> None:
+    """SIGKILL every node, or only broker ``broker`` of the layout."""
+    cluster = nodes(layout())
+    if broker is not None and broker not in [n.id for n in cluster]:
+        raise ServiceError(f"kafka: no broker {broker} among {len(cluster)} "
+                           f"(ids {', '.join(str(n.id) for n in cluster)})")
+    for node in cluster:
+        if broker is None or node.id == broker:
+            kill_process(node.name)

@@ -5,24 +5,17 @@ the wrapper runs this checkout's modules from any working directory."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.support.environment import ROOT
+from tests.support.services import services
 
-SCRIPT = ROOT / "scripts" / "services"
 PORTS = ("postgres", "kafka", "kafka_controller", "s3", "s3_grpc", "weed_master",
          "weed_master_grpc", "weed_volume", "weed_volume_grpc", "weed_filer",
          "weed_filer_grpc")
-
-
-def services(data: Path, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, check=False,
-                          cwd=cwd, timeout=60,
-                          env={**os.environ, "TUNEPLANE_SERVICES_DIR": str(data)})
 
 
 def test_status_of_a_fresh_folder_is_three_stopped_lines_on_kept_ports(tmp_path: Path) -> None:
@@ -44,10 +37,11 @@ def test_env_prints_the_settings_and_keeps_them(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     ports = json.loads((data / "ports.json").read_text())
     lines = done.stdout.splitlines()
-    assert lines[:9] == [
+    assert lines[:10] == [
         f"export TUNEPLANE_DATABASE_URL=postgresql://postgres@127.0.0.1:{ports['postgres']}"
         "/tuneplane",
         f"export TUNEPLANE_KAFKA_BOOTSTRAP=127.0.0.1:{ports['kafka']}",
+        "export TUNEPLANE_TOPIC_REPLICATION=1",
         f"export TUNEPLANE_S3_ENDPOINT=http://127.0.0.1:{ports['s3']}",
         "export TUNEPLANE_S3_BUCKET=tuneplane",
         "export AWS_ACCESS_KEY_ID=tuneplane-dev",
@@ -56,7 +50,7 @@ def test_env_prints_the_settings_and_keeps_them(tmp_path: Path) -> None:
         "export TUNEPLANE_GATEWAY_HOSTNAME=localhost",
         "export TUNEPLANE_TELEMETRY_TARGET=localhost:8444",
     ]
-    assert [line.split("=", 1)[0] for line in lines[9:]] == [
+    assert [line.split("=", 1)[0] for line in lines[10:]] == [
         "export TUNEPLANE_WEB_JWT_SECRET", "export TUNEPLANE_SECRET_ENC_KEY"]
     assert (data / "env").read_text() == done.stdout
     assert (data / "secrets.env").stat().st_mode & 0o777 == 0o600

@@ -15,7 +15,7 @@ from tuneplane.admin.durability.facts import (
     S3Facts,
     Unreachable,
 )
-from tuneplane.common.kafka.cluster import TopicState
+from tuneplane.common.kafka.cluster import OFFSETS_TOPIC, TopicState
 
 TITLES = {"kafka": "Kafka", "postgresql": "PostgreSQL", "s3": "S3"}
 
@@ -67,7 +67,9 @@ def as_json(profile: Profile, assessment: Assessment) -> str:
 
 def _topic_line(t: TopicState) -> str:
     if not t.exists:
-        return f"  {t.name}: does not exist"
+        return f"  {t.name}: " + ("not created yet (Kafka creates it at a consumer group's "
+                                  "first commit)" if t.name == OFFSETS_TOPIC else
+                                  "does not exist")
     shown = _topic(t)
     return (f"  {t.name}: {shown['partitions']} partitions, replication {t.replication}, "
             f"min.insync.replicas {shown['min_insync_replicas']}, "

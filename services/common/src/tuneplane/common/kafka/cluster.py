@@ -5,9 +5,10 @@ aiokafka's admin client (metadata and DescribeConfigs)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
@@ -19,6 +20,10 @@ DURABILITY_CONFIGS = ("min.insync.replicas", "unclean.leader.election.enable")
 OFFSETS_TOPIC = "__consumer_offsets"
 #: Kafka's error code for a topic the cluster does not hold.
 UNKNOWN_TOPIC = 3
+#: Tries of each request, and the pause between two, when a broker does not answer.
+ATTEMPTS, RETRY_SECONDS = 8, 0.25
+
+T = TypeVar("T")
 
 
 class ClusterUnreachable(RuntimeError):
@@ -88,17 +93,32 @@ def _configs(responses: Sequence[Any]) -> dict[str, dict[str, str]]:
     return out
 
 
+async def _retried(call: Callable[[], Awaitable[T]], attempts: int = ATTEMPTS) -> T:
+    """``call`` again while it fails in a way that may pass: the admin client sends each
+    request to a broker picked at random, and a broker just lost stays in the metadata for
+    its session timeout, so another try goes to another broker."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return await call()
+        except KafkaError as exc:
+            if not exc.retriable or attempt == attempts:
+                raise
+            await asyncio.sleep(RETRY_SECONDS)
+    raise AssertionError("unreachable")
+
+
 async def describe(bootstrap: str, topics: Sequence[str],
                    timeout_ms: int = 10_000) -> ClusterState:
     """The cluster's brokers and the state of ``topics`` (each named, held or not)."""
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=timeout_ms)
     try:
         await admin.start()
-        cluster = await admin.describe_cluster()
-        found = {t["topic"]: t for t in await admin.describe_topics(list(topics))}
+        cluster = await _retried(admin.describe_cluster)
+        found = {t["topic"]: t for t in await _retried(
+            lambda: admin.describe_topics(list(topics)))}
         held = [name for name in topics if found[name]["error_code"] != UNKNOWN_TOPIC]
-        configs = _configs(await admin.describe_configs(
-            [ConfigResource(ConfigResourceType.TOPIC, name) for name in held])) if held else {}
+        configs = _configs(await _retried(lambda: admin.describe_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, name) for name in held]))) if held else {}
     except KafkaError as exc:
         raise ClusterUnreachable(f"{bootstrap}: {exc}") from exc
     finally:
