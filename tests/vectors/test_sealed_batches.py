@@ -4,8 +4,9 @@ fixed set of sources, byte for byte, on both targets.
 The sources (``write_sources``) are a JSONL file with NaN, infinities and a damaged line, and
 a TensorBoard log directory with a run below it, scalars (TF1 ``simple_value`` and a TF2
 scalar tensor), an image, a histogram and a text. Each batch the binary seals is read from
-its spool, its two fields that differ by nature cleared (the spool's random epoch and the
-seal's wall time), and compared with the corpus: the identity, every chunk's columns, every
+its spool, its fields that differ by nature cleared (the spool's random epoch, the seal's
+wall time, and the wall times of a chunk stamped when read: line 9 gives none), and
+compared with the corpus: the identity, every chunk's columns, every
 rich record's bytes. The payload must also be protobuf's canonical encoding of itself, so
 Python's decoding and re-encoding reproduce the wire bytes. After an intended change of the
 wire output, ``TUNEPLANE_WRITE_VECTORS=1`` writes the corpus anew (review the diff).
@@ -19,6 +20,7 @@ import os
 import re
 import sqlite3
 import struct
+import time
 from pathlib import Path
 
 import pytest
@@ -80,8 +82,9 @@ def write_sources(place: Path) -> tuple[Path, Path, list[Path]]:
     return jsonl, logdir, [train, evaluation]
 
 
-def sealed(spool: Path) -> list[dict[str, object]]:
-    """The spool's batches in order, each normalised and as a readable dict beside it."""
+def sealed(spool: Path, since: float) -> list[dict[str, object]]:
+    """The spool's batches in order, each normalised and as a readable dict beside it; a
+    chunk stamped when read holds wall times of the collector's clock since ``since``."""
     with sqlite3.connect(spool / "spool.sqlite3") as db:
         rows = db.execute("SELECT sequence, points, payload FROM batches ORDER BY sequence")
         found = []
@@ -91,6 +94,9 @@ def sealed(spool: Path) -> list[dict[str, object]]:
             assert re.fullmatch(r"[0-9a-f]{16}", batch.identity.spool_epoch), batch.identity
             assert batch.sealed_at > 1.7e9, batch.sealed_at
             batch.identity.spool_epoch, batch.sealed_at = "", 0.0
+            for chunk in (c for c in batch.chunks if c.wall_times_read):
+                assert all(since <= w <= time.time() for w in chunk.wall_times), chunk
+                chunk.wall_times[:] = [0.0] * len(chunk.wall_times)
             found.append({"sequence": sequence, "points": points,
                           "bytes": base64.b64encode(
                               batch.SerializeToString(deterministic=True)).decode(),
@@ -102,11 +108,12 @@ def sealed(spool: Path) -> list[dict[str, object]]:
 def test_the_collector_seals_the_golden_batches(target: str, tmp_path: Path,
                                                 tls_dir: Path) -> None:
     jsonl, logdir, events = write_sources(tmp_path)
+    started = time.time()
     done = unreachable_run(target, tmp_path, tls_dir, {"train": jsonl}, "--tensorboard",
                            f"tb={logdir}", read=[jsonl, *events])
     assert done.returncode == 3, done.stderr  # all spooled, none delivered
     assert "metrics.jsonl:10" in done.stderr, done.stderr  # the damaged line, said
-    got = sealed(tmp_path / "spool")
+    got = sealed(tmp_path / "spool", started)
     if os.environ.get("TUNEPLANE_WRITE_VECTORS") == "1":
         CORPUS.write_text(json.dumps(got, indent=1) + "\n")
         pytest.fail(f"{CORPUS} written anew: review the diff and commit it", pytrace=False)

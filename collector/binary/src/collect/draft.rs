@@ -21,6 +21,15 @@ struct Series {
     values: Vec<f64>,
 }
 
+/// Whose clock a point's wall time is: the source's, or the collector's when it read a
+/// line that gave none. A tag's points of each kind are chunks of their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Wall {
+    #[default]
+    Written,
+    Read,
+}
+
 /// The columns of a sealed batch, emptied, for the next draft to fill: a follower seals a
 /// batch a second, and columns grown afresh each time are pages mapped, faulted in and
 /// unmapped each time (musl maps each allocation over 128 KiB on its own).
@@ -35,11 +44,13 @@ const SPARE_SERIES: usize = 64;
 pub struct BatchDraft {
     pub source: String,
     pub run_path: String,
-    tags: Vec<String>,
+    tags: Vec<(String, Wall)>,
     series: Vec<Series>,
-    /// Each tag's place in `tags`, and the place of the tag last added to (a batch of one
-    /// tag, or a tag's run of points, is not hashed point by point).
+    /// Each tag's place in `tags` (of its points with wall times written, and of those
+    /// stamped when read), and the place of the tag last added to (a batch of one tag, or a
+    /// tag's run of points, is not hashed point by point).
     index: HashMap<String, usize, foldhash::fast::RandomState>,
+    stamped: HashMap<String, usize, foldhash::fast::RandomState>,
     last: usize,
     pub rich: Vec<RichRecord>,
     pub session_starts: Vec<SessionStart>,
@@ -71,44 +82,68 @@ impl BatchDraft {
         self.index.contains_key(tag)
     }
 
+    fn has_series_as(&self, tag: &str, wall: Wall) -> bool {
+        match wall {
+            Wall::Written => self.index.contains_key(tag),
+            Wall::Read => self.stamped.contains_key(tag),
+        }
+    }
+
     /// What a new chunk costs besides its tag and points: its source and run path.
     fn chunk_names_bytes(&self) -> usize {
         self.source.len() + self.run_path.len() + ENTRY_BYTES
     }
 
-    /// Encoded bytes that adding one line's `metrics` would cost at most.
-    pub fn cost(&self, metrics: &[(String, f64)]) -> usize {
+    /// Encoded bytes that adding one line's `metrics` (its wall time `wall`) would cost at
+    /// most.
+    pub fn cost(&self, metrics: &[(String, f64)], wall: Wall) -> usize {
         let mut cost = metrics.len() * POINT_BYTES;
         for (tag, _) in metrics {
-            if !self.has_series(tag) {
+            if !self.has_series_as(tag, wall) {
                 cost += tag.len() + self.chunk_names_bytes();
             }
         }
         cost
     }
 
-    fn series_of(&mut self, tag: &str) -> &mut Series {
-        if self.tags.get(self.last).is_some_and(|last| last == tag) {
+    fn series_of(&mut self, tag: &str, wall: Wall) -> &mut Series {
+        if self
+            .tags
+            .get(self.last)
+            .is_some_and(|(last, kind)| last == tag && *kind == wall)
+        {
             return &mut self.series[self.last];
         }
-        let at = match self.index.get(tag) {
+        let index = match wall {
+            Wall::Written => &self.index,
+            Wall::Read => &self.stamped,
+        };
+        let at = match index.get(tag) {
             Some(&at) => at,
             None => {
                 self.approx_bytes += tag.len() + self.chunk_names_bytes();
-                self.tags.push(tag.to_owned());
+                self.tags.push((tag.to_owned(), wall));
                 let series = self.spare.0.pop().unwrap_or_default();
                 self.series.push(series);
-                self.index.insert(tag.to_owned(), self.tags.len() - 1);
-                self.tags.len() - 1
+                let at = self.tags.len() - 1;
+                match wall {
+                    Wall::Written => self.index.insert(tag.to_owned(), at),
+                    Wall::Read => self.stamped.insert(tag.to_owned(), at),
+                };
+                at
             }
         };
         self.last = at;
         &mut self.series[at]
     }
 
-    /// One point.
+    /// One point, its wall time the source's.
     pub fn add_point(&mut self, tag: &str, step: i64, wall_time: f64, value: f64) {
-        let series = self.series_of(tag);
+        self.add_point_as(tag, step, wall_time, Wall::Written, value);
+    }
+
+    fn add_point_as(&mut self, tag: &str, step: i64, wall_time: f64, wall: Wall, value: f64) {
+        let series = self.series_of(tag, wall);
         series.steps.push(step);
         series.wall_times.push(wall_time);
         series.values.push(value);
@@ -116,10 +151,10 @@ impl BatchDraft {
         self.approx_bytes += POINT_BYTES;
     }
 
-    /// One line's metrics at one step.
-    pub fn add_line(&mut self, step: i64, wall_time: f64, metrics: &[(String, f64)]) {
+    /// One line's metrics at one step, its wall time `wall`'s.
+    pub fn add_line(&mut self, step: i64, wall_time: f64, wall: Wall, metrics: &[(String, f64)]) {
         for (tag, value) in metrics {
-            self.add_point(tag, step, wall_time, *value);
+            self.add_point_as(tag, step, wall_time, wall, *value);
         }
     }
 
@@ -153,7 +188,9 @@ impl BatchDraft {
         if self.tags.len() + tags.clone().count() <= MAX_BATCH_SERIES {
             return false;
         }
-        let mut new: Vec<&str> = tags.filter(|t| !self.has_series(t)).collect();
+        let mut new: Vec<&str> = tags
+            .filter(|t| !self.has_series(t) && !self.stamped.contains_key(*t))
+            .collect();
         new.sort_unstable();
         new.dedup();
         self.tags.len() + new.len() > MAX_BATCH_SERIES
@@ -188,16 +225,18 @@ impl BatchDraft {
     pub fn take_chunks(&mut self) -> Vec<SeriesChunk> {
         let series = std::mem::take(&mut self.series);
         self.index.clear();
+        self.stamped.clear();
         std::mem::take(&mut self.tags)
             .into_iter()
             .zip(series)
-            .map(|(tag, s)| SeriesChunk {
+            .map(|((tag, wall), s)| SeriesChunk {
                 source: self.source.clone(),
                 run_path: self.run_path.clone(),
                 tag,
                 steps: s.steps,
                 wall_times: s.wall_times,
                 values: s.values,
+                wall_times_read: wall == Wall::Read,
             })
             .collect()
     }
@@ -215,16 +254,34 @@ mod tests {
     fn a_new_tag_costs_its_names_once() {
         let mut draft = BatchDraft::new("src", "");
         let line = metrics(&["loss", "lr"]);
-        let first = draft.cost(&line);
+        let first = draft.cost(&line, Wall::Written);
         assert_eq!(first, 2 * POINT_BYTES + 4 + 2 + 2 * (3 + ENTRY_BYTES));
-        draft.add_line(1, 0.5, &line);
+        draft.add_line(1, 0.5, Wall::Written, &line);
         assert_eq!(draft.approx_bytes, first);
-        assert_eq!(draft.cost(&line), 2 * POINT_BYTES);
+        assert_eq!(draft.cost(&line, Wall::Written), 2 * POINT_BYTES);
+        assert_eq!(draft.cost(&line, Wall::Read), first); // stamped points: other chunks
         let chunks = draft.take_chunks();
         assert_eq!(chunks.len(), 2);
         assert_eq!(
             (chunks[0].tag.as_str(), &chunks[0].steps),
             ("loss", &vec![1])
+        );
+    }
+
+    #[test]
+    fn points_stamped_when_read_are_chunks_of_their_own_and_say_so() {
+        let mut draft = BatchDraft::new("src", "");
+        draft.add_line(1, 10.0, Wall::Written, &metrics(&["loss"]));
+        draft.add_line(2, 99.0, Wall::Read, &metrics(&["loss"]));
+        draft.add_line(3, 99.5, Wall::Read, &metrics(&["loss"]));
+        let chunks = draft.take_chunks();
+        let shown: Vec<_> = chunks
+            .iter()
+            .map(|c| (c.tag.as_str(), c.steps.clone(), c.wall_times_read))
+            .collect();
+        assert_eq!(
+            shown,
+            [("loss", vec![1], false), ("loss", vec![2, 3], true)]
         );
     }
 

@@ -6,8 +6,9 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
+use super::reader::now;
 use super::{Kept, Position, ReadStep};
-use crate::collect::draft::BatchDraft;
+use crate::collect::draft::{BatchDraft, Wall};
 use crate::sources::jsonl::{is_blank, parse_line};
 
 /// One read's worth of a JSONL file; a longer line is skipped, said.
@@ -62,6 +63,8 @@ pub fn read(
 ) -> io::Result<ReadStep> {
     let draft = BatchDraft::reusing(source, "", std::mem::take(&mut kept.columns));
     let mut step = ReadStep::new(draft, start.clone());
+    // A line that gives no wall time is stamped with the collector's clock as it reads it.
+    let read_at = now();
     let (mut offset, mut line, mut begin) = (start.offset, start.line, 0usize);
     file.seek(SeekFrom::Start(start.offset))?;
     // A batch's lines are most often far fewer bytes than a whole read: read that much
@@ -91,8 +94,12 @@ pub fn read(
         if !is_blank(raw) {
             match parse_line(raw) {
                 Ok(parsed) => {
+                    let (wall_time, wall) = match parsed.wall_time {
+                        Some(given) => (given, Wall::Written),
+                        None => (read_at, Wall::Read),
+                    };
                     let draft = &step.draft;
-                    let cost = draft.cost(&parsed.metrics);
+                    let cost = draft.cost(&parsed.metrics, wall);
                     let tags = parsed.metrics.iter().map(|(t, _)| t.as_str());
                     if draft.points + parsed.metrics.len() > max_points
                         || draft.approx_bytes + cost > max_bytes
@@ -109,7 +116,7 @@ pub fn read(
                         ));
                     } else {
                         step.draft
-                            .add_line(parsed.step, parsed.wall_time, &parsed.metrics);
+                            .add_line(parsed.step, wall_time, wall, &parsed.metrics);
                     }
                 }
                 Err(problem) => step

@@ -17,7 +17,8 @@ struct LineScalar<'a> {
     line: u64,
     tag: &'a str,
     step: i64,
-    wall_time: f64,
+    /// null when the line gives none (the collector's `run` stamps it when it reads it).
+    wall_time: Option<f64>,
     value: JsonNumber,
 }
 

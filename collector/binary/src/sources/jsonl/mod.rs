@@ -5,8 +5,9 @@
 //! {"step": 120, "wall_time": 1732867200.5, "metrics": {"loss": 0.31, "lr": 3e-4}}
 //! ```
 //!
-//! `step` is a 64-bit integer, `wall_time` seconds since the Unix epoch, each metric a
-//! number; `NaN`, `Infinity` and `-Infinity` are taken as bare tokens (as Python's
+//! `step` is a 64-bit integer, `wall_time` seconds since the Unix epoch (or absent, or
+//! null: as W&B and MLflow users log, the collector then stamps the line with its clock when
+//! it reads it, and says so), each metric a number; `NaN`, `Infinity` and `-Infinity` are taken as bare tokens (as Python's
 //! `json.dumps` writes them) or as strings. A malformed line is a `LineError` saying why.
 //!
 //! Most lines are read by the typed fast path (`plain`); any other is decoded to a value
@@ -34,7 +35,8 @@ pub struct LineError(pub String);
 #[derive(Debug, PartialEq)]
 pub struct Line {
     pub step: i64,
-    pub wall_time: f64,
+    /// None: the line gives none (absent or null).
+    pub wall_time: Option<f64>,
     pub metrics: Vec<(String, f64)>,
 }
 
@@ -124,16 +126,15 @@ fn parse_exactly(raw: &[u8], deep: bool) -> Result<Line, LineError> {
         ))
     })?;
     let wall_time = match field("wall_time") {
+        (None | Some(Value::Null), _) => None,
         (Some(Value::Number(n)), _) => n.as_f64(),
-        (Some(value), marks) => marks.bare(value),
-        (None, _) => None,
-    }
-    .ok_or_else(|| {
-        LineError(format!(
-            "'wall_time' must be a number of seconds, got {}",
-            shown("wall_time")
-        ))
-    })?;
+        (Some(value), marks) => Some(marks.bare(value).ok_or_else(|| {
+            LineError(format!(
+                "'wall_time' must be a number of seconds, got {}",
+                shown("wall_time")
+            ))
+        })?),
+    };
     let (metrics, metric_marks) = match field("metrics") {
         (Some(Value::Object(metrics)), marks) if !metrics.is_empty() => (metrics, marks),
         _ => {

@@ -22,7 +22,8 @@ pub(super) const FEW_METRICS: usize = 16;
 #[derive(Deserialize)]
 struct Plain<'a> {
     step: i64,
-    wall_time: f64,
+    #[serde(default)]
+    wall_time: Option<f64>,
     #[serde(borrow)]
     metrics: PlainMetrics<'a>,
 }

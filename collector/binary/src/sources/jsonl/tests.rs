@@ -20,10 +20,22 @@ fn a_line_gives_its_step_wall_time_and_metrics_in_order() {
         line,
         Ok(Line {
             step: 3,
-            wall_time: 10.5,
+            wall_time: Some(10.5),
             metrics: vec![("z".into(), 0.25), ("a".into(), 2.0)]
         })
     );
+}
+
+#[test]
+fn a_line_without_a_wall_time_or_with_null_gives_none() {
+    for raw in [
+        r#"{"step": 1, "metrics": {"x": 1}}"#,
+        r#"{"step": 1, "wall_time": null, "metrics": {"x": 1}}"#,
+        r#"{"metrics": {"x": 1}, "wall_time": null, "step": 1, "other": [1]}"#,
+    ] {
+        let line = parse_line(raw.as_bytes()).unwrap();
+        assert_eq!((line.step, line.wall_time), (1, None), "{raw}");
+    }
 }
 
 #[test]
@@ -73,8 +85,8 @@ fn malformed_lines_are_refused_with_a_reason() {
         "'step' must be a 64-bit integer, got True"
     );
     assert_eq!(
-        refusal(r#"{"step": 1, "metrics": {"x": 1}}"#),
-        "'wall_time' must be a number of seconds, got None"
+        refusal(r#"{"step": 1, "wall_time": "soon", "metrics": {"x": 1}}"#),
+        "'wall_time' must be a number of seconds, got 'soon'"
     );
     assert_eq!(
         refusal(r#"{"step": 1, "wall_time": 1, "metrics": {}}"#),
@@ -141,7 +153,7 @@ fn bare_tokens_are_shown_as_python_shows_them_and_no_string_reads_as_one() {
     );
     let read = parse_line(br#"{"step": 1, "wall_time": -Infinity, "metrics": {"x": NaN, "y": 2}}"#)
         .map(|l| (l.wall_time, l.metrics.len(), l.metrics[0].1.is_nan()));
-    assert_eq!(read, Ok((f64::NEG_INFINITY, 2, true)));
+    assert_eq!(read, Ok((Some(f64::NEG_INFINITY), 2, true)));
 }
 
 #[test]

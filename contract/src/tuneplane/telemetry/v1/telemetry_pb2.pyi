@@ -75,6 +75,7 @@ class SeriesChunk(_message.Message):
     WALL_TIMES_FIELD_NUMBER: _builtins.int
     VALUES_FIELD_NUMBER: _builtins.int
     RUN_PATH_FIELD_NUMBER: _builtins.int
+    WALL_TIMES_READ_FIELD_NUMBER: _builtins.int
     source: _builtins.str
     tag: _builtins.str
     run_path: _builtins.str
@@ -82,6 +83,11 @@ class SeriesChunk(_message.Message):
     directory, '/'-separated ("lr_group_a", "eval/fold_1"); empty for the log directory
     itself and for every other kind of source. Part of the series' identity. Absent in
     batches sealed before it existed, which read as the root ("").
+    """
+    wall_times_read: _builtins.bool
+    """Every wall time of this chunk is the collector's clock when it read the point: the
+    source gave none (a JSONL line without "wall_time"). A tag's points with given wall
+    times and with read ones are never in one chunk. Absent (false) in batches before it.
     """
     @_builtins.property
     def steps(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
@@ -102,10 +108,11 @@ class SeriesChunk(_message.Message):
         wall_times: _abc.Iterable[_builtins.float] | None = ...,
         values: _abc.Iterable[_builtins.float] | None = ...,
         run_path: _builtins.str = ...,
+        wall_times_read: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["run_path", b"run_path", "source", b"source", "steps", b"steps", "tag", b"tag", "values", b"values", "wall_times", b"wall_times"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["run_path", b"run_path", "source", b"source", "steps", b"steps", "tag", b"tag", "values", b"values", "wall_times", b"wall_times", "wall_times_read", b"wall_times_read"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

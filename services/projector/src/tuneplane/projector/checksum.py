@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import asyncpg
 
+#: A chunk's wall times stamped when read (migration 0021): nothing for the rest, so data
+#: from before sums as it did.
+WALLS_READ = ", nullif(c.walls_read, false)"
+
 PARTS = {
     "ledger": """SELECT concat_ws(',', run_id, attempt, member, batch_id, kafka_partition,
                                  kafka_offset, points, sealed_at)
@@ -14,7 +18,7 @@ PARTS = {
                                  nullif(s.run_path, ''), s.tag,
                                  c.batch_id, c.chunk_index, c.n, c.step_min, c.step_max,
                                  c.v_min, c.v_max, c.v_first, c.v_last, c.steps::text,
-                                 c.wall_times::text, c."values"::text)
+                                 c.wall_times::text, c."values"::text""" + WALLS_READ + """)
                  FROM curve_chunks c JOIN series s USING (series_id)""",
     "rich": """SELECT concat_ws(',', run_id, attempt, member, batch_id, record_index, source,
                                tag, step, wall_time, kind, plugin_name, md5(plugin_content),

@@ -87,6 +87,10 @@ def float8(value: object) -> bytes:
     return struct.pack(">id", 8, value)
 
 
+def boolean(value: object) -> bytes:
+    return struct.pack(">i?", 1, bool(value))
+
+
 def text(value: object) -> bytes:
     data = str(value).encode()
     return struct.pack(">i", len(data)) + data

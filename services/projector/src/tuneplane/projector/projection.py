@@ -96,6 +96,7 @@ class ChunkRow:
     w_first: float  # wall times of the first and last point (read order)
     w_last: float
     segments: Segments | None = None
+    walls_read: bool = False  # the wall times are the collector's clock when it read them
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +166,7 @@ def summarise(chunk: pb.SeriesChunk, index: int) -> ChunkRow:
         step_min=int(steps.min()), step_max=int(steps.max()), v_min=low, v_max=high,
         v_first=float(values[0]), v_last=float(values[-1]), w_first=float(wall_times[0]),
         w_last=float(wall_times[-1]),
-        segments=segments(steps, wall_times, values),
+        segments=segments(steps, wall_times, values), walls_read=chunk.wall_times_read,
     )
 
 

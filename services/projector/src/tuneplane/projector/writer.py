@@ -60,7 +60,8 @@ CHUNK_ENCODED = (("series_id", pg.int8), ("batch_id", pg.text), ("chunk_index", 
                  ("values", pg.float8_array), ("seg_steps", pg.int8_array),
                  ("seg_last_steps", pg.int8_array), ("seg_counts", pg.int4_array),
                  ("seg_min", pg.nullable_float8_array), ("seg_max", pg.nullable_float8_array),
-                 ("seg_last", pg.float8_array), ("seg_last_walls", pg.float8_array))
+                 ("seg_last", pg.float8_array), ("seg_last_walls", pg.float8_array),
+                 ("walls_read", pg.boolean))
 CHUNK_COLUMNS = tuple(column for column, _ in CHUNK_ENCODED)
 CHUNK_FIELDS = tuple(encode for _, encode in CHUNK_ENCODED)
 RICH_COLUMNS = ("run_id", "attempt", "member", "batch_id", "record_index", "source", "tag",
@@ -80,7 +81,7 @@ def segment_columns(chunk: ChunkRow) -> tuple[object, ...]:
 def chunk_record(series_id: int, batch_id: str, c: ChunkRow) -> tuple[object, ...]:
     return (series_id, batch_id, c.chunk_index, len(c.steps), c.step_min, c.step_max, c.v_min,
             c.v_max, c.v_first, c.v_last, c.w_first, c.w_last, c.steps, c.wall_times,
-            c.values, *segment_columns(c))
+            c.values, *segment_columns(c), c.walls_read)
 
 
 class ObjectStore(Protocol):

@@ -33,6 +33,12 @@ class Member(BaseModel):
     last_batch_at: datetime | None = Field(description="when its last batch was projected")
 
 
+WallClock = Literal["written", "read", "mixed"]
+WALL_CLOCK = ("whose clock the wall times are: written (the source's), read (the "
+              "collector's, when it read lines that gave none: a JSONL line without "
+              "wall_time), or mixed")
+
+
 class Series(BaseModel):
     member: str
     source: str
@@ -43,6 +49,7 @@ class Series(BaseModel):
     points: int
     step_min: int
     step_max: int
+    wall_time: WallClock = Field(description=WALL_CLOCK)
 
 
 class Bucket(BaseModel):
@@ -92,6 +99,7 @@ class SeriesData(BaseModel):
     wall_first: float | None = Field(description="wall time of the series' first stored "
                                                  "point (a relative time axis starts "
                                                  "there); null when it has none")
+    wall_time: WallClock = Field(description=WALL_CLOCK + ", of the points in the range")
     reduced: bool
     method: str | None = Field(description="how a reduced answer was made; null when not")
     points_in_range: int

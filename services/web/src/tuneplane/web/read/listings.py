@@ -39,7 +39,9 @@ GROUP BY s.member ORDER BY s.member LIMIT $3
 
 SERIES = """
 SELECT s.member, s.source, s.run_path, s.tag, sum(c.n)::bigint AS points,
-       min(c.step_min) AS step_min, max(c.step_max) AS step_max
+       min(c.step_min) AS step_min, max(c.step_max) AS step_max,
+       CASE WHEN bool_and(c.walls_read) THEN 'read' WHEN bool_or(c.walls_read) THEN 'mixed'
+            ELSE 'written' END AS wall_time
 FROM series s JOIN curve_chunks c USING (series_id)
 WHERE s.run_id = $1 AND s.attempt = $2
   AND ($3::text IS NULL OR s.member = $3) AND ($4::text IS NULL OR s.source = $4)

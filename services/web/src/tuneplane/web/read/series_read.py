@@ -52,7 +52,7 @@ EXISTS (SELECT 1 FROM session_starts m
 READ_CHUNKS = """
 SELECT c.batch_id, c.chunk_index, c.step_min, c.step_max, c.n, c.v_min, c.v_max, c.v_last,
        c.w_last, c.w_first, c.seg_steps, c.seg_last_steps, c.seg_counts, c.seg_min,
-       c.seg_max, c.seg_last, c.seg_last_walls
+       c.seg_max, c.seg_last, c.seg_last_walls, c.walls_read
 FROM curve_chunks c"""
 
 SERIES_READ_WHOLE = f"""{READ_SERIES}
@@ -144,9 +144,18 @@ class SeriesRead:
     hi: int
     purged: int
     wall_first: float | None
+    wall_time: str = "written"  # whose clock: written, read or mixed (``wall_clock``)
 
 
 NOTHING = ColumnAnswer(False, 0, NO_POINTS, NO_BUCKETS)
+
+
+def wall_clock(read: list[bool | None]) -> str:
+    """Whose clock the chunks' wall times are: each chunk's ``walls_read``."""
+    stamped = [bool(r) for r in read if r is not None]
+    if stamped and all(stamped):
+        return "read"
+    return "mixed" if any(stamped) else "written"
 
 
 def column_of(rows: list[asyncpg.Record], name: str) -> list[Any]:
@@ -261,6 +270,7 @@ async def read(conn: Connection, key: SeriesKey, lo: int | None, hi: int | None,
     if whole and chunks.refs:
         first, last = int(chunks.summary.step_min.min()), int(chunks.summary.step_max.max())
         wall_first = min(column_of(rows, "w_first"))
+    walls = wall_clock(column_of(rows, "walls_read"))
     lo = first if lo is None else lo
     hi = last if hi is None else hi
     cuts: dict[str, int] = {}
@@ -270,7 +280,7 @@ async def read(conn: Connection, key: SeriesKey, lo: int | None, hi: int | None,
         if cuts:
             chunks, stored, purged = await cut_chunks(conn, found, chunks, cuts)
     if lo is None or hi is None or lo > hi:
-        return SeriesRead(NOTHING, lo or 0, hi or 0, purged, wall_first)
+        return SeriesRead(NOTHING, lo or 0, hi or 0, purged, wall_first, walls)
     needed = within_budget(columnar.chunks_to_unpack(chunks, lo, hi, max_points,
                                                      unpack_budget), stored, unpack_budget)
     unpacked = await unpack(conn, found, chunks, needed, cuts)
@@ -281,4 +291,4 @@ async def read(conn: Connection, key: SeriesKey, lo: int | None, hi: int | None,
         arrays = {chunks.refs[i]: (p.steps.tolist(), p.walls.tolist(), p.values.tolist())
                   for i, p in unpacked.items()}
         result = ColumnAnswer.of(answer(summaries, arrays, lo, hi, max_points))
-    return SeriesRead(result, lo, hi, purged, wall_first)
+    return SeriesRead(result, lo, hi, purged, wall_first, walls)

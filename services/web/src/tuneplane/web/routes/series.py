@@ -78,6 +78,7 @@ def series_data(ref: mapping.SeriesRef, read: series_read.SeriesRead,
     return {
         "member": ref.member, "source": ref.source, "run_path": ref.run_path, "tag": ref.tag,
         "step_min": read.lo, "step_max": read.hi, "wall_first": read.wall_first,
+        "wall_time": read.wall_time,
         "reduced": result.reduced, "method": METHOD if result.reduced else None,
         "points_in_range": result.points_in_range, "points_returned": result.points_returned,
         **answer_data(result, layout)}

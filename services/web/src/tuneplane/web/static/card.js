@@ -121,6 +121,10 @@ export class Card {
         "As TensorBoard draws it: a restart drops the points it runs over again (the raw inspector keeps them)"));
     }
     if (hidden) out.push(badge("hidden", `${hidden.toLocaleString()} ≤ 0 not on log scale`));
+    if (this.grid.view().x !== "step" && answered.some((s) => s.wall_time && s.wall_time !== "written")) {
+      out.push(badge("read-time", "time: when read",
+        "The source gave no wall times (JSONL lines without wall_time): these are the collector's clock when it read each line"));
+    }
     if (this.smoothingWeight() > 0 && answered.some((s) => s.reduced)) {
       out.push(badge("smoothed", "smoothed over buckets", "the EMA runs over the buckets' last values"));
     }
