@@ -6,13 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tuneplane.admin.durability.claims import (
-    MACHINE,
-    assess,
-    postgresql,
-    required_standbys,
-    s3,
-)
+from tuneplane.admin.durability.claims import assess, postgresql, required_standbys, s3
 from tuneplane.admin.durability.facts import (
     KafkaFacts,
     PostgresFacts,
@@ -21,7 +15,7 @@ from tuneplane.admin.durability.facts import (
     Standby,
     Unreachable,
 )
-from tuneplane.admin.durability.outcomes import Outcome
+from tuneplane.admin.durability.outcomes import MACHINE, Outcome
 from tuneplane.common.kafka.cluster import Broker, ClusterState, Partition, TopicState
 
 BATCHES = "tuneplane.telemetry.batches.v1"

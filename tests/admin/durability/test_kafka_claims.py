@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from tuneplane.admin.durability.claims import BROKER, MACHINE, Claim, kafka
+from tuneplane.admin.durability.claims import kafka
 from tuneplane.admin.durability.facts import KafkaFacts, Unreachable
-from tuneplane.admin.durability.outcomes import Outcome
+from tuneplane.admin.durability.outcomes import BROKER, MACHINE, Claim, Outcome
 from tuneplane.common.kafka.cluster import (
     OFFSETS_TOPIC,
     Broker,

@@ -13,7 +13,6 @@ replacement is back), it **loses** (something acknowledged can be lost), or **un
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from tuneplane.admin.durability import kafka_claims
 from tuneplane.admin.durability.facts import (
@@ -26,41 +25,16 @@ from tuneplane.admin.durability.facts import (
     S3Facts,
     Unreachable,
 )
-from tuneplane.admin.durability.outcomes import Outcome, worst
+from tuneplane.admin.durability.outcomes import (
+    BROKER,
+    MACHINE,
+    Assessment,
+    Claim,
+    Outcome,
+    worst,
+)
 from tuneplane.admin.durability.place import elsewhere, on_loopback
 from tuneplane.common.kafka.cluster import OFFSETS_TOPIC
-
-MACHINE, BROKER = "machine", "broker"
-
-
-@dataclass(frozen=True, slots=True)
-class Claim:
-    part: str
-    loss: str  # MACHINE or BROKER
-    outcome: Outcome
-    reason: str
-    assumed: bool = False  # --assume: survival taken on the operator's word
-
-    @property
-    def survives(self) -> bool:
-        return self.outcome is Outcome.SURVIVES or self.assumed
-
-    def sentence(self) -> str:
-        told = self.outcome.sentence(self.loss)
-        return f"{told} (assumed by the operator)" if self.assumed else told
-
-
-@dataclass(frozen=True, slots=True)
-class Assessment:
-    claims: tuple[Claim, ...]
-
-    def failing(self) -> list[Claim]:
-        """The machine claims that do not meet ``--require multi-machine``."""
-        return [c for c in self.claims if c.loss == MACHINE and not c.survives]
-
-    @property
-    def multi_machine(self) -> bool:
-        return not self.failing()
 
 
 def assess(profile: Profile) -> Assessment:

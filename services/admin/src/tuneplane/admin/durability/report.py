@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tuneplane.admin.durability.claims import Assessment, Claim
 from tuneplane.admin.durability.facts import (
     PARTS,
     KafkaFacts,
@@ -15,6 +14,7 @@ from tuneplane.admin.durability.facts import (
     S3Facts,
     Unreachable,
 )
+from tuneplane.admin.durability.outcomes import Assessment, Claim
 from tuneplane.common.kafka.cluster import OFFSETS_TOPIC, TopicState
 
 TITLES = {"kafka": "Kafka", "postgresql": "PostgreSQL", "s3": "S3"}

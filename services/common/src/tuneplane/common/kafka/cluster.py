@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
-from aiokafka.errors import KafkaError
+from aiokafka.errors import KafkaConnectionError, KafkaError
 
 #: The settings of a topic that decide whether an acknowledged record outlives a broker.
 DURABILITY_CONFIGS = ("min.insync.replicas", "unclean.leader.election.enable")
@@ -112,7 +112,10 @@ async def describe(bootstrap: str, topics: Sequence[str],
     """The cluster's brokers and the state of ``topics`` (each named, held or not)."""
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=timeout_ms)
     try:
-        await admin.start()
+        try:
+            await admin.start()
+        except KafkaConnectionError as exc:
+            raise ClusterUnreachable(f"{bootstrap}: no broker answers") from exc
         cluster = await _retried(admin.describe_cluster)
         found = {t["topic"]: t for t in await _retried(
             lambda: admin.describe_topics(list(topics)))}
