@@ -18,7 +18,8 @@ import pytest
 from tests.support.collector_binary import TARGETS, binary, command, run
 
 NAN, INF = math.nan, math.inf
-Good = tuple[int, float, dict[str, float]]  # the step, wall time and metrics a line holds
+#: The step, wall time (NaN: none, which read writes null) and metrics a line holds.
+Good = tuple[int, float, dict[str, float]]
 #: Each line and what it holds: its columns, why it is refused, or None (a blank line).
 LINES: list[tuple[bytes, Good | str | None]] = [
     (b'{"step": 0, "wall_time": 1700000000.25, "metrics": {"z/loss": 0.5, "a/acc": 1}}',
@@ -38,7 +39,9 @@ LINES: list[tuple[bytes, Good | str | None]] = [
      "'step' must be a 64-bit integer"),
     (b'{"step": -9223372036854775808, "wall_time": 1, "metrics": {"min": 1}}',
      (-2**63, 1.0, {"min": 1.0})),
-    (b'{"step": 4, "metrics": {"x": 1}}', "'wall_time' must be a number of seconds, got None"),
+    (b'{"step": 4, "metrics": {"x": 1}}', (4, NAN, {"x": 1.0})),  # no wall time: null
+    (b'{"step": 4, "wall_time": null, "metrics": {"null wall": 1}}',
+     (4, NAN, {"null wall": 1.0})),
     (b'{"step": 4, "wall_time": "soon", "metrics": {"x": 1}}',
      "'wall_time' must be a number of seconds, got 'soon'"),
     (b'{"step": 4, "wall_time": NaN, "metrics": {"nan wall": 1}}', (4, NAN, {"nan wall": 1.0})),
@@ -131,7 +134,7 @@ def test_read_gives_each_lines_metrics_and_says_each_bad_line(target: str,
     records, refusals = expected(hostile.name)
     got = [exact(json.loads(line)) for line in done.stdout.splitlines()]
     assert got == [exact(r) for r in records]
-    assert len(got) == 21  # the corpus's good metrics, so the truth is not empty
+    assert len(got) == 23  # the corpus's good metrics, so the truth is not empty
     problems = done.stderr.decode().splitlines()
     assert len(problems) == len(refusals) + 1
     for problem, (number, reason) in zip(problems, refusals, strict=False):
@@ -156,7 +159,7 @@ def test_refusals_and_exit_statuses(target: str, hostile: Path, tmp_path: Path) 
     assert missing.returncode == 1
     assert missing.stderr.decode().startswith(
         f"tuneplane-collector read: {tmp_path}/nothing.jsonl: no such file or directory")
-    assert len(missing.stdout.splitlines()) == 21  # the other path is still read
+    assert len(missing.stdout.splitlines()) == 23  # the other path is still read
     for usage, says in (([], b"Usage: tuneplane-collector <COMMAND>"),
                         (["read"], b"Usage: tuneplane-collector read <PATH>..."),
                         (["spool"], b"Usage: tuneplane-collector spool <COMMAND>"),

@@ -110,7 +110,8 @@ def test_a_jsonl_summary_counts_the_good_lines_and_says_the_bad(target: str,
     path.write_text("".join(
         json.dumps({"step": s, "wall_time": 1.7e9 + s,
                     "metrics": {"loss": 1 / (s + 1), **({"acc": 0.5} if s % 2 else {})}})
-        + "\n" for s in range(1000)) + '{"step": 5, "metrics": "no"}\n{"step": 1001, "wall')
+        + "\n" for s in range(1000)) + '{"step": 5, "wall_time": "x", "metrics": {"a": 1}}\n'
+        '{"step": 1001, "wall')
     entries, said = summary(target, path)
     assert [(e["tag"], e["records"], e["first_step"], e["last_step"]) for e in entries[:-1]] == [
         ("loss", 1000, 0, 999), ("acc", 500, 1, 999)]
