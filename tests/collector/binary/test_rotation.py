@@ -264,3 +264,24 @@ def test_an_event_file_deleted_from_its_log_directory_is_finished(tmp_path: Path
         collector.end()
     assert "read to its end" in status["source_events"][0]["detail"]
     exact(tmp_path / "spool", list(range(150)))
+
+
+def test_a_file_truncated_again_and_again_is_one_event_counted_said_less_and_less(
+        tmp_path: Path, start: Start) -> None:
+    """A job truncating its file over and over makes one row of ``source_events`` (its
+    count), and log lines at the 1st, 2nd and 4th time, not one per truncation."""
+    path = tmp_path / "m.jsonl"
+    path.write_bytes(lines(0, 50))
+    collector = start(path)
+    steps = list(range(50))
+    for generation in range(2, 7):  # each shorter than the one before: 5, 4, 3, 2, 1 lines
+        collector.wait(read_to(path.stat().st_size, generation - 1), f"generation {generation}")
+        with collector.paused():
+            path.write_bytes(lines(generation * 100, 7 - generation))  # truncated in place
+        steps += range(generation * 100, generation * 100 + 7 - generation)
+    status = collector.wait(read_to(path.stat().st_size, 6), "generation 6")
+    said = collector.stop()
+    (event,) = status["source_events"]
+    assert (event["event"], event["count"]) == ("truncated", 5)
+    assert said.count("truncated below the offset read to") == 3, said  # 1st, 2nd, 4th
+    exact(tmp_path / "spool", steps)

@@ -6,6 +6,7 @@
 //! logged once.
 
 use std::fs::File;
+use std::io::ErrorKind;
 use std::path::Path;
 
 use super::generation::{self, key_of, Change};
@@ -48,10 +49,20 @@ impl SourceReader {
         saved: Option<SavedPosition>,
     ) -> Choice {
         let name = (source.id.clone(), relative.to_owned());
-        let at_path = std::fs::metadata(path).ok();
+        // Only "no such file" means the path names none now; any other error (a symbolic
+        // link loop, an I/O error, no permission for a while) is passed over, the file held.
+        let at_path = match std::fs::metadata(path) {
+            Ok(meta) => Some(meta),
+            Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => None,
+            Err(e) => {
+                let said = format!("source {}: {}: {}", source.id, path.display(), plain(&e));
+                self.report_once(path, &said, "stat");
+                return Ok(None);
+            }
+        };
         let mut held_file = None;
         let mut finished = None; // the earlier file was read to its end (this many bytes)
-        if let Some(held) = self.held.remove(&name) {
+        if let Some(held) = self.let_go(&name) {
             let moved = at_path.as_ref().is_none_or(|m| key_of(m) != held.key);
             match &saved {
                 Some(s) if moved && s.file_key == held.key => {
@@ -77,7 +88,7 @@ impl SourceReader {
                         && s.file_key == held.key
                         && held.file.metadata().is_ok_and(|m| m.len() == s.offset) =>
                 {
-                    self.held.insert(name, held);
+                    self.hold(name, held.key, held.file);
                     return Ok(None);
                 }
                 _ if !moved => held_file = Some((held.file, held.key)),
@@ -186,6 +197,7 @@ impl SourceReader {
         if saved.is_some_and(|s| s.file_key == key_of(hint) && s.offset == hint.len()) {
             return None;
         }
+        self.make_room(); // a held file let go first when the process holds all it may
         let file = match self.fence.open(path) {
             Ok(file) => file,
             Err(Refusal::Gone) => return None,
@@ -213,10 +225,21 @@ impl SourceReader {
         said: &str,
     ) -> rusqlite::Result<()> {
         let mut draft = BatchDraft::new(&source.id, "");
-        self.spool
-            .get()
-            .seal(&mut draft, relative, next, now(), &[], Some((what, said)))?;
-        log::warn!("source {}: {}", source.id, escape_controls(said));
+        let times = {
+            let mut spool = self.spool.get();
+            spool.seal(&mut draft, relative, next, now(), &[], Some((what, said)))?;
+            spool.event_times
+        };
+        // A file a job truncates or rewrites again and again is said at the 1st, 2nd, 4th,
+        // 8th ... time, and counted in `spool status` every time.
+        if times.is_power_of_two() {
+            let again = if times > 1 {
+                format!(" (the {times}th time)")
+            } else {
+                String::new()
+            };
+            log::warn!("source {}: {}{again}", source.id, escape_controls(said));
+        }
         Ok(())
     }
 }

@@ -11,15 +11,56 @@
 use std::fs::{File, Metadata};
 use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 use crate::spool::SavedPosition;
 
 /// How many of a file's first bytes tell one generation of it from another.
 pub const FINGERPRINT_BYTES: u64 = 1024;
 
-/// Files kept open between steps at most (a log directory may hold many; each is opened
-/// again by its path once let go).
+/// Files one reader keeps open between steps at most (a log directory may hold many; each
+/// is opened again by its path once let go).
 pub const HELD_FILES: usize = 128;
+
+/// Descriptors a process keeps free of held files: for the spool, the sockets to ingest,
+/// the opener's helper, inotify, and the files being read.
+const RESERVED_FILES: u64 = 256;
+
+/// Files held by every reader of this process (a Slurm node's collector runs one reader
+/// per member), and how many the process may hold in all: half of what its descriptor
+/// limit leaves past `RESERVED_FILES`.
+static HELD_NOW: AtomicUsize = AtomicUsize::new(0);
+
+pub fn held_budget() -> usize {
+    static BUDGET: OnceLock<usize> = OnceLock::new();
+    *BUDGET.get_or_init(|| {
+        let limit = raise_open_files();
+        usize::try_from(limit.saturating_sub(RESERVED_FILES) / 2).unwrap_or(usize::MAX)
+    })
+}
+
+/// The soft limit of open descriptors raised to the hard one (a training host's 1024 is
+/// often far below what it allows), and what it is now.
+fn raise_open_files() -> u64 {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok((soft, hard)) if soft < hard => {
+            if setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
+                hard
+            } else {
+                soft
+            }
+        }
+        Ok((soft, _)) => soft,
+        Err(_) => 1024,
+    }
+}
+
+/// Whether every reader together holds as many files as the process may.
+pub fn held_full() -> bool {
+    HELD_NOW.load(Ordering::Relaxed) >= held_budget()
+}
 
 /// The identity of the file a path names now.
 pub fn key_of(meta: &Metadata) -> String {
@@ -34,6 +75,15 @@ pub struct Held {
     pub file: File,
     /// The step that last read it (the least recent is let go first).
     pub used: u64,
+}
+
+/// One more file held, or one fewer (`SourceReader::hold` and `let_go` keep the count).
+pub fn count_held(more: bool) {
+    if more {
+        HELD_NOW.fetch_add(1, Ordering::Relaxed);
+    } else {
+        HELD_NOW.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// `<bytes>:<crc32c>` of the file's first `min(upto, FINGERPRINT_BYTES)` bytes ("" for none).

@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::{channel, Kept, SourceKind, SourceSpec};
 use crate::collect::fence::Fence;
-use crate::collect::generation::{Held, HELD_FILES};
+use crate::collect::generation::{count_held, held_full, Held, HELD_FILES};
 use crate::collect::logdir;
 use crate::sources::names::escape_controls;
 use crate::spool::Shared;
@@ -145,6 +145,9 @@ impl SourceReader {
                 .map(|(_, relative)| relative.clone())
                 .collect();
             for relative in vanished {
+                if self.held_bytes()? >= self.bounds.spool_bytes {
+                    return Ok(false); // the cap holds for a file finished too
+                }
                 let path = source.path.join(&relative);
                 idle &= self.step(&source, &path, &relative, "")?;
             }
@@ -218,22 +221,46 @@ impl SourceReader {
         }
     }
 
-    /// Keeps `file` open for the next steps, letting the least recently read one go when
-    /// `HELD_FILES` are held.
+    /// Keeps `file` open for the next steps; when this reader holds `HELD_FILES`, or the
+    /// process as many as it may, the least recently read one is let go first (none is
+    /// held when no room can be made).
     pub(super) fn hold(&mut self, name: (String, String), key: String, file: std::fs::File) {
-        if self.held.len() >= HELD_FILES && !self.held.contains_key(&name) {
-            if let Some(oldest) = self
+        if !self.make_room() {
+            return;
+        }
+        self.steps += 1;
+        let used = self.steps;
+        count_held(true);
+        if let Some(before) = self.held.insert(name, Held { key, file, used }) {
+            drop(before);
+            count_held(false);
+        }
+    }
+
+    /// The held file of `name`, no longer held.
+    pub(super) fn let_go(&mut self, name: &(String, String)) -> Option<Held> {
+        let found = self.held.remove(name);
+        if found.is_some() {
+            count_held(false);
+        }
+        found
+    }
+
+    /// Room for one more held file: the least recently read let go while this reader is at
+    /// its bound or the process at its budget. False when none is left to let go.
+    pub(super) fn make_room(&mut self) -> bool {
+        while self.held.len() >= HELD_FILES || held_full() {
+            let Some(oldest) = self
                 .held
                 .iter()
                 .min_by_key(|(_, held)| held.used)
                 .map(|(name, _)| name.clone())
-            {
-                self.held.remove(&oldest);
-            }
+            else {
+                return false;
+            };
+            self.let_go(&oldest);
         }
-        self.steps += 1;
-        let used = self.steps;
-        self.held.insert(name, Held { key, file, used });
+        true
     }
 
     /// Logs a problem, its control characters escaped: a file's name or a record's text

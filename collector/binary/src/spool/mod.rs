@@ -89,6 +89,8 @@ pub struct Spool {
     payloads: Vec<Vec<u8>>,
     /// Whether commits wait for the disk (`synchronous=FULL`) as they are set now.
     durable: bool,
+    /// How many times the last event sealed has happened to its file (1: the first).
+    pub event_times: u64,
 }
 
 /// A spool's one connection, shared by a collector's reader and sender. A connection keeps
@@ -158,6 +160,7 @@ impl Spool {
             encoded: Vec::new(),
             payloads: Vec::new(),
             durable: true,
+            event_times: 0,
         })
     }
 
@@ -194,17 +197,25 @@ impl Spool {
     pub fn position(&self, source: &str, file: &str) -> rusqlite::Result<Option<SavedPosition>> {
         self.db
             .prepare_cached(
-                "SELECT file_key, offset, line, state, fingerprint, generation FROM positions \
-                 WHERE source = ? AND file = ?",
+                "SELECT p.file_key, p.offset, p.line, p.state, g.file_key, g.fingerprint, \
+                 g.generation FROM positions p LEFT JOIN generations g USING (source, file) \
+                 WHERE p.source = ? AND p.file = ?",
             )?
             .query_row([source, file], |r| {
+                let file_key: String = r.get(0)?;
+                // A fingerprint is of the file it was taken of: a collector of before may
+                // have moved the position on to another file since.
+                let printed: Option<String> = r.get(4)?;
+                let fingerprint: Option<String> = r.get(5)?;
                 Ok(SavedPosition {
-                    file_key: r.get(0)?,
                     offset: r.get(1)?,
                     line: r.get(2)?,
                     state: r.get(3)?,
-                    fingerprint: r.get(4)?,
-                    generation: r.get(5)?,
+                    fingerprint: fingerprint
+                        .filter(|_| printed.as_deref() == Some(file_key.as_str()))
+                        .unwrap_or_default(),
+                    generation: r.get::<_, Option<u64>>(6)?.unwrap_or(1),
+                    file_key,
                 })
             })
             .optional()
@@ -226,7 +237,8 @@ impl Spool {
     /// Seals `draft` as the next batch and saves the file's `position` in one transaction;
     /// with an empty draft only the position moves. `rejected` counts records refused on
     /// the way, by reason; `event` is what happened to the file, if anything (its name and
-    /// what it says, for `spool status`). Returns the batch's sequence, if one was sealed.
+    /// what it says, for `spool status`; counted per file and kind of event, the times it
+    /// happened in `event_times`). Returns the batch's sequence, if one was sealed.
     pub fn seal(
         &mut self,
         draft: &mut BatchDraft,
@@ -281,11 +293,9 @@ impl Spool {
             sequence = Some(next);
         }
         tx.prepare_cached(
-            "INSERT INTO positions (source, file, file_key, offset, line, state, fingerprint, \
-             generation) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source, file) DO \
+            "INSERT INTO positions VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (source, file) DO \
              UPDATE SET file_key = excluded.file_key, offset = excluded.offset, \
-             line = excluded.line, state = excluded.state, \
-             fingerprint = excluded.fingerprint, generation = excluded.generation",
+             line = excluded.line, state = excluded.state",
         )?
         .execute(params![
             draft.source,
@@ -293,13 +303,32 @@ impl Spool {
             position.file_key,
             position.offset,
             position.line,
-            position.state,
+            position.state
+        ])?;
+        tx.prepare_cached(
+            "INSERT INTO generations VALUES (?, ?, ?, ?, ?) ON CONFLICT (source, file) DO \
+             UPDATE SET file_key = excluded.file_key, fingerprint = excluded.fingerprint, \
+             generation = excluded.generation",
+        )?
+        .execute(params![
+            draft.source,
+            file,
+            position.file_key,
             position.fingerprint,
             position.generation
         ])?;
-        if let Some(event) = event {
-            tx.prepare_cached("INSERT INTO source_events VALUES (?, ?, ?, ?, ?)")?
-                .execute(params![sealed_at, draft.source, file, event.0, event.1])?;
+        if let Some((event, detail)) = event {
+            let times: u64 = tx
+                .prepare_cached(
+                    "INSERT INTO source_events VALUES (?, ?, ?, 1, ?, ?, ?) \
+                     ON CONFLICT (source, file, event) DO UPDATE SET count = count + 1, \
+                     last_at = excluded.last_at, detail = excluded.detail RETURNING count",
+                )?
+                .query_row(
+                    params![draft.source, file, event, sealed_at, sealed_at, detail],
+                    |r| r.get(0),
+                )?;
+            self.event_times = times;
         }
         for (reason, count) in rejected {
             tx.prepare_cached(

@@ -14,11 +14,14 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS positions (
     source TEXT NOT NULL, file TEXT NOT NULL, file_key TEXT NOT NULL,
     offset INTEGER NOT NULL, line INTEGER NOT NULL, state TEXT NOT NULL DEFAULT '',
-    fingerprint TEXT NOT NULL DEFAULT '', generation INTEGER NOT NULL DEFAULT 1,
     PRIMARY KEY (source, file));
+CREATE TABLE IF NOT EXISTS generations (
+    source TEXT NOT NULL, file TEXT NOT NULL, file_key TEXT NOT NULL,
+    fingerprint TEXT NOT NULL, generation INTEGER NOT NULL, PRIMARY KEY (source, file));
 CREATE TABLE IF NOT EXISTS source_events (
-    at REAL NOT NULL, source TEXT NOT NULL, file TEXT NOT NULL, event TEXT NOT NULL,
-    detail TEXT NOT NULL);
+    source TEXT NOT NULL, file TEXT NOT NULL, event TEXT NOT NULL, count INTEGER NOT NULL,
+    first_at REAL NOT NULL, last_at REAL NOT NULL, detail TEXT NOT NULL,
+    PRIMARY KEY (source, file, event));
 CREATE TABLE IF NOT EXISTS rejections (
     source TEXT NOT NULL, reason TEXT NOT NULL, count INTEGER NOT NULL,
     PRIMARY KEY (source, reason));
@@ -29,32 +32,12 @@ CREATE INDEX IF NOT EXISTS batches_pending ON batches (sequence, points, quarant
     WHERE quarantined IS NULL;
 ";
 
-/// A spool of an earlier layout gets today's, in the caller's transaction: positions gain
-/// the file's fingerprint and generation (`positions_generations`), and a batches table
+/// A spool of an earlier layout gets today's, in the caller's transaction: a batches table
 /// with its payload before other columns (as spools were written until 2026-12) is moved
-/// over as it is, quarantined batches included.
+/// over as it is, quarantined batches included. Generations and source events are tables
+/// of their own (`SCHEMA`), so a collector of before can still write a spool a newer one
+/// opened: its positions are as they were.
 pub fn migrate(db: &Connection) -> rusqlite::Result<()> {
-    positions_generations(db)?;
-    payload_last(db)
-}
-
-/// Positions made before generations: their file's fingerprint is not known yet (the next
-/// read takes it), and they are its first generation.
-fn positions_generations(db: &Connection) -> rusqlite::Result<()> {
-    let columns: Vec<String> = db
-        .prepare("SELECT name FROM pragma_table_info('positions')")?
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    if columns.is_empty() || columns.iter().any(|c| c == "fingerprint") {
-        return Ok(());
-    }
-    db.execute_batch(
-        "ALTER TABLE positions ADD COLUMN fingerprint TEXT NOT NULL DEFAULT '';
-         ALTER TABLE positions ADD COLUMN generation INTEGER NOT NULL DEFAULT 1;",
-    )
-}
-
-fn payload_last(db: &Connection) -> rusqlite::Result<()> {
     let last: Option<String> = db
         .query_row(
             "SELECT name FROM pragma_table_info('batches') ORDER BY cid DESC LIMIT 1",
@@ -115,33 +98,5 @@ mod tests {
                 (2, 1, Some("refused".to_owned()), vec![3])
             ]
         );
-    }
-
-    #[test]
-    fn positions_of_before_generations_are_their_files_first_generation_unprinted() {
-        let db = Connection::open_in_memory().unwrap();
-        db.execute_batch(
-            "CREATE TABLE positions (
-                 source TEXT NOT NULL, file TEXT NOT NULL, file_key TEXT NOT NULL,
-                 offset INTEGER NOT NULL, line INTEGER NOT NULL, state TEXT NOT NULL DEFAULT '',
-                 PRIMARY KEY (source, file));
-             INSERT INTO positions VALUES ('m', '', '1:2', 40, 3, '');",
-        )
-        .unwrap();
-        migrate(&db).unwrap();
-        db.execute_batch(SCHEMA).unwrap();
-        migrate(&db).unwrap(); // a second opening changes nothing
-        let row: (u64, String, u64) = db
-            .query_row(
-                "SELECT offset, fingerprint, generation FROM positions",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .unwrap();
-        assert_eq!(row, (40, String::new(), 1));
-        let events: u64 = db
-            .query_row("SELECT count(*) FROM source_events", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(events, 0);
     }
 }

@@ -45,11 +45,18 @@ fn read(db: &Connection, directory: &Path) -> rusqlite::Result<Value> {
     )?;
     // A spool no collector of today has opened yet has neither (read-only: not migrated).
     let generations: bool = db.query_row(
-        "SELECT count(*) > 0 FROM sqlite_master WHERE name = 'source_events'",
+        "SELECT count(*) = 2 FROM sqlite_master WHERE name IN ('generations', 'source_events')",
         [],
         |r| r.get(0),
     )?;
-    let generation = if generations { "generation" } else { "1" };
+    let (generation, joined) = if generations {
+        (
+            "coalesce(g.generation, 1)",
+            "LEFT JOIN generations g USING (source, file)",
+        )
+    } else {
+        ("1", "")
+    };
     Ok(json!({
         "spool": directory.display().to_string(),
         "owner": meta("owner"),
@@ -60,11 +67,11 @@ fn read(db: &Connection, directory: &Path) -> rusqlite::Result<Value> {
                                  quarantined IS NOT NULL ORDER BY sequence",
                             &["sequence", "points", "reason"])?,
         "positions": rows(db, &format!("SELECT source, file, offset, line, {generation} \
-                                         FROM positions ORDER BY source, file"),
+                                         FROM positions p {joined} ORDER BY source, file"),
                           &["source", "file", "offset", "line", "generation"])?,
         "source_events": if generations {
-            rows(db, "SELECT source, file, event, detail FROM source_events ORDER BY rowid",
-                 &["source", "file", "event", "detail"])?
+            rows(db, "SELECT source, file, event, count, detail FROM source_events \
+                      ORDER BY first_at, rowid", &["source", "file", "event", "count", "detail"])?
         } else {
             Vec::new()
         },
