@@ -13,6 +13,7 @@ mod queue;
 mod schema;
 pub mod status;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -91,6 +92,9 @@ pub struct Spool {
     durable: bool,
     /// How many times the last event sealed has happened to its file (1: the first).
     pub event_times: u64,
+    /// Each file's generation row as this collector last wrote it: a seal that moves only
+    /// the offset writes no second row (a follower seals a batch a second).
+    generations: HashMap<(String, String), (String, String, u64)>,
 }
 
 /// A spool's one connection, shared by a collector's reader and sender. A connection keeps
@@ -161,6 +165,7 @@ impl Spool {
             payloads: Vec::new(),
             durable: true,
             event_times: 0,
+            generations: HashMap::new(),
         })
     }
 
@@ -305,18 +310,27 @@ impl Spool {
             position.line,
             position.state
         ])?;
-        tx.prepare_cached(
-            "INSERT INTO generations VALUES (?, ?, ?, ?, ?) ON CONFLICT (source, file) DO \
-             UPDATE SET file_key = excluded.file_key, fingerprint = excluded.fingerprint, \
-             generation = excluded.generation",
-        )?
-        .execute(params![
-            draft.source,
-            file,
-            position.file_key,
-            position.fingerprint,
-            position.generation
-        ])?;
+        let generation = (
+            position.file_key.clone(),
+            position.fingerprint.clone(),
+            position.generation,
+        );
+        let named = (draft.source.clone(), file.to_owned());
+        let written = self.generations.get(&named) == Some(&generation);
+        if !written {
+            tx.prepare_cached(
+                "INSERT INTO generations VALUES (?, ?, ?, ?, ?) ON CONFLICT (source, file) DO \
+                 UPDATE SET file_key = excluded.file_key, fingerprint = excluded.fingerprint, \
+                 generation = excluded.generation",
+            )?
+            .execute(params![
+                draft.source,
+                file,
+                position.file_key,
+                position.fingerprint,
+                position.generation
+            ])?;
+        }
         if let Some((event, detail)) = event {
             let times: u64 = tx
                 .prepare_cached(
@@ -338,6 +352,9 @@ impl Spool {
             .execute(params![draft.source, reason, count])?;
         }
         tx.commit()?;
+        if !written {
+            self.generations.insert(named, generation);
+        }
         Ok(sequence)
     }
 }
