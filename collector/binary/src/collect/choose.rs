@@ -27,15 +27,9 @@ pub struct Chosen {
 
 type Choice = rusqlite::Result<Option<Chosen>>;
 
+/// The first generation of a file never read before.
 fn first(key: &str) -> SavedPosition {
-    SavedPosition {
-        file_key: key.to_owned(),
-        offset: 0,
-        line: 1,
-        state: String::new(),
-        fingerprint: String::new(),
-        generation: 1,
-    }
+    generation::next_generation(&SavedPosition::default(), key)
 }
 
 impl SourceReader {

@@ -118,14 +118,17 @@ pub fn change(file: &File, length: u64, saved: &SavedPosition) -> io::Result<Cha
     if length < saved.offset {
         return Ok(Change::Truncated);
     }
-    let covered = saved
-        .fingerprint
-        .split_once(':')
-        .and_then(|(bytes, _)| bytes.parse::<u64>().ok());
-    match covered {
+    match covered(&saved.fingerprint) {
         Some(bytes) if fingerprint(file, bytes)? != saved.fingerprint => Ok(Change::Rewritten),
         _ => Ok(Change::Same), // none taken yet (a spool of before): nothing to compare
     }
+}
+
+/// How many first bytes a fingerprint covers (None: none taken, as in a spool of before).
+fn covered(fingerprint: &str) -> Option<u64> {
+    fingerprint
+        .split_once(':')
+        .and_then(|(bytes, _)| bytes.parse::<u64>().ok())
 }
 
 /// The position a new generation of the file is read from: its start.
@@ -143,11 +146,7 @@ pub fn next_generation(saved: &SavedPosition, key: &str) -> SavedPosition {
 /// The fingerprint to save with a position at `offset`: the saved one while it covers all
 /// it can, else taken again.
 pub fn fingerprint_at(file: &File, offset: u64, saved: &str) -> io::Result<String> {
-    let full = saved
-        .split_once(':')
-        .and_then(|(bytes, _)| bytes.parse::<u64>().ok())
-        .is_some_and(|bytes| bytes >= FINGERPRINT_BYTES.min(offset));
-    if full {
+    if covered(saved).is_some_and(|bytes| bytes >= FINGERPRINT_BYTES.min(offset)) {
         return Ok(saved.to_owned());
     }
     fingerprint(file, offset)
