@@ -23,6 +23,9 @@ pub struct Chosen {
     pub key: String,
     pub start: SavedPosition,
     pub length: u64,
+    /// An earlier file the path no longer names, being finished: once it is read to its
+    /// end, the next step (at once, not at the next change) turns to what the path names.
+    pub finishing: bool,
 }
 
 type Choice = rusqlite::Result<Option<Chosen>>;
@@ -56,12 +59,14 @@ impl SourceReader {
         };
         let mut held_file = None;
         let mut finished = None; // the earlier file was read to its end (this many bytes)
+        let mut finishing = false;
         if let Some(held) = self.let_go(&name) {
             let moved = at_path.as_ref().is_none_or(|m| key_of(m) != held.key);
             match &saved {
                 Some(s) if moved && s.file_key == held.key => {
                     if held.file.metadata().map_or(0, |m| m.len()) > s.offset {
                         held_file = Some((held.file, held.key));
+                        finishing = true;
                     } else if at_path.is_none() {
                         let said = format!(
                             "{}: deleted; it was read to its end ({} bytes) through its open \
@@ -174,6 +179,7 @@ impl SourceReader {
             key,
             start,
             length: meta.len(),
+            finishing,
         }))
     }
 

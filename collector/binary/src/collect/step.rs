@@ -29,6 +29,7 @@ impl SourceReader {
             key,
             start,
             length,
+            finishing,
         }) = self.choose(source, path, relative, saved)?
         else {
             return Ok(true);
@@ -141,7 +142,9 @@ impl SourceReader {
             self.counters.points += points;
             self.counters.rich += rich;
         }
-        let at_end = step.at_end;
+        // An earlier file read to its end: what the path names now is read at the next step,
+        // which comes at once.
+        let at_end = step.at_end && !finishing;
         // The records are sealed (or not taken): their buffer and columns serve the next step.
         self.kept.keep_step(step, records);
         self.hold(name, key, file);
