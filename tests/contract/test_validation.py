@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
@@ -12,6 +14,7 @@ from tuneplane.telemetry.v1.limits import (
     MAX_BATCH_SESSION_STARTS,
     MAX_NAME_BYTES,
     MAX_PATH_BYTES,
+    MAX_POSITION_STATE_BYTES,
     MAX_RUN_PATH_BYTES,
 )
 from tuneplane.telemetry.v1.validation import (
@@ -219,3 +222,40 @@ def test_a_chunk_sealed_before_run_paths_is_the_roots_byte_for_byte() -> None:
 
 def test_a_name_holding_a_lone_surrogate_is_refused_not_raised() -> None:
     assert name_problem("loss\ud800") == "holds a lone surrogate at 4: 'loss\\ud800'"
+
+
+def test_a_source_position_is_checked_and_its_state_bounded() -> None:
+    b = batch()
+    b.position.CopyFrom(pb.SourcePosition(source="s", file="run/events.out", offset=10,
+                                          fingerprint="10:0badf00d", state="{}"))
+    assert validate(b, 100) == 2
+    b.position.state = "x" * (MAX_POSITION_STATE_BYTES + 1)
+    with pytest.raises(InvalidBatch, match=f"state is over {MAX_POSITION_STATE_BYTES} bytes"):
+        validate(b, 100)
+    b.position.state = ""
+    b.position.source = ""
+    with pytest.raises(InvalidBatch, match="source is empty"):
+        validate(b, 100)
+
+
+@pytest.mark.parametrize(("field", "value", "reason"), [
+    ("file", "../etc/shadow", "position.file has an empty, '.' or '..' segment"),
+    ("file", "/etc/shadow", "position.file starts with '/'"),
+    ("file", "run/\x1b.tfevents", "position.file holds the control character"),
+    ("file", "f" * 1025, "position.file is 1025 bytes"),
+    ("state", '{"a": "\x00"}', "position.state holds a NUL character"),
+])
+def test_a_position_the_read_models_could_not_keep_is_refused(field: str, value: str,
+                                                                reason: str) -> None:
+    """Whatever ingest takes, the projector's checkpoint row holds: no NUL in text, a key
+    an index entry holds, a file below its source's root."""
+    b = batch()
+    b.position.source = "s"
+    setattr(b.position, field, value)
+    with pytest.raises(InvalidBatch, match=re.escape(reason)):
+        validate(b, 100)
+
+
+def test_a_sequence_over_what_bigint_holds_is_refused() -> None:
+    with pytest.raises(InvalidBatch, match=r"identity\.sequence"):
+        validate(batch(sequence=2**63), 100)

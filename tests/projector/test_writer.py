@@ -145,3 +145,34 @@ async def test_member_summaries_add_each_batch_once(writer: PostgresWriter,
                             "AS batches FROM batch_ledger WHERE run_id = $1 "
                             "GROUP BY attempt, member ORDER BY attempt, member", run_id)
     assert [tuple(r) for r in ledger] == [tuple(r)[:4] for r in summaries]
+
+
+async def test_a_members_spools_are_counted_and_its_checkpoints_kept(
+        writer: PostgresWriter, db: asyncpg.Connection, run_id: str) -> None:
+    """Batches of two spool epochs of one member: two spools, each with its batches; each
+    file's checkpoint is the later epoch's, or the highest sequence within one."""
+    from tests.support.truth import member_batch
+    from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+    from tuneplane.telemetry.v1.identity import MemberKey
+    member = MemberKey(run_id, 1, "rank-0")
+
+    def sealed(epoch: str, sequence: int, offset: int) -> pb.Batch:
+        b = member_batch(member, sequence, 10)
+        b.identity.spool_epoch = epoch
+        b.position.CopyFrom(pb.SourcePosition(source="train", offset=offset, state="{}"))
+        return b
+
+    batches = [sealed("e1", 2, 200), sealed("e1", 1, 100), sealed("e2", 1, 250)]
+    group = [project(b.SerializeToString(), RecordMeta(0, i, None))
+             for i, b in enumerate(batches)]
+    assert await writer.write_group(group[:2]) == [True, True]
+    assert await db.fetchval("SELECT \"offset\" FROM source_checkpoints WHERE run_id = $1",
+                             run_id) == 200  # not moved back by the earlier sequence
+    assert await writer.write_group(group) == [False, False, True]
+    spools = await db.fetch("SELECT spool_epoch, batches, points FROM member_spools "
+                            "WHERE run_id = $1 ORDER BY spool_epoch", run_id)
+    assert [tuple(r) for r in spools] == [("e1", 2, 20), ("e2", 1, 10)]
+    checkpoint = await db.fetchrow("SELECT spool_epoch, sequence, \"offset\" FROM "
+                                   "source_checkpoints WHERE run_id = $1", run_id)
+    assert checkpoint is not None
+    assert tuple(checkpoint) == ("e2", 1, 250)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import AIOKafkaProducer
 
 from tuneplane.common.kafka import topics
+from tuneplane.common.kafka.committed import GroupPosition
 from tuneplane.ingest.sink import partition_for
 from tuneplane.projector.settings import CONSUMER_GROUP
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
@@ -47,26 +48,16 @@ async def group_at_end(bootstrap: str, group: str) -> dict[str, str]:
 async def projected_to_end(bootstrap: str, group: str = CONSUMER_GROUP,
                            timeout: float = 120.0) -> None:
     """Returns once ``group`` (the projectors) has committed past every batch on the topic
-    now: each partition's committed offset at least its end offset as it was at the call.
-    The projector commits a batch's offset only once its rows are written, so no row of any
-    batch produced before the call can arrive after this. The barrier for "nothing more
-    arrives" checks (the batches' producers, collectors and ingest, are done by then)."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
-                                enable_auto_commit=False)
-    await consumer.start()
+    now (``GroupPosition.passed``): no row of any batch produced before the call can arrive
+    after this. The barrier for "nothing more arrives" checks (the batches' producers,
+    collectors and ingest, are done by then)."""
+    position = GroupPosition(bootstrap, group)
+    await position.start()
     try:
-        partitions = await topics.topic_partitions(bootstrap)
-        ends = await consumer.end_offsets(partitions)
-        deadline = asyncio.get_running_loop().time() + timeout
-        while True:
-            behind = {tp.partition: (committed, ends[tp]) for tp in partitions
-                      if (committed := await consumer.committed(tp) or 0) < ends[tp]}
-            if not behind:
-                return
-            assert asyncio.get_running_loop().time() < deadline, (
-                f"group {group} still behind the topic's end after {timeout:.0f} s "
-                f"(partition: committed, end): {behind}")
-            await asyncio.sleep(0.1)
+        behind = await position.passed(await topics.topic_partitions(bootstrap),
+                                       within=timeout)
+        assert not behind, (f"group {group} still behind the topic's end after {timeout:.0f} s "
+                            f"(partition: committed, end): {behind}")
     finally:
-        await consumer.stop()
+        await position.stop()
 

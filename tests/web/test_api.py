@@ -97,8 +97,8 @@ async def test_runs_attempts_and_series_are_listed(client: httpx.AsyncClient,
         == [("train", "tag0", 5000, 250, 5249), ("train", "tag1", 5000, 250, 5249)]
     members = (await client.get(f"/api/v1/runs/{filled}/attempts/1/members")).json()
     assert [{k: v for k, v in m.items() if k != "last_batch_at"} for m in members] == [
-        {"member": f"rank-{m}", "sources": ["train"], "series": 2, "points": 10_000}
-        for m in range(3)]
+        {"member": f"rank-{m}", "sources": ["train"], "series": 2, "points": 10_000,
+         "spools": 1} for m in range(3)]
     assert all(m["last_batch_at"] for m in members)
     runs = (await client.get("/api/v1/runs", params={"after": filled[:-1], "limit": 500})).json()
     assert filled in [r["run_id"] for r in runs]

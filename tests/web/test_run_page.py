@@ -44,7 +44,9 @@ async def test_a_run_page_shows_attempts_members_launches_and_what_stayed_undeli
     await launches.report(db, node_id, second, "failed", exit_code=3,
                           detail="CUDA error: out of memory", undelivered=2, now=now)
     await launches.create(db, run_id, node, ["rank-0"], ["python", "train.py"], {})
-    sent = [member_batch(MemberKey(run_id, 1, f"rank-{m}"), seq, 100)
+    # rank-1's third batch comes from a second spool (its first was lost): two spools.
+    sent = [member_batch(MemberKey(run_id, 1, f"rank-{m}"), seq, 100,
+                         epoch="e2" if (m, seq) == (1, 3) else "e")
             for seq in range(1, 4) for m in range(2)]
     telemetry_only = f"{run_id}-bare"
     sent.append(member_batch(MemberKey(telemetry_only, 1, "rank-0"), 1, 10))
@@ -86,12 +88,15 @@ async def test_a_run_page_shows_attempts_members_launches_and_what_stayed_undeli
         members = page.locator("#members tbody tr")
         await members.nth(1).wait_for()
         finished = await cells(members.nth(0))
-        assert finished[:7] == ["rank-0", "finished", node, "0", "train", "2", "300"]
-        assert finished[7] != "—"  # its last telemetry
-        assert finished[8:] == ["0", "—"]
+        assert finished[:8] == ["rank-0", "finished", node, "0", "train", "2", "300", "1"]
+        assert finished[8] != "—"  # its last telemetry
+        assert finished[9:] == ["0", "—"]
         failed = await cells(members.nth(1))
         assert failed[1:4] == ["failed", node, "3"]
-        assert failed[8:] == ["2", "CUDA error: out of memory"]
+        assert failed[7] == "2"  # its spool was replaced once
+        assert "spool replaced 1 time" in (
+            await members.nth(1).locator("td").nth(7).get_attribute("title") or "")
+        assert failed[9:] == ["2", "CUDA error: out of memory"]
         href = await page.get_attribute("#charts-link", "href")
         assert href == f"/runs/{run_id}/charts?attempt=1"
         await page.screenshot(path=str(ARTIFACTS / "run.png"), full_page=True)
@@ -155,17 +160,17 @@ async def test_a_run_page_shows_a_slurm_jobs_starts_as_attempts_and_its_ranks_as
         assert [m[:3] for m in members] == [
             ["rank-0", "failed", "gpu-0 · job 4242"], ["rank-1", "failed", "gpu-0 · job 4242"],
             ["rank-2", "refused", "gpu-1 · job 4242"], ["rank-3", "refused", "gpu-1 · job 4242"]]
-        assert members[2][9] == refused
-        assert members[0][9].startswith("job failed (exit 1:0); tuneplane: refused: gpu-1")
+        assert members[2][10] == refused
+        assert members[0][10].startswith("job failed (exit 1:0); tuneplane: refused: gpu-1")
         await page.screenshot(path=str(ARTIFACTS / "run-slurm.png"), full_page=True)
         await page.click("#attempts a:text-is('#1')")
         await page.locator("#selected", has_text="#1").wait_for()
         await page.locator("#members tbody tr").nth(3).wait_for()
         first = [await cells(r) for r in await page.locator("#members tbody tr").all()]
-        assert [(m[0], m[1], m[8]) for m in first] == [
+        assert [(m[0], m[1], m[9]) for m in first] == [
             ("rank-0", "preempted", "0"), ("rank-1", "preempted", "0"),
             ("rank-2", "preempted", "0"), ("rank-3", "preempted", "3")]
-        assert first[0][9] == "this start of job 4242 was preempted; the job ran again"
+        assert first[0][10] == "this start of job 4242 was preempted; the job ran again"
         await page.screenshot(path=str(ARTIFACTS / "run-slurm-preempted.png"), full_page=True)
     # The only failed requests: the run's telemetry (it has none), on each load.
     telemetry = f"http://localhost:{web.port}/api/v1/runs/{run_id}/attempts"

@@ -27,6 +27,12 @@ pub const MAX_BATCH_RICH: usize = 5_000;
 pub const MAX_BATCH_SESSION_STARTS: usize = 5_000;
 /// Series (chunks) of one batch, at most: a marker's tags too.
 pub const MAX_BATCH_SERIES: usize = 2_000;
+/// A source position's reader state, at most: a batch whose state is longer carries no
+/// position (and moves no checkpoint).
+pub const MAX_POSITION_STATE_BYTES: usize = 256 * 1024;
+/// A source position's file (relative to its source root), at most; longer, or not a plain
+/// relative path of names, and the batch carries no position.
+pub const MAX_POSITION_FILE_BYTES: usize = 1024;
 /// A run path's bound in UTF-8 bytes.
 pub const MAX_RUN_PATH_BYTES: usize = 512;
 

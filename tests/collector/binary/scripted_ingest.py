@@ -60,7 +60,21 @@ class ScriptedIngest(pb_grpc.TelemetryIngestServicer):
         #: While set, every call is refused with this code (the script waits).
         self.outage: grpc.StatusCode | None = None
         self.calls: list[Call] = []
+        #: What GetCheckpoints answers: a member with no earlier spool, unless set; it answers
+        #: through an outage of PushBatch, and is refused with this code while it is set.
+        self.checkpoints = pb.GetCheckpointsReply()
+        self.checkpoints_refused: grpc.StatusCode | None = None
+        self.asked = 0
         self._arrived = threading.Condition()
+
+    def GetCheckpoints(self, request: pb.GetCheckpointsRequest,
+                       context: grpc.ServicerContext) -> pb.GetCheckpointsReply:
+        with self._arrived:
+            self.asked += 1
+            refused = self.checkpoints_refused
+        if refused is not None:
+            context.abort(refused, f"scripted {refused.name}")
+        return self.checkpoints
 
     def PushBatch(self, request: pb.PushBatchRequest,
                   context: grpc.ServicerContext) -> pb.PushBatchReply:

@@ -53,7 +53,8 @@ def test_a_full_spool_pauses_reading_until_ingest_takes_batches_and_nothing_is_l
                 assert collector.poll() is None, log.read_text()
                 assert time.monotonic() < deadline, log.read_text()
                 time.sleep(0.1)
-            ingest.wait_for(lambda calls: calls[-1].at - calls[0].at > OUTAGE, timeout=60)
+            ingest.wait_for(lambda calls: bool(calls) and calls[-1].at - calls[0].at > OUTAGE,
+                            timeout=60)
             assert collector.poll() is None, log.read_text()  # still trying, not given up
             shown = json.loads(run(HOST_TARGET, "spool", "status", str(spool)).stdout)
             held = shown["pending"]["bytes"]

@@ -13,6 +13,7 @@ pub mod jsonl;
 pub mod logdir;
 pub mod opener;
 mod reader;
+mod resume;
 mod step;
 mod tbstate;
 pub mod tensorboard;

@@ -129,6 +129,7 @@ impl SourceReader {
 
     /// Whether every source is read to its end (nothing more to read now).
     pub fn run_once(&mut self) -> StepResult {
+        self.settle_checkpoints()?;
         let mut idle = true;
         for at in 0..self.sources.len() {
             let source = self.sources[at].clone();

@@ -155,9 +155,34 @@ fn read_loop(
     (reader, read_all)
 }
 
+/// Waits between two asks for a new spool's checkpoints, doubling up to the last.
+const ASK_AGAIN: [u64; 6] = [1, 2, 4, 8, 15, 30];
+
 fn send_loop(mut sender: Sender, flags: &Flags) -> Sender {
     let stop = || flags.send_stop.is_set();
+    let mut asked = 0;
     while !stop() {
+        match sender.settled() {
+            Ok(true) => {}
+            Ok(false) => {
+                flags.changed.set(); // the reader settles the answer at its next step
+                flags.sealed.take(SEND_IDLE);
+                continue;
+            }
+            Err(e) => {
+                let wait = ASK_AGAIN[asked.min(ASK_AGAIN.len() - 1)];
+                if asked.is_power_of_two() || asked == 0 {
+                    log::warn!(
+                        "this spool is new: nothing is sent before the member's checkpoints \
+                         are known ({}); asked again in {wait} s",
+                        e.0
+                    );
+                }
+                asked += 1;
+                flags.send_stop.wait(Duration::from_secs(wait));
+                continue;
+            }
+        }
         match sender.run_once(GIVE_UP, &stop) {
             Ok(0) => {
                 flags.sealed.take(SEND_IDLE);

@@ -3,6 +3,7 @@
 //! batch whose first try fails is retried alone with capped exponential backoff and jitter
 //! (backon), byte for byte the same, so a resend is the same identity.
 
+mod checkpoints;
 pub mod target;
 
 use std::time::{Duration, Instant};

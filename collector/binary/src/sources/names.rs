@@ -70,10 +70,16 @@ pub fn is_identifier(value: &str) -> bool {
 /// Why `value` cannot be a series' run path (a TensorBoard run: an event file's directory
 /// below its log directory, '/'-separated, empty for the log directory itself), or `None`.
 pub fn run_path_problem(value: &str) -> Option<String> {
+    relative_path_problem(value, MAX_RUN_PATH_BYTES)
+}
+
+/// Why `value` cannot be a relative path of names within `limit` bytes (a run path, the file
+/// of a source position), or `None`; the empty path is the root.
+pub fn relative_path_problem(value: &str, limit: usize) -> Option<String> {
     if value.is_empty() {
         return None;
     }
-    if let Some(problem) = name_problem_within(value, MAX_RUN_PATH_BYTES) {
+    if let Some(problem) = name_problem_within(value, limit) {
         return Some(problem);
     }
     let head: String = value.chars().take(40).collect();

@@ -10,6 +10,7 @@ pub mod lock;
 pub mod mounts;
 pub mod place;
 mod queue;
+mod resume;
 mod schema;
 pub mod status;
 
@@ -23,7 +24,11 @@ use prost::Message;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior, MAIN_DB};
 
 use crate::collect::draft::BatchDraft;
-use crate::contract::proto::{Batch, BatchIdentity};
+use crate::contract::proto::{Batch, BatchIdentity, SourcePosition};
+use crate::contract::{MAX_POSITION_FILE_BYTES, MAX_POSITION_STATE_BYTES};
+use crate::sources::names::{name_problem, relative_path_problem};
+
+pub use resume::{Adopted, Resume, Settled};
 
 pub const FILE: &str = "spool.sqlite3";
 
@@ -127,7 +132,48 @@ fn damaged(path: &Path, error: &rusqlite::Error) -> SpoolError {
     ))
 }
 
+/// The position a batch carries (what a lost spool's successor resumes after): none when
+/// the reader's state is over its bound, or the file is not one ingest takes as a position's
+/// (a name with a control character: the batch's points are delivered all the same).
+fn carried(source: &str, file: &str, position: &SavedPosition) -> Option<SourcePosition> {
+    let fits = position.state.len() <= MAX_POSITION_STATE_BYTES
+        && !position.state.contains('\0')
+        && relative_path_problem(file, MAX_POSITION_FILE_BYTES).is_none()
+        && name_problem(&position.fingerprint).is_none_or(|_| position.fingerprint.is_empty());
+    fits.then(|| SourcePosition {
+        source: source.to_owned(),
+        file: file.to_owned(),
+        fingerprint: position.fingerprint.clone(),
+        generation: position.generation,
+        offset: position.offset,
+        line: position.line,
+        state: position.state.clone(),
+    })
+}
+
+/// One more time `event` happened to the file, said `detail` (`spool status`); returns
+/// the times it has happened.
+fn record_event(
+    db: &Connection,
+    (source, file): (&str, &str),
+    (event, detail): (&str, &str),
+    at: f64,
+) -> rusqlite::Result<u64> {
+    db.prepare_cached(
+        "INSERT INTO source_events VALUES (?, ?, ?, 1, ?, ?, ?) ON CONFLICT (source, file, \
+         event) DO UPDATE SET count = count + 1, last_at = excluded.last_at, \
+         detail = excluded.detail RETURNING count",
+    )?
+    .query_row(params![source, file, event, at, at, detail], |r| r.get(0))
+}
+
 impl Spool {
+    /// The generation row of a file is written again at its next seal.
+    fn forget_generation(&mut self, source: &str, file: &str) {
+        self.generations
+            .remove(&(source.to_owned(), file.to_owned()));
+    }
+
     /// The member's spool in `directory` (made private, refused on a network filesystem),
     /// created with a new epoch when it is new. `mountinfo` is the mount table to judge by.
     pub fn open(directory: &Path, owner: &MemberKey, mountinfo: &str) -> Result<Self, SpoolError> {
@@ -191,6 +237,7 @@ impl Spool {
                 ("epoch", epoch.as_str()),
                 ("next_sequence", "1"),
                 ("owner", &owner.to_string()),
+                resume::PENDING,
             ] {
                 db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [key, value])?;
             }
@@ -275,6 +322,7 @@ impl Spool {
                 sealed_at,
                 rich: std::mem::take(&mut draft.rich),
                 session_starts: std::mem::take(&mut draft.session_starts),
+                position: carried(&draft.source, file, position),
             };
             self.encoded.clear();
             batch
@@ -331,18 +379,8 @@ impl Spool {
                 position.generation
             ])?;
         }
-        if let Some((event, detail)) = event {
-            let times: u64 = tx
-                .prepare_cached(
-                    "INSERT INTO source_events VALUES (?, ?, ?, 1, ?, ?, ?) \
-                     ON CONFLICT (source, file, event) DO UPDATE SET count = count + 1, \
-                     last_at = excluded.last_at, detail = excluded.detail RETURNING count",
-                )?
-                .query_row(
-                    params![draft.source, file, event, sealed_at, sealed_at, detail],
-                    |r| r.get(0),
-                )?;
-            self.event_times = times;
+        if let Some(said) = event {
+            self.event_times = record_event(&tx, (&draft.source, file), said, sealed_at)?;
         }
         for (reason, count) in rejected {
             tx.prepare_cached(

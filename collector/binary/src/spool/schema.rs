@@ -22,6 +22,10 @@ CREATE TABLE IF NOT EXISTS source_events (
     source TEXT NOT NULL, file TEXT NOT NULL, event TEXT NOT NULL, count INTEGER NOT NULL,
     first_at REAL NOT NULL, last_at REAL NOT NULL, detail TEXT NOT NULL,
     PRIMARY KEY (source, file, event));
+CREATE TABLE IF NOT EXISTS checkpoints (
+    source TEXT NOT NULL, file TEXT NOT NULL, fingerprint TEXT NOT NULL,
+    generation INTEGER NOT NULL, offset INTEGER NOT NULL, line INTEGER NOT NULL,
+    state TEXT NOT NULL, PRIMARY KEY (source, file));
 CREATE TABLE IF NOT EXISTS rejections (
     source TEXT NOT NULL, reason TEXT NOT NULL, count INTEGER NOT NULL,
     PRIMARY KEY (source, reason));

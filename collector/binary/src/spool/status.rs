@@ -62,6 +62,14 @@ fn read(db: &Connection, directory: &Path) -> rusqlite::Result<Value> {
         "owner": meta("owner"),
         "epoch": meta("epoch"),
         "next_sequence": next,
+        // How the spool began: "pending" (waiting for its checkpoints), or what the gateway
+        // said of the member's earlier spools; null for a spool made before it was asked.
+        "resume": match meta("resume") {
+            Value::String(text) if text != "pending" => {
+                serde_json::from_str(&text).unwrap_or(Value::String(text))
+            }
+            other => other,
+        },
         "pending": {"batches": batches, "points": points, "bytes": bytes},
         "quarantined": rows(db, "SELECT sequence, points, quarantined FROM batches WHERE \
                                  quarantined IS NOT NULL ORDER BY sequence",

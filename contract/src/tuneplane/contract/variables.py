@@ -13,6 +13,8 @@ DEFAULT_SPOOL_BYTES = 256 * 1024 * 1024
 DEFAULT_DRAIN_SECONDS = 30
 DEFAULT_MAX_SERIES = 100_000
 
+DEFAULT_PROJECTOR_GROUP = "tuneplane-projector"
+
 # The gateway's stores and shared secrets.
 DATABASE_URL = Variable(
     "TUNEPLANE_DATABASE_URL", "PostgreSQL URL (`postgresql://user:password@host/db`): read "
@@ -20,6 +22,10 @@ DATABASE_URL = Variable(
 KAFKA_BOOTSTRAP = Variable(
     "TUNEPLANE_KAFKA_BOOTSTRAP", "Kafka bootstrap servers (`host:port,...`) holding the "
     "batches topic")
+PROJECTOR_GROUP = Variable(
+    "TUNEPLANE_PROJECTOR_GROUP", "Kafka consumer group of the projector workers: those of one "
+    "group share the topic's partitions; ingest reads its committed offsets to know the read "
+    "models hold a member's batches before it answers GetCheckpoints")
 S3_ENDPOINT = Variable(
     "TUNEPLANE_S3_ENDPOINT", "S3-compatible endpoint URL for rich records (credentials: the "
     "standard AWS variables, read by boto3)")

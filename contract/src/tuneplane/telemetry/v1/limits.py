@@ -23,6 +23,12 @@ MAX_RUN_PATH_BYTES: Final = MAX_NAME_BYTES
 MAX_BATCH_SERIES: Final = 2_000
 #: Longest file path (relative to its source root) or plugin name a record names.
 MAX_PATH_BYTES: Final = 4_096
+#: Longest reader state a batch's source position carries (JSON, UTF-8 bytes); the
+#: collector leaves the position out of a batch whose state is longer.
+MAX_POSITION_STATE_BYTES: Final = 256 * 1024
+#: Longest file a source position names (relative to its source root, UTF-8 bytes): part
+#: of the checkpoint row's key, which a PostgreSQL index entry must hold with the names.
+MAX_POSITION_FILE_BYTES: Final = 1024
 #: What PostgreSQL's columns hold: attempts are ``integer``, offsets ``bigint``.
 MAX_ATTEMPT: Final = 2**31 - 1
 MAX_OFFSET: Final = 2**63 - 1

@@ -242,6 +242,57 @@ class SessionStart(_message.Message):
 Global___SessionStart: _TypeAlias = SessionStart  # noqa: Y015
 
 @_typing.final
+class SourcePosition(_message.Message):
+    """Where one file of a source was read to when a batch was sealed: the batch holds what was
+    read of the file before this place (a batch reads one file). The read models keep each
+    member's highest position per file, so that a collector whose spool was lost resumes
+    after it (GetCheckpoints) rather than reading again what was delivered.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SOURCE_FIELD_NUMBER: _builtins.int
+    FILE_FIELD_NUMBER: _builtins.int
+    FINGERPRINT_FIELD_NUMBER: _builtins.int
+    GENERATION_FIELD_NUMBER: _builtins.int
+    OFFSET_FIELD_NUMBER: _builtins.int
+    LINE_FIELD_NUMBER: _builtins.int
+    STATE_FIELD_NUMBER: _builtins.int
+    source: _builtins.str
+    file: _builtins.str
+    """relative to the source root; "" for a file source"""
+    fingerprint: _builtins.str
+    """"<bytes>:<crc32c>" of the file's first bytes (up to 1 KiB, CRC-32C): which file, and
+    which generation of it, the offset is in, on any host that sees the file.
+    """
+    generation: _builtins.int
+    """the times the file was found written anew, plus one"""
+    offset: _builtins.int
+    """bytes read"""
+    line: _builtins.int
+    """the number of the next line (JSONL); 0 for event files"""
+    state: _builtins.str
+    """what the reader remembers of the file (JSON)"""
+    def __init__(
+        self,
+        *,
+        source: _builtins.str = ...,
+        file: _builtins.str = ...,
+        fingerprint: _builtins.str = ...,
+        generation: _builtins.int = ...,
+        offset: _builtins.int = ...,
+        line: _builtins.int = ...,
+        state: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["file", b"file", "fingerprint", b"fingerprint", "generation", b"generation", "line", b"line", "offset", b"offset", "source", b"source", "state", b"state"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SourcePosition: _TypeAlias = SourcePosition  # noqa: Y015
+
+@_typing.final
 class Batch(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -250,6 +301,7 @@ class Batch(_message.Message):
     SEALED_AT_FIELD_NUMBER: _builtins.int
     RICH_FIELD_NUMBER: _builtins.int
     SESSION_STARTS_FIELD_NUMBER: _builtins.int
+    POSITION_FIELD_NUMBER: _builtins.int
     sealed_at: _builtins.float
     """collector wall time at seal, seconds"""
     @_builtins.property
@@ -260,6 +312,12 @@ class Batch(_message.Message):
     def rich(self) -> _containers.RepeatedCompositeFieldContainer[Global___RichRecord]: ...
     @_builtins.property
     def session_starts(self) -> _containers.RepeatedCompositeFieldContainer[Global___SessionStart]: ...
+    @_builtins.property
+    def position(self) -> Global___SourcePosition:
+        """Absent in batches sealed before it existed, and when the reader's state is over its
+        bound (MAX_POSITION_STATE_BYTES): such a batch moves no checkpoint.
+        """
+
     def __init__(
         self,
         *,
@@ -268,10 +326,11 @@ class Batch(_message.Message):
         sealed_at: _builtins.float = ...,
         rich: _abc.Iterable[Global___RichRecord] | None = ...,
         session_starts: _abc.Iterable[Global___SessionStart] | None = ...,
+        position: Global___SourcePosition | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity", "position", b"position"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunks", b"chunks", "identity", b"identity", "rich", b"rich", "sealed_at", b"sealed_at", "session_starts", b"session_starts"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunks", b"chunks", "identity", b"identity", "position", b"position", "rich", b"rich", "sealed_at", b"sealed_at", "session_starts", b"session_starts"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -355,3 +414,61 @@ class PushBatchReply(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___PushBatchReply: _TypeAlias = PushBatchReply  # noqa: Y015
+
+@_typing.final
+class GetCheckpointsRequest(_message.Message):
+    """The checkpoints of the token's member, in (source, file) order, a page at a time: the
+    first page is answered once the read models hold every batch of the member that Kafka
+    held when it was asked, so no checkpoint is older than what was made durable.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AFTER_SOURCE_FIELD_NUMBER: _builtins.int
+    AFTER_FILE_FIELD_NUMBER: _builtins.int
+    after_source: _builtins.str
+    """The page after this (source, file); both empty for the first page."""
+    after_file: _builtins.str
+    def __init__(
+        self,
+        *,
+        after_source: _builtins.str = ...,
+        after_file: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["after_file", b"after_file", "after_source", b"after_source"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetCheckpointsRequest: _TypeAlias = GetCheckpointsRequest  # noqa: Y015
+
+@_typing.final
+class GetCheckpointsReply(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    POSITIONS_FIELD_NUMBER: _builtins.int
+    MORE_FIELD_NUMBER: _builtins.int
+    SPOOL_EPOCHS_FIELD_NUMBER: _builtins.int
+    more: _builtins.bool
+    """another page follows the last position"""
+    @_builtins.property
+    def positions(self) -> _containers.RepeatedCompositeFieldContainer[Global___SourcePosition]: ...
+    @_builtins.property
+    def spool_epochs(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The spool epochs the member's checkpoints come from (earlier spools of the member)."""
+
+    def __init__(
+        self,
+        *,
+        positions: _abc.Iterable[Global___SourcePosition] | None = ...,
+        more: _builtins.bool = ...,
+        spool_epochs: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["more", b"more", "positions", b"positions", "spool_epochs", b"spool_epochs"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetCheckpointsReply: _TypeAlias = GetCheckpointsReply  # noqa: Y015

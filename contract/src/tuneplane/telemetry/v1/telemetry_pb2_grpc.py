@@ -39,6 +39,11 @@ class TelemetryIngestStub:
                 request_serializer=tuneplane_dot_telemetry_dot_v1_dot_telemetry__pb2.PushBatchRequest.SerializeToString,
                 response_deserializer=tuneplane_dot_telemetry_dot_v1_dot_telemetry__pb2.PushBatchReply.FromString,
                 _registered_method=True)
+        self.GetCheckpoints = channel.unary_unary(
+                '/tuneplane.telemetry.v1.TelemetryIngest/GetCheckpoints',
+                request_serializer=tuneplane_dot_telemetry_dot_v1_dot_telemetry__pb2.GetCheckpointsRequest.SerializeToString,
+                response_deserializer=tuneplane_dot_telemetry_dot_v1_dot_telemetry__pb2.GetCheckpointsReply.FromString,
+                _registered_method=True)
 
 
 class TelemetryIngestServicer:
@@ -56,6 +61,14 @@ class TelemetryIngestServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetCheckpoints(self, request, context):
+        """Where a collector beginning a new spool resumes its sources. Errors: those of
+        PushBatch's token, and UNAVAILABLE while the read models are behind Kafka (retry).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TelemetryIngestServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -63,6 +76,11 @@ def add_TelemetryIngestServicer_to_server(servicer, server):
                     servicer.PushBatch,
                     request_deserializer=tuneplane_dot_telemetry_dot_v1_dot_telemetry__pb2.PushBatchRequest.FromString,
                     response_serializer=tuneplane_dot_telemetry_dot_v1_dot_telemetry__pb2.PushBatchReply.SerializeToString,
+            ),
+            'GetCheckpoints': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetCheckpoints,
+                    request_deserializer=tuneplane_dot_telemetry_dot_v1_dot_telemetry__pb2.GetCheckpointsRequest.FromString,
+                    response_serializer=tuneplane_dot_telemetry_dot_v1_dot_telemetry__pb2.GetCheckpointsReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -92,6 +110,33 @@ class TelemetryIngest:
             '/tuneplane.telemetry.v1.TelemetryIngest/PushBatch',
             tuneplane_dot_telemetry_dot_v1_dot_telemetry__pb2.PushBatchRequest.SerializeToString,
             tuneplane_dot_telemetry_dot_v1_dot_telemetry__pb2.PushBatchReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetCheckpoints(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tuneplane.telemetry.v1.TelemetryIngest/GetCheckpoints',
+            tuneplane_dot_telemetry_dot_v1_dot_telemetry__pb2.GetCheckpointsRequest.SerializeToString,
+            tuneplane_dot_telemetry_dot_v1_dot_telemetry__pb2.GetCheckpointsReply.FromString,
             options,
             channel_credentials,
             insecure,

@@ -45,6 +45,10 @@ class TelemetryIngestStub:
       UNAVAILABLE      Kafka cannot take the batch now; retry the same batch
       RESOURCE_EXHAUSTED too many batches in flight; back off and retry
     """
+    GetCheckpoints: _grpc.UnaryUnaryMultiCallable[_telemetry_pb2.GetCheckpointsRequest, _telemetry_pb2.GetCheckpointsReply]
+    """Where a collector beginning a new spool resumes its sources. Errors: those of
+    PushBatch's token, and UNAVAILABLE while the read models are behind Kafka (retry).
+    """
 
 @_typing.type_check_only
 class TelemetryIngestAsyncStub(TelemetryIngestStub):
@@ -56,6 +60,10 @@ class TelemetryIngestAsyncStub(TelemetryIngestStub):
       INVALID_ARGUMENT batch over the point or byte bound, or malformed
       UNAVAILABLE      Kafka cannot take the batch now; retry the same batch
       RESOURCE_EXHAUSTED too many batches in flight; back off and retry
+    """
+    GetCheckpoints: _aio.UnaryUnaryMultiCallable[_telemetry_pb2.GetCheckpointsRequest, _telemetry_pb2.GetCheckpointsReply]  # type: ignore[assignment]
+    """Where a collector beginning a new spool resumes its sources. Errors: those of
+    PushBatch's token, and UNAVAILABLE while the read models are behind Kafka (retry).
     """
 
 class TelemetryIngestServicer(metaclass=_abc_1.ABCMeta):
@@ -71,6 +79,16 @@ class TelemetryIngestServicer(metaclass=_abc_1.ABCMeta):
           INVALID_ARGUMENT batch over the point or byte bound, or malformed
           UNAVAILABLE      Kafka cannot take the batch now; retry the same batch
           RESOURCE_EXHAUSTED too many batches in flight; back off and retry
+        """
+
+    @_abc_1.abstractmethod
+    def GetCheckpoints(
+        self,
+        request: _telemetry_pb2.GetCheckpointsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_telemetry_pb2.GetCheckpointsReply, _abc.Awaitable[_telemetry_pb2.GetCheckpointsReply]]:
+        """Where a collector beginning a new spool resumes its sources. Errors: those of
+        PushBatch's token, and UNAVAILABLE while the read models are behind Kafka (retry).
         """
 
 def add_TelemetryIngestServicer_to_server(servicer: TelemetryIngestServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

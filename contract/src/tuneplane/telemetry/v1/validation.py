@@ -26,6 +26,8 @@ from tuneplane.telemetry.v1.limits import (
     MAX_NAME_BYTES,
     MAX_OFFSET,
     MAX_PATH_BYTES,
+    MAX_POSITION_FILE_BYTES,
+    MAX_POSITION_STATE_BYTES,
     MAX_RUN_PATH_BYTES,
 )
 from tuneplane.telemetry.v1.names import RICH_KIND_NAMES
@@ -71,7 +73,7 @@ def name_problem(value: str, limit: int = MAX_NAME_BYTES, *, required: bool = Tr
     return None
 
 
-def run_path_problem(value: str) -> str | None:
+def run_path_problem(value: str, limit: int = MAX_RUN_PATH_BYTES) -> str | None:
     """Why ``value`` cannot be a series' run path, or None. A run path is TensorBoard's run:
     the directory of an event file relative to its log directory, empty for the log
     directory itself. It may hold '/' (nested directories: ``eval/fold_1``), but is relative
@@ -79,7 +81,7 @@ def run_path_problem(value: str) -> str | None:
     character, at most ``MAX_RUN_PATH_BYTES``. The collector asks this before sealing."""
     if not value:
         return None  # the root
-    problem = name_problem(value, MAX_RUN_PATH_BYTES)
+    problem = name_problem(value, limit)
     if problem:
         return problem
     if value.startswith("/"):
@@ -111,6 +113,8 @@ def check_identity(identity: pb.BatchIdentity) -> None:
                                f"{value[:40]!r}")
     if not 1 <= identity.attempt <= MAX_ATTEMPT:
         raise InvalidBatch(f"identity.attempt must be 1 to {MAX_ATTEMPT}, not {identity.attempt}")
+    if identity.sequence > MAX_OFFSET:
+        raise InvalidBatch(f"identity.sequence {identity.sequence} is over {MAX_OFFSET}")
 
 
 def check_time(what: str, seconds: float) -> None:
@@ -179,6 +183,26 @@ def check_session_starts(batch: pb.Batch) -> None:
             check_name(f"session_starts[{i}].tags", tag)
 
 
+def check_position(batch: pb.Batch) -> None:
+    """A source position is stored as the projector's checkpoint row (its file part of the
+    row's key) and given back to a collector, which joins its file to a source root: the
+    file is a relative path of names (as a run path is), the state holds no NUL."""
+    if not batch.HasField("position"):
+        return
+    at = batch.position
+    check_name("position.source", at.source)
+    if (problem := run_path_problem(at.file, MAX_POSITION_FILE_BYTES)) is not None:
+        raise InvalidBatch(f"position.file {problem}")
+    check_name("position.fingerprint", at.fingerprint, required=False)
+    for field in ("generation", "offset", "line"):
+        if getattr(at, field) > MAX_OFFSET:
+            raise InvalidBatch(f"position.{field} {getattr(at, field)} is over {MAX_OFFSET}")
+    if len(at.state.encode()) > MAX_POSITION_STATE_BYTES:
+        raise InvalidBatch(f"position.state is over {MAX_POSITION_STATE_BYTES} bytes")
+    if "\x00" in at.state:
+        raise InvalidBatch("position.state holds a NUL character")
+
+
 def validate(batch: pb.Batch, size: int) -> int:
     """Returns the batch's point count, or raises InvalidBatch."""
     if size > MAX_BATCH_BYTES:
@@ -188,6 +212,7 @@ def validate(batch: pb.Batch, size: int) -> int:
     points = check_chunks(batch)
     check_rich(batch)
     check_session_starts(batch)
+    check_position(batch)
     if not (batch.chunks or batch.rich or batch.session_starts):
         raise InvalidBatch("batch is empty")
     return points

@@ -12,9 +12,11 @@ import asyncpg
 
 from tuneplane.common.db import TRANSIENT_ERRORS
 from tuneplane.common.gateway import listener, shared_identity
+from tuneplane.common.kafka.committed import GroupPosition
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.contract import flags
 from tuneplane.contract.settings import SettingsError
+from tuneplane.ingest.checkpoints import Checkpoints
 from tuneplane.ingest.gate import Admission
 from tuneplane.ingest.inflight import CallsInFlight
 from tuneplane.ingest.series import SeriesBound
@@ -66,7 +68,11 @@ async def serve(args: argparse.Namespace, settings: IngestSettings) -> None:
     standing = Standing(facts, drain_seconds=settings.drain_seconds)
     calls = CallsInFlight(settings.calls_per_token, settings.calls_per_run)
     admission = Admission(signer, standing, calls)
-    service = TelemetryIngest(admission, sink, SeriesBound(facts, settings.max_series))
+    projected = GroupPosition(settings.kafka_bootstrap, settings.projector_group)
+    await projected.start()
+    checkpoints = Checkpoints(pool, projected, sink, wait=settings.checkpoint_wait)
+    service = TelemetryIngest(admission, sink, SeriesBound(facts, settings.max_series),
+                              checkpoints)
     server = create_server(service, max_concurrent_rpcs=settings.max_concurrent_rpcs)
     server.add_secure_port(f"{args.host}:{args.port}", credentials)
     await server.start()
@@ -74,6 +80,7 @@ async def serve(args: argparse.Namespace, settings: IngestSettings) -> None:
              "%d per run", args.host, args.port, settings.max_concurrent_rpcs,
              settings.calls_per_token, settings.calls_per_run)
     await listener.serve_until_signalled(server, "ingest")
+    await projected.stop()
     await sink.stop()
     await pool.close()
 

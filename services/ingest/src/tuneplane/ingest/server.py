@@ -8,9 +8,12 @@ from __future__ import annotations
 import logging
 from typing import TypeAlias
 
+import asyncpg
 import grpc
 
+from tuneplane.common.db import TRANSIENT_ERRORS
 from tuneplane.common.tokens import WorkloadClaims
+from tuneplane.ingest.checkpoints import Behind, Checkpoints
 from tuneplane.ingest.gate import Admission, Gate, Refused
 from tuneplane.ingest.inflight import TooManyCalls
 from tuneplane.ingest.recent import RecentBatches, Seen
@@ -30,15 +33,41 @@ MAX_RECEIVE_BYTES = 2 * MAX_BATCH_BYTES
 
 
 Context: TypeAlias = "grpc.aio.ServicerContext[pb.PushBatchRequest, pb.PushBatchReply]"
+AskContext: TypeAlias = (
+    "grpc.aio.ServicerContext[pb.GetCheckpointsRequest, pb.GetCheckpointsReply]")
 
 
 class TelemetryIngest(pb_grpc.TelemetryIngestServicer):
     def __init__(self, admission: Admission, sink: BatchSink,
-                 series: SeriesBound | None = None) -> None:
+                 series: SeriesBound | None = None,
+                 checkpoints: Checkpoints | None = None) -> None:
         self.admission = admission
         self._sink = sink
         self._series = series  # None: no bound on an attempt's series
+        self._checkpoints = checkpoints  # None: GetCheckpoints is UNIMPLEMENTED
         self._recent = RecentBatches()
+
+    async def GetCheckpoints(self, request: pb.GetCheckpointsRequest,
+                             context: AskContext) -> pb.GetCheckpointsReply:
+        found = await self.admission.check(context.invocation_metadata() or ())
+        if isinstance(found, Refused):
+            await context.abort(found.code, found.message)
+        if self._checkpoints is None:
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, "checkpoints are not kept here")
+        try:
+            with self.admission.calls.held(found.member):
+                return await self._checkpoints.page(found.member, request)
+        except TooManyCalls as exc:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+        except Behind as exc:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        except asyncpg.DataError as exc:  # a NUL in the page's (source, file), say
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"not a page: {exc}")
+        except (*TRANSIENT_ERRORS, asyncpg.InsufficientResourcesError) as exc:
+            log.warning("GetCheckpoints of %s: PostgreSQL did not answer: %r", found.member, exc)
+            await context.abort(grpc.StatusCode.UNAVAILABLE,
+                                "the read models cannot be asked now; ask again")
+        raise AssertionError("unreachable")  # abort raises
 
     async def PushBatch(self, request: pb.PushBatchRequest,
                         context: Context) -> pb.PushBatchReply:
@@ -97,7 +126,7 @@ def create_server(service: TelemetryIngest, *, max_concurrent_rpcs: int) -> grpc
         maximum_concurrent_rpcs=max_concurrent_rpcs,
         interceptors=[Gate(service.admission)],
         options=[("grpc.max_receive_message_length", MAX_RECEIVE_BYTES),
-                 ("grpc.max_send_message_length", 1024 * 1024)],
+                 ("grpc.max_send_message_length", 4 * 1024 * 1024)],
     )
     pb_grpc.add_TelemetryIngestServicer_to_server(service, server)
     return server

@@ -10,7 +10,9 @@ from tuneplane.contract.variables import (
     DATABASE_URL,
     DEFAULT_DRAIN_SECONDS,
     DEFAULT_MAX_SERIES,
+    DEFAULT_PROJECTOR_GROUP,
     KAFKA_BOOTSTRAP,
+    PROJECTOR_GROUP,
     TELEMETRY_DRAIN_SECONDS,
     TELEMETRY_MAX_SERIES,
     WEB_JWT_SECRET,
@@ -44,4 +46,9 @@ class IngestSettings(Settings):
         "TUNEPLANE_INGEST_KAFKA_TIMEOUT", parse=seconds, default=15.0, flag="--kafka-timeout",
         help="seconds ingest waits for Kafka to hold a batch before it answers UNAVAILABLE "
              "(the collector keeps the batch and retries)")
+    projector_group: str = setting(PROJECTOR_GROUP, default=DEFAULT_PROJECTOR_GROUP)
+    checkpoint_wait: float = setting(
+        "TUNEPLANE_INGEST_CHECKPOINT_WAIT", parse=seconds, default=20.0,
+        help="seconds GetCheckpoints waits for the projectors to hold every batch of the "
+             "member Kafka holds before it answers UNAVAILABLE (the collector asks again)")
     gateway: GatewaySettings = section(GatewaySettings)

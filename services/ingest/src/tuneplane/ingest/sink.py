@@ -10,7 +10,7 @@ from aiokafka.errors import KafkaError
 from aiokafka.partitioner import murmur2
 
 from tuneplane.common.kafka import topics
-from tuneplane.telemetry.v1.identity import BatchKey
+from tuneplane.telemetry.v1.identity import BatchKey, MemberKey
 from tuneplane.telemetry.v1.limits import TOPIC_MAX_MESSAGE_BYTES
 
 
@@ -26,7 +26,11 @@ class BatchSink(Protocol):
 
 def partition_for(key: BatchKey, partitions: int) -> int:
     """One member's batches always land on one partition, so they stay ordered."""
-    hashed: int = murmur2(key.member.partition_key())
+    return member_partition(key.member, partitions)
+
+
+def member_partition(member: MemberKey, partitions: int) -> int:
+    hashed: int = murmur2(member.partition_key())
     return (hashed & 0x7FFFFFFF) % partitions
 
 
@@ -49,6 +53,10 @@ class KafkaBatchSink:
 
     async def stop(self) -> None:
         await self._producer.stop()
+
+    def partition_of(self, member: MemberKey) -> int:
+        """The partition the member's batches go to."""
+        return member_partition(member, self._partitions)
 
     async def _partition_count(self) -> int:
         partitions = await self._producer.partitions_for(topics.BATCHES)

@@ -137,6 +137,8 @@ class Projection:
     chunks: list[ChunkRow]
     rich: list[RichRow] = field(default_factory=list)
     session_starts: list[StartRow] = field(default_factory=list)
+    #: Where the batch's file was read to (None: a batch of before, or its state too long).
+    position: pb.SourcePosition | None = None
 
 
 def object_key(payload: bytes) -> str:
@@ -187,4 +189,5 @@ def project(payload: bytes, meta: RecordMeta) -> Projection:
         rich=[rich_row(r, i) for i, r in enumerate(batch.rich)],
         session_starts=[StartRow(i, m.source, m.file, m.offset, m.step, m.wall_time,
                                  tuple(m.tags))
-                        for i, m in enumerate(batch.session_starts)])
+                        for i, m in enumerate(batch.session_starts)],
+        position=batch.position if batch.HasField("position") else None)

@@ -22,7 +22,7 @@ log = logging.getLogger("tuneplane.projector.rebuild")
 
 LIVE, NEXT, OLD = "readmodel", "readmodel_next", "readmodel_old"
 TABLES = ("batch_ledger", "series", "curve_chunks", "rich_records", "session_starts",
-          "member_summaries")
+          "member_summaries", "source_checkpoints", "member_spools")
 
 
 async def prepare_next(conn: asyncpg.Connection) -> None:

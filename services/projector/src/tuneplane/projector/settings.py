@@ -12,13 +12,15 @@ from tuneplane.contract.settings import Settings, setting
 from tuneplane.contract.variables import (
     DATABASE_URL,
     DEFAULT_MAX_SERIES,
+    DEFAULT_PROJECTOR_GROUP,
     KAFKA_BOOTSTRAP,
+    PROJECTOR_GROUP,
     S3_BUCKET,
     S3_ENDPOINT,
     TELEMETRY_MAX_SERIES,
 )
 
-CONSUMER_GROUP = "tuneplane-projector"
+CONSUMER_GROUP = DEFAULT_PROJECTOR_GROUP
 
 
 class ProjectorSettings(Settings):
@@ -41,10 +43,7 @@ class ProjectorSettings(Settings):
         "TUNEPLANE_PROJECTOR_POISON_RUNS", parse=positive, default=10,
         help="distinct runs whose poison, past the per-minute limit, stops a projector (a "
              "bad deploy); one run's poison alone never does")
-    group_id: str = setting(
-        "TUNEPLANE_PROJECTOR_GROUP", default=CONSUMER_GROUP,
-        help="Kafka consumer group of the projector workers: those of one group share the "
-             "topic's partitions")
+    group_id: str = setting(PROJECTOR_GROUP, default=CONSUMER_GROUP)
     offset_reset: str = setting(
         "TUNEPLANE_PROJECTOR_OFFSET_RESET", default="earliest",
         help="where a new consumer group starts in the batches topic (`earliest` or `latest`)")

@@ -18,7 +18,8 @@ import asyncpg
 from tuneplane.common.db import Connection
 from tuneplane.projector import pgbinary as pg
 from tuneplane.projector.projection import ChunkRow, Projection
-from tuneplane.telemetry.v1.identity import MemberKey, SeriesKey
+from tuneplane.projector.summaries import count_spools, summarise
+from tuneplane.telemetry.v1.identity import SeriesKey
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -98,34 +99,21 @@ class S3ObjectStore:
         self._client.put_object(Bucket=self._bucket, Key=key, Body=data)
 
 
-SERIES_OF_ATTEMPT = "SELECT count(*) FROM series WHERE run_id = $1 AND attempt = $2"
-
-
-SUMMARISE = """
-INSERT INTO member_summaries (run_id, attempt, member, points, batches, first_batch_at,
-                              last_batch_at)
-SELECT r, a, m, p, b, now(), now()
-FROM unnest($1::text[], $2::integer[], $3::text[], $4::bigint[], $5::bigint[]) AS u(r, a, m, p, b)
-ON CONFLICT (run_id, attempt, member) DO UPDATE SET
-    points = member_summaries.points + EXCLUDED.points,
-    batches = member_summaries.batches + EXCLUDED.batches,
-    last_batch_at = EXCLUDED.last_batch_at
+#: The member's file was read to here: a batch of a later spool epoch (sent only once the
+#: read models held every batch of the earlier ones: GetCheckpoints) or a higher sequence of
+#: the same epoch (batches in flight together may reach Kafka out of order) moves it.
+CHECKPOINT = """
+INSERT INTO source_checkpoints AS c (run_id, attempt, member, source, file, spool_epoch,
+                                     sequence, fingerprint, generation, "offset", line, state)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+ON CONFLICT (run_id, attempt, member, source, file) DO UPDATE SET
+    spool_epoch = excluded.spool_epoch, sequence = excluded.sequence,
+    fingerprint = excluded.fingerprint, generation = excluded.generation,
+    "offset" = excluded."offset", line = excluded.line, state = excluded.state
+WHERE c.spool_epoch <> excluded.spool_epoch OR c.sequence < excluded.sequence
 """
 
-
-async def summarise(conn: Connection, fresh: Sequence[Projection]) -> None:
-    """Add the group's new batches to their members' summaries (one statement; a member's
-    batches are on one partition, so no other worker writes its row meanwhile)."""
-    totals: dict[MemberKey, tuple[int, int]] = {}
-    for projection in fresh:
-        points, batches = totals.get(projection.key.member, (0, 0))
-        totals[projection.key.member] = (points + projection.points, batches + 1)
-    if not totals:
-        return
-    members = sorted(totals, key=lambda m: (m.run_id, m.attempt, m.member))
-    await conn.execute(SUMMARISE, [m.run_id for m in members], [m.attempt for m in members],
-                       [m.member for m in members], [totals[m][0] for m in members],
-                       [totals[m][1] for m in members])
+SERIES_OF_ATTEMPT = "SELECT count(*) FROM series WHERE run_id = $1 AND attempt = $2"
 
 
 class TooManySeries(Exception):
@@ -159,8 +147,9 @@ class PostgresWriter:
                 await conn.copy_to_table("curve_chunks", columns=CHUNK_COLUMNS,
                                          source=pg.source(pg.rows(CHUNK_FIELDS, chunks)),
                                          format="binary")
-            await summarise(conn, [p for p, fresh in zip(projections, applied, strict=True)
-                                   if fresh])
+            fresh = [p for p, new in zip(projections, applied, strict=True) if new]
+            await summarise(conn, fresh)
+            await count_spools(conn, fresh)
             return applied
 
     async def _store_rich(self, projections: Sequence[Projection]) -> None:
@@ -216,4 +205,8 @@ class PostgresWriter:
                 "session_starts", columns=START_COLUMNS,
                 records=[(*ids, m.marker_index, m.source, m.file, m.file_offset, m.step,
                           m.wall_time, list(m.tags)) for m in projection.session_starts])
+        if (at := projection.position) is not None:
+            await conn.execute(CHECKPOINT, member.run_id, member.attempt, member.member,
+                               at.source, at.file, key.spool_epoch, key.sequence,
+                               at.fingerprint, at.generation, at.offset, at.line, at.state)
         return True

@@ -31,6 +31,9 @@ class Member(BaseModel):
     series: int
     points: int = Field(description="points projected")
     last_batch_at: datetime | None = Field(description="when its last batch was projected")
+    spools: int = Field(0, description="spools its batches came from: more than one when its "
+                                       "spool was replaced (a host re-imaged, a spool lost), "
+                                       "each new one resuming where the earlier delivered")
 
 
 WallClock = Literal["written", "read", "mixed"]

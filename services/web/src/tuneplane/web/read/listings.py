@@ -31,7 +31,9 @@ FROM batch_ledger WHERE run_id = $1 GROUP BY attempt ORDER BY attempt
 MEMBERS = """
 SELECT s.member, array_agg(DISTINCT s.source ORDER BY s.source) AS sources,
        count(*) AS series, coalesce(min(m.points), 0) AS points,
-       min(m.last_batch_at) AS last_batch_at
+       min(m.last_batch_at) AS last_batch_at,
+       (SELECT count(*) FROM member_spools p WHERE p.run_id = $1 AND p.attempt = $2
+        AND p.member = s.member) AS spools
 FROM series s LEFT JOIN member_summaries m USING (run_id, attempt, member)
 WHERE s.run_id = $1 AND s.attempt = $2
 GROUP BY s.member ORDER BY s.member LIMIT $3

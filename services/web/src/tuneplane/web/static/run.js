@@ -55,6 +55,17 @@ function showAttempts(attempts, selected) {
   $("attempts").tBodies[0].replaceChildren(...rows);
 }
 
+// A member whose spool was replaced (more than one) is marked: its later spools resumed
+// where the earlier had delivered (the collector's `spool status` says where).
+function spoolsCell(tr, spools) {
+  const td = cell(tr, spools ? count(spools) : null, "num");
+  if (spools > 1) {
+    td.classList.add("warn");
+    td.title = `spool replaced ${spools - 1} time${spools > 2 ? "s" : ""}: `
+      + "each new spool resumed where the one before had delivered";
+  }
+}
+
 async function showMembers(attempt) {
   $("selected").textContent = attempt ? `#${attempt.attempt}` : "";
   const telemetry = attempt?.telemetry
@@ -69,6 +80,7 @@ async function showMembers(attempt) {
     cell(tr, m ? m.sources.join(", ") : null);
     cell(tr, count(m?.series ?? 0), "num");
     cell(tr, count(m?.points ?? 0), "num");
+    spoolsCell(tr, m?.spools ?? 0);
     cell(tr, when(m?.last_batch_at));
     undeliveredCell(tr, l ? l.undelivered : null);
     const detail = cell(tr, l?.detail || null, "detail");
