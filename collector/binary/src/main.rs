@@ -10,6 +10,7 @@ mod follow;
 mod integration;
 mod logging;
 mod node;
+mod probe;
 mod read;
 mod rpc;
 mod run;
@@ -67,6 +68,9 @@ enum Command {
     /// The node agent of an execution host: enroll it, run the launches control assigns.
     #[command(long_about = node::ABOUT)]
     Node(node::NodeArgs),
+    /// Check this host reaches ingest: DNS, TCP, TLS (chain and name) and, with a token,
+    /// that ingest accepts it; each failure named with its fix.
+    Probe(probe::ProbeArgs),
     /// Build or verify a collector artifact (manifest.json and the static binary, in a
     /// directory named by the manifest's sha256).
     Artifact {
@@ -166,6 +170,7 @@ fn main() -> ExitCode {
         Command::Artifact { command } => artifact_command(command),
         Command::SlurmNode(args) => slurm::slurm_node(*args),
         Command::Node(args) => node::node(args),
+        Command::Probe(args) => probe::probe(&args),
         Command::Check { file } => integration::check(&file),
         Command::Spool {
             command: SpoolCommand::Status { directory },

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.tier import examples
 from tests.web.read.test_downsample import series
 from tuneplane.web.read import columnar, downsample, series_read
 from tuneplane.web.read.columnar import Chunks, ColumnAnswer, Unrepresentable
@@ -40,7 +41,7 @@ def assert_same(reference: downsample.Answer, found: ColumnAnswer) -> None:
         assert x.wall == wall
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(series(), st.integers(-100, 400), st.integers(0, 500), st.integers(2, 50),
        st.integers(0, 200), st.booleans())
 def test_columns_answer_as_the_reference_does(
@@ -59,7 +60,7 @@ def test_columns_answer_as_the_reference_does(
     assert_same(reference, columnar.answer(chunks, unpacked, lo, hi, max_points))
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(series(), st.integers(-100, 400), st.integers(0, 500), st.integers(2, 50))
 def test_summaries_alone_answer_as_the_reference_does(
         data: tuple[list[ChunkSummary], dict[ChunkRef, Arrays]], lo: int, span: int,

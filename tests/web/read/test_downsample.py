@@ -7,6 +7,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.tier import examples
 from tuneplane.web.read.downsample import (
     Arrays,
     ChunkRef,
@@ -61,7 +62,7 @@ def comparable(step: int, value: float) -> tuple[int, float | str]:
     return step, "nan" if math.isnan(value) else value
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(series(), st.integers(-100, 400), st.integers(0, 500), st.integers(2, 50),
        st.integers(0, 200))
 def test_answers_are_bounded_and_exact(data: tuple[list[ChunkSummary], dict[ChunkRef, Arrays]],

@@ -7,6 +7,7 @@ import random
 from pathlib import Path
 
 from tests.support.collector_binary import HOST_TARGET, spooled, unreachable_run
+from tests.support.tier import examples
 from tests.support.truth import (
     Run,
     Written,
@@ -133,12 +134,13 @@ def random_file(rng: random.Random) -> list[Written]:
 
 def test_random_event_sequences_purge_like_tensorboards_accumulator(tmp_path: Path,
                                                                     tls_dir: Path) -> None:
-    """Forty log directories, each of runs of one to three files, each with or without a
-    file_version, holding scalars of a few tags at wandering steps, histograms and STARTs:
-    the canonical view of what the collector sealed of each (one collector reading all forty
-    as sources) equals TensorBoard's multiplexer on the same files."""
+    """Forty log directories (ten in the fast tier), each of runs of one to three files, each
+    with or without a file_version, holding scalars of a few tags at wandering steps,
+    histograms and STARTs: the canonical view of what the collector sealed of each (one
+    collector reading them all as sources) equals TensorBoard's multiplexer on the same
+    files."""
     logdirs: dict[str, Path] = {}
-    for seed in range(40):
+    for seed in range(examples(40)):
         rng = random.Random(seed)
         logdir = logdirs[f"tb{seed}"] = tmp_path / f"logs-{seed}"
         for run in ("", "r1", "r2/deep"):

@@ -11,7 +11,7 @@ use crate::collect::fence::Fence;
 use crate::collect::generation::{count_held, held_full, Held, HELD_FILES};
 use crate::collect::logdir;
 use crate::sources::names::escape_controls;
-use crate::spool::Shared;
+use crate::spool::{room, Shared};
 
 #[derive(Debug, Default)]
 pub struct Counters {
@@ -56,6 +56,8 @@ pub struct SourceReader {
     pub(super) steps: u64,
     /// The spool's size when last asked, and `counters.sealed_bytes` then.
     stored: Option<(u64, u64)>,
+    /// Reading paused for room on the spool's filesystem (`spool::room`), said once.
+    short_of_room: bool,
     pub counters: Counters,
 }
 
@@ -81,12 +83,38 @@ impl SourceReader {
             held: HashMap::new(),
             steps: 0,
             stored: None,
+            short_of_room: false,
             counters: Counters::default(),
         }
     }
 
     pub fn spool_full(&mut self) -> rusqlite::Result<bool> {
-        Ok(self.held_bytes()? >= self.bounds.spool_bytes)
+        Ok(self.held_bytes()? >= self.bounds.spool_bytes || !self.room_left())
+    }
+
+    /// Whether the spool's filesystem has the room it keeps free (`spool::room`); a pause
+    /// and its end are said once each.
+    fn room_left(&mut self) -> bool {
+        let directory = self.spool.get().directory.clone();
+        if self.short_of_room {
+            self.spool.get().give_back_room();
+        }
+        let enough = room::enough(&directory, self.short_of_room);
+        if enough == self.short_of_room {
+            self.short_of_room = !enough;
+            if enough {
+                log::info!("the spool's filesystem has room again: reading goes on");
+            } else {
+                log::warn!(
+                    "the spool's filesystem ({}) has less than {} MiB free: reading pauses, \
+                     the sources keep the data, and the sender goes on (its deletions need \
+                     that room)",
+                    directory.display(),
+                    room::KEPT_FREE >> 20
+                );
+            }
+        }
+        enough
     }
 
     /// What the spool holds at most: its size when last asked plus what was sealed since
@@ -130,6 +158,9 @@ impl SourceReader {
     /// Whether every source is read to its end (nothing more to read now).
     pub fn run_once(&mut self) -> StepResult {
         self.settle_checkpoints()?;
+        if !self.room_left() {
+            return Ok(false);
+        }
         let mut idle = true;
         for at in 0..self.sources.len() {
             let source = self.sources[at].clone();

@@ -104,11 +104,16 @@ fn read_loop(
         rung
     };
     let mut sealing_round = None;
+    let mut unwritable = false; // said once, until the spool takes a write again
     while !flags.stopping.is_set() {
         let started = Instant::now();
         let result = reader.run_once();
         if ring(&reader) {
             sealing_round = Some(started);
+        }
+        if result.is_ok() && unwritable {
+            unwritable = false;
+            log::info!("the spool can be written again: reading goes on where it paused");
         }
         match result {
             Ok(true) => {
@@ -124,7 +129,19 @@ fn read_loop(
                 }
             }
             Err(e) => {
-                log::error!("the spool cannot be written: {e}; reading waits");
+                if !unwritable {
+                    unwritable = true;
+                    let full = matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::DiskFull));
+                    let why = if full {
+                        "its filesystem is full".to_owned()
+                    } else {
+                        e.to_string()
+                    };
+                    log::error!(
+                        "the spool cannot be written ({why}): reading pauses, the sources keep \
+                         the data, and nothing sealed is lost; it goes on when it can write"
+                    );
+                }
                 flags.stopping.wait(POLL);
             }
         }

@@ -11,6 +11,7 @@ pub mod mounts;
 pub mod place;
 mod queue;
 mod resume;
+pub mod room;
 mod schema;
 pub mod status;
 
@@ -85,6 +86,8 @@ pub struct SealedBatch {
 
 pub struct Spool {
     pub(super) db: Connection,
+    /// Where it is (its filesystem's free room is looked at: `room`).
+    pub directory: std::path::PathBuf,
     owner: MemberKey,
     pub epoch: String,
     /// The last batch's encoding, its allocation kept for the next (up to KEPT_BYTES): a
@@ -183,6 +186,9 @@ impl Spool {
             let db = Connection::open(&path)?;
             db.busy_timeout(std::time::Duration::from_secs(30))?;
             db.pragma_update(None, "page_size", PAGE_SIZE)?;
+            // A new spool's free pages can be given back to the filesystem (`room`); an
+            // existing one keeps its mode (it changes only before the first table).
+            db.pragma_update(None, "auto_vacuum", "INCREMENTAL")?;
             db.pragma_update(None, "journal_mode", "WAL")?;
             db.pragma_update(None, "synchronous", "FULL")?;
             // The tables and the owner at once: `spool status` of a spool being created
@@ -205,6 +211,7 @@ impl Spool {
         }
         Ok(Self {
             db,
+            directory: directory.to_path_buf(),
             owner: owner.clone(),
             epoch,
             encoded: Vec::new(),

@@ -36,6 +36,7 @@ CREATE TABLE readmodel.member_spools (
 );
 
 INSERT INTO readmodel.member_spools
-SELECT run_id, attempt, member, substring(batch_id from '^(.*)-[0-9]+$'), count(*), sum(points),
+SELECT run_id, attempt, member, coalesce(substring(batch_id from '^(.*)-[0-9]+$'), batch_id),
+       count(*), sum(points),
        min(projected_at)
 FROM readmodel.batch_ledger GROUP BY 1, 2, 3, 4;
