@@ -17,6 +17,7 @@ use rustls::pki_types::{pem::PemObject, CertificateDer, ServerName};
 use crate::contract::code_name;
 use crate::contract::proto::telemetry_ingest_client::TelemetryIngestClient;
 use crate::contract::proto::PushBatchRequest;
+use crate::send::target::Token;
 
 const CONNECT: Duration = Duration::from_secs(5);
 
@@ -174,12 +175,9 @@ fn tls_failure(why: &str, name: &str) -> (String, &'static str) {
 }
 
 fn token(args: &ProbeArgs, path: &Path) -> Layer<()> {
-    let held = std::fs::read_to_string(path).map_err(|e| {
-        (
-            format!("{}: {e}", path.display()),
-            "give the token file the platform wrote",
-        )
-    })?;
+    let bearer = Token::File(path.to_path_buf())
+        .bearer()
+        .map_err(|why| (why.0, "give the token file the platform wrote"))?;
     let pem =
         std::fs::read(&args.ca_file).map_err(|e| (e.to_string(), "give a readable CA bundle"))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -188,12 +186,6 @@ fn token(args: &ProbeArgs, path: &Path) -> Layer<()> {
         .map_err(|e| (e.to_string(), "report this"))?;
     let endpoint = crate::send::target::endpoint(&args.target, pem, args.server_name.as_deref())
         .map_err(|e| (e, "give the target as HOST:PORT"))?;
-    let bearer = format!("Bearer {}", held.trim()).parse().map_err(|_| {
-        (
-            format!("{} holds no usable token", path.display()),
-            "give the token file the platform wrote",
-        )
-    })?;
     let answer = runtime.block_on(async {
         let channel = endpoint
             .connect()

@@ -1,10 +1,13 @@
 """An ingest that answers as a test scripts it: the TelemetryIngest service on TLS, in the
 test's own process. Each PushBatch takes the next answer of the script (then
 OUTCOME_DURABLE), or the outage's code while one is set; every call is recorded with the
-batch's bytes and the token it carried. The collector under test sees only the wire."""
+batch's bytes and the token it carried. The collector under test sees only the wire;
+``collecting`` runs one against it."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import threading
 import time
 from collections import deque
@@ -16,9 +19,11 @@ from pathlib import Path
 
 import grpc
 
+from tests.support.processes import collector_args
 from tuneplane.common.gateway.tls import TlsIdentity
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1 import telemetry_pb2_grpc as pb_grpc
+from tuneplane.telemetry.v1.identity import MemberKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,3 +127,47 @@ def scripted_ingest(tls_dir: Path) -> Iterator[ScriptedIngest]:
         yield ingest
     finally:
         server.stop(None)
+
+
+@dataclass
+class Collecting:
+    """A collector's ``run --exit-when-idle`` against a scripted ingest, its log in a file."""
+
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def said(self) -> str:
+        return self.log.read_text()
+
+    def wait_until(self, reached: Callable[[], bool], timeout: float = 60) -> None:
+        """Returns once ``reached()`` holds; fails if the collector ends or time runs out."""
+        deadline = time.monotonic() + timeout
+        while not reached():
+            assert self.process.poll() is None, self.said()
+            assert time.monotonic() < deadline, self.said()
+            time.sleep(0.1)
+
+    def ended(self, timeout: float) -> int:
+        return self.process.wait(timeout=timeout)
+
+
+@contextmanager
+def collecting(ingest: ScriptedIngest, tls_dir: Path, tmp_path: Path, spool: Path,
+               source: Path, *extra: str,
+               env: dict[str, str] | None = None) -> Iterator[Collecting]:
+    """Member r/1/rank-0 collecting the JSONL ``source`` into ``spool`` for ``ingest`` (a
+    token file of its own under ``tmp_path``), its log tmp_path/collector.log; killed at
+    the end if still running."""
+    (tmp_path / "token").write_text("t\n")
+    log = tmp_path / "collector.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [*collector_args(ingest.port, tls_dir, tmp_path / "token",
+                             MemberKey("r", 1, "rank-0"), spool, {"train": source}, *extra),
+             "--exit-when-idle"], stderr=out, env={**os.environ, **(env or {})})
+    try:
+        yield Collecting(process, log)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

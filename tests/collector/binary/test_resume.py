@@ -6,31 +6,16 @@ ingest that does not know GetCheckpoints is said to risk doubles, and is sent to
 from __future__ import annotations
 
 import json
-import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import crc32c
 import grpc
 
-from tests.collector.binary.scripted_ingest import ScriptedIngest, scripted_ingest
+from tests.collector.binary.scripted_ingest import collecting, scripted_ingest
 from tests.support.collector_binary import HOST_TARGET, run
-from tests.support.processes import collector_args
 from tests.support.truth import write_jsonl
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
-from tuneplane.telemetry.v1.identity import MemberKey
-
-
-def started(ingest: ScriptedIngest, tmp_path: Path, tls_dir: Path,
-            source: Path) -> subprocess.Popen[bytes]:
-    (tmp_path / "token").write_text("t\n")
-    with (tmp_path / "collector.log").open("wb") as log:
-        return subprocess.Popen(
-            [*collector_args(ingest.port, tls_dir, tmp_path / "token",
-                             MemberKey("r", 1, "rank-0"), tmp_path / "spool",
-                             {"train": source}, "--max-batch-points", "500"),
-             "--exit-when-idle"], stderr=log)
 
 
 def status(spool: Path) -> dict[str, Any]:
@@ -45,22 +30,14 @@ def test_nothing_is_sent_before_the_checkpoints_are_known_and_then_everything_is
     truth = write_jsonl(source, range(2000), ["loss"])
     with scripted_ingest(tls_dir) as ingest:
         ingest.checkpoints_refused = grpc.StatusCode.UNAVAILABLE
-        collector = started(ingest, tmp_path, tls_dir, source)
-        try:
-            deadline = time.monotonic() + 60
-            while ingest.asked < 2 or status(tmp_path / "spool").get("resume") != "pending" \
-                    or not status(tmp_path / "spool").get("positions"):
-                assert collector.poll() is None, (tmp_path / "collector.log").read_text()
-                assert time.monotonic() < deadline
-                time.sleep(0.1)
+        with collecting(ingest, tls_dir, tmp_path, tmp_path / "spool", source,
+                        "--max-batch-points", "500") as collector:
+            collector.wait_until(lambda: ingest.asked >= 2 and status(tmp_path / "spool").get(
+                "resume") == "pending" and bool(status(tmp_path / "spool").get("positions")))
             assert ingest.calls == []  # read and spooled, not sent
             ingest.checkpoints_refused = None
-            assert collector.wait(timeout=120) == 0, (tmp_path / "collector.log").read_text()
-        finally:
-            if collector.poll() is None:
-                collector.kill()
-                collector.wait()
-    said = (tmp_path / "collector.log").read_text()
+            assert collector.ended(timeout=120) == 0, collector.said()
+    said = collector.said()
     assert said.count("nothing is sent before the member's checkpoints are known") >= 1, said
     assert ingest.delivered() == truth
     began = status(tmp_path / "spool")["resume"]
@@ -81,19 +58,12 @@ def test_a_checkpoint_resumes_the_file_after_it_and_drops_what_was_read_again(
                               line=lines + 1,
                               fingerprint=f"1024:{crc32c.crc32c(data[:1024]):08x}")])
         ingest.checkpoints_refused = grpc.StatusCode.UNAVAILABLE
-        collector = started(ingest, tmp_path, tls_dir, source)
-        try:
-            deadline = time.monotonic() + 60
-            while [p["offset"] for p in status(tmp_path / "spool").get("positions", [])
-                   ] != [len(data)]:
-                assert time.monotonic() < deadline, (tmp_path / "collector.log").read_text()
-                time.sleep(0.1)
+        with collecting(ingest, tls_dir, tmp_path, tmp_path / "spool", source,
+                        "--max-batch-points", "500") as collector:
+            collector.wait_until(lambda: [p["offset"] for p in status(tmp_path / "spool").get(
+                "positions", [])] == [len(data)])
             ingest.checkpoints_refused = None  # the whole file read before the answer
-            assert collector.wait(timeout=120) == 0, (tmp_path / "collector.log").read_text()
-        finally:
-            if collector.poll() is None:
-                collector.kill()
-                collector.wait()
+            assert collector.ended(timeout=120) == 0, collector.said()
     sent = [(chunk.tag, s) for call in ingest.calls if call.answer.acked
             for chunk in call.batch.chunks for s in chunk.steps]
     assert len(sent) == len(set(sent))  # nothing twice

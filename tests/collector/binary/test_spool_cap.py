@@ -7,19 +7,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sqlite3
-import subprocess
-import time
 from pathlib import Path
 
 import grpc
 
-from tests.collector.binary.scripted_ingest import scripted_ingest
+from tests.collector.binary.scripted_ingest import collecting, scripted_ingest
 from tests.support.collector_binary import HOST_TARGET, run
-from tests.support.processes import collector_args
 from tests.support.truth import write_jsonl
-from tuneplane.telemetry.v1.identity import MemberKey
 
 CAP = 100_000
 #: Longer than one round of the sender's retries (5 s): an outage it must outlast.
@@ -37,25 +32,15 @@ def test_a_full_spool_pauses_reading_until_ingest_takes_batches_and_nothing_is_l
         tmp_path: Path, tls_dir: Path) -> None:
     source = tmp_path / "m.jsonl"
     truth = write_jsonl(source, range(20_000), ["loss", "acc"])
-    spool, log = tmp_path / "spool", tmp_path / "collector.log"
-    (tmp_path / "token").write_text("t\n")
+    spool = tmp_path / "spool"
     with scripted_ingest(tls_dir) as ingest:
         ingest.outage = grpc.StatusCode.UNAVAILABLE
-        with log.open("wb") as out:
-            collector = subprocess.Popen(
-                [*collector_args(ingest.port, tls_dir, tmp_path / "token",
-                                 MemberKey("r", 1, "rank-0"), spool, {"train": source},
-                                 "--max-batch-points", "1000"), "--exit-when-idle"],
-                stderr=out, env={**os.environ, "TUNEPLANE_TELEMETRY_SPOOL_BYTES": str(CAP)})
-        try:
-            deadline = time.monotonic() + 60
-            while "reading paused" not in log.read_text():
-                assert collector.poll() is None, log.read_text()
-                assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.1)
+        with collecting(ingest, tls_dir, tmp_path, spool, source, "--max-batch-points", "1000",
+                        env={"TUNEPLANE_TELEMETRY_SPOOL_BYTES": str(CAP)}) as collector:
+            collector.wait_until(lambda: "reading paused" in collector.said())
             ingest.wait_for(lambda calls: bool(calls) and calls[-1].at - calls[0].at > OUTAGE,
                             timeout=60)
-            assert collector.poll() is None, log.read_text()  # still trying, not given up
+            assert collector.process.poll() is None, collector.said()  # still trying
             shown = json.loads(run(HOST_TARGET, "spool", "status", str(spool)).stdout)
             held = shown["pending"]["bytes"]
             assert CAP <= held < CAP + largest_batch(spool), shown  # at most one batch over
@@ -63,11 +48,7 @@ def test_a_full_spool_pauses_reading_until_ingest_takes_batches_and_nothing_is_l
             assert position["offset"] < source.stat().st_size  # the rest waits in the source
             assert ingest.delivered() == {}
             ingest.outage = None
-            assert collector.wait(timeout=120) == 0, log.read_text()
-        finally:
-            if collector.poll() is None:
-                collector.kill()
-                collector.wait()
+            assert collector.ended(timeout=120) == 0, collector.said()
     assert ingest.delivered() == truth
     refused = [call for call in ingest.calls if call.answer.code is not None]
     taken = {call.payload for call in ingest.calls if call.answer.acked}

@@ -7,7 +7,6 @@ delivered, once."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -16,11 +15,9 @@ from pathlib import Path
 import grpc
 import pytest
 
-from tests.collector.binary.scripted_ingest import scripted_ingest
+from tests.collector.binary.scripted_ingest import collecting, scripted_ingest
 from tests.support.collector_binary import HOST_TARGET, run
-from tests.support.processes import collector_args
 from tests.support.truth import write_jsonl
-from tuneplane.telemetry.v1.identity import MemberKey
 
 
 @pytest.fixture
@@ -51,25 +48,15 @@ def test_a_filling_filesystem_pauses_reading_loses_nothing_and_reading_resumes(
         tmp_path: Path, tls_dir: Path, small_filesystem: Path) -> None:
     source = tmp_path / "m.jsonl"
     truth = write_jsonl(source, range(120_000), ["loss", "acc"])  # sealed: far over 4 MiB
-    spool, log = small_filesystem / "spool", tmp_path / "collector.log"
-    (tmp_path / "token").write_text("t\n")
+    spool = small_filesystem / "spool"
     with scripted_ingest(tls_dir) as ingest:
         ingest.outage = grpc.StatusCode.UNAVAILABLE
-        with log.open("wb") as out:
-            collector = subprocess.Popen(
-                [*collector_args(ingest.port, tls_dir, tmp_path / "token",
-                                 MemberKey("r", 1, "rank-0"), spool, {"train": source},
-                                 "--max-batch-points", "5000"), "--exit-when-idle"],
-                stderr=out, env={**os.environ, "TUNEPLANE_TELEMETRY_SPOOL_BYTES": str(1 << 30)})
-        try:
-            deadline = time.monotonic() + 120
-            while "less than 8 MiB free" not in log.read_text():
-                assert collector.poll() is None, log.read_text()
-                assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.1)
+        with collecting(ingest, tls_dir, tmp_path, spool, source, "--max-batch-points", "5000",
+                        env={"TUNEPLANE_TELEMETRY_SPOOL_BYTES": str(1 << 30)}) as collector:
+            collector.wait_until(lambda: "less than 8 MiB free" in collector.said(), 120)
             fill(small_filesystem / "filler")  # another writer takes every byte left
             time.sleep(1.0)  # the reader, paused, looks again and again: said once
-            assert log.read_text().count("reading pauses") == 1, log.read_text()
+            assert collector.said().count("reading pauses") == 1, collector.said()
             status = run(HOST_TARGET, "spool", "status", str(spool))
             assert status.returncode == 0, status.stderr  # readable, not damaged
             (position,) = json.loads(status.stdout)["positions"]
@@ -77,12 +64,8 @@ def test_a_filling_filesystem_pauses_reading_loses_nothing_and_reading_resumes(
             assert ingest.delivered() == {}
             (small_filesystem / "filler").unlink()
             ingest.outage = None
-            assert collector.wait(timeout=240) == 0, log.read_text()
-        finally:
-            if collector.poll() is None:
-                collector.kill()
-                collector.wait()
-    said = log.read_text()
+            assert collector.ended(timeout=240) == 0, collector.said()
+    said = collector.said()
     assert "has room again: reading goes on" in said, said
     assert ingest.delivered() == truth
     sent = [(chunk.tag, s) for call in ingest.calls if call.answer.acked

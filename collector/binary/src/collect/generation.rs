@@ -125,7 +125,7 @@ pub fn change(file: &File, length: u64, saved: &SavedPosition) -> io::Result<Cha
 }
 
 /// How many first bytes a fingerprint covers (None: none taken, as in a spool of before).
-fn covered(fingerprint: &str) -> Option<u64> {
+pub fn covered(fingerprint: &str) -> Option<u64> {
     fingerprint
         .split_once(':')
         .and_then(|(bytes, _)| bytes.parse::<u64>().ok())

@@ -88,17 +88,22 @@ impl SourceReader {
         }
     }
 
+    /// Whether reading waits for the sender: the spool at its cap, or its filesystem short
+    /// of room as the last round found it (`run_once` looks, once a round).
     pub fn spool_full(&mut self) -> rusqlite::Result<bool> {
-        Ok(self.held_bytes()? >= self.bounds.spool_bytes || !self.room_left())
+        Ok(self.short_of_room || self.held_bytes()? >= self.bounds.spool_bytes)
     }
 
-    /// Whether the spool's filesystem has the room it keeps free (`spool::room`); a pause
-    /// and its end are said once each.
-    fn room_left(&mut self) -> bool {
-        let directory = self.spool.get().directory.clone();
-        if self.short_of_room {
-            self.spool.get().give_back_room();
-        }
+    /// Whether the spool's filesystem has the room it keeps free (`spool::room`), looked at
+    /// now; a pause and its end are said once each.
+    pub fn room_left(&mut self) -> bool {
+        let directory = {
+            let mut spool = self.spool.get();
+            if self.short_of_room {
+                spool.give_back_room();
+            }
+            spool.directory.clone()
+        };
         let enough = room::enough(&directory, self.short_of_room);
         if enough == self.short_of_room {
             self.short_of_room = !enough;

@@ -15,17 +15,13 @@ use crate::contract::MAX_POSITION_FILE_BYTES;
 use crate::sources::names::{escape_controls, relative_path_problem};
 use crate::spool::{Adopted, Resume, SavedPosition, Settled};
 
-/// Whether `file` (of length `length`) holds the bytes `checkpoint` was read to.
+/// Whether `file` (of length `length`) holds the bytes `checkpoint` was read to: at least
+/// as long, and its first bytes the ones fingerprinted (a checkpoint's fingerprint always
+/// covers some: one that says none does not match).
 fn is_the_file(file: &File, length: u64, checkpoint: &SourcePosition) -> bool {
-    if length < checkpoint.offset {
-        return false;
-    }
-    let covered = checkpoint
-        .fingerprint
-        .split_once(':')
-        .and_then(|(bytes, _)| bytes.parse::<u64>().ok())
-        .unwrap_or(0);
-    generation::fingerprint(file, covered).is_ok_and(|print| print == checkpoint.fingerprint)
+    let covered = generation::covered(&checkpoint.fingerprint).unwrap_or(0);
+    length >= checkpoint.offset
+        && generation::fingerprint(file, covered).is_ok_and(|print| print == checkpoint.fingerprint)
 }
 
 impl SourceReader {

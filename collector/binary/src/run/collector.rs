@@ -150,6 +150,7 @@ fn read_loop(
     // the drain time allow, so the last steps written are not left unread.
     let deadline = Instant::now() + drain;
     reader.relist();
+    reader.room_left(); // as it is now, not as the last round found it
     let mut read_all = false;
     while Instant::now() < deadline && !reader.spool_full().unwrap_or(true) {
         let done = reader.run_once();

@@ -67,17 +67,14 @@ impl Sender {
         let (mut positions, mut epochs) = (Vec::new(), Vec::new());
         let mut after = (String::new(), String::new());
         for _ in 0..MAX_PAGES {
-            let token = self
+            let bearer = self
                 .token
-                .current()
+                .bearer()
                 .map_err(|why| tonic::Status::unavailable(why.0))?;
             let mut request = Request::new(GetCheckpointsRequest {
                 after_source: after.0.clone(),
                 after_file: after.1.clone(),
             });
-            let bearer = format!("Bearer {}", token.trim())
-                .parse()
-                .map_err(|_| tonic::Status::unauthenticated(self.token.unusable().0))?;
             request.metadata_mut().insert("authorization", bearer);
             let mut client = self.client.clone();
             let page = self

@@ -9,7 +9,6 @@ pub mod target;
 use std::time::{Duration, Instant};
 
 use backon::{BackoffBuilder, ExponentialBuilder};
-use tonic::metadata::MetadataValue;
 use tonic::transport::Channel;
 use tonic::Request;
 
@@ -72,9 +71,7 @@ impl Sender {
     }
 
     fn request(&self, batch: &SealedBatch) -> Result<Request<PushBatchRequest>, Transient> {
-        let token = self.token.current()?;
-        let bearer = MetadataValue::try_from(format!("Bearer {}", token.trim()))
-            .map_err(|_| self.token.unusable())?;
+        let bearer = self.token.bearer()?;
         let mut request = Request::new(PushBatchRequest {
             batch: batch.payload.clone(),
         });

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tonic::metadata::{Ascii, MetadataValue};
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
 
 use crate::collect::fence::failed;
@@ -28,6 +29,12 @@ impl Token {
             }
             Token::Held(current) => Ok(current()),
         }
+    }
+
+    /// The `authorization` header of a call: the current token as a bearer credential.
+    pub fn bearer(&self) -> Result<MetadataValue<Ascii>, Transient> {
+        let token = self.current()?;
+        MetadataValue::try_from(format!("Bearer {}", token.trim())).map_err(|_| self.unusable())
     }
 
     pub fn unusable(&self) -> Transient {

@@ -154,6 +154,42 @@ fn carried(source: &str, file: &str, position: &SavedPosition) -> Option<SourceP
     })
 }
 
+/// Where reading the file goes on (its row of `positions`).
+fn save_position(
+    db: &Connection,
+    (source, file): (&str, &str),
+    p: &SavedPosition,
+) -> rusqlite::Result<()> {
+    db.prepare_cached(
+        "INSERT INTO positions VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (source, file) DO \
+         UPDATE SET file_key = excluded.file_key, offset = excluded.offset, \
+         line = excluded.line, state = excluded.state",
+    )?
+    .execute(params![source, file, p.file_key, p.offset, p.line, p.state])?;
+    Ok(())
+}
+
+/// Which file and generation the position is in (its row of `generations`).
+fn save_generation(
+    db: &Connection,
+    (source, file): (&str, &str),
+    p: &SavedPosition,
+) -> rusqlite::Result<()> {
+    db.prepare_cached(
+        "INSERT INTO generations VALUES (?, ?, ?, ?, ?) ON CONFLICT (source, file) DO \
+         UPDATE SET file_key = excluded.file_key, fingerprint = excluded.fingerprint, \
+         generation = excluded.generation",
+    )?
+    .execute(params![
+        source,
+        file,
+        p.file_key,
+        p.fingerprint,
+        p.generation
+    ])?;
+    Ok(())
+}
+
 /// One more time `event` happened to the file, said `detail` (`spool status`); returns
 /// the times it has happened.
 fn record_event(
@@ -352,19 +388,7 @@ impl Spool {
                 .execute([(next + 1).to_string()])?;
             sequence = Some(next);
         }
-        tx.prepare_cached(
-            "INSERT INTO positions VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (source, file) DO \
-             UPDATE SET file_key = excluded.file_key, offset = excluded.offset, \
-             line = excluded.line, state = excluded.state",
-        )?
-        .execute(params![
-            draft.source,
-            file,
-            position.file_key,
-            position.offset,
-            position.line,
-            position.state
-        ])?;
+        save_position(&tx, (&draft.source, file), position)?;
         let generation = (
             position.file_key.clone(),
             position.fingerprint.clone(),
@@ -373,18 +397,7 @@ impl Spool {
         let named = (draft.source.clone(), file.to_owned());
         let written = self.generations.get(&named) == Some(&generation);
         if !written {
-            tx.prepare_cached(
-                "INSERT INTO generations VALUES (?, ?, ?, ?, ?) ON CONFLICT (source, file) DO \
-                 UPDATE SET file_key = excluded.file_key, fingerprint = excluded.fingerprint, \
-                 generation = excluded.generation",
-            )?
-            .execute(params![
-                draft.source,
-                file,
-                position.file_key,
-                position.fingerprint,
-                position.generation
-            ])?;
+            save_generation(&tx, (&draft.source, file), position)?;
         }
         if let Some(said) = event {
             self.event_times = record_event(&tx, (&draft.source, file), said, sealed_at)?;

@@ -17,7 +17,7 @@ use prost::Message;
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 use serde_json::{json, Value};
 
-use super::{record_event, SavedPosition, Spool};
+use super::{record_event, save_generation, save_position, SavedPosition, Spool};
 use crate::contract::proto::{Batch, SourcePosition};
 
 /// The meta key of where the spool's beginning stands: "pending", "answered", or (settled)
@@ -147,16 +147,10 @@ impl Spool {
             tx.execute("DELETE FROM batches WHERE sequence = ?", [sequence])?;
         }
         for a in resumed {
-            let p = &a.position;
-            tx.execute(
-                "INSERT OR REPLACE INTO positions VALUES (?, ?, ?, ?, ?, ?)",
-                params![a.source, a.file, p.file_key, p.offset, p.line, p.state],
-            )?;
-            tx.execute(
-                "INSERT OR REPLACE INTO generations VALUES (?, ?, ?, ?, ?)",
-                params![a.source, a.file, p.file_key, p.fingerprint, p.generation],
-            )?;
-            record_event(&tx, (&a.source, &a.file), ("resumed", &a.said), at)?;
+            let named = (a.source.as_str(), a.file.as_str());
+            save_position(&tx, named, &a.position)?;
+            save_generation(&tx, named, &a.position)?;
+            record_event(&tx, named, ("resumed", &a.said), at)?;
         }
         tx.commit()?;
         for a in resumed {

@@ -47,11 +47,16 @@ class TelemetryIngest(pb_grpc.TelemetryIngestServicer):
         self._checkpoints = checkpoints  # None: GetCheckpoints is UNIMPLEMENTED
         self._recent = RecentBatches()
 
-    async def GetCheckpoints(self, request: pb.GetCheckpointsRequest,
-                             context: AskContext) -> pb.GetCheckpointsReply:
+    async def _claims(self, context: Context | AskContext) -> WorkloadClaims:
+        """The call's workload claims; a refused call is aborted with its code."""
         found = await self.admission.check(context.invocation_metadata() or ())
         if isinstance(found, Refused):
             await context.abort(found.code, found.message)
+        return found
+
+    async def GetCheckpoints(self, request: pb.GetCheckpointsRequest,
+                             context: AskContext) -> pb.GetCheckpointsReply:
+        found = await self._claims(context)
         if self._checkpoints is None:
             await context.abort(grpc.StatusCode.UNIMPLEMENTED, "checkpoints are not kept here")
         try:
@@ -71,9 +76,7 @@ class TelemetryIngest(pb_grpc.TelemetryIngestServicer):
 
     async def PushBatch(self, request: pb.PushBatchRequest,
                         context: Context) -> pb.PushBatchReply:
-        found = await self.admission.check(context.invocation_metadata() or ())
-        if isinstance(found, Refused):
-            await context.abort(found.code, found.message)
+        found = await self._claims(context)
         try:
             with self.admission.calls.held(found.member):
                 return await self._push(request, found, context)
