@@ -5,7 +5,7 @@ from __future__ import annotations
 import jwt
 import pytest
 
-from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner, derive_key
+from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner, derive_key, kind_of
 from tuneplane.telemetry.v1.identity import MemberKey
 
 SECRET = "a-secret-of-enough-length"
@@ -22,7 +22,7 @@ def test_workload_token_round_trips_its_binding() -> None:
 
 def test_each_kind_has_its_own_key() -> None:
     keys = {derive_key(SECRET, kind) for kind in TokenKind}
-    assert len(keys) == len(TokenKind) == 7
+    assert len(keys) == len(TokenKind) == 8
     assert derive_key(SECRET, TokenKind.USER) != derive_key("other-secret-long-x", TokenKind.USER)
 
 
@@ -67,3 +67,41 @@ def test_token_without_binding_is_refused() -> None:
 def test_short_secret_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 16 characters"):
         TokenSigner("short")
+
+
+def test_a_delivery_token_round_trips_its_spool_and_tree() -> None:
+    signer = TokenSigner(SECRET)
+    token = signer.issue_delivery(MEMBER, "e1", bytes(range(32)), 12, now=1000.0,
+                                  ttl_seconds=60)
+    claims = signer.verify_delivery(token, now=1030.0)
+    assert (claims.member, claims.epoch, claims.root, claims.batches) == \
+        (MEMBER, "e1", bytes(range(32)), 12)
+    assert kind_of(token) == "delivery"
+
+
+def test_delivery_and_workload_tokens_are_not_interchangeable() -> None:
+    signer = TokenSigner(SECRET)
+    delivery = signer.issue_delivery(MEMBER, "e1", bytes(32), 1, now=1000.0, ttl_seconds=60)
+    workload = signer.issue_workload(MEMBER, now=1000.0, ttl_seconds=60)
+    with pytest.raises(TokenError):
+        signer.verify_workload(delivery, now=1000.0)
+    with pytest.raises(TokenError):
+        signer.verify_delivery(workload, now=1000.0)
+
+
+@pytest.mark.parametrize("binding", [{"root": "00", "batches": 1, "epoch": "e1"},
+                                     {"root": "00" * 32, "batches": 0, "epoch": "e1"},
+                                     {"root": "00" * 32, "batches": 1, "epoch": ""},
+                                     {"root": "zz", "batches": 1, "epoch": "e1"},
+                                     {"batches": 1, "epoch": "e1"}])
+def test_a_delivery_token_without_a_whole_tree_is_refused(binding: dict[str, object]) -> None:
+    signer = TokenSigner(SECRET)
+    token = signer.issue(TokenKind.DELIVERY, "x", {"run": "run-1", "attempt": 2,
+                                                   "member": "rank-3", **binding},
+                         now=1000.0, ttl_seconds=60)
+    with pytest.raises(TokenError):
+        signer.verify_delivery(token, now=1000.0)
+
+
+def test_the_kind_of_what_is_not_a_token_is_none() -> None:
+    assert kind_of("not-a-token") is None

@@ -46,7 +46,7 @@ class HeldSink:
         self.all_held = asyncio.Event()
         self.stored: list[BatchKey] = []
 
-    async def put(self, key: BatchKey, payload: bytes) -> None:
+    async def put(self, key: BatchKey, payload: bytes, *, late: bool = False) -> None:
         if self._holds(key):
             self.held.append(key)
             if len(self.held) == self._expect:

@@ -14,14 +14,15 @@ from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.identity import BatchKey
 
 
-async def produce(bootstrap: str, batches: list[pb.Batch]) -> None:
-    """Put batches on the topic exactly as ingest does (key, partition, acks=all)."""
+async def produce(bootstrap: str, batches: list[pb.Batch], *, late: bool = False) -> None:
+    """Put batches on the topic exactly as ingest does (key, partition, acks=all; marked
+    late as ingest marks a batch taken under a delivery token)."""
     await produce_payloads(bootstrap, [(BatchKey.from_proto(b.identity), b.SerializeToString())
-                                       for b in batches])
+                                       for b in batches], late=late)
 
 
 async def produce_payloads(bootstrap: str, records: list[tuple[BatchKey, bytes]],
-                           topic: str = topics.BATCHES) -> None:
+                           topic: str = topics.BATCHES, *, late: bool = False) -> None:
     """Put records on ``topic`` keyed and placed as ingest would, whatever their bytes (poison
     written around ingest, or into the dead-letter topic)."""
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all",
@@ -31,7 +32,8 @@ async def produce_payloads(bootstrap: str, records: list[tuple[BatchKey, bytes]]
     try:
         partitions = len(await producer.partitions_for(topic))
         sent = [await producer.send(topic, payload, key=key.kafka_key(),
-                                    partition=partition_for(key, partitions))
+                                    partition=partition_for(key, partitions),
+                                    headers=[(topics.LATE_HEADER, b"1")] if late else None)
                 for key, payload in records]
         await asyncio.gather(*sent)
     finally:

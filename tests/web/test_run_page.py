@@ -44,13 +44,16 @@ async def test_a_run_page_shows_attempts_members_launches_and_what_stayed_undeli
     await launches.report(db, node_id, second, "failed", exit_code=3,
                           detail="CUDA error: out of memory", undelivered=2, now=now)
     await launches.create(db, run_id, node, ["rank-0"], ["python", "train.py"], {})
-    # rank-1's third batch comes from a second spool (its first was lost): two spools.
+    # rank-1's third batch comes from a second spool (its first was lost): two spools; it
+    # was delivered late (`tuneplane-collector deliver`).
     sent = [member_batch(MemberKey(run_id, 1, f"rank-{m}"), seq, 100,
                          epoch="e2" if (m, seq) == (1, 3) else "e")
             for seq in range(1, 4) for m in range(2)]
     telemetry_only = f"{run_id}-bare"
     sent.append(member_batch(MemberKey(telemetry_only, 1, "rank-0"), 1, 10))
-    await produce(initialised.kafka_bootstrap, sent)
+    late = [b for b in sent if b.identity.spool_epoch == "e2"]
+    await produce(initialised.kafka_bootstrap, [b for b in sent if b not in late])
+    await produce(initialised.kafka_bootstrap, late, late=True)
     deadline = time.monotonic() + 120
     while await db.fetchval("SELECT count(*) FROM batch_ledger WHERE run_id LIKE $1",
                             f"{run_id}%") < len(sent):
@@ -67,6 +70,8 @@ async def test_a_run_page_shows_attempts_members_launches_and_what_stayed_undeli
         assert await page.locator("#project").inner_text() == "default"
         assert "by test" in await page.locator("#created").inner_text()
         assert await page.locator("#undelivered").inner_text() == "2 batches"
+        assert await page.locator("#late-count").inner_text() == "1 batch"
+        assert await page.locator("#late-section").is_hidden()  # none in attempt 2
         rows = page.locator("#attempts tbody tr")
         assert await rows.count() == 2
         one = await cells(rows.nth(0))
@@ -97,6 +102,12 @@ async def test_a_run_page_shows_attempts_members_launches_and_what_stayed_undeli
         assert "spool replaced 1 time" in (
             await members.nth(1).locator("td").nth(7).get_attribute("title") or "")
         assert failed[9:] == ["2", "CUDA error: out of memory"]
+        late_rows = page.locator("#late tbody tr")
+        assert await late_rows.count() == 1
+        delivered = await cells(late_rows.nth(0))
+        assert (delivered[0], delivered[2]) == ("rank-1", "100")
+        assert "e2" in delivered[1]
+        assert await page.locator("#late-of").inner_text() == "#1"
         href = await page.get_attribute("#charts-link", "href")
         assert href == f"/runs/{run_id}/charts?attempt=1"
         await page.screenshot(path=str(ARTIFACTS / "run.png"), full_page=True)

@@ -5,6 +5,7 @@ mod artifact;
 mod buffers;
 mod collect;
 mod contract;
+mod deliver;
 mod failpoints;
 mod follow;
 mod integration;
@@ -77,6 +78,10 @@ enum Command {
         #[command(subcommand)]
         command: ArtifactCommand,
     },
+    /// Deliver what a spool still holds after its collector stopped (late delivery), under
+    /// a deliver-only credential for exactly those batches.
+    #[command(after_long_help = deliver::AFTER)]
+    Deliver(deliver::DeliverArgs),
     /// Look at a spool.
     Spool {
         #[command(subcommand)]
@@ -171,6 +176,7 @@ fn main() -> ExitCode {
         Command::SlurmNode(args) => slurm::slurm_node(*args),
         Command::Node(args) => node::node(args),
         Command::Probe(args) => probe::probe(&args),
+        Command::Deliver(args) => deliver::deliver(&args),
         Command::Check { file } => integration::check(&file),
         Command::Spool {
             command: SpoolCommand::Status { directory },

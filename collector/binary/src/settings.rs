@@ -16,6 +16,13 @@ pub const DRAIN_SECONDS: &str = "TUNEPLANE_TELEMETRY_DRAIN_SECONDS";
 /// The mount table the spool root's filesystem is judged from (for hosts whose /proc is
 /// masked, and fault tests).
 pub const MOUNT_TABLE: &str = "TUNEPLANE_COLLECTOR_MOUNT_TABLE";
+/// How long a reader opening sources as the training user may take to answer before it is
+/// replaced.
+pub const READER_SECONDS: &str = "TUNEPLANE_COLLECTOR_READER_SECONDS";
+/// How long one round of sending retries a failing batch before leaving it to the next.
+pub const RETRY_SECONDS: &str = "TUNEPLANE_COLLECTOR_RETRY_SECONDS";
+pub const DEFAULT_READER_SECONDS: u64 = 10;
+pub const DEFAULT_RETRY_SECONDS: u64 = 5;
 /// The spool's cap when SPOOL_BYTES is unset (256 MiB).
 pub const DEFAULT_SPOOL_BYTES: u64 = 256 * 1024 * 1024;
 /// The drain's time when DRAIN_SECONDS is unset.
@@ -28,6 +35,8 @@ pub struct Settings {
     pub trust_bundle: Option<PathBuf>,
     pub spool_bytes: u64,
     pub drain_seconds: u64,
+    pub reader_seconds: u64,
+    pub retry_seconds: u64,
     pub failpoints: Vec<(String, u32)>,
     pub mount_table: PathBuf,
 }
@@ -58,6 +67,8 @@ impl Settings {
         };
         let spool_bytes = number(SPOOL_BYTES, DEFAULT_SPOOL_BYTES);
         let drain_seconds = number(DRAIN_SECONDS, DEFAULT_DRAIN_SECONDS);
+        let reader_seconds = number(READER_SECONDS, DEFAULT_READER_SECONDS);
+        let retry_seconds = number(RETRY_SECONDS, DEFAULT_RETRY_SECONDS);
         let failpoints = match get(failpoints::VARIABLE).map(failpoints::parse) {
             None => Vec::new(),
             Some(Ok(points)) => points,
@@ -75,6 +86,8 @@ impl Settings {
             trust_bundle: get(TRUST_BUNDLE).map(PathBuf::from),
             spool_bytes,
             drain_seconds,
+            reader_seconds,
+            retry_seconds,
             failpoints,
             mount_table: get(MOUNT_TABLE)
                 .map_or_else(|| "/proc/self/mountinfo".into(), PathBuf::from),
@@ -89,7 +102,7 @@ mod tests {
     #[test]
     fn the_help_names_every_setting_with_its_default() {
         for help in [crate::run::AFTER, crate::slurm::AFTER] {
-            for name in [SPOOL_BYTES, DRAIN_SECONDS, MOUNT_TABLE] {
+            for name in [SPOOL_BYTES, DRAIN_SECONDS, MOUNT_TABLE, RETRY_SECONDS] {
                 assert!(help.contains(name), "{name} missing from {help}");
             }
             assert!(help.contains(&format!("({DEFAULT_SPOOL_BYTES})")), "{help}");
@@ -98,7 +111,7 @@ mod tests {
                 "{help}"
             );
         }
-        for name in [TARGET, TRUST_BUNDLE, SPOOL_ROOT] {
+        for name in [TARGET, TRUST_BUNDLE, SPOOL_ROOT, READER_SECONDS] {
             assert!(crate::run::AFTER.contains(name), "{name}");
         }
     }

@@ -17,7 +17,8 @@ from tests.support.truth import write_jsonl
 
 SETTINGS = {f"TUNEPLANE_TELEMETRY_{name}" for name in (
     "SPOOL_ROOT", "TARGET", "TRUST_BUNDLE", "SPOOL_BYTES", "DRAIN_SECONDS")} | {
-    "TUNEPLANE_COLLECTOR_FAILPOINTS"}
+    "TUNEPLANE_COLLECTOR_FAILPOINTS", "TUNEPLANE_COLLECTOR_READER_SECONDS",
+    "TUNEPLANE_COLLECTOR_RETRY_SECONDS"}
 
 
 def environ(**settings: str) -> dict[str, str]:
@@ -79,6 +80,8 @@ def test_run_takes_what_flags_leave_out_from_its_settings(tmp_path: Path,
     ("TUNEPLANE_TELEMETRY_SPOOL_BYTES", "-5", "must be positive, got -5"),
     ("TUNEPLANE_TELEMETRY_DRAIN_SECONDS", "0", "must be positive, got 0"),
     ("TUNEPLANE_COLLECTOR_FAILPOINTS", "sael=3", "has 'sael=3', which is not POINT=N"),
+    ("TUNEPLANE_COLLECTOR_READER_SECONDS", "0", "must be positive, got 0"),
+    ("TUNEPLANE_COLLECTOR_RETRY_SECONDS", "soon", "must be a whole number, got 'soon'"),
 ])
 def test_run_refuses_a_malformed_setting_by_name(tmp_path: Path, tls_dir: Path, name: str,
                                                  value: str, words: str) -> None:

@@ -17,8 +17,10 @@ from tests.support.collector_binary import HOST_TARGET, run
 from tests.support.truth import write_jsonl
 
 CAP = 100_000
-#: Longer than one round of the sender's retries (5 s): an outage it must outlast.
-OUTAGE = 7.0
+#: One round of the sender's retries (TUNEPLANE_COLLECTOR_RETRY_SECONDS, 5 s unless set),
+#: and an outage longer than it, which the collector must outlast.
+RETRY = 1
+OUTAGE = 2.5
 
 
 def largest_batch(spool: Path) -> int:
@@ -36,7 +38,8 @@ def test_a_full_spool_pauses_reading_until_ingest_takes_batches_and_nothing_is_l
     with scripted_ingest(tls_dir) as ingest:
         ingest.outage = grpc.StatusCode.UNAVAILABLE
         with collecting(ingest, tls_dir, tmp_path, spool, source, "--max-batch-points", "1000",
-                        env={"TUNEPLANE_TELEMETRY_SPOOL_BYTES": str(CAP)}) as collector:
+                        env={"TUNEPLANE_TELEMETRY_SPOOL_BYTES": str(CAP),
+                             "TUNEPLANE_COLLECTOR_RETRY_SECONDS": str(RETRY)}) as collector:
             collector.wait_until(lambda: "reading paused" in collector.said())
             ingest.wait_for(lambda calls: bool(calls) and calls[-1].at - calls[0].at > OUTAGE,
                             timeout=60)

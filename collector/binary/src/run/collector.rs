@@ -17,8 +17,6 @@ use crate::follow::{Follower, POLL};
 use crate::send::Sender;
 use crate::spool::{lock, Shared, Spool};
 
-/// A batch failing this long is left to the next round of sending.
-const GIVE_UP: Duration = Duration::from_secs(5);
 /// An idle sender looks at the spool this often all the same (a seal rings it at once).
 const SEND_IDLE: Duration = Duration::from_secs(1);
 
@@ -176,7 +174,7 @@ fn read_loop(
 /// Waits between two asks for a new spool's checkpoints, doubling up to the last.
 const ASK_AGAIN: [u64; 6] = [1, 2, 4, 8, 15, 30];
 
-fn send_loop(mut sender: Sender, flags: &Flags) -> Sender {
+fn send_loop(mut sender: Sender, flags: &Flags, retry: Duration) -> Sender {
     let stop = || flags.send_stop.is_set();
     let mut asked = 0;
     while !stop() {
@@ -201,7 +199,7 @@ fn send_loop(mut sender: Sender, flags: &Flags) -> Sender {
                 continue;
             }
         }
-        match sender.run_once(GIVE_UP, &stop) {
+        match sender.run_once(retry, &stop) {
             Ok(0) => {
                 flags.sealed.take(SEND_IDLE);
             }
@@ -286,7 +284,8 @@ pub fn collect_with(config: &Config, flags: &Arc<Flags>) -> Result<Ended, String
     };
     let sending = {
         let flags = Arc::clone(flags);
-        thread::spawn(move || send_loop(sender, &flags))
+        let retry = config.retry;
+        thread::spawn(move || send_loop(sender, &flags, retry))
     };
     let pending = || status.pending_count().unwrap_or(u64::MAX);
     loop {
@@ -311,7 +310,7 @@ pub fn collect_with(config: &Config, flags: &Arc<Flags>) -> Result<Ended, String
     }
     flags.send_stop.set();
     flags.sealed.set(); // wakes an idle sender to see it
-    let sender = joined(sending, Instant::now() + GIVE_UP + GRACE, "sending");
+    let sender = joined(sending, Instant::now() + config.retry + GRACE, "sending");
     let left = pending();
     if left > 0 {
         log::warn!(

@@ -40,6 +40,9 @@ pub const AFTER: &str = "Settings, from the environment (a flag given instead wi
   TUNEPLANE_TELEMETRY_SPOOL_BYTES     the spool's cap; reading pauses while it is full \
 (268435456)
   TUNEPLANE_TELEMETRY_DRAIN_SECONDS   how long SIGTERM keeps sending (30)
+  TUNEPLANE_COLLECTOR_RETRY_SECONDS   how long a round of sending retries a failing batch (5)
+  TUNEPLANE_COLLECTOR_READER_SECONDS  how long the --read-as reader may take to answer \
+before it is replaced (10)
   TUNEPLANE_COLLECTOR_MOUNT_TABLE     the mount table the spool's filesystem is judged from \
 (/proc/self/mountinfo)
 
@@ -110,9 +113,6 @@ pub struct RunArgs {
     loglevel: String,
 }
 
-/// A reader as the training user that does not answer within this is replaced.
-const READER_TIMEOUT: Duration = Duration::from_secs(10);
-
 fn source_of<const TENSORBOARD: bool>(text: &str) -> Result<SourceSpec, String> {
     let (id, path) = text
         .split_once('=')
@@ -143,6 +143,8 @@ pub struct Config {
     pub sources: Vec<SourceSpec>,
     pub bounds: Bounds,
     pub drain_seconds: u64,
+    /// How long one round of sending retries a failing batch.
+    pub retry: Duration,
     pub in_flight: usize,
     pub fence: Fence,
     pub exit_when_idle: bool,
@@ -195,7 +197,8 @@ fn config(args: RunArgs, settings: Settings) -> Result<Config, String> {
     let mut fence = Fence::of(&args.never_read);
     if let Some(user) = &args.read_as {
         // Forked here, before the collector starts any thread.
-        let opener = Opener::start(Identity::parse(user)?, READER_TIMEOUT)?;
+        let patience = Duration::from_secs(settings.reader_seconds);
+        let opener = Opener::start(Identity::parse(user)?, patience)?;
         fence = fence.opened_by(Arc::new(opener));
     }
     Ok(Config {
@@ -215,6 +218,7 @@ fn config(args: RunArgs, settings: Settings) -> Result<Config, String> {
             spool_bytes: settings.spool_bytes,
         },
         drain_seconds: settings.drain_seconds,
+        retry: Duration::from_secs(settings.retry_seconds),
         in_flight: args.max_in_flight.max(1),
         fence,
         exit_when_idle: args.exit_when_idle,

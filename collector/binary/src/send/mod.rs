@@ -1,11 +1,13 @@
 //! Sends sealed batches to ingest in spool order over gRPC/TLS, and deletes a batch only
 //! after ingest's ACK (Kafka holds it). Up to `in_flight` batches are on the wire at once; a
 //! batch whose first try fails is retried alone with capped exponential backoff and jitter
-//! (backon), byte for byte the same, so a resend is the same identity.
+//! (backon), byte for byte the same, so a resend is the same identity. A late delivery's
+//! batches each carry their audit path in the credential's tree (`with_proofs`).
 
 mod checkpoints;
 pub mod target;
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use backon::{BackoffBuilder, ExponentialBuilder};
@@ -35,6 +37,8 @@ pub struct Sender {
     token: Token,
     in_flight: usize,
     jitter_seed: u64,
+    /// A late delivery's proof of each batch (`tuneplane-delivery-proof`), by sequence.
+    proofs: Option<HashMap<u64, String>>,
     pub sent_batches: u64,
     pub sent_points: u64,
 }
@@ -65,9 +69,16 @@ impl Sender {
                 getrandom::fill(&mut seed).map_err(|e| format!("no random seed: {e}"))?;
                 u64::from_le_bytes(seed)
             },
+            proofs: None,
             sent_batches: 0,
             sent_points: 0,
         })
+    }
+
+    /// Each batch sent carries its proof in `proofs`; one without is not sent.
+    pub fn with_proofs(mut self, proofs: HashMap<u64, String>) -> Self {
+        self.proofs = Some(proofs);
+        self
     }
 
     fn request(&self, batch: &SealedBatch) -> Result<Request<PushBatchRequest>, Transient> {
@@ -76,6 +87,20 @@ impl Sender {
             batch: batch.payload.clone(),
         });
         request.metadata_mut().insert("authorization", bearer);
+        if let Some(proofs) = &self.proofs {
+            let proof = proofs.get(&batch.sequence).ok_or_else(|| {
+                Transient(format!(
+                    "batch {} is not one the delivery credential covers",
+                    batch.sequence
+                ))
+            })?;
+            let value = proof
+                .parse()
+                .map_err(|_| Transient(format!("batch {}: no usable proof", batch.sequence)))?;
+            request
+                .metadata_mut()
+                .insert(crate::deliver::PROOF_HEADER, value);
+        }
         Ok(request)
     }
 

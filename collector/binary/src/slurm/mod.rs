@@ -44,6 +44,7 @@ pub const AFTER: &str = "Settings, from the environment:
   TUNEPLANE_TELEMETRY_SPOOL_BYTES     each spool's cap, unless control gives one (268435456)
   TUNEPLANE_TELEMETRY_DRAIN_SECONDS   how long the drain keeps sending, unless control gives \
 it (30)
+  TUNEPLANE_COLLECTOR_RETRY_SECONDS   how long a round of sending retries a failing batch (5)
   TUNEPLANE_COLLECTOR_MOUNT_TABLE     the mount table the spool root is judged from \
 (/proc/self/mountinfo)
 

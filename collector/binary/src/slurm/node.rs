@@ -8,6 +8,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::Arc;
 use std::thread;
+use std::time::Duration;
 
 use super::control::{JobControl, Refused};
 use super::credentials::Credentials;
@@ -92,6 +93,7 @@ fn configs(
                 .ok()
                 .filter(|s| *s > 0)
                 .unwrap_or(settings.drain_seconds),
+            retry: Duration::from_secs(settings.retry_seconds),
             in_flight: 4,
             fence: Fence::of(&[args.spool_root.clone(), root.to_path_buf()]),
             exit_when_idle: false,

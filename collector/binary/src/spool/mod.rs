@@ -7,6 +7,7 @@
 //! written, so a spool outlives the collector that began it.
 
 pub mod lock;
+pub mod manifest;
 pub mod mounts;
 pub mod place;
 mod queue;

@@ -7,7 +7,7 @@ use std::path::Path;
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{json, Value};
 
-use super::{SpoolError, FILE};
+use super::{MemberKey, SpoolError, FILE};
 
 fn rows(db: &Connection, sql: &str, columns: &[&str]) -> rusqlite::Result<Vec<Value>> {
     let mut query = db.prepare(sql)?;
@@ -86,6 +86,27 @@ fn read(db: &Connection, directory: &Path) -> rusqlite::Result<Value> {
         "rejected": rows(db, "SELECT source, reason, count FROM rejections \
                               ORDER BY source, reason", &["source", "reason", "count"])?,
     }))
+}
+
+/// The member the spool in `directory` belongs to, from its `owner` (RUN/ATTEMPT/MEMBER).
+pub fn owner(directory: &Path) -> Result<MemberKey, SpoolError> {
+    let found = status(directory)?;
+    let text = found["owner"].as_str().unwrap_or_default();
+    let mut parts = text.rsplitn(3, '/');
+    let (member, attempt, run_id) = (parts.next(), parts.next(), parts.next());
+    match (run_id, attempt.and_then(|a| a.parse().ok()), member) {
+        (Some(run_id), Some(attempt), Some(member)) if !run_id.is_empty() && !member.is_empty() => {
+            Ok(MemberKey {
+                run_id: run_id.to_owned(),
+                attempt,
+                member: member.to_owned(),
+            })
+        }
+        _ => Err(SpoolError(format!(
+            "spool {} names no owner RUN/ATTEMPT/MEMBER (it says {text:?})",
+            directory.display()
+        ))),
+    }
 }
 
 /// What the spool in `directory` holds, as `spool status` prints it.

@@ -28,6 +28,16 @@ MOUNT_TABLE = Variable(
     "filesystem from (a shared one is refused): for hosts whose /proc is masked, and fault "
     "tests", parse=Path)
 
+READER_SECONDS = Variable(
+    "TUNEPLANE_COLLECTOR_READER_SECONDS", "how long the reader a collector runs as the "
+    "training user (`run --read-as`) may take to answer before it is killed and replaced: "
+    "raise it where sources sit on a slow filesystem", parse=int)
+
+RETRY_SECONDS = Variable(
+    "TUNEPLANE_COLLECTOR_RETRY_SECONDS", "how long one round of sending retries a failing "
+    "batch before the collector leaves it to the next round (it never gives up on a batch)",
+    parse=int)
+
 #: What a Slurm job's collector learns of its job from the step's environment.
 SLURM_JOB_ID = Variable("SLURM_JOB_ID", "set by Slurm in a job step: the job a Slurm job's "
                         "collector serves")
@@ -51,6 +61,8 @@ class CollectorSettings(Settings):
     spool_bytes: int = setting(TELEMETRY_SPOOL_BYTES, default=DEFAULT_SPOOL_BYTES,
                                shown="268435456 (256 MiB)")
     drain_seconds: int = setting(TELEMETRY_DRAIN_SECONDS, default=DEFAULT_DRAIN_SECONDS)
+    reader_seconds: int = setting(READER_SECONDS, default=10)
+    retry_seconds: int = setting(RETRY_SECONDS, default=5)
     failpoints: str = setting(FAILPOINTS, default="")
     mount_table: Path = setting(MOUNT_TABLE, default=Path("/proc/self/mountinfo"))
     slurm_job_id: str | None = setting(SLURM_JOB_ID, default=None)

@@ -1,11 +1,12 @@
-"""``tuneplane-admin`` credentials: development TLS, workload and user tokens, the gateway's
-trust bundle."""
+"""``tuneplane-admin`` credentials: development TLS, workload, delivery and user tokens, the
+gateway's trust bundle."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import datetime as dt
+import os
 import sys
 import time
 from pathlib import Path
@@ -18,6 +19,7 @@ from tuneplane.common.gateway import shared_identity, tls
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.controlplane import api_tokens, sign_in_links, users
 from tuneplane.controlplane.errors import UserExists, UserNotFound
+from tuneplane.telemetry.v1.delivery import MAX_LEAVES
 from tuneplane.telemetry.v1.identity import MemberKey
 
 
@@ -31,18 +33,39 @@ def cmd_tls_init(args: argparse.Namespace, settings: AdminSettings) -> None:
     print(f"TLS identity for {', '.join(hosts)} written to {directory} (CA: ca.pem)")
 
 
-def cmd_token_workload(args: argparse.Namespace, settings: AdminSettings) -> None:
-    signer = TokenSigner(settings.jwt_secret.get())
-    token = signer.issue_workload(MemberKey(args.run, args.attempt, args.member),
-                                  now=time.time(), ttl_seconds=args.ttl)
-    if args.out:
-        path = Path(args.out)
+def written(token: str, out: str | None) -> None:
+    """``token`` printed, or written to ``out`` (private, atomically)."""
+    if out:
+        path = Path(out)
         partial = path.with_name(path.name + ".partial")
-        partial.write_text(token)
-        partial.chmod(0o600)
+        partial.unlink(missing_ok=True)
+        with os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+            f.write(token)  # private from its first byte
         partial.rename(path)  # collectors re-read the file; a rename is atomic
     else:
         print(token)
+
+
+def cmd_token_workload(args: argparse.Namespace, settings: AdminSettings) -> None:
+    signer = TokenSigner(settings.jwt_secret.get())
+    written(signer.issue_workload(MemberKey(args.run, args.attempt, args.member),
+                                  now=time.time(), ttl_seconds=args.ttl), args.out)
+
+
+def cmd_token_delivery(args: argparse.Namespace, settings: AdminSettings) -> None:
+    """A deliver-only credential: what ``tuneplane-collector deliver SPOOL`` printed."""
+    root = args.root.strip().lower()
+    if len(root) != 64 or any(c not in "0123456789abcdef" for c in root):
+        raise ValueError(f"--root is the 64 hex digits `tuneplane-collector deliver` printed, "
+                         f"not {args.root!r}")
+    if not 1 <= args.batches <= MAX_LEAVES:
+        raise ValueError(f"--batches must be 1..{MAX_LEAVES}, got {args.batches}")
+    if not args.epoch.strip():
+        raise ValueError("--epoch is the spool epoch `tuneplane-collector deliver` printed")
+    signer = TokenSigner(settings.jwt_secret.get())
+    written(signer.issue_delivery(MemberKey(args.run, args.attempt, args.member),
+                                  args.epoch.strip(), bytes.fromhex(root), args.batches,
+                                  now=time.time(), ttl_seconds=args.ttl), args.out)
 
 
 async def user_command(args: argparse.Namespace, settings: AdminSettings) -> int:
@@ -128,6 +151,25 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     w.add_argument("--ttl", type=int, default=3600, help="lifetime in seconds (default 3600)")
     w.add_argument("--out", help="write to this file atomically instead of printing")
     w.set_defaults(func=cmd_token_workload)
+    d = sub.add_parser("delivery-token", help="issue a deliver-only credential for the batches "
+                                              "a spool holds after its collector stopped, as "
+                                              "`tuneplane-collector deliver SPOOL` printed them",
+                       description="Issue a deliver-only credential: it admits exactly the "
+                                   "sealed batches of one spool (named by its epoch and the "
+                                   "root of their Merkle tree, which `tuneplane-collector "
+                                   "deliver SPOOL` prints with this command to run), even "
+                                   "after the attempt ended, and no other data.")
+    d.add_argument("--run", required=True)
+    d.add_argument("--attempt", type=int, required=True)
+    d.add_argument("--member", required=True)
+    d.add_argument("--epoch", required=True, help="the spool's epoch")
+    d.add_argument("--batches", type=int, required=True,
+                   help="how many batches the tree covers")
+    d.add_argument("--root", required=True, help="the tree's root (64 hex digits)")
+    d.add_argument("--ttl", type=int, default=86400,
+                   help="lifetime in seconds (default 86400: a day)")
+    d.add_argument("--out", help="write to this file (mode 0600) instead of printing")
+    d.set_defaults(func=cmd_token_delivery)
     g = sub.add_parser("gateway-ca", help="print the CA of the shared gateway identity: the "
                                           "trust bundle collectors are handed")
     g.add_argument("--out", help="write it to this file")

@@ -29,6 +29,7 @@ class AdminSettings(Settings):
     topics: TopicSettings = section(TopicSettings)
     s3_endpoint: Needed[str] = needed(S3_ENDPOINT, needed_for=("init", "bucket", "durability"))
     s3_bucket: Needed[str] = needed(S3_BUCKET, needed_for=("init", "bucket", "durability"))
-    jwt_secret: Needed[str] = needed(WEB_JWT_SECRET, needed_for=("token", *USER_COMMANDS))
+    jwt_secret: Needed[str] = needed(WEB_JWT_SECRET, needed_for=("token", "delivery-token",
+                                                                *USER_COMMANDS))
     #: ``tls-init``'s name when no --hostname is given.
     gateway_hostname: str = setting(GATEWAY_HOSTNAME, default="localhost")

@@ -1,5 +1,5 @@
-"""Token kinds (workload, node, Slurm ticket and job, user, session, sign-in): JWTs (PyJWT) each
-signed with its own key.
+"""Token kinds (workload, delivery, node, Slurm ticket and job, user, session, sign-in): JWTs
+(PyJWT) each signed with its own key.
 
 Each kind's HMAC key is derived from ``TUNEPLANE_WEB_JWT_SECRET`` with HKDF-SHA256 and
 the kind as context, so a token of one kind never verifies as another, and each
@@ -8,6 +8,10 @@ listener names the kind and audience it accepts.
 A workload token issued by Node control also names the node it was issued through (the
 ``node`` claim), so revoking that node ends it; one issued by ``tuneplane-admin token``
 names none.
+
+A delivery token is deliver-only: it names one member's spool (its epoch) and the root of
+the Merkle tree of the batches that spool held sealed (``tuneplane.telemetry.v1.delivery``),
+so it admits those batches, byte for byte, and nothing else, even after the attempt ended.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ ALGORITHM = "HS256"
 
 class TokenKind(enum.StrEnum):
     WORKLOAD = "workload"
+    #: Late delivery of one spool's sealed batches, and nothing else.
+    DELIVERY = "delivery"
     NODE = "node"
     USER = "user"
     SESSION = "session"
@@ -41,6 +47,7 @@ class TokenKind(enum.StrEnum):
     def audience(self) -> str:
         return {
             TokenKind.WORKLOAD: "tuneplane-telemetry",
+            TokenKind.DELIVERY: "tuneplane-telemetry-delivery",
             TokenKind.NODE: "tuneplane-node-control",
             TokenKind.USER: "tuneplane-web",
             TokenKind.SESSION: "tuneplane-web-session",
@@ -52,6 +59,15 @@ class TokenKind(enum.StrEnum):
 
 class TokenError(Exception):
     """The token is missing, malformed, expired, of another kind or for another audience."""
+
+
+def kind_of(token: str) -> str | None:
+    """The kind a token says it is, unverified: which key to verify it with, nothing more."""
+    try:
+        kind = jwt.decode(token, options={"verify_signature": False}).get("kind")
+    except jwt.PyJWTError:
+        return None
+    return kind if isinstance(kind, str) else None
 
 
 def derive_key(secret: str, kind: TokenKind) -> bytes:
@@ -67,6 +83,17 @@ class WorkloadClaims:
     issued_at: int
     #: The node the token was issued through (Node control); None for one an admin issued.
     node: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryClaims:
+    member: MemberKey
+    #: The spool epoch whose batches it covers.
+    epoch: str
+    #: The Merkle root of those batches, and how many leaves the tree has.
+    root: bytes
+    batches: int
+    expires_at: int
 
 
 class TokenSigner:
@@ -125,3 +152,24 @@ class TokenSigner:
         if node is not None and (not isinstance(node, str) or not node):
             raise TokenError(f"workload token names a malformed node {node!r}")
         return WorkloadClaims(member, int(claims["exp"]), issued_at, node)
+
+    def issue_delivery(self, member: MemberKey, epoch: str, root: bytes, batches: int, *,
+                       now: float, ttl_seconds: int) -> str:
+        binding = {"run": member.run_id, "attempt": member.attempt, "member": member.member,
+                   "epoch": epoch, "root": root.hex(), "batches": batches}
+        return self.issue(TokenKind.DELIVERY, str(member), binding, now=now,
+                          ttl_seconds=ttl_seconds)
+
+    def verify_delivery(self, token: str, *, now: float) -> DeliveryClaims:
+        claims = self.verify(token, TokenKind.DELIVERY, now=now)
+        try:
+            member = MemberKey(str(claims["run"]), int(claims["attempt"]), str(claims["member"]))
+            root = bytes.fromhex(str(claims["root"]))
+            found = DeliveryClaims(member, str(claims["epoch"]), root, int(claims["batches"]),
+                                   int(claims["exp"]))
+        except (KeyError, TypeError, ValueError):
+            raise TokenError("delivery token lacks its run/attempt/member, spool epoch or "
+                             "batches") from None
+        if len(root) != 32 or found.batches < 1 or not found.epoch:
+            raise TokenError("delivery token names no spool epoch or no tree of batches")
+        return found

@@ -1,5 +1,7 @@
 """What a PushBatch call must show before its message is read: a valid workload token, a
-member under its calls in flight, and a token that still stands.
+member under its calls in flight, and a token that still stands. A late delivery shows a
+valid delivery token instead: it stands after its attempt's end, since it admits only the
+batches its spool had sealed (``delivered``), and reading the member's checkpoints.
 
 ``Gate`` (a gRPC server interceptor) applies ``Admission.check`` to the call's metadata and,
 when it refuses, answers with a handler that never reads the request: an unauthenticated,
@@ -18,7 +20,14 @@ from typing import Any, Final, TypeAlias
 import grpc
 
 from tuneplane.common.gateway.listener import bearer_in
-from tuneplane.common.tokens import TokenError, TokenSigner, WorkloadClaims
+from tuneplane.common.tokens import (
+    DeliveryClaims,
+    TokenError,
+    TokenKind,
+    TokenSigner,
+    WorkloadClaims,
+    kind_of,
+)
 from tuneplane.ingest.inflight import CallsInFlight
 from tuneplane.ingest.token_facts import Standing
 
@@ -43,20 +52,25 @@ class Admission:
         self._clock = clock
 
     async def check(self, metadata: Iterable[tuple[str, str | bytes]],
-                    ) -> WorkloadClaims | Refused:
+                    ) -> WorkloadClaims | DeliveryClaims | Refused:
         """The token's claims, or why the call is refused (and with which code)."""
         token = bearer_in(metadata)
         if token is None:
             return Refused(grpc.StatusCode.UNAUTHENTICATED,
                            "missing workload token: send 'authorization: Bearer <token>'")
+        delivery = kind_of(token) == TokenKind.DELIVERY
+        claims: WorkloadClaims | DeliveryClaims
         try:
-            claims = self._signer.verify_workload(token, now=self._clock())
+            claims = (self._signer.verify_delivery(token, now=self._clock()) if delivery
+                      else self._signer.verify_workload(token, now=self._clock()))
         except TokenError as exc:
-            return Refused(grpc.StatusCode.UNAUTHENTICATED, f"workload token refused: {exc}")
+            kind = "delivery" if delivery else "workload"
+            return Refused(grpc.StatusCode.UNAUTHENTICATED, f"{kind} token refused: {exc}")
         busy = self.calls.busy(claims.member)
         if busy is not None:
             return Refused(grpc.StatusCode.RESOURCE_EXHAUSTED, busy)
-        why = await self._standing.refusal(claims)
+        # A delivery token stands after its attempt's end: it admits only sealed batches.
+        why = None if isinstance(claims, DeliveryClaims) else await self._standing.refusal(claims)
         if why is not None:
             return Refused(grpc.StatusCode.PERMISSION_DENIED, why)
         return claims

@@ -1,7 +1,8 @@
 """The TelemetryIngest gRPC service: admit the call (a valid token, its member under its
 calls in flight, a token that still stands: ``gate``, which also runs before the message is
 read), validate (the contract, then the attempt's series bound), make durable, then
-reply."""
+reply. A late delivery's batch must also be one its delivery token covers (``delivered``);
+it goes to Kafka marked late."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import asyncpg
 import grpc
 
 from tuneplane.common.db import TRANSIENT_ERRORS
-from tuneplane.common.tokens import WorkloadClaims
+from tuneplane.common.tokens import DeliveryClaims, WorkloadClaims
+from tuneplane.ingest import delivered
 from tuneplane.ingest.checkpoints import Behind, Checkpoints
 from tuneplane.ingest.gate import Admission, Gate, Refused
 from tuneplane.ingest.inflight import TooManyCalls
@@ -47,8 +49,9 @@ class TelemetryIngest(pb_grpc.TelemetryIngestServicer):
         self._checkpoints = checkpoints  # None: GetCheckpoints is UNIMPLEMENTED
         self._recent = RecentBatches()
 
-    async def _claims(self, context: Context | AskContext) -> WorkloadClaims:
-        """The call's workload claims; a refused call is aborted with its code."""
+    async def _claims(self, context: Context | AskContext,
+                      ) -> WorkloadClaims | DeliveryClaims:
+        """The call's token's claims; a refused call is aborted with its code."""
         found = await self.admission.check(context.invocation_metadata() or ())
         if isinstance(found, Refused):
             await context.abort(found.code, found.message)
@@ -84,7 +87,8 @@ class TelemetryIngest(pb_grpc.TelemetryIngestServicer):
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
         raise AssertionError("unreachable")  # abort raises
 
-    async def _push(self, request: pb.PushBatchRequest, claims: WorkloadClaims,
+    async def _push(self, request: pb.PushBatchRequest,
+                    claims: WorkloadClaims | DeliveryClaims,
                     context: Context) -> pb.PushBatchReply:
         payload = request.batch
         try:
@@ -92,7 +96,15 @@ class TelemetryIngest(pb_grpc.TelemetryIngestServicer):
         except InvalidBatch as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         key = BatchKey.from_proto(batch.identity)
-        if key.member != claims.member:
+        late = False
+        if isinstance(claims, DeliveryClaims):
+            late = True
+            why = delivered.refusal(claims, key, batch.identity.spool_epoch,
+                                    batch.identity.sequence, payload,
+                                    delivered.proof_in(context.invocation_metadata() or ()))
+            if why is not None:
+                await context.abort(grpc.StatusCode.PERMISSION_DENIED, why)
+        elif key.member != claims.member:
             await context.abort(grpc.StatusCode.PERMISSION_DENIED,
                                 f"batch {key} is not for the token's member {claims.member}")
         try:
@@ -114,12 +126,13 @@ class TelemetryIngest(pb_grpc.TelemetryIngestServicer):
             if why is not None:
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"batch {key}: {why}")
         try:
-            await self._sink.put(key, payload)
+            await self._sink.put(key, payload, late=late)
         except SinkUnavailable as exc:
             log.warning("%s", exc)
             await context.abort(grpc.StatusCode.UNAVAILABLE, "Kafka unavailable; retry the batch")
         self._recent.remember(key, digest)
-        log.debug("batch %s durable (%d points)", key, points)
+        log.log(logging.INFO if late else logging.DEBUG, "batch %s durable (%d points%s)", key,
+                points, ", delivered late" if late else "")
         return pb.PushBatchReply(outcome=pb.PushBatchReply.OUTCOME_DURABLE, points=points)
 
 

@@ -1,4 +1,6 @@
-"""Where durable batches go: the batches topic, through an idempotent acks=all producer."""
+"""Where durable batches go: the batches topic, through an idempotent acks=all producer. A
+batch delivered late (under a delivery token) carries ``topics.LATE_HEADER``, so the read models
+can list it."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ class SinkUnavailable(Exception):
 
 
 class BatchSink(Protocol):
-    async def put(self, key: BatchKey, payload: bytes) -> None:
+    async def put(self, key: BatchKey, payload: bytes, *, late: bool = False) -> None:
         """Returns only once the batch is durable; raises SinkUnavailable otherwise."""
         ...
 
@@ -65,11 +67,12 @@ class KafkaBatchSink:
                                   "run `tuneplane-admin topics`")
         return len(partitions)
 
-    async def put(self, key: BatchKey, payload: bytes) -> None:
+    async def put(self, key: BatchKey, payload: bytes, *, late: bool = False) -> None:
         try:
             async with asyncio.timeout(self._timeout):
                 await self._producer.send_and_wait(
                     topics.BATCHES, payload, key=key.kafka_key(),
-                    partition=partition_for(key, self._partitions))
+                    partition=partition_for(key, self._partitions),
+                    headers=[(topics.LATE_HEADER, b"1")] if late else None)
         except (KafkaError, TimeoutError) as exc:
             raise SinkUnavailable(f"Kafka did not confirm batch {key}: {exc!r}") from exc

@@ -13,7 +13,7 @@ from typing import Any
 
 import faust
 
-from tuneplane.common.kafka.message import Message
+from tuneplane.common.kafka.message import Message, late_in
 
 log = logging.getLogger("tuneplane.projector")
 
@@ -35,7 +35,8 @@ class FaustConsumer:
     async def poll(self, max_records: int, within: float) -> Sequence[Message]:
         self._pending = await self._groups.__anext__()
         return [Message(e.message.partition, e.message.offset, e.message.key,
-                        e.message.value, int((e.message.timestamp or 0) * 1000))
+                        e.message.value, int((e.message.timestamp or 0) * 1000),
+                        late_in(e.message.headers))
                 for e in self._pending]
 
     async def commit(self) -> None:

@@ -45,7 +45,8 @@ TRANSIENT = (*TRANSIENT_ERRORS, BotoCoreError,
 
 def decode(message: Message) -> Projection:
     """The pure step: a record → its projection, or PoisonBatch (an InvalidMessage)."""
-    return project(message.value, RecordMeta(message.partition, message.offset, message.key))
+    return project(message.value, RecordMeta(message.partition, message.offset, message.key,
+                                             message.late))
 
 
 def unstorable(exc: BaseException) -> bool:

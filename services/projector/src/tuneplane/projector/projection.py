@@ -25,6 +25,8 @@ class RecordMeta:
     partition: int
     offset: int
     key: bytes | None
+    #: Delivered late (the record's header said so).
+    late: bool = False
 
 
 Ints = npt.NDArray[np.int64]

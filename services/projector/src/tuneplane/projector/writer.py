@@ -30,8 +30,8 @@ SWAP_LOCK = 0x7470_7377_6170  # "tpswap"
 
 INSERT_LEDGER = """
 INSERT INTO batch_ledger (run_id, attempt, member, batch_id, kafka_partition, kafka_offset,
-                          points, sealed_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                          points, sealed_at, late)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 ON CONFLICT DO NOTHING
 RETURNING 1
 """
@@ -179,7 +179,7 @@ class PostgresWriter:
         ids = (member.run_id, member.attempt, member.member, key.batch_id)
         fresh = await conn.fetchval(INSERT_LEDGER, *ids, projection.meta.partition,
                                     projection.meta.offset, projection.points,
-                                    projection.sealed_at)
+                                    projection.sealed_at, projection.meta.late)
         if fresh is None:
             return False
         if projection.chunks:

@@ -23,6 +23,17 @@ class Attempt(BaseModel):
     batches: int
     points: int
     last_batch_at: datetime
+    late_batches: int = Field(0, description="batches of these delivered late: after their "
+                                              "collector stopped, from its spool, with a "
+                                              "delivery credential")
+
+
+class LateBatch(BaseModel):
+    member: str
+    batch_id: str
+    points: int
+    sealed_at: float = Field(description="when the collector sealed it (Unix seconds)")
+    projected_at: datetime = Field(description="when it reached the read models")
 
 
 class Member(BaseModel):

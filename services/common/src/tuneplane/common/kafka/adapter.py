@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 
 from tuneplane.common.kafka import topics
-from tuneplane.common.kafka.message import Message
+from tuneplane.common.kafka.message import Message, late_in
 
 #: Batches are up to 4 MiB: fetch whole groups of them at once.
 FETCH = {"max_partition_fetch_bytes": 16 << 20, "fetch_max_bytes": 64 << 20}
@@ -17,7 +17,7 @@ FETCH = {"max_partition_fetch_bytes": 16 << 20, "fetch_max_bytes": 64 << 20}
 
 def to_message(record: ConsumerRecord[bytes, bytes]) -> Message:
     return Message(record.partition, record.offset, record.key, record.value or b"",
-                   record.timestamp)
+                   record.timestamp, late_in(record.headers))
 
 
 def flatten(fetched: Mapping[TopicPartition, Iterable[ConsumerRecord[bytes, bytes]]],

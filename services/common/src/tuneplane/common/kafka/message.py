@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+
+#: The record header of a batch delivered late (``topics.LATE_HEADER``, here for the steps
+#: that see only messages).
+LATE_HEADER = "tuneplane-late"
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,9 +19,18 @@ class Message:
     key: bytes | None
     value: bytes
     timestamp_ms: int = 0
+    #: Delivered late: ingest took it under a delivery token (its LATE_HEADER).
+    late: bool = False
 
     def __str__(self) -> str:
         return f"{self.partition}/{self.offset}"
+
+
+def late_in(headers: Iterable[tuple[str, bytes]] | Mapping[str, bytes] | None) -> bool:
+    """Whether a record's headers (pairs, or a mapping as faust may hand them) mark it
+    delivered late."""
+    pairs = headers.items() if isinstance(headers, Mapping) else headers or ()
+    return any(name == LATE_HEADER and value == b"1" for name, value in pairs)
 
 
 class InvalidMessage(Exception):

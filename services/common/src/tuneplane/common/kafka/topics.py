@@ -8,6 +8,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
+from tuneplane.common.kafka import message
 from tuneplane.contract.parsers import positive
 from tuneplane.contract.settings import Settings, setting
 from tuneplane.telemetry.v1.limits import TOPIC_MAX_MESSAGE_BYTES
@@ -16,6 +17,8 @@ from tuneplane.telemetry.v1.limits import TOPIC_MAX_MESSAGE_BYTES
 BATCHES = "tuneplane.telemetry.batches.v1"
 #: Batches the projector could not decode or project, with the reason in a header.
 BATCHES_DLQ = "tuneplane.telemetry.batches.v1.dlq"
+#: The header (value ``b"1"``) of a batch ingest took under a delivery token: delivered late.
+LATE_HEADER = message.LATE_HEADER
 
 
 class TopicSettings(Settings):

@@ -1,6 +1,6 @@
-"""The read path's listings, each a named query with its bounds: runs by telemetry, an
-attempt's attempts, members and series, one tag's series, a series' id and its chunks'
-arrays. Routes call these; none holds SQL of its own."""
+"""The read path's listings, each a named query with its bounds: runs by telemetry, a run's
+attempts, an attempt's members, late batches and series, one tag's series, a series' id and
+its chunks' arrays. Routes call these; none holds SQL of its own."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ GROUP BY l.run_id ORDER BY l.run_id LIMIT $2
 
 ATTEMPTS = """
 SELECT attempt, count(DISTINCT member) AS members, count(*) AS batches,
-       sum(points)::bigint AS points, max(projected_at) AS last_batch_at
+       sum(points)::bigint AS points, max(projected_at) AS last_batch_at,
+       count(*) FILTER (WHERE late) AS late_batches
 FROM batch_ledger WHERE run_id = $1 GROUP BY attempt ORDER BY attempt
 """
 
@@ -37,6 +38,12 @@ SELECT s.member, array_agg(DISTINCT s.source ORDER BY s.source) AS sources,
 FROM series s LEFT JOIN member_summaries m USING (run_id, attempt, member)
 WHERE s.run_id = $1 AND s.attempt = $2
 GROUP BY s.member ORDER BY s.member LIMIT $3
+"""
+
+LATE = """
+SELECT member, batch_id, points, sealed_at, projected_at FROM batch_ledger
+WHERE run_id = $1 AND attempt = $2 AND late
+ORDER BY member, sealed_at, batch_id LIMIT $3
 """
 
 SERIES = """
@@ -88,6 +95,12 @@ async def members(conn: Connection, run_id: str, attempt: int,
                   limit: int) -> list[dict[str, Any]]:
     """The attempt's members with series: their sources, series and points."""
     return await records(conn, MEMBERS, run_id, attempt, limit)
+
+
+async def late(conn: Connection, run_id: str, attempt: int,
+               limit: int) -> list[dict[str, Any]]:
+    """The attempt's batches delivered late, by member and when they were sealed."""
+    return await records(conn, LATE, run_id, attempt, limit)
 
 
 async def series(conn: Connection, run_id: str, attempt: int, *, member: str | None,

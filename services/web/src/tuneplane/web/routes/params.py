@@ -7,6 +7,8 @@ from fastapi import Path, Query
 from tuneplane.telemetry.v1.limits import MAX_RUN_PATH_BYTES
 
 AttemptNo = Annotated[int, Path(ge=1, le=2**31 - 1)]
+#: How many rows of an attempt's listing (members, late batches) one answer holds.
+ListLimit = Annotated[int, Query(ge=1, le=10_000)]
 Step = Annotated[int | None, Query(ge=-(2**63), le=2**63 - 1)]
 RunPath = Annotated[str, Query(max_length=MAX_RUN_PATH_BYTES,
                                description="the series' TensorBoard run: its event files' "

@@ -17,7 +17,7 @@ from tuneplane.web import models
 from tuneplane.web.auth.access import Editor, Viewer, Who, require
 from tuneplane.web.dependencies import Now, Pool
 from tuneplane.web.read import listings, run_table
-from tuneplane.web.routes.params import AttemptNo
+from tuneplane.web.routes.params import AttemptNo, ListLimit
 
 router = APIRouter(prefix="/api/v1")
 
@@ -100,7 +100,16 @@ async def attempts(_: Viewer, pool: Pool, run_id: str) -> list[dict[str, Any]]:
 
 @router.get("/runs/{run_id}/attempts/{attempt}/members", response_model=list[models.Member])
 async def members(_: Viewer, pool: Pool, run_id: str, attempt: AttemptNo,
-                  limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+                  limit: ListLimit = 1000,
                   ) -> list[dict[str, Any]]:
     async with pool.acquire() as conn:
         return await listings.members(conn, run_id, attempt, limit)
+
+
+@router.get("/runs/{run_id}/attempts/{attempt}/late", response_model=list[models.LateBatch])
+async def late(_: Viewer, pool: Pool, run_id: str, attempt: AttemptNo,
+               limit: ListLimit = 1000,
+               ) -> list[dict[str, Any]]:
+    """The attempt's batches delivered late (``tuneplane-collector deliver``), by member."""
+    async with pool.acquire() as conn:
+        return await listings.late(conn, run_id, attempt, limit)

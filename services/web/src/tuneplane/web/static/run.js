@@ -1,7 +1,7 @@
 // A run's page: what it is (project, creation), its attempts (managed state, telemetry,
 // launches on nodes or as Slurm jobs, and what their collectors left undelivered) and the members of one attempt
-// (launch state, node, exit code, sources, series, points, undelivered batches). The
-// attempt shown is in the URL (?attempt=N).
+// (launch state, node, exit code, sources, series, points, undelivered batches), and the
+// batches of that attempt delivered late. The attempt shown is in the URL (?attempt=N).
 import { asLaunches, attemptsOf, membersOf, undeliveredOf } from "./attempts.js";
 import { $, cell, status } from "./dom.js";
 import { count, utcSecond as when } from "./format.js";
@@ -91,6 +91,25 @@ async function showMembers(attempt) {
   $("no-members").hidden = rows.length > 0;
 }
 
+// Batches delivered after their collector stopped (from its spool, `deliver`): listed, so
+// a curve that grew after the attempt ended says why.
+async function showLate(attempt) {
+  const late = attempt?.telemetry?.late_batches
+    ? await Session.get(`${api}/attempts/${attempt.attempt}/late`) : [];
+  const rows = late.map((b) => {
+    const tr = document.createElement("tr");
+    cell(tr, b.member);
+    cell(tr, b.batch_id);
+    cell(tr, count(b.points), "num");
+    cell(tr, when(b.sealed_at * 1000));
+    cell(tr, when(b.projected_at));
+    return tr;
+  });
+  $("late-of").textContent = attempt ? `#${attempt.attempt}` : "";
+  $("late").tBodies[0].replaceChildren(...rows);
+  $("late-section").hidden = rows.length === 0;
+}
+
 async function load() {
   status("loading…");
   const [managed, telemetry, listed] = await Promise.all([
@@ -114,10 +133,13 @@ async function load() {
   const undelivered = launches.reduce((t, l) => t + l.undelivered, 0);
   $("undelivered").textContent = launches.length ? `${undelivered.toLocaleString()} batches` : "—";
   $("undelivered").classList.toggle("warn", undelivered > 0);
+  const late = telemetry.reduce((t, a) => t + (a.late_batches ?? 0), 0);
+  $("late-count").textContent = late
+    ? `${late.toLocaleString()} batch${late === 1 ? "" : "es"}` : "none";
   $("charts-link").href = chartsPage(runId, selected.attempt);
   $("media-link").href = mediaPage(runId, selected.attempt);
   showAttempts(attempts, selected.attempt);
-  await showMembers(selected);
+  await Promise.all([showMembers(selected), showLate(selected)]);
   status("");
   document.body.dataset.ready = "true";
 }
