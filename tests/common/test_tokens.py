@@ -5,7 +5,14 @@ from __future__ import annotations
 import jwt
 import pytest
 
-from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner, derive_key, kind_of
+from tuneplane.common.tokens import (
+    MAX_DELIVERY_SECONDS,
+    TokenError,
+    TokenKind,
+    TokenSigner,
+    derive_key,
+    kind_of,
+)
 from tuneplane.telemetry.v1.identity import MemberKey
 
 SECRET = "a-secret-of-enough-length"
@@ -105,3 +112,15 @@ def test_a_delivery_token_without_a_whole_tree_is_refused(binding: dict[str, obj
 
 def test_the_kind_of_what_is_not_a_token_is_none() -> None:
     assert kind_of("not-a-token") is None
+
+
+def test_a_delivery_token_lives_a_week_at_most() -> None:
+    signer = TokenSigner(SECRET)
+    with pytest.raises(ValueError, match="7 days"):
+        signer.issue_delivery(MEMBER, "e1", bytes(32), 1, now=1000.0,
+                              ttl_seconds=MAX_DELIVERY_SECONDS + 1)
+    long_lived = signer.issue(TokenKind.DELIVERY, "x", {
+        "run": "run-1", "attempt": 2, "member": "rank-3", "epoch": "e1", "root": "00" * 32,
+        "batches": 1}, now=1000.0, ttl_seconds=MAX_DELIVERY_SECONDS + 1)
+    with pytest.raises(TokenError, match="lives longer"):
+        signer.verify_delivery(long_lived, now=1000.0)

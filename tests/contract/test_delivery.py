@@ -59,7 +59,8 @@ def test_a_leaf_binds_its_sequence() -> None:
 
 
 @pytest.mark.parametrize("text", ["", "3", ":ab", "x:00", "-1:", "3:zz", "3:" + "ab" * 31,
-                                  "123456789:", "1:" + "00" * 32 * 22])
+                                  "123456789:", "1:" + "00" * 32 * 22, "\u00b2:", "\u0661:",
+                                  "3:abc", "3:AB" + "00" * 31, " 3:", "3: "])
 def test_a_malformed_proof_is_refused(text: str) -> None:
     with pytest.raises(BadProof):
         Proof.parse(text)

@@ -56,8 +56,10 @@ async def test_a_poison_batch_goes_to_the_dlq_with_its_reason_and_the_partition_
     await producer.start()
     try:
         partition = partition_for(key, len(await producer.partitions_for(topics.BATCHES)))
+        # Delivered late, too: the dead letter keeps the mark, so a redrive projects it late.
         poison = await producer.send_and_wait(topics.BATCHES, b"\x08\xff\xff not a batch",
-                                              key=b"crafted/poison", partition=partition)
+                                              key=b"crafted/poison", partition=partition,
+                                              headers=[(topics.LATE_HEADER, b"1")])
     finally:
         await producer.stop()
     await produce(initialised.kafka_bootstrap, [good])  # behind the poison, same partition
@@ -82,6 +84,7 @@ async def test_a_poison_batch_goes_to_the_dlq_with_its_reason_and_the_partition_
     assert headers["reason"].startswith(
         f"batch at {partition}/{poison.offset}: undecodable batch: ".encode())
     assert headers["partition"] == str(partition).encode()
+    assert headers[topics.LATE_HEADER] == b"1"
     assert letter.value == b"\x08\xff\xff not a batch"
 
 

@@ -13,66 +13,18 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import AsyncIterator
 
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from tests.support.environment import BIN, Endpoints
-from tests.support.services import services
-from tuneplane.common.kafka import cluster, topics
+from tests.admin.durability.conftest import PARTITIONS, Cluster, leader_of
+from tests.support.environment import BIN
+from tuneplane.common.kafka import topics
 from tuneplane.ingest.sink import KafkaBatchSink, SinkUnavailable, partition_for
 from tuneplane.telemetry.v1.identity import BatchKey, MemberKey
 
-PARTITIONS = 3
 MEMBER = MemberKey("three-brokers", 1, "rank-0")
-
-
-@dataclass(frozen=True)
-class Cluster:
-    data: Path
-    env: dict[str, str]  # the settings scripts/services printed for it
-
-    @property
-    def bootstrap(self) -> str:
-        return self.env["TUNEPLANE_KAFKA_BOOTSTRAP"]
-
-    def kill(self, broker: int) -> None:
-        done = services(self.data, "kill", "kafka", "--broker", str(broker))
-        assert done.returncode == 0, done.stderr
-
-    def up(self) -> None:
-        """Start the brokers that do not run."""
-        done = services(self.data, "up", "kafka", timeout=420)
-        assert done.returncode == 0, done.stderr
-
-
-def exported(lines: str) -> dict[str, str]:
-    return dict(line.removeprefix("export ").split("=", 1) for line in lines.splitlines())
-
-
-@pytest.fixture(scope="module")
-def three_brokers(endpoints: Endpoints, tmp_path_factory: pytest.TempPathFactory,
-                  ) -> Iterator[Cluster]:
-    data = tmp_path_factory.mktemp("kafka3") / "services"
-    started = services(data, "up", "kafka", "--brokers", "3", timeout=420)
-    assert started.returncode == 0, started.stderr
-    found = Cluster(data, exported(started.stdout))
-    try:
-        assert found.env["TUNEPLANE_TOPIC_REPLICATION"] == "3"
-        assert len(found.bootstrap.split(",")) == 3
-        made = subprocess.run(
-            [str(BIN / "tuneplane-admin"), "topics"], capture_output=True, text=True,
-            check=False, timeout=120,
-            env={**os.environ, "TUNEPLANE_KAFKA_BOOTSTRAP": found.bootstrap,
-                 "TUNEPLANE_TOPIC_REPLICATION": found.env["TUNEPLANE_TOPIC_REPLICATION"],
-                 "TUNEPLANE_TOPIC_PARTITIONS": str(PARTITIONS)})
-        assert made.returncode == 0, made.stderr
-        yield found
-    finally:
-        services(data, "kill", "kafka")  # its data is this module's: no clean stop needed
 
 
 def durability(found: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
@@ -122,16 +74,18 @@ async def put(into: KafkaBatchSink, batches: range) -> None:
         await into.put(key(batch), f"batch {batch}".encode())
 
 
-async def stored(found: Cluster, partition: int, expected: int,
+async def stored(found: Cluster, partition: int, expected: int, *, start: int = 0,
                  timeout: float = 60) -> tuple[list[bytes], int]:
-    """The first ``expected`` records of the batches topic's ``partition`` (fewer if they are
-    not there within ``timeout``), and the partition's end offset then."""
+    """The first ``expected`` records of the batches topic's ``partition`` from offset
+    ``start`` (fewer if they are not there within ``timeout``), and the partition's end
+    offset then (``stored(..., 0)`` alone: where the test's records begin)."""
     consumer = AIOKafkaConsumer(bootstrap_servers=found.bootstrap, enable_auto_commit=False,
                                 auto_offset_reset="earliest")
     await consumer.start()
     try:
         tp = TopicPartition(topics.BATCHES, partition)
         consumer.assign([tp])
+        consumer.seek(tp, start)
         records: list[bytes] = []
         deadline = time.monotonic() + timeout
         while len(records) < expected and time.monotonic() < deadline:
@@ -143,14 +97,10 @@ async def stored(found: Cluster, partition: int, expected: int,
         await consumer.stop()
 
 
-async def leader_of(found: Cluster, partition: int) -> int:
-    state = await cluster.describe(found.bootstrap, [topics.BATCHES])
-    return state.topics[0].partitions[partition].leader
-
-
 async def test_a_lost_leader_loses_nothing_and_two_lost_brokers_refuse_writes(
         three_brokers: Cluster) -> None:
     partition = partition_for(key(0), PARTITIONS)
+    _, start = await stored(three_brokers, partition, 0)  # the pipeline's test wrote before
     # The controller fences a killed broker after its session timeout (9 s) and elects a new
     # leader from the in-sync replicas; the sink waits for that, as ingest would.
     async with sink(three_brokers, timeout=90) as ingest:
@@ -158,9 +108,9 @@ async def test_a_lost_leader_loses_nothing_and_two_lost_brokers_refuse_writes(
         leader = await leader_of(three_brokers, partition)
         three_brokers.kill(leader)
         await put(ingest, range(21, 41))
-    records, end = await stored(three_brokers, partition, expected=40)
+    records, end = await stored(three_brokers, partition, expected=40, start=start)
     assert records == [f"batch {b}".encode() for b in range(1, 41)]
-    assert end == 40  # nothing written twice
+    assert end == start + 40  # nothing written twice
     deadline = time.monotonic() + 60
     while (claim := kafka_claims(three_brokers)["broker"])["outcome"] != "stops":
         assert time.monotonic() < deadline, f"still {claim}"

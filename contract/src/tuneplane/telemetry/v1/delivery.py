@@ -15,12 +15,15 @@ same vectors.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import Final
 
 #: The metadata a delivered batch carries its audit path in: ``INDEX:HEX``, where HEX is
 #: the path's hashes (32 bytes each, from the leaf up) written one after another.
 PROOF_HEADER: Final = "tuneplane-delivery-proof"
+#: A proof as the header carries it: an index of ASCII digits, a colon, hex.
+PROOF = re.compile(r"([0-9]{1,8}):([0-9a-f]*)")
 #: The most leaves a credential may cover (a spool's batches; 2^20 is 20 hashes a path).
 MAX_LEAVES: Final = 1 << 20
 
@@ -55,16 +58,14 @@ class Proof:
 
     @classmethod
     def parse(cls, text: str) -> Proof:
-        index, sep, hashes = text.partition(":")
-        if not sep or not index.isdigit() or len(index) > 8:
-            raise BadProof(f"{PROOF_HEADER} must be INDEX:HEX, got {text[:80]!r}")
-        try:
-            raw = bytes.fromhex(hashes)
-        except ValueError:
-            raise BadProof(f"{PROOF_HEADER} holds no hex path") from None
+        found = PROOF.fullmatch(text)
+        if found is None or len(found[2]) % 2:
+            raise BadProof(f"{PROOF_HEADER} must be INDEX:HEX (lowercase hex), got "
+                           f"{text[:80]!r}")
+        raw = bytes.fromhex(found[2])
         if len(raw) % 32 or len(raw) > 32 * MAX_LEAVES.bit_length():
             raise BadProof(f"{PROOF_HEADER}'s path is not a list of SHA-256 hashes")
-        return cls(int(index), tuple(raw[i:i + 32] for i in range(0, len(raw), 32)))
+        return cls(int(found[1]), tuple(raw[i:i + 32] for i in range(0, len(raw), 32)))
 
     def render(self) -> str:
         return f"{self.index}:{b''.join(self.path).hex()}"

@@ -16,7 +16,7 @@ import asyncpg
 
 from tuneplane.admin.settings import AdminSettings
 from tuneplane.common.gateway import shared_identity, tls
-from tuneplane.common.tokens import TokenSigner
+from tuneplane.common.tokens import MAX_DELIVERY_SECONDS, TokenSigner
 from tuneplane.controlplane import api_tokens, sign_in_links, users
 from tuneplane.controlplane.errors import UserExists, UserNotFound
 from tuneplane.telemetry.v1.delivery import MAX_LEAVES
@@ -63,9 +63,13 @@ def cmd_token_delivery(args: argparse.Namespace, settings: AdminSettings) -> Non
     if not args.epoch.strip():
         raise ValueError("--epoch is the spool epoch `tuneplane-collector deliver` printed")
     signer = TokenSigner(settings.jwt_secret.get())
-    written(signer.issue_delivery(MemberKey(args.run, args.attempt, args.member),
-                                  args.epoch.strip(), bytes.fromhex(root), args.batches,
-                                  now=time.time(), ttl_seconds=args.ttl), args.out)
+    member = MemberKey(args.run, args.attempt, args.member)
+    now = time.time()
+    written(signer.issue_delivery(member, args.epoch.strip(), bytes.fromhex(root), args.batches,
+                                  now=now, ttl_seconds=args.ttl), args.out)
+    until = dt.datetime.fromtimestamp(now + args.ttl, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    print(f"deliver-only credential for {args.batches} batches of {member} (spool epoch "
+          f"{args.epoch.strip()}), until {until}", file=sys.stderr)
 
 
 async def user_command(args: argparse.Namespace, settings: AdminSettings) -> int:
@@ -158,7 +162,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                                    "sealed batches of one spool (named by its epoch and the "
                                    "root of their Merkle tree, which `tuneplane-collector "
                                    "deliver SPOOL` prints with this command to run), even "
-                                   "after the attempt ended, and no other data.")
+                                   "after the attempt ended, and no other data. Take the "
+                                   "values from what `deliver` printed on the spool's host "
+                                   "(never from a tenant: the credential admits whatever "
+                                   "tree it names, for that member).")
     d.add_argument("--run", required=True)
     d.add_argument("--attempt", type=int, required=True)
     d.add_argument("--member", required=True)
@@ -167,7 +174,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="how many batches the tree covers")
     d.add_argument("--root", required=True, help="the tree's root (64 hex digits)")
     d.add_argument("--ttl", type=int, default=86400,
-                   help="lifetime in seconds (default 86400: a day)")
+                   help=f"lifetime in seconds (default 86400: a day; at most "
+                        f"{MAX_DELIVERY_SECONDS})")
     d.add_argument("--out", help="write to this file (mode 0600) instead of printing")
     d.set_defaults(func=cmd_token_delivery)
     g = sub.add_parser("gateway-ca", help="print the CA of the shared gateway identity: the "

@@ -85,6 +85,11 @@ class WorkloadClaims:
     node: str | None = None
 
 
+#: The longest a delivery token lives (it stands after its attempt's end, so a leaked one is
+#: bounded by this, not by the attempt).
+MAX_DELIVERY_SECONDS = 7 * 86400
+
+
 @dataclass(frozen=True, slots=True)
 class DeliveryClaims:
     member: MemberKey
@@ -155,6 +160,9 @@ class TokenSigner:
 
     def issue_delivery(self, member: MemberKey, epoch: str, root: bytes, batches: int, *,
                        now: float, ttl_seconds: int) -> str:
+        if not 0 < ttl_seconds <= MAX_DELIVERY_SECONDS:
+            raise ValueError(f"a delivery token lives 1..{MAX_DELIVERY_SECONDS} s (7 days), "
+                             f"not {ttl_seconds}")
         binding = {"run": member.run_id, "attempt": member.attempt, "member": member.member,
                    "epoch": epoch, "root": root.hex(), "batches": batches}
         return self.issue(TokenKind.DELIVERY, str(member), binding, now=now,
@@ -167,9 +175,12 @@ class TokenSigner:
             root = bytes.fromhex(str(claims["root"]))
             found = DeliveryClaims(member, str(claims["epoch"]), root, int(claims["batches"]),
                                    int(claims["exp"]))
+            lifetime = found.expires_at - int(claims["iat"])
         except (KeyError, TypeError, ValueError):
             raise TokenError("delivery token lacks its run/attempt/member, spool epoch or "
                              "batches") from None
         if len(root) != 32 or found.batches < 1 or not found.epoch:
             raise TokenError("delivery token names no spool epoch or no tree of batches")
+        if lifetime > MAX_DELIVERY_SECONDS:
+            raise TokenError(f"delivery token lives longer than {MAX_DELIVERY_SECONDS} s")
         return found

@@ -13,7 +13,7 @@ from typing import Any
 
 import faust
 
-from tuneplane.common.kafka.message import Message, late_in
+from tuneplane.common.kafka.message import Message, dead_letter_headers, late_in
 
 log = logging.getLogger("tuneplane.projector")
 
@@ -62,7 +62,6 @@ class FaustDeadLetters:
     async def send(self, message: Message, reason: str) -> None:
         log.error("poison batch at %s to the DLQ: %s", message, reason)
         delivered = await self._topic.send(key=message.key, value=message.value,
-                                           partition=message.partition, headers={
-            "reason": reason.encode(), "partition": str(message.partition).encode(),
-            "offset": str(message.offset).encode()})
+                                           partition=message.partition,
+                                           headers=dead_letter_headers(message, reason))
         await delivered

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 
 from tuneplane.common.kafka import topics
-from tuneplane.common.kafka.message import Message, late_in
+from tuneplane.common.kafka.message import Message, dead_letter_headers, late_in
 
 #: Batches are up to 4 MiB: fetch whole groups of them at once.
 FETCH = {"max_partition_fetch_bytes": 16 << 20, "fetch_max_bytes": 64 << 20}
@@ -138,9 +138,8 @@ class KafkaDeadLetters:
 
     async def send(self, message: Message, reason: str) -> None:
         await self._producer.send_and_wait(self._topic, message.value, key=message.key,
-                                           partition=message.partition, headers=[
-            ("reason", reason.encode()), ("partition", str(message.partition).encode()),
-            ("offset", str(message.offset).encode())])
+                                           partition=message.partition,
+                                           headers=dead_letter_headers(message, reason))
 
 
 async def partitions_of(bootstrap: str, topic: str = topics.BATCHES) -> set[int]:

@@ -33,6 +33,14 @@ def late_in(headers: Iterable[tuple[str, bytes]] | Mapping[str, bytes] | None) -
     return any(name == LATE_HEADER and value == b"1" for name, value in pairs)
 
 
+def dead_letter_headers(message: Message, reason: str) -> list[tuple[str, bytes]]:
+    """What a record sent to the dead-letter topic carries: its reason and origin, and its
+    late mark (a redriven batch is still one delivered late)."""
+    headers = [("reason", reason.encode()), ("partition", str(message.partition).encode()),
+               ("offset", str(message.offset).encode())]
+    return [*headers, (LATE_HEADER, b"1")] if message.late else headers
+
+
 class InvalidMessage(Exception):
     """This record can never be processed (undecodable or inconsistent).
 
