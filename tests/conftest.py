@@ -16,6 +16,7 @@ from tests.support.credentials import new_user_token
 from tests.support.environment import BIN, Endpoints, free_port
 from tests.support.oidc import oidc_provider  # noqa: F401  (a fixture, shared)
 from tests.support.processes import Process, start_ingest, start_projector
+from tests.support.three_brokers import three_brokers  # noqa: F401  (a fixture, shared)
 from tuneplane.common.gateway.tls import TlsIdentity
 from tuneplane.common.kafka.topics import TopicSettings
 

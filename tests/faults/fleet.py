@@ -45,10 +45,11 @@ class Fleet:
     collectors: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
     restarts: dict[str, int] = field(default_factory=dict)
 
-    def start_ingest(self, port: int) -> None:
+    def start_ingest(self, port: int, env: dict[str, str] | None = None) -> None:
         self.ingest = Process([str(BIN / "tuneplane-ingest"), "--host", "127.0.0.1", "--port",
                                str(port), "--tls-dir", str(self.tls_dir), "--kafka-timeout", "5"],
-                              self.place / "ingest.log", ready="ingest listening", port=port)
+                              self.place / "ingest.log", ready="ingest listening", port=port,
+                              env=env)
 
     def collector_args(self, i: int) -> list[str]:
         member = MemberKey(self.run_id, 1, self.workload.name(i))

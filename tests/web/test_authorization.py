@@ -63,6 +63,7 @@ REQUIRED = {
     ("GET", "/api/v1/runs/{run_id}/attempts"): "viewer",
     ("POST", "/api/v1/runs/{run_id}/attempts/{attempt}/end"): "editor",
     ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/members"): "viewer",
+    ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/late"): "viewer",
     ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/series"): "viewer",
     ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/scalars"): "viewer",
     ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/canonical"): "viewer",

@@ -19,13 +19,13 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from tests.admin.durability.conftest import PARTITIONS, Cluster, leader_of
 from tests.support.collector_binary import spool_status
 from tests.support.credentials import workload_token
 from tests.support.environment import Endpoints, free_port
 from tests.support.kafka import projected_to_end
 from tests.support.processes import Process, collector_args, start_ingest, start_projector
 from tests.support.readmodels import curve_points, wait_for_points
+from tests.support.three_brokers import PARTITIONS, Cluster, leader_of
 from tests.support.truth import write_jsonl
 from tuneplane.ingest.sink import member_partition
 from tuneplane.telemetry.v1.identity import MemberKey

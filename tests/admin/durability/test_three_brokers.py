@@ -18,8 +18,8 @@ from collections.abc import AsyncIterator
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from tests.admin.durability.conftest import PARTITIONS, Cluster, leader_of
 from tests.support.environment import BIN
+from tests.support.three_brokers import PARTITIONS, Cluster, leader_of
 from tuneplane.common.kafka import topics
 from tuneplane.ingest.sink import KafkaBatchSink, SinkUnavailable, partition_for
 from tuneplane.telemetry.v1.identity import BatchKey, MemberKey

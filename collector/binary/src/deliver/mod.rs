@@ -36,7 +36,8 @@ JSON. With it, sends every batch the credential covers, keeps trying while inges
 unreachable for up to --patience seconds, and deletes each batch once ingest holds it.
 
 Exit status: 0 when the spool holds nothing more to deliver, 2 for a usage error or a \
-credential ingest refuses, 3 when batches are left (ingest unreachable, or some not covered).";
+credential ingest refuses, 3 when batches are left (ingest unreachable) or ingest quarantined \
+some (refused for good: `spool status` says why).";
 
 #[derive(clap::Args, Debug)]
 pub struct DeliverArgs {
@@ -165,6 +166,15 @@ fn deliver_with(
             sender.sent_points,
             args.spool.display()
         );
+        let quarantined = shared.get().quarantined().map_or(0, |q| q.len());
+        if quarantined > 0 {
+            eprintln!(
+                "tuneplane-collector deliver: {quarantined} batches are quarantined in {} \
+                 (ingest refused them for good; `spool status` says why)",
+                args.spool.display()
+            );
+            return Ok(3);
+        }
         return Ok(0);
     }
     eprintln!(

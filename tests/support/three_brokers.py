@@ -1,7 +1,8 @@
-"""Three brokers of ``scripts/services up --brokers 3``, started once for this package into a
-folder of its own (never the shared ``.services``), the project's topics made on them: what
-``tuneplane-admin durability`` says of them, and ingest, the projector and a collector
-running on them while brokers are killed."""
+"""Three brokers of ``scripts/services up --brokers 3``, started once for the session into a
+folder of their own (never the shared ``.services``), the project's topics made on them:
+what ``tuneplane-admin durability`` says of them (tests/admin/durability), ingest, the
+projector and a collector running on them while brokers are killed, and the fault suite on
+them (tests/faults). The fixture ``three_brokers`` is registered in tests/conftest.py."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def exported(lines: str) -> dict[str, str]:
     return dict(line.removeprefix("export ").split("=", 1) for line in lines.splitlines())
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="session")
 def three_brokers(endpoints: Endpoints, tmp_path_factory: pytest.TempPathFactory,
                   ) -> Iterator[Cluster]:
     data = tmp_path_factory.mktemp("kafka3") / "services"
@@ -62,7 +63,7 @@ def three_brokers(endpoints: Endpoints, tmp_path_factory: pytest.TempPathFactory
         assert made.returncode == 0, made.stderr
         yield found
     finally:
-        services(data, "kill", "kafka")  # its data is this package's: no clean stop needed
+        services(data, "kill", "kafka")  # its data is the session's: no clean stop needed
 
 
 async def leader_of(found: Cluster, partition: int) -> int:
