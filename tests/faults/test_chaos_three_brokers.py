@@ -23,7 +23,7 @@ from tests.support.three_brokers import PARTITIONS, Cluster, leader_of
 
 def broker_faults(brokers: Cluster) -> chaos.Kafka:
     async def inflict(kind: str, rng: random.Random) -> str:
-        victim = rng.randrange(3)
+        victim = rng.randint(1, 3)  # broker ids 1, 2, 3
         if kind == "leader":
             leader = await leader_of(brokers, rng.randrange(PARTITIONS))
             victim = leader if leader >= 0 else victim
