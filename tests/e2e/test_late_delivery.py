@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import asyncpg
@@ -22,7 +21,7 @@ from tests.support.collector_binary import HOST_TARGET, read_to, run_until, spoo
 from tests.support.credentials import workload_token
 from tests.support.environment import Endpoints, run_admin
 from tests.support.kafka import projected_to_end
-from tests.support.processes import Process, collector_args
+from tests.support.processes import Process, collector_args, refused_then_stopped
 from tests.support.readmodels import curve_points, wait_for_points
 from tests.support.truth import write_jsonl
 from tuneplane.web.read import listings
@@ -42,23 +41,6 @@ def spooled(tmp_path: Path, args: list[str], source: Path) -> None:
     pending = spool_status(tmp_path / "spool")["pending"]
     assert isinstance(pending, dict)
     assert (pending["batches"], pending["points"]) == (LINES // 250, LINES)
-
-
-def refused_then_stopped(args: list[str], log: Path) -> int:
-    """``args`` run until ingest refuses its workload token, then SIGTERM: its exit status."""
-    with log.open("wb") as out:
-        collector = subprocess.Popen(args, stderr=out, env={
-            **os.environ, "TUNEPLANE_TELEMETRY_DRAIN_SECONDS": "1"})
-    try:
-        deadline = time.monotonic() + 60
-        while "PERMISSION_DENIED" not in log.read_text(errors="replace"):
-            assert collector.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.1)
-    finally:
-        collector.send_signal(signal.SIGTERM)
-        collector.wait(timeout=60)
-    return collector.returncode
 
 
 def deliver(spool: Path, *extra: str, command: list[str] | None = None,

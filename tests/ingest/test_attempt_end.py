@@ -5,9 +5,6 @@ collector keeps its batches spooled. Runs started by hand (no attempts row) keep
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -20,7 +17,7 @@ from tests.support.collector_binary import spool_status
 from tests.support.control import new_run
 from tests.support.credentials import workload_token
 from tests.support.environment import Endpoints
-from tests.support.processes import Process, collector_args, run_collector
+from tests.support.processes import Process, collector_args, refused_then_stopped, run_collector
 from tests.support.truth import batch, write_jsonl
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.controlplane import runs
@@ -91,23 +88,9 @@ async def test_a_refused_collector_keeps_its_batches_spooled(
     write_jsonl(tmp_path / "metrics.jsonl", range(1000), ["loss"])
     token = workload_token(initialised, member, tmp_path / "token")
     log = tmp_path / "collector.log"
-    with log.open("wb") as out:
-        collector = subprocess.Popen(
-            collector_args(ingest.port, tls_dir, token, member, tmp_path / "spool",
-                           {"train": tmp_path / "metrics.jsonl"}, "--max-batch-points", "500"),
-            stdout=out, stderr=subprocess.STDOUT,
-            env={**os.environ, "TUNEPLANE_TELEMETRY_DRAIN_SECONDS": "1"})
-    try:
-        deadline = time.monotonic() + 60
-        while "PERMISSION_DENIED" not in log.read_text(errors="replace"):
-            assert collector.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.1)
-        collector.send_signal(signal.SIGTERM)
-        assert collector.wait(timeout=60) == 3  # batches left undelivered, none dropped
-    finally:
-        if collector.poll() is None:
-            collector.kill()
+    args = collector_args(ingest.port, tls_dir, token, member, tmp_path / "spool",
+                          {"train": tmp_path / "metrics.jsonl"}, "--max-batch-points", "500")
+    assert refused_then_stopped(args, log) == 3  # batches left undelivered, none dropped
     held = spool_status(tmp_path / "spool")
     pending = held["pending"]
     assert isinstance(pending, dict)

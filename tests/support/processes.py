@@ -113,3 +113,24 @@ def collector_args(ingest_port: int, tls_dir: Path, token: Path, member: MemberK
 def run_collector(args: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*args, "--exit-when-idle"], capture_output=True, text=True,
                           timeout=120, check=False)
+
+
+def refused_then_stopped(args: list[str], log: Path) -> int:
+    """A collector's ``args`` run (its output in ``log``) until ingest refuses its token
+    (PERMISSION_DENIED), then stopped with SIGTERM after a drain of a second: its exit
+    status."""
+    with log.open("wb") as out:
+        collector = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env={
+            **os.environ, "TUNEPLANE_TELEMETRY_DRAIN_SECONDS": "1"})
+    try:
+        deadline = time.monotonic() + 60
+        while "PERMISSION_DENIED" not in log.read_text(errors="replace"):
+            assert collector.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        collector.send_signal(signal.SIGTERM)
+        return collector.wait(timeout=60)
+    finally:
+        if collector.poll() is None:
+            collector.kill()
+            collector.wait()
