@@ -110,6 +110,8 @@ impl Follower {
         let mut watches = self.watches.lock().unwrap_or_else(PoisonError::into_inner);
         for want in wanted {
             if watches.directories.contains(&want.directory) {
+                // Another source of a directory watched already: its names join the watch.
+                watches.widen(want);
                 continue;
             }
             if !watches.room() {

@@ -51,6 +51,22 @@ fn a_write_to_the_source_rings_and_one_to_another_file_is_not_the_sources() {
 }
 
 #[test]
+fn a_second_source_of_a_watched_directory_rings_when_it_is_made() {
+    let directory = place("two");
+    let (first, second) = (directory.join("a.jsonl"), directory.join("b.jsonl"));
+    let (mut follower, rung) = started(LOCAL);
+    let wanted: Vec<Watch> = [&first, &second]
+        .into_iter()
+        .flat_map(|source| watches_of(source, false, &[]))
+        .collect();
+    follower.watch(&wanted);
+    assert_eq!(follower.patience(), SAFETY);
+    fs::write(&second, b"{}\n").unwrap();
+    assert!(rings_after(&rung, 0, Duration::from_secs(5)));
+    fs::remove_dir_all(&directory).unwrap();
+}
+
+#[test]
 fn a_new_run_directory_of_a_log_directory_is_watched_at_once() {
     let logdir = place("logdir");
     let (mut follower, rung) = started(LOCAL);

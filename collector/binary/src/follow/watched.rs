@@ -46,6 +46,18 @@ impl Watches {
         }
         false
     }
+
+    /// `want`, for a directory watched already, merged into that directory's watch.
+    pub(super) fn widen(&mut self, want: &Watch) {
+        let known = self
+            .by_descriptor
+            .iter()
+            .find(|(_, had)| had.directory == want.directory)
+            .map(|(descriptor, _)| *descriptor);
+        if let Some(descriptor) = known {
+            add(self, descriptor, want.clone());
+        }
+    }
 }
 
 pub(super) fn mask() -> AddWatchFlags {

@@ -41,11 +41,21 @@ impl super::Spool {
     /// is then free on the filesystem); a checkpoint that cannot finish now is left for later.
     pub fn give_back_room(&mut self) {
         // The free pages moved to the end and cut off first (a spool made with incremental
-        // auto-vacuum): the checkpoint then writes only the pages in use.
-        let _ = self.db.execute_batch("PRAGMA incremental_vacuum");
+        // auto-vacuum): the checkpoint then writes only the pages in use. The pragma frees
+        // one page per step (a row each), so it is stepped to its end: run once, as
+        // `execute_batch` does, it gives back a single page.
+        let _ = self.vacuum_free_pages();
         let _ = self
             .db
             .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+    }
+
+    /// Every free page cut off the database's end.
+    fn vacuum_free_pages(&self) -> rusqlite::Result<()> {
+        let mut vacuum = self.db.prepare("PRAGMA incremental_vacuum")?;
+        let mut freed = vacuum.raw_query();
+        while freed.next()?.is_some() {}
+        Ok(())
     }
 }
 
@@ -58,5 +68,46 @@ mod tests {
         let free = free_bytes(&std::env::temp_dir()).unwrap();
         assert!(free > 0);
         assert_eq!(enough(&std::env::temp_dir(), false), free >= KEPT_FREE);
+    }
+
+    #[test]
+    fn giving_back_room_frees_every_free_page_at_once() {
+        let directory = std::env::temp_dir().join(format!("tp-room-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&directory);
+        let owner = crate::spool::MemberKey {
+            run_id: "run-1".into(),
+            attempt: 1,
+            member: "rank-0".into(),
+        };
+        let local = "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n";
+        let mut spool = crate::spool::Spool::open(&directory, &owner, local).unwrap();
+        // A hundred pages' worth of rows, then deleted: a hundred free pages.
+        spool
+            .db
+            .execute_batch(
+                "CREATE TABLE scratch (b BLOB); \
+                 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) \
+                 INSERT INTO scratch SELECT randomblob(16000) FROM n; DELETE FROM scratch;",
+            )
+            .unwrap();
+        let free = |spool: &crate::spool::Spool| -> i64 {
+            spool
+                .db
+                .query_row("PRAGMA freelist_count", [], |r| r.get(0))
+                .unwrap()
+        };
+        assert!(free(&spool) >= 100);
+        spool.give_back_room();
+        assert_eq!(free(&spool), 0);
+        let wal = directory.join(format!("{}-wal", crate::spool::FILE));
+        assert_eq!(std::fs::metadata(wal).map_or(0, |m| m.len()), 0);
+        assert!(
+            std::fs::metadata(directory.join(crate::spool::FILE))
+                .unwrap()
+                .len()
+                < 1 << 20
+        );
+        drop(spool);
+        std::fs::remove_dir_all(&directory).unwrap();
     }
 }
