@@ -19,7 +19,18 @@ use crate::contract::proto::telemetry_ingest_client::TelemetryIngestClient;
 use crate::contract::proto::PushBatchRequest;
 use crate::send::target::Token;
 
-const CONNECT: Duration = Duration::from_secs(5);
+/// How long a layer may take by default (a connection, a handshake, an answer).
+const PATIENCE: &str = "5";
+
+/// `--timeout`: seconds, more than none and at most an hour.
+fn seconds(given: &str) -> Result<Duration, String> {
+    match given.parse::<f64>() {
+        Ok(s) if s > 0.0 && s <= 3600.0 => Ok(Duration::from_secs_f64(s)),
+        _ => Err(format!(
+            "{given:?} is not a number of seconds above 0 and at most 3600"
+        )),
+    }
+}
 
 #[derive(clap::Args)]
 pub struct ProbeArgs {
@@ -35,6 +46,10 @@ pub struct ProbeArgs {
     /// The name the certificate must carry, when it is not the target's host.
     #[arg(long)]
     server_name: Option<String>,
+    /// Seconds each layer may take (a connection, the TLS handshake, ingest's answer) before
+    /// it is called failed: raise it over a slow link.
+    #[arg(long, value_name = "SECONDS", default_value = PATIENCE, value_parser = seconds)]
+    timeout: Duration,
 }
 
 /// One layer's outcome: what was found, or what failed and its fix.
@@ -63,11 +78,11 @@ fn dns(host: &str, port: u16) -> Layer<Vec<SocketAddr>> {
     }
 }
 
-fn tcp(addresses: &[SocketAddr]) -> Layer<TcpStream> {
+fn tcp(addresses: &[SocketAddr], patience: Duration) -> Layer<TcpStream> {
     let mut failed = Vec::new();
     for address in addresses {
         let started = Instant::now();
-        match TcpStream::connect_timeout(address, CONNECT) {
+        match TcpStream::connect_timeout(address, patience) {
             Ok(stream) => {
                 let took = started.elapsed().as_secs_f64() * 1000.0;
                 return Ok((
@@ -99,7 +114,7 @@ fn roots(ca_file: &Path) -> Result<rustls::RootCertStore, (String, &'static str)
     Ok(store)
 }
 
-fn tls(stream: TcpStream, name: &str, ca_file: &Path) -> Layer<()> {
+fn tls(stream: TcpStream, name: &str, ca_file: &Path, patience: Duration) -> Layer<()> {
     let store = roots(ca_file)?;
     let config = rustls::ClientConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
@@ -126,7 +141,7 @@ fn tls(stream: TcpStream, name: &str, ca_file: &Path) -> Layer<()> {
         )
     })?;
     let mut stream = stream;
-    let _ = stream.set_read_timeout(Some(CONNECT));
+    let _ = stream.set_read_timeout(Some(patience));
     let mut tls = rustls::Stream::new(&mut connection, &mut stream);
     match tls.flush().and_then(|()| {
         // The handshake completes on the first write; nothing is written to ingest.
@@ -186,7 +201,7 @@ fn token(args: &ProbeArgs, path: &Path) -> Layer<()> {
         .map_err(|e| (e.to_string(), "report this"))?;
     let endpoint = crate::send::target::endpoint(&args.target, pem, args.server_name.as_deref())
         .map_err(|e| (e, "give the target as HOST:PORT"))?;
-    let answer = runtime.block_on(async {
+    let asked = async {
         let channel = endpoint
             .connect()
             .await
@@ -196,7 +211,15 @@ fn token(args: &ProbeArgs, path: &Path) -> Layer<()> {
         TelemetryIngestClient::new(channel)
             .push_batch(request)
             .await
-    });
+    };
+    let answer = runtime
+        .block_on(async { tokio::time::timeout(args.timeout, asked).await })
+        .unwrap_or_else(|_| {
+            Err(tonic::Status::deadline_exceeded(format!(
+                "no answer within {:?}",
+                args.timeout
+            )))
+        });
     match answer {
         Err(status) if status.code() == tonic::Code::InvalidArgument => Ok((
             (),
@@ -244,9 +267,9 @@ pub fn probe(args: &ProbeArgs) -> u8 {
     let passed = (|| {
         let (addresses, found) = dns(host, port).map_err(|e| ("DNS", e))?;
         say("DNS", Ok(&found));
-        let (stream, found) = tcp(&addresses).map_err(|e| ("TCP", e))?;
+        let (stream, found) = tcp(&addresses, args.timeout).map_err(|e| ("TCP", e))?;
         say("TCP", Ok(&found));
-        let ((), found) = tls(stream, name, &args.ca_file).map_err(|e| ("TLS", e))?;
+        let ((), found) = tls(stream, name, &args.ca_file, args.timeout).map_err(|e| ("TLS", e))?;
         say("TLS", Ok(&found));
         if let Some(path) = &args.token_file {
             let ((), found) = token(args, path).map_err(|e| ("token", e))?;

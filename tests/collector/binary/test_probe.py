@@ -108,8 +108,11 @@ def test_no_name_no_listener_or_no_tls_each_fail_at_their_layer(tls_dir: Path,
     assert (refused.returncode, lines(refused)) == (1, ["ok DNS", "FAIL TCP"])
     assert "nothing listens on that port" in refused.stdout
     plain = probe("--target", f"127.0.0.1:{plain_port}", "--ca-file", ca,
-                  "--server-name", "localhost")
+                  "--server-name", "localhost", "--timeout", "0.5")
     assert (plain.returncode, lines(plain)) == (1, ["ok DNS", "ok TCP", "FAIL TLS"])
+    never = probe("--target", f"127.0.0.1:{plain_port}", "--ca-file", ca, "--timeout", "0")
+    assert never.returncode == 2
+    assert "'0' for '--timeout <SECONDS>'" in never.stderr, never.stderr
     bad = probe("--target", "no-port", "--ca-file", ca)
     assert bad.returncode == 2
     assert "is not HOST:PORT" in bad.stderr
