@@ -95,16 +95,15 @@ impl SourceReader {
     }
 
     /// Whether the spool's filesystem has the room it keeps free (`spool::room`), looked at
-    /// now; a pause and its end are said once each.
+    /// now, after giving back what the sender freed when it looks short (a WAL grown by the
+    /// last seals and deletions is no reason to pause); a pause and its end are said once
+    /// each.
     pub fn room_left(&mut self) -> bool {
-        let directory = {
-            let mut spool = self.spool.get();
-            if self.short_of_room {
-                spool.give_back_room();
-            }
-            spool.directory.clone()
+        let directory = self.spool.get().directory.clone();
+        let enough = room::enough(&directory, self.short_of_room) || {
+            self.spool.get().give_back_room();
+            room::enough(&directory, self.short_of_room)
         };
-        let enough = room::enough(&directory, self.short_of_room);
         if enough == self.short_of_room {
             self.short_of_room = !enough;
             if enough {
