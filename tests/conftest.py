@@ -32,10 +32,29 @@ REQUIRED = ("TUNEPLANE_DATABASE_URL", "TUNEPLANE_KAFKA_BOOTSTRAP", "TUNEPLANE_S3
 SERVER_FIXTURES = frozenset({"endpoints", "oidc_provider", "slurm_cluster", "docker_engine"})
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+#: Tests that run the collector binary and wait on it: the files it follows, its rounds and
+#: drains take wall-clock time, not CPU. Over workers (``-n``) they are spread evenly through
+#: the run, so each worker overlaps its share with CPU-bound tests instead of a few workers
+#: ending the run on a row of them.
+WAITING = Path(__file__).parent / "collector" / "binary"
+
+
+def interleaved(items: list[pytest.Item]) -> list[pytest.Item]:
+    """``items`` with the ``WAITING`` ones spread evenly among the rest, each group in its
+    order."""
+    waiting = [item for item in items if item.path.is_relative_to(WAITING)]
+    rest = [item for item in items if not item.path.is_relative_to(WAITING)]
+    ranked = [((i + 0.5) / len(waiting), 0, item) for i, item in enumerate(waiting)]
+    ranked += [((i + 0.5) / len(rest), 1, item) for i, item in enumerate(rest)]
+    return [item for _, _, item in sorted(ranked, key=lambda rank: rank[:2])]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.services)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items[:] = interleaved(items)
 
 
 def docker_running() -> bool:

@@ -12,11 +12,11 @@ import asyncpg
 import numpy as np
 from tensorboard.backend.event_processing import plugin_event_accumulator as pea
 from tensorboard.util import tensor_util
-from tensorboardX import SummaryWriter
 
 from tests.support.credentials import workload_token
 from tests.support.environment import Endpoints
 from tests.support.processes import Process, collector_args, run_collector
+from tests.support.tensorboardx import summary_writer
 from tuneplane.telemetry.v1.identity import MemberKey
 
 IMAGE_STEPS = [0, 10, 20, 30, 40, 50]
@@ -50,7 +50,7 @@ def tone(step: int, rate: int = 8000) -> np.ndarray:
 def write_media_logdir(logdir: Path) -> None:
     """The root run's images, histograms, text and audio, and an ``eval`` run's images."""
     rng = np.random.default_rng(7)
-    root = SummaryWriter(str(logdir))
+    root = summary_writer(str(logdir))
     for step in IMAGE_STEPS:
         root.add_image("samples/digit", picture(step), step, dataformats="HWC")
     for step in HISTOGRAM_STEPS:
@@ -60,7 +60,7 @@ def write_media_logdir(logdir: Path) -> None:
     for step in AUDIO_STEPS:
         root.add_audio("voice", tone(step), step, sample_rate=8000)
     root.close()
-    evaluation = SummaryWriter(str(logdir / "eval"))
+    evaluation = summary_writer(str(logdir / "eval"))
     for step in EVAL_IMAGE_STEPS:
         evaluation.add_image("samples/digit", picture(step + 5), step, dataformats="HWC")
     evaluation.close()

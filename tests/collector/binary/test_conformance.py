@@ -21,10 +21,10 @@ from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_
 from tensorboard.plugins.scalar import metadata as scalar_metadata
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboard.util import tensor_util
-from tensorboardX import SummaryWriter
 
 from tests.collector.binary.collected import number, read
 from tests.support.collector_binary import TARGETS
+from tests.support.tensorboardx import summary_writer
 
 Row = tuple[str, str, int, bytes, bytes]  # file, tag, step, wall time and value as bits
 PLUGINS = {"image": "images", "histogram": "histograms", "audio": "audio", "text": "text"}
@@ -78,7 +78,7 @@ def nan_as_one(rows: list[Row]) -> list[Row]:
 @pytest.mark.parametrize("target", TARGETS)
 def test_tensorboardx_files_decode_as_tensorboard_decodes_them(target: str,
                                                                tmp_path: Path) -> None:
-    writer = SummaryWriter(logdir=str(tmp_path))
+    writer = summary_writer(str(tmp_path))
     rng = np.random.default_rng(3)
     for step in range(200):
         writer.add_scalar("train/loss", 1.0 / (step + 1), step)

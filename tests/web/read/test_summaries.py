@@ -15,9 +15,9 @@ from tensorboard.compat.proto import summary_pb2
 from tensorboard.plugins.histogram import summary_v2 as histogram_v2
 from tensorboard.plugins.text import summary_v2 as text_v2
 from tensorboard.util import tensor_util
-from tensorboardX import summary as tbx
 
 from tests.support.media import picture, tone
+from tests.support.tensorboardx import summary as tbx
 from tuneplane.tensorboard.v1 import event_pb2 as tb
 from tuneplane.web.read import summaries
 from tuneplane.web.read.summaries import Undecodable
@@ -49,7 +49,7 @@ def tensorboard_buckets(payload: bytes) -> list[tuple[float, ...]]:
 @pytest.mark.parametrize("data", [np.random.default_rng(1).normal(0, 1, 500),
                                   np.array([3.0] * 10), np.array([-1.0, 1e6])])
 def test_a_tf1_histogram_is_migrated_as_tensorboard_migrates_it(data: np.ndarray) -> None:
-    payload = stored(tbx.histogram("h", data, tensorflow_bins()))
+    payload = stored(tbx().histogram("h", data, tensorflow_bins()))
     ours = summaries.histogram(payload)
     theirs = tensorboard_buckets(payload)
     assert len(ours) == len(theirs) > 0
@@ -64,9 +64,9 @@ def test_a_tf2_histogram_tensor_is_read_as_written() -> None:
 
 
 def test_images_and_audio_come_out_of_tf1_values_and_tf2_tensors() -> None:
-    image = stored(tbx.image("i", picture(3), dataformats="HWC"))
+    image = stored(tbx().image("i", picture(3), dataformats="HWC"))
     assert summaries.media(image).startswith(b"\x89PNG\r\n\x1a\n")
-    clip = stored(tbx.audio("a", tone(1), sample_rate=8000))
+    clip = stored(tbx().audio("a", tone(1), sample_rate=8000))
     assert summaries.media(clip)[8:12] == b"WAVE"
     tf2_images = tb.Summary.Value(tag="i", tensor=tb.TensorProto(
         dtype=tb.DataType.DT_STRING, tensor_shape=tb.TensorShapeProto(
@@ -84,14 +84,14 @@ def test_images_and_audio_come_out_of_tf1_values_and_tf2_tensors() -> None:
 
 
 def test_text_is_its_strings_and_shape() -> None:
-    assert summaries.text(stored(tbx.text("t", "<b>x</b>"))) == ([1], ["<b>x</b>"])
+    assert summaries.text(stored(tbx().text("t", "<b>x</b>"))) == ([1], ["<b>x</b>"])
     table = stored(text_v2.text_pb("t", np.array([["a", "b"], ["c", "\N{SNOWMAN}"]])))
     assert summaries.text(table) == ([2, 2], ["a", "b", "c", "\N{SNOWMAN}"])
 
 
 def test_a_record_of_another_kind_is_refused_with_what_it_holds() -> None:
-    image = stored(tbx.image("i", picture(3), dataformats="HWC"))
-    histogram = stored(tbx.histogram("h", np.arange(5.0), tensorflow_bins()))
+    image = stored(tbx().image("i", picture(3), dataformats="HWC"))
+    histogram = stored(tbx().histogram("h", np.arange(5.0), tensorflow_bins()))
     with pytest.raises(Undecodable, match=r"^holds an image value, not a histogram$"):
         summaries.histogram(image)
     with pytest.raises(Undecodable, match=r"^holds a histo value, not text$"):
