@@ -180,10 +180,20 @@ def test_the_gateway_takes_telemetry_survives_kills_restarts_and_replays(
     chaos_args = [*send(stack, tmp_path, chaos, {"train": tmp_path / "chaos.jsonl"},
                         "--max-batch-points", "500"), "--exit-when-idle"]
     sigkill(stack.container("kafka"), stack.container("projector", 2))
-    collector = subprocess.Popen(chaos_args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 text=True)
+    said = tmp_path / "chaos.log"  # a file, not a pipe no one reads while the test waits
+    with said.open("w") as log:
+        collector = subprocess.Popen(chaos_args, stdout=subprocess.DEVNULL, stderr=log)
     try:
-        time.sleep(5)
+        # The barrier: ingest has failed the collector (Kafka down, it can neither hold a
+        # batch nor say what earlier spools of the member hold), so the collector has tried
+        # and holds its batches; then nothing may be stored.
+        deadline = time.monotonic() + 120
+        while not any(failed in said.read_text() for failed in (
+                "retrying batch", "nothing is sent before the member's checkpoints are known")):
+            assert collector.poll() is None, "the collector finished though Kafka was down"
+            assert time.monotonic() < deadline, "ingest failed no call within 120 s: " + \
+                said.read_text()[-3000:]
+            time.sleep(0.1)
         assert collector.poll() is None, "the collector finished though Kafka was down"
         assert web.series(chaos, "train", "loss") == [], "a point was stored though Kafka was down"
         stack.up("up again after SIGKILLing Kafka and a projector")
@@ -194,13 +204,14 @@ def test_the_gateway_takes_telemetry_survives_kills_restarts_and_replays(
             time.sleep(0.05)
         sigkill(stack.container("projector", 1))
         stack.up("up again after SIGKILLing a projector mid-projection")
-        _, errors = collector.communicate(timeout=600)
+        collector.wait(timeout=600)
+        errors = said.read_text()
         assert collector.returncode == 0, errors[-3000:]
         assert " 0 problems, 0 batches not delivered" in errors, errors[-3000:]
-    finally:  # a collector left running (a failed check above) is stopped, its pipes closed
+    finally:  # a collector left running (a failed check above) is stopped
         if collector.poll() is None:
             collector.kill()
-        collector.communicate()
+        collector.wait()
     web.wait_exact(chaos, "train", chaos_truth)
 
     # The whole stack down (volumes kept) and up again: everything is still there.

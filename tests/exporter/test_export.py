@@ -132,7 +132,10 @@ async def test_destinations_turn_export_on_and_off_and_a_rotated_token_is_used(
         before = MemberKey(f"off-{uuid.uuid4().hex[:8]}", 1, "rank-0")
         await produce(initialised.kafka_bootstrap, [member_batch(before, s, 100)
                                                     for s in range(1, 11)])
-        await asyncio.sleep(3.0)
+        # The barrier: its first look at the destinations found none, and said so (that
+        # nothing produced before is exported later is checked at the end).
+        await wait_for(lambda: "no destination; nothing consumed" in exporter.tail(),
+                       "the exporter never said it found no destination")
         assert not config.exists()
         assert "export on" not in exporter.tail()
         assert "composed collector started" not in exporter.tail()

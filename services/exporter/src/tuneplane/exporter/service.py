@@ -55,6 +55,7 @@ class Exporter:
         self._generation: int | None = None
         self._stop = asyncio.Event()
         self._stub: otlp_grpc.MetricsServiceStub | None = None
+        self._looked = False  # whether the first look at the destinations was said
 
     async def _recompose(self, conn: asyncpg.Connection) -> None:
         generation = await store.fleet_generation(conn)
@@ -91,6 +92,9 @@ class Exporter:
             await self._consumer.stop()
             self._consumer = self._pipeline = None
             log.info("export off: no destination; consumer stopped, nothing buffered")
+        elif not on and not self._looked:
+            log.info("export off: no destination; nothing consumed")
+        self._looked = True
 
     async def _export(self, batches: Sequence[list[ExportMetricsServiceRequest]]) -> list[bool]:
         """The write step: each batch's metrics to the collector, retried while it says

@@ -53,6 +53,11 @@ WHERE run_id = $1 AND attempt = $2 AND member = $3 ORDER BY 1
 """
 
 
+#: Seconds past the wait a look at Kafka may still take (the last poll of the group's
+#: committed offsets) before the answer is UNAVAILABLE.
+ANSWER_MARGIN: Final = 1.0
+
+
 class Behind(Exception):
     """The read models do not hold every batch of the member yet; ask again."""
 
@@ -89,8 +94,13 @@ class Checkpoints:
         first = not (request.after_source or request.after_file)
         if first:
             partition = self._partitioner.partition_of(member)
-            behind = await self._projected.passed(
-                [TopicPartition(topics.BATCHES, partition)], within=self._wait)
+            try:  # the whole look within the wait: Kafka down, its calls would hang longer
+                async with asyncio.timeout(self._wait + ANSWER_MARGIN):
+                    behind = await self._projected.passed(
+                        [TopicPartition(topics.BATCHES, partition)], within=self._wait)
+            except TimeoutError:
+                raise Behind(f"Kafka did not say where partition {partition} ends within "
+                             f"{self._wait:g} s; ask again") from None
             if behind:
                 committed, end = behind[partition]
                 raise Behind(f"the read models are behind Kafka on partition {partition} "
