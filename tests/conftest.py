@@ -49,7 +49,7 @@ def interleaved(items: list[pytest.Item]) -> list[pytest.Item]:
     return [item for _, _, item in sorted(ranked, key=lambda rank: rank[:2])]
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.services)

@@ -109,7 +109,7 @@ impl Follower {
         let mut polled = false;
         let mut watches = self.watches.lock().unwrap_or_else(PoisonError::into_inner);
         for want in wanted {
-            if watches.directories.contains(&want.directory) {
+            if watches.directories.contains_key(&want.directory) {
                 // Another source of a directory watched already: its names join the watch.
                 watches.widen(want);
                 continue;
@@ -130,10 +130,7 @@ impl Follower {
                 continue;
             }
             match inotify.add_watch(&want.directory, mask()) {
-                Ok(descriptor) => {
-                    watches.directories.insert(want.directory.clone());
-                    add(&mut watches, descriptor, want.clone());
-                }
+                Ok(descriptor) => add(&mut watches, descriptor, want.clone()),
                 Err(e) => {
                     if e != nix::errno::Errno::ENOENT && self.said.insert(want.directory.clone()) {
                         log::info!(
@@ -216,7 +213,6 @@ fn watch_events(inotify: &Inotify, watches: &Mutex<Watches>, wake: &OwnedFd, cha
             if watch.recursive && event.mask.contains(AddWatchFlags::IN_ISDIR) && watches.room() {
                 let directory = watch.directory.join(&name);
                 if let Ok(descriptor) = inotify.add_watch(&directory, mask()) {
-                    watches.directories.insert(directory.clone());
                     let sub = Watch {
                         directory,
                         names: None,

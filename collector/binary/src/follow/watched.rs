@@ -29,7 +29,8 @@ impl Watch {
 #[derive(Default)]
 pub(super) struct Watches {
     pub(super) by_descriptor: HashMap<WatchDescriptor, Watch>,
-    pub(super) directories: HashSet<PathBuf>,
+    /// Each watched directory's descriptor (kept by `add`).
+    pub(super) directories: HashMap<PathBuf, WatchDescriptor>,
     /// A directory was not watched for `MAX_WATCHES`: sources are polled from then on.
     pub(super) full: bool,
 }
@@ -47,14 +48,21 @@ impl Watches {
         false
     }
 
-    /// `want`, for a directory watched already, merged into that directory's watch.
+    /// `want`, for a directory watched already, merged into that directory's watch unless
+    /// the watch covers it already (the reader asks again every round).
     pub(super) fn widen(&mut self, want: &Watch) {
-        let known = self
-            .by_descriptor
-            .iter()
-            .find(|(_, had)| had.directory == want.directory)
-            .map(|(descriptor, _)| *descriptor);
-        if let Some(descriptor) = known {
+        let Some(&descriptor) = self.directories.get(&want.directory) else {
+            return;
+        };
+        let covered = self.by_descriptor.get(&descriptor).is_some_and(|had| {
+            (had.recursive || !want.recursive)
+                && match (&had.names, &want.names) {
+                    (None, _) => true,
+                    (Some(_), None) => false,
+                    (Some(had), Some(wanted)) => wanted.is_subset(had),
+                }
+        });
+        if !covered {
             add(self, descriptor, want.clone());
         }
     }
@@ -74,6 +82,9 @@ pub(super) fn mask() -> AddWatchFlags {
 
 /// One watch more for the same directory merges names (any name wins).
 pub(super) fn add(watches: &mut Watches, descriptor: WatchDescriptor, want: Watch) {
+    watches
+        .directories
+        .insert(want.directory.clone(), descriptor);
     let merged = match watches.by_descriptor.remove(&descriptor) {
         Some(had) => Watch {
             names: match (had.names, want.names) {
