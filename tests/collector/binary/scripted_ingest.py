@@ -153,18 +153,19 @@ class Collecting:
 
 @contextmanager
 def collecting(ingest: ScriptedIngest, tls_dir: Path, tmp_path: Path, spool: Path,
-               source: Path, *extra: str,
-               env: dict[str, str] | None = None) -> Iterator[Collecting]:
+               source: Path, *extra: str, env: dict[str, str] | None = None,
+               until_idle: bool = True) -> Iterator[Collecting]:
     """Member r/1/rank-0 collecting the JSONL ``source`` into ``spool`` for ``ingest`` (a
-    token file of its own under ``tmp_path``), its log tmp_path/collector.log; killed at
-    the end if still running."""
+    token file of its own under ``tmp_path``), its log tmp_path/collector.log, until idle
+    (or, not ``until_idle``, until SIGTERM); killed at the end if still running."""
     (tmp_path / "token").write_text("t\n")
     log = tmp_path / "collector.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
             [*collector_args(ingest.port, tls_dir, tmp_path / "token",
                              MemberKey("r", 1, "rank-0"), spool, {"train": source}, *extra),
-             "--exit-when-idle"], stderr=out, env={**os.environ, **(env or {})})
+             *(["--exit-when-idle"] if until_idle else [])],
+            stderr=out, env={**os.environ, **(env or {})})
     try:
         yield Collecting(process, log)
     finally:

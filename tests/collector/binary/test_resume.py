@@ -6,6 +6,7 @@ ingest that does not know GetCheckpoints is said to risk doubles, and is sent to
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,26 @@ def test_nothing_is_sent_before_the_checkpoints_are_known_and_then_everything_is
     began = status(tmp_path / "spool")["resume"]
     assert isinstance(began, dict), began
     assert began["checkpoints"] == 0, began
+
+
+def test_the_drain_asks_for_the_checkpoints_at_once_however_long_the_wait_had_grown(
+        tmp_path: Path, tls_dir: Path) -> None:
+    """Refused long enough, a new spool waits 15 s between asks; the job's end (SIGTERM)
+    cuts that wait short, so a 5 s drain still delivers everything."""
+    source = tmp_path / "m.jsonl"
+    truth = write_jsonl(source, range(2000), ["loss"])
+    with scripted_ingest(tls_dir) as ingest:
+        ingest.checkpoints_refused = grpc.StatusCode.UNAVAILABLE
+        with collecting(ingest, tls_dir, tmp_path, tmp_path / "spool", source,
+                        "--max-batch-points", "500", until_idle=False,
+                        env={"TUNEPLANE_TELEMETRY_DRAIN_SECONDS": "5"}) as collector:
+            collector.wait_until(lambda: "asked again in 15 s" in collector.said())
+            asked = ingest.asked
+            ingest.checkpoints_refused = None
+            collector.process.send_signal(signal.SIGTERM)
+            assert collector.ended(timeout=60) == 0, collector.said()
+    assert ingest.asked == asked + 1, collector.said()  # the one ask the drain made
+    assert ingest.delivered() == truth
 
 
 def test_a_checkpoint_resumes_the_file_after_it_and_drops_what_was_read_again(

@@ -25,6 +25,15 @@ fn is_the_file(file: &File, length: u64, checkpoint: &SourcePosition) -> bool {
 }
 
 impl SourceReader {
+    /// Whether the spool's beginning is settled (its batches may be sent); a spool that
+    /// cannot say is taken as settled, for nothing would settle it.
+    pub fn settled(&self) -> bool {
+        self.spool
+            .get()
+            .resume_state()
+            .map_or(true, |state| state == Resume::Settled)
+    }
+
     /// Settles the spool's checkpoints once ingest has answered (nothing to do otherwise).
     pub(super) fn settle_checkpoints(&mut self) -> rusqlite::Result<()> {
         if self.spool.get().resume_state()? != Resume::Answered {

@@ -168,6 +168,18 @@ fn read_loop(
     if !read_all {
         log::warn!("the drain ended before the sources were read to their end");
     }
+    // A new spool's checkpoints answered only now are settled by the reader, or nothing of
+    // it is sent: it waits for the sender's doorbell until the drain's end.
+    while read_all && !reader.settled() && Instant::now() < deadline {
+        flags
+            .changed
+            .take(deadline.saturating_duration_since(Instant::now()));
+        if let Err(e) = reader.run_once() {
+            log::error!("the spool cannot be written: {e}; the drain stops reading");
+            break;
+        }
+        flags.sealed.set(); // settled, or read again: the sender looks
+    }
     (reader, read_all)
 }
 
@@ -186,7 +198,14 @@ fn send_loop(mut sender: Sender, flags: &Flags, retry: Duration) -> Sender {
                 continue;
             }
             Err(e) => {
-                let wait = ASK_AGAIN[asked.min(ASK_AGAIN.len() - 1)];
+                // Once the drain has begun its time is short: ask every second, and a long
+                // wait before it ends at the drain's start.
+                let draining = flags.stopping.is_set();
+                let wait = if draining {
+                    1
+                } else {
+                    ASK_AGAIN[asked.min(ASK_AGAIN.len() - 1)]
+                };
                 if asked.is_power_of_two() || asked == 0 {
                     log::warn!(
                         "this spool is new: nothing is sent before the member's checkpoints \
@@ -195,7 +214,12 @@ fn send_loop(mut sender: Sender, flags: &Flags, retry: Duration) -> Sender {
                     );
                 }
                 asked += 1;
-                flags.send_stop.wait(Duration::from_secs(wait));
+                let woken_by = if draining {
+                    &flags.send_stop
+                } else {
+                    &flags.stopping
+                };
+                woken_by.wait(Duration::from_secs(wait));
                 continue;
             }
         }
