@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.clock import Clock
 from tests.support.environment import free_port
-from tuneplane.common.tokens import WorkloadClaims
+from tuneplane.common.tokens import DeliveryClaims, WorkloadClaims
 from tuneplane.controlplane.standing import DRAIN_MARGIN_SECONDS, AttemptFacts, NodeFacts
 from tuneplane.ingest.cache import FactCache, LookupFailed
 from tuneplane.ingest.token_facts import CACHE_SECONDS, PostgresFacts, Standing
@@ -54,6 +54,11 @@ class Facts:
 
 def claims(node: str | None = None) -> WorkloadClaims:
     return WorkloadClaims(MEMBER, expires_at=10**10, issued_at=2000, node=node)
+
+
+def delivery(node: str | None) -> DeliveryClaims:
+    return DeliveryClaims(MEMBER, "epoch", bytes(32), 3, expires_at=10**10, issued_at=2000,
+                          node=node)
 
 
 @pytest.fixture
@@ -168,3 +173,21 @@ async def test_the_cache_keeps_at_most_its_capacity(clock: Clock) -> None:
         assert found is not None
         assert found.value == key.upper()
     assert asked == ["a", "b", "c", "b"]  # b was the least recently used when c came
+
+
+async def test_a_delivery_token_stands_while_the_node_it_came_through_does(
+        standing: Standing, facts: Facts) -> None:
+    """Issued through a node, a deliver-only credential ends with the node (revoked, or
+    enrolled again after it was issued); an admin's stands whatever the nodes; the attempt
+    having ended long ago refuses neither."""
+    facts.attempts[KEY] = AttemptFacts("finished", 10 * WINDOW)
+    facts.nodes["node-1"] = NodeFacts(1000, revoked=False)
+    assert await standing.node_refusal(delivery("node-1")) is None
+    assert await standing.node_refusal(delivery(None)) is None
+    assert facts.asked == {"node-1": 1}  # the attempt is not looked at
+    facts.nodes["node-2"] = NodeFacts(1000, revoked=True)
+    facts.nodes["node-3"] = NodeFacts(3000, revoked=False)
+    assert "node-2, which was revoked" in str(await standing.node_refusal(delivery("node-2")))
+    assert "before its latest enrollment" in str(
+        await standing.node_refusal(delivery("node-3")))
+    assert "not enrolled" in str(await standing.node_refusal(delivery("node-4")))

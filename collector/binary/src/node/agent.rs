@@ -10,6 +10,7 @@ use tonic::Code;
 
 use super::client::ControlClient;
 use super::host::Host;
+use super::late::Late;
 use super::launch::LaunchRunner;
 use super::reports;
 use crate::contract::node::launch_report::State;
@@ -21,6 +22,7 @@ pub struct Agent {
     client: Arc<ControlClient>,
     pub stopping: Arc<Flag>,
     runners: BTreeMap<i64, JoinHandle<()>>,
+    late: Late,
 }
 
 impl Agent {
@@ -30,6 +32,7 @@ impl Agent {
             client: Arc::new(client),
             stopping: Arc::new(Flag::default()),
             runners: BTreeMap::new(),
+            late: Late::default(),
         }
     }
 
@@ -128,14 +131,20 @@ impl Agent {
         }
         let busy: BTreeSet<i64> = self.running().into_iter().collect();
         reports::resend_pending(self.client.as_ref(), &self.launches(), &busy);
+        let launches = self.launches();
+        self.late
+            .step(&self.client, &launches, &busy, &self.stopping);
         let next = u64::try_from(reply.next_heartbeat_seconds).unwrap_or(0);
         Duration::from_secs(if next == 0 { 5 } else { next })
     }
 
-    /// Until stopped (or `exit_after` launches have ended); then ends what runs.
-    pub fn run(&mut self, exit_after: Option<usize>) {
+    /// Until stopped (or `exit_after` launches have ended, or, `until_delivered`, nothing
+    /// runs and nothing is left to deliver); then ends what runs.
+    pub fn run(&mut self, exit_after: Option<usize>, until_delivered: bool) {
         let done = |agent: &Self| {
-            exit_after.is_some_and(|n| agent.runners.len() >= n && agent.running().is_empty())
+            let ended = agent.running().is_empty();
+            exit_after.is_some_and(|n| agent.runners.len() >= n && ended)
+                || (until_delivered && ended && agent.late.idle(&agent.launches()))
         };
         while !self.stopping.is_set() && !done(self) {
             let next_beat = Instant::now() + self.beat();
@@ -147,5 +156,6 @@ impl Agent {
         for (_, thread) in std::mem::take(&mut self.runners) {
             let _ = thread.join();
         }
+        self.late.stop();
     }
 }

@@ -13,7 +13,8 @@ use tonic::{Request, Response, Status};
 use super::state::NodeState;
 use crate::contract::node::node_control_client::NodeControlClient;
 use crate::contract::node::{
-    EnrollRequest, HeartbeatReply, HeartbeatRequest, LaunchReport, RenewRequest, WorkloadToken,
+    DeliveryRequest, EnrollRequest, HeartbeatReply, HeartbeatRequest, LaunchReport, RenewRequest,
+    WorkloadToken,
 };
 use crate::rpc::{Refused, Rpc};
 
@@ -90,6 +91,17 @@ impl ControlClient {
             Duration::ZERO,
             &request,
             |mut c, r| async move { c.heartbeat(r).await },
+        )
+    }
+
+    /// A deliver-only credential for what an ended launch left in its spool (no retry:
+    /// the late delivery tries again later).
+    pub fn delivery_token(&self, request: &DeliveryRequest) -> Result<WorkloadToken, Refused> {
+        self.call(
+            "IssueDeliveryToken",
+            Duration::ZERO,
+            request,
+            |mut c, r| async move { c.issue_delivery_token(r).await },
         )
     }
 }

@@ -288,6 +288,7 @@ impl LaunchRunner {
 
 mod ending;
 
+pub use ending::undelivered_batches;
 use ending::{exited, SignalNumber};
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 mod agent;
 mod client;
 mod host;
+mod late;
 mod launch;
 mod pool;
 mod prepare;
@@ -110,6 +111,10 @@ struct RunArgs {
     /// Exit once N launches have been taken and all have ended.
     #[arg(long = "exit-after", value_name = "N")]
     exit_after: Option<usize>,
+    /// Exit once no launch runs and what launches left in their spools is delivered (or
+    /// refused a credential), for a host being drained.
+    #[arg(long = "exit-when-delivered")]
+    exit_when_delivered: bool,
     /// DEBUG, INFO, WARNING or ERROR.
     #[arg(long, default_value = "INFO")]
     loglevel: String,
@@ -208,7 +213,7 @@ fn run(args: &RunArgs) -> u8 {
             return 2;
         }
     }
-    agent.run(args.exit_after);
+    agent.run(args.exit_after, args.exit_when_delivered);
     0
 }
 

@@ -3,12 +3,13 @@
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
 use super::{LaunchRunner, TICK};
 use crate::contract::node::launch_report::State;
+use crate::node::late::{self, Left};
 use crate::node::prepare::Prepared;
 use crate::node::processes::end_all;
 use crate::node::users::RunAs;
@@ -68,6 +69,7 @@ impl LaunchRunner {
         }
         let undelivered = undelivered_batches(&prepared.spool);
         if undelivered > 0 {
+            self.keep_left(prepared, state, code, &detail, undelivered);
             if !detail.is_empty() {
                 detail.push_str("; ");
             }
@@ -77,6 +79,35 @@ impl LaunchRunner {
             ));
         }
         self.report(state, code, &detail, undelivered, 60);
+    }
+}
+
+impl LaunchRunner {
+    /// Notes what the spool was left with, before the end is reported: the agent delivers
+    /// it late (`node::late`), also after a restart.
+    fn keep_left(&self, prepared: &Prepared, state: State, code: i32, detail: &str, left: i64) {
+        let config = self.launch.collector.clone().unwrap_or_default();
+        let note = Left {
+            spool: prepared.spool.clone(),
+            program: prepared
+                .collector
+                .first()
+                .map(PathBuf::from)
+                .unwrap_or_default(),
+            target: config.telemetry_target,
+            server_name: config.server_name,
+            state: state as i32,
+            exit_code: code,
+            detail: detail.to_owned(),
+            batches: left,
+        };
+        if let Err(why) = late::keep(&prepared.directory, &note) {
+            log::error!(
+                "launch {}: what its spool was left with is not noted ({why}); deliver it                  with `tuneplane-collector deliver {}`",
+                self.id(),
+                prepared.spool.display()
+            );
+        }
     }
 }
 

@@ -387,3 +387,36 @@ class RenewRequest(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RenewRequest: _TypeAlias = RenewRequest  # noqa: Y015
+
+@_typing.final
+class DeliveryRequest(_message.Message):
+    """What `tuneplane-collector deliver SPOOL --json` says the launch's spool holds."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LAUNCH_ID_FIELD_NUMBER: _builtins.int
+    EPOCH_FIELD_NUMBER: _builtins.int
+    ROOT_FIELD_NUMBER: _builtins.int
+    BATCHES_FIELD_NUMBER: _builtins.int
+    launch_id: _builtins.int
+    epoch: _builtins.str
+    """the spool's epoch"""
+    root: _builtins.str
+    """the root of the tree of its sealed batches (64 hex digits)"""
+    batches: _builtins.int
+    """the tree's leaves"""
+    def __init__(
+        self,
+        *,
+        launch_id: _builtins.int = ...,
+        epoch: _builtins.str = ...,
+        root: _builtins.str = ...,
+        batches: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["batches", b"batches", "epoch", b"epoch", "launch_id", b"launch_id", "root", b"root"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeliveryRequest: _TypeAlias = DeliveryRequest  # noqa: Y015

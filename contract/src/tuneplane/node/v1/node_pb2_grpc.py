@@ -54,6 +54,11 @@ class NodeControlStub:
                 request_serializer=tuneplane_dot_node_dot_v1_dot_node__pb2.RenewRequest.SerializeToString,
                 response_deserializer=tuneplane_dot_node_dot_v1_dot_node__pb2.WorkloadToken.FromString,
                 _registered_method=True)
+        self.IssueDeliveryToken = channel.unary_unary(
+                '/tuneplane.node.v1.NodeControl/IssueDeliveryToken',
+                request_serializer=tuneplane_dot_node_dot_v1_dot_node__pb2.DeliveryRequest.SerializeToString,
+                response_deserializer=tuneplane_dot_node_dot_v1_dot_node__pb2.WorkloadToken.FromString,
+                _registered_method=True)
 
 
 class NodeControlServicer:
@@ -88,6 +93,14 @@ class NodeControlServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def IssueDeliveryToken(self, request, context):
+        """A deliver-only credential for the sealed batches an ended launch of this node left in
+        its spool (no more than it reported left): the agent delivers them late.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_NodeControlServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -109,6 +122,11 @@ def add_NodeControlServicer_to_server(servicer, server):
             'RenewWorkloadToken': grpc.unary_unary_rpc_method_handler(
                     servicer.RenewWorkloadToken,
                     request_deserializer=tuneplane_dot_node_dot_v1_dot_node__pb2.RenewRequest.FromString,
+                    response_serializer=tuneplane_dot_node_dot_v1_dot_node__pb2.WorkloadToken.SerializeToString,
+            ),
+            'IssueDeliveryToken': grpc.unary_unary_rpc_method_handler(
+                    servicer.IssueDeliveryToken,
+                    request_deserializer=tuneplane_dot_node_dot_v1_dot_node__pb2.DeliveryRequest.FromString,
                     response_serializer=tuneplane_dot_node_dot_v1_dot_node__pb2.WorkloadToken.SerializeToString,
             ),
     }
@@ -219,6 +237,33 @@ class NodeControl:
             target,
             '/tuneplane.node.v1.NodeControl/RenewWorkloadToken',
             tuneplane_dot_node_dot_v1_dot_node__pb2.RenewRequest.SerializeToString,
+            tuneplane_dot_node_dot_v1_dot_node__pb2.WorkloadToken.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def IssueDeliveryToken(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tuneplane.node.v1.NodeControl/IssueDeliveryToken',
+            tuneplane_dot_node_dot_v1_dot_node__pb2.DeliveryRequest.SerializeToString,
             tuneplane_dot_node_dot_v1_dot_node__pb2.WorkloadToken.FromString,
             options,
             channel_credentials,

@@ -48,6 +48,10 @@ class NodeControlStub:
     """
     RenewWorkloadToken: _grpc.UnaryUnaryMultiCallable[_node_pb2.RenewRequest, _node_pb2.WorkloadToken]
     """A fresh workload token for a launch of this node that has not ended."""
+    IssueDeliveryToken: _grpc.UnaryUnaryMultiCallable[_node_pb2.DeliveryRequest, _node_pb2.WorkloadToken]
+    """A deliver-only credential for the sealed batches an ended launch of this node left in
+    its spool (no more than it reported left): the agent delivers them late.
+    """
 
 @_typing.type_check_only
 class NodeControlAsyncStub(NodeControlStub):
@@ -62,6 +66,10 @@ class NodeControlAsyncStub(NodeControlStub):
     """
     RenewWorkloadToken: _aio.UnaryUnaryMultiCallable[_node_pb2.RenewRequest, _node_pb2.WorkloadToken]  # type: ignore[assignment]
     """A fresh workload token for a launch of this node that has not ended."""
+    IssueDeliveryToken: _aio.UnaryUnaryMultiCallable[_node_pb2.DeliveryRequest, _node_pb2.WorkloadToken]  # type: ignore[assignment]
+    """A deliver-only credential for the sealed batches an ended launch of this node left in
+    its spool (no more than it reported left): the agent delivers them late.
+    """
 
 class NodeControlServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -97,5 +105,15 @@ class NodeControlServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_node_pb2.WorkloadToken, _abc.Awaitable[_node_pb2.WorkloadToken]]:
         """A fresh workload token for a launch of this node that has not ended."""
+
+    @_abc_1.abstractmethod
+    def IssueDeliveryToken(
+        self,
+        request: _node_pb2.DeliveryRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_node_pb2.WorkloadToken, _abc.Awaitable[_node_pb2.WorkloadToken]]:
+        """A deliver-only credential for the sealed batches an ended launch of this node left in
+        its spool (no more than it reported left): the agent delivers them late.
+        """
 
 def add_NodeControlServicer_to_server(servicer: NodeControlServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -102,3 +102,17 @@ def audit_path(leaves: list[bytes], index: int) -> tuple[bytes, ...]:
     if index < split:
         return (*audit_path(leaves[:split], index), root(leaves[split:]))
     return (*audit_path(leaves[split:], index - split), root(leaves[:split]))
+
+
+def committed_tree(epoch: str, root_hex: str, batches: int) -> tuple[str, bytes]:
+    """The spool epoch and tree root a credential is asked for (what ``deliver --json``
+    prints), checked; a ValueError says which is wrong."""
+    digits = root_hex.strip().lower()
+    if len(digits) != 64 or any(c not in "0123456789abcdef" for c in digits):
+        raise ValueError(f"the root is the 64 hex digits `tuneplane-collector deliver` printed, "
+                         f"not {root_hex!r}")
+    if not 1 <= batches <= MAX_LEAVES:
+        raise ValueError(f"batches must be 1..{MAX_LEAVES}, got {batches}")
+    if not epoch.strip():
+        raise ValueError("the spool epoch `tuneplane-collector deliver` printed is missing")
+    return epoch.strip(), bytes.fromhex(digits)

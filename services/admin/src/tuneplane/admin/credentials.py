@@ -19,7 +19,7 @@ from tuneplane.common.gateway import shared_identity, tls
 from tuneplane.common.tokens import MAX_DELIVERY_SECONDS, TokenSigner
 from tuneplane.controlplane import api_tokens, sign_in_links, users
 from tuneplane.controlplane.errors import UserExists, UserNotFound
-from tuneplane.telemetry.v1.delivery import MAX_LEAVES
+from tuneplane.telemetry.v1.delivery import committed_tree
 from tuneplane.telemetry.v1.identity import MemberKey
 
 
@@ -54,22 +54,15 @@ def cmd_token_workload(args: argparse.Namespace, settings: AdminSettings) -> Non
 
 def cmd_token_delivery(args: argparse.Namespace, settings: AdminSettings) -> None:
     """A deliver-only credential: what ``tuneplane-collector deliver SPOOL`` printed."""
-    root = args.root.strip().lower()
-    if len(root) != 64 or any(c not in "0123456789abcdef" for c in root):
-        raise ValueError(f"--root is the 64 hex digits `tuneplane-collector deliver` printed, "
-                         f"not {args.root!r}")
-    if not 1 <= args.batches <= MAX_LEAVES:
-        raise ValueError(f"--batches must be 1..{MAX_LEAVES}, got {args.batches}")
-    if not args.epoch.strip():
-        raise ValueError("--epoch is the spool epoch `tuneplane-collector deliver` printed")
+    epoch, root = committed_tree(args.epoch, args.root, args.batches)
     signer = TokenSigner(settings.jwt_secret.get())
     member = MemberKey(args.run, args.attempt, args.member)
     now = time.time()
-    written(signer.issue_delivery(member, args.epoch.strip(), bytes.fromhex(root), args.batches,
-                                  now=now, ttl_seconds=args.ttl), args.out)
+    written(signer.issue_delivery(member, epoch, root, args.batches, now=now,
+                                  ttl_seconds=args.ttl), args.out)
     until = dt.datetime.fromtimestamp(now + args.ttl, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     print(f"deliver-only credential for {args.batches} batches of {member} (spool epoch "
-          f"{args.epoch.strip()}), until {until}", file=sys.stderr)
+          f"{epoch}), until {until}", file=sys.stderr)
 
 
 async def user_command(args: argparse.Namespace, settings: AdminSettings) -> int:

@@ -99,6 +99,10 @@ class DeliveryClaims:
     root: bytes
     batches: int
     expires_at: int
+    issued_at: int = 0
+    #: The node it was issued through (by Node control, for a launch's spool): revoking or
+    #: re-enrolling the node ends it at ingest. None: issued by an admin.
+    node: str | None = None
 
 
 class TokenSigner:
@@ -159,12 +163,15 @@ class TokenSigner:
         return WorkloadClaims(member, int(claims["exp"]), issued_at, node)
 
     def issue_delivery(self, member: MemberKey, epoch: str, root: bytes, batches: int, *,
-                       now: float, ttl_seconds: int) -> str:
+                       now: float, ttl_seconds: int, node: str | None = None) -> str:
         if not 0 < ttl_seconds <= MAX_DELIVERY_SECONDS:
             raise ValueError(f"a delivery token lives 1..{MAX_DELIVERY_SECONDS} s (7 days), "
                              f"not {ttl_seconds}")
-        binding = {"run": member.run_id, "attempt": member.attempt, "member": member.member,
-                   "epoch": epoch, "root": root.hex(), "batches": batches}
+        binding: dict[str, Any] = {"run": member.run_id, "attempt": member.attempt,
+                                   "member": member.member, "epoch": epoch, "root": root.hex(),
+                                   "batches": batches}
+        if node is not None:
+            binding["node"] = node
         return self.issue(TokenKind.DELIVERY, str(member), binding, now=now,
                           ttl_seconds=ttl_seconds)
 
@@ -174,8 +181,8 @@ class TokenSigner:
             member = MemberKey(str(claims["run"]), int(claims["attempt"]), str(claims["member"]))
             root = bytes.fromhex(str(claims["root"]))
             found = DeliveryClaims(member, str(claims["epoch"]), root, int(claims["batches"]),
-                                   int(claims["exp"]))
-            lifetime = found.expires_at - int(claims["iat"])
+                                   int(claims["exp"]), int(claims["iat"]), claims.get("node"))
+            lifetime = found.expires_at - found.issued_at
         except (KeyError, TypeError, ValueError):
             raise TokenError("delivery token lacks its run/attempt/member, spool epoch or "
                              "batches") from None
@@ -183,4 +190,6 @@ class TokenSigner:
             raise TokenError("delivery token names no spool epoch or no tree of batches")
         if lifetime > MAX_DELIVERY_SECONDS:
             raise TokenError(f"delivery token lives longer than {MAX_DELIVERY_SECONDS} s")
+        if found.node is not None and (not isinstance(found.node, str) or not found.node):
+            raise TokenError(f"delivery token names a malformed node {found.node!r}")
         return found

@@ -27,6 +27,7 @@ from tuneplane.controlplane import errors, heartbeats, launches, nodes
 from tuneplane.node.v1 import node_pb2 as pb
 from tuneplane.node.v1 import node_pb2_grpc as pb_grpc
 from tuneplane.node.v1 import slurm_pb2_grpc as spb_grpc
+from tuneplane.telemetry.v1.delivery import committed_tree
 from tuneplane.telemetry.v1.identity import MemberKey
 
 log = logging.getLogger("tuneplane.control")
@@ -47,6 +48,8 @@ class Policy:
 
     collector: pb.CollectorConfig
     workload_ttl: int = 900
+    #: How long a deliver-only credential for a launch's left batches stands.
+    delivery_ttl: int = 86400
     node_ttl: int = 30 * 86400
     heartbeat_seconds: int = 5
     db_wait_seconds: float = 5.0
@@ -187,6 +190,33 @@ class NodeControl(pb_grpc.NodeControlServicer):
             except errors.LaunchError as exc:
                 await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
         return self._workload_token(member, node_id)
+
+    async def IssueDeliveryToken(self, request: pb.DeliveryRequest,
+                                 context: Context) -> pb.WorkloadToken:
+        caller = await self._caller(context)
+        node_id = caller.node_id
+        try:
+            epoch, root = committed_tree(request.epoch, request.root, request.batches)
+        except ValueError as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                f"launch {request.launch_id}: {exc}")
+        async with self._db(context) as conn:
+            await self._check(conn, caller, context)
+            try:
+                member, left = await launches.left_in_spool(conn, node_id, request.launch_id)
+            except errors.LaunchError as exc:
+                await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+        if request.batches > left:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
+                                f"launch {request.launch_id} reported {left} batches left in "
+                                f"its spool, not {request.batches}")
+        now = self._clock()
+        ttl = self._policy.delivery_ttl
+        token = self._signer.issue_delivery(member, epoch, root, request.batches, now=now,
+                                            ttl_seconds=ttl, node=node_id)
+        log.info("launch %d on %s: deliver-only credential for %d batches of %s",
+                 request.launch_id, node_id, request.batches, member)
+        return pb.WorkloadToken(token=token, expires_at=int(now) + ttl)
 
 
 @asynccontextmanager

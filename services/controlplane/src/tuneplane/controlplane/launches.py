@@ -98,6 +98,22 @@ async def member_of(conn: Connection, node_id: str, launch_id: int) -> MemberKey
     return MemberKey(row["run_id"], row["attempt"], row["member"])
 
 
+async def left_in_spool(conn: Connection, node_id: str, launch_id: int) -> tuple[MemberKey, int]:
+    """The member an ended launch of this node ran as, and the batches it reported left in
+    its spool (what a deliver-only credential may cover, at most)."""
+    row = await conn.fetchrow("SELECT run_id, attempt, member, node_id, state, undelivered "
+                              "FROM launches WHERE launch_id = $1", launch_id)
+    if row is None or row["node_id"] != node_id:
+        raise LaunchNotAssigned(f"launch {launch_id} is not assigned to this node")
+    if row["state"] not in ENDED:
+        raise LaunchEnded(f"launch {launch_id} has not ended ({row['state']}); its collector "
+                          "still sends under its workload token")
+    left = int(row["undelivered"] or 0)
+    if left == 0:
+        raise LaunchEnded(f"launch {launch_id} reported no batches left in its spool")
+    return MemberKey(row["run_id"], row["attempt"], row["member"]), left
+
+
 async def report(conn: Connection, node_id: str, launch_id: int, state: str, *,
                  exit_code: int | None, detail: str, undelivered: int,
                  now: dt.datetime) -> str:
@@ -119,7 +135,11 @@ async def report(conn: Connection, node_id: str, launch_id: int, state: str, *,
         if state == WAITING:
             await conn.execute("UPDATE launches SET detail = $2 WHERE launch_id = $1 AND "
                                "state IN ('pending', 'delivered')", launch_id, detail[:4000])
-        elif row["state"] not in ENDED:
+        elif row["state"] in ENDED:  # reported again: what is left only shrinks (delivered)
+            await conn.execute("UPDATE launches SET undelivered = $2, detail = $3 WHERE "
+                               "launch_id = $1 AND undelivered > $2", launch_id, undelivered,
+                               detail[:4000])
+        else:
             await conn.execute(
                 "UPDATE launches SET state = $2, exit_code = $3, detail = $4, undelivered = $5,"
                 " ended_at = CASE WHEN $2 = ANY($6::text[]) THEN $7::timestamptz END "

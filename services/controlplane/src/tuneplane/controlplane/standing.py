@@ -88,12 +88,9 @@ def refusal(claims: WorkloadClaims, attempt: Attempt, node: Node, *,
     where = f"run {claims.member.run_id!r} attempt {claims.member.attempt}"
     if claims.node is not None:
         through = f"workload token of {where} was issued through node {claims.node}"
-        if node is None:
-            return f"{through}, which is not enrolled"
-        if isinstance(node, NodeFacts) and node.revoked:
-            return f"{through}, which was revoked"
-        if isinstance(node, NodeFacts) and claims.issued_at < node.enrolled_at:
-            return f"{through} before its latest enrollment, which replaced it"
+        why = node_refusal(through, claims.issued_at, node)
+        if why is not None:
+            return why
         if attempt is None:
             return f"{through}, yet the control plane never started that attempt"
     if isinstance(attempt, AttemptFacts) and attempt.state == "pending":
@@ -105,4 +102,16 @@ def refusal(claims: WorkloadClaims, attempt: Attempt, node: Node, *,
         if attempt.ended_ago > window:
             return (f"{where} ended ({attempt.state}) {attempt.ended_ago:.0f} s ago, beyond "
                     f"the drain window of {window:.0f} s; its workload tokens are refused")
+    return None
+
+
+def node_refusal(through: str, issued_at: float, node: Node) -> str | None:
+    """Why a token issued through a node (``through`` says which, and what token) no longer
+    stands because of that node, or None."""
+    if node is None:
+        return f"{through}, which is not enrolled"
+    if isinstance(node, NodeFacts) and node.revoked:
+        return f"{through}, which was revoked"
+    if isinstance(node, NodeFacts) and issued_at < node.enrolled_at:
+        return f"{through} before its latest enrollment, which replaced it"
     return None

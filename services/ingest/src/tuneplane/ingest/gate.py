@@ -69,8 +69,10 @@ class Admission:
         busy = self.calls.busy(claims.member)
         if busy is not None:
             return Refused(grpc.StatusCode.RESOURCE_EXHAUSTED, busy)
-        # A delivery token stands after its attempt's end: it admits only sealed batches.
-        why = None if isinstance(claims, DeliveryClaims) else await self._standing.refusal(claims)
+        # A delivery token stands after its attempt's end (it admits only sealed batches),
+        # while the node it was issued through does.
+        why = (await self._standing.node_refusal(claims) if isinstance(claims, DeliveryClaims)
+               else await self._standing.refusal(claims))
         if why is not None:
             return Refused(grpc.StatusCode.PERMISSION_DENIED, why)
         return claims

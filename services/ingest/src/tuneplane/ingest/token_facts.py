@@ -22,7 +22,7 @@ from typing import Final, Protocol, TypeVar
 import asyncpg
 
 from tuneplane.common.db import TRANSIENT_ERRORS, Connection
-from tuneplane.common.tokens import WorkloadClaims
+from tuneplane.common.tokens import DeliveryClaims, WorkloadClaims
 from tuneplane.controlplane import standing
 from tuneplane.controlplane.standing import UNKNOWN, AttemptFacts, NodeFacts
 from tuneplane.ingest.cache import FactCache, Known, LookupFailed
@@ -163,3 +163,14 @@ class Standing:
             attempt = None if found is None else found.aged(known_attempt.age)
         node: standing.Node = UNKNOWN if known_node is None else known_node.value
         return standing.refusal(claims, attempt, node, drain_seconds=self._drain)
+
+    async def node_refusal(self, claims: DeliveryClaims) -> str | None:
+        """Why a delivery token issued through a node no longer stands, or None (an admin's
+        stands until it expires)."""
+        if claims.node is None:
+            return None
+        known = await self._nodes.get(claims.node)
+        node: standing.Node = UNKNOWN if known is None else known.value
+        through = (f"delivery token of {claims.member} was issued through node "
+                   f"{claims.node}")
+        return standing.node_refusal(through, claims.issued_at, node)
