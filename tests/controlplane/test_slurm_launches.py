@@ -108,7 +108,8 @@ async def test_a_ticket_is_redeemed_once_per_node_and_start_while_the_start_runs
     assert again.attempt == 2
     # A report counts only the node's own members.
     assert await slurm_nodes.report(db, launch_id, 0, 1, undelivered=2, detail="x",
-                                         by_member={"rank-2": 2, "rank-0": 5}) == "preempted"
+                                    by_member={"rank-2": 2, "rank-0": 5}) == (
+        "preempted", {"rank-2": 2})
     kept = await db.fetchval("SELECT undelivered_by_member::text FROM slurm_collectors WHERE "
                              "launch_id = $1 AND restart = 0 AND node_index = 1", launch_id)
     assert kept == '{"rank-2": 2}'

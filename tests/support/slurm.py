@@ -82,14 +82,16 @@ def tenant(artifact: Path, tls_dir: Path) -> Iterator[Tenant]:
 
 
 @contextmanager
-def slurm_control(tls_dir: Path, ingest: Process, who: Tenant, log: Path, *extra: str,
+def slurm_control(tls_dir: Path, ingest: Process | int, who: Tenant, log: Path, *extra: str,
                   env: dict[str, str] | None = None,
                   artifact: Path | None = None) -> Iterator[Process]:
-    """A control service with its Slurm backend on, every project's jobs run as ``who``."""
+    """A control service with its Slurm backend on, every project's jobs run as ``who``,
+    their collectors sending to ``ingest`` (or to that port, where ingest may not be yet)."""
     cluster()
     port = free_port()
+    target = ingest if isinstance(ingest, int) else ingest.port
     process = start_control(tls_dir, port, log,
-                            {**launch_env(ingest.port, who.spool_root, artifact or who.artifact),
+                            {**launch_env(target, who.spool_root, artifact or who.artifact),
                              **(env or {})},
                             "--slurm", "--slurm-control-address", f"localhost:{port}",
                             "--slurm-poll-seconds", "0.5", "--slurm-run-as", who.user.pw_name,

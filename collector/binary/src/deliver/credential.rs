@@ -72,6 +72,11 @@ fn claims(token: &str) -> Option<Value> {
     serde_json::from_slice(&raw).ok()
 }
 
+/// When the token says it expires (unix seconds), read, not verified.
+pub fn expires_at(token: &str) -> Option<i64> {
+    claims(token)?["exp"].as_i64()
+}
+
 /// Whether the credential in `file` is a delivery token for this spool's tree.
 pub fn matches(file: &PathBuf, epoch: &str, root: &Hash, batches: usize) -> Result<(), String> {
     let token = std::fs::read_to_string(file).map_err(|e| failed("token file", file, &e))?;

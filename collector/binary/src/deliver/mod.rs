@@ -7,7 +7,9 @@
 //! state. The list of batches is kept in the spool (`spool::manifest`), so a delivery cut
 //! short goes on under the same credential.
 
+mod child;
 mod credential;
+mod held;
 mod settle;
 pub mod tree;
 
@@ -24,7 +26,10 @@ use crate::sources::repr::py_str;
 use crate::spool::manifest::Entry;
 use crate::spool::{lock, Shared, Spool};
 
-pub use credential::Asked;
+pub use child::Child;
+pub use credential::{expires_at, Asked};
+use held::manifest;
+pub use held::tree_of;
 use settle::{settle, Unsettled};
 
 /// The metadata a delivered batch carries its audit path in.
@@ -61,26 +66,6 @@ pub struct DeliverArgs {
     /// Print what the spool holds as JSON (without --token-file).
     #[arg(long)]
     json: bool,
-}
-
-/// The tree the spool's credential is (or would be) for: the list kept by an earlier
-/// delivery when every pending batch is in it, else the pending batches, kept now.
-fn manifest(spool: &mut Spool) -> Result<(Vec<Entry>, u64, usize), String> {
-    let pending = spool.pending_entries().map_err(|e| e.to_string())?;
-    let points = pending.iter().map(|(_, p)| p).sum();
-    let kept = spool.kept_manifest().map_err(|e| e.to_string())?;
-    let covered = |list: &[Entry]| pending.iter().all(|(e, _)| list.contains(e));
-    let list = match kept {
-        Some(list) if covered(&list) => list,
-        _ => {
-            let list: Vec<Entry> = pending.iter().map(|(e, _)| *e).collect();
-            if !list.is_empty() {
-                spool.keep_manifest(&list).map_err(|e| e.to_string())?;
-            }
-            list
-        }
-    };
-    Ok((list, points, pending.len()))
 }
 
 fn deliver_with(

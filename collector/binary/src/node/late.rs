@@ -22,6 +22,7 @@ use super::launch::undelivered_batches;
 use super::reports;
 use super::state::write_private;
 use crate::contract::node::{DeliveryRequest, LaunchReport};
+use crate::deliver::Child;
 use crate::run::Flag;
 
 mod schedule;
@@ -36,6 +37,14 @@ const TOKEN: &str = "delivery-token";
 const LOG: &str = "delivery.log";
 /// How long one `deliver` keeps trying while ingest does not take the batches.
 const PATIENCE: u64 = 120;
+/// Node control's refusals that stand: any other (unavailable, busy, a node token being
+/// renewed) is tried again later.
+const FINAL: [Code; 4] = [
+    Code::FailedPrecondition,
+    Code::InvalidArgument,
+    Code::PermissionDenied,
+    Code::NotFound,
+];
 
 /// What a launch left, and how its end was reported.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -109,42 +118,17 @@ fn asked(launch_id: i64, left: &Left) -> Result<Option<DeliveryRequest>, String>
 /// Runs `deliver` under the credential in `token`, its output in the launch's delivery
 /// log; SIGTERM when the agent stops. Its exit status.
 fn run_deliver(dir: &Path, left: &Left, token: &Path, stopping: &Flag) -> Result<i32, String> {
-    let log = fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join(LOG))
-        .map_err(|e| format!("cannot open {}: {e}", dir.join(LOG).display()))?;
-    let err = log.try_clone().map_err(|e| e.to_string())?;
-    let mut command = Command::new(&left.program);
-    command.arg("deliver").arg(&left.spool);
-    command.args(["--target", &left.target, "--ca-file"]);
-    command
-        .arg(dir.join("trust-bundle.pem"))
-        .arg("--token-file")
-        .arg(token);
-    if !left.server_name.is_empty() {
-        command.args(["--server-name", &left.server_name]);
+    Child {
+        program: &left.program,
+        spool: &left.spool,
+        target: &left.target,
+        ca_file: &dir.join("trust-bundle.pem"),
+        server_name: &left.server_name,
+        token_file: token,
+        patience: PATIENCE,
+        log: &dir.join(LOG),
     }
-    command.args(["--patience", &PATIENCE.to_string()]);
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(log)
-        .stderr(err)
-        .spawn()
-        .map_err(|e| format!("{} could not start: {e}", left.program.display()))?;
-    loop {
-        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
-            return Ok(status.code().unwrap_or(-1));
-        }
-        if stopping.wait(Duration::from_millis(250)) {
-            if let Ok(pid) = libc::pid_t::try_from(child.id()) {
-                // SAFETY: a plain system call on our own child, not yet reaped.
-                unsafe { libc::kill(pid, libc::SIGTERM) };
-            }
-            let _ = child.wait();
-            return Err("the agent stopped".into());
-        }
-    }
+    .run(stopping)
 }
 
 /// One try at delivering what launch `launch_id` (directory `dir`) left.
@@ -165,9 +149,7 @@ pub fn deliver_once(
     };
     let token = match client.delivery_token(&request) {
         Ok(token) => token,
-        Err(refused)
-            if refused.code != Code::Unavailable && refused.code != Code::DeadlineExceeded =>
-        {
+        Err(refused) if FINAL.contains(&refused.code) => {
             let _ = fs::rename(dir.join(NOTE), dir.join(REFUSED));
             return Outcome::Refused(refused.message);
         }
@@ -177,7 +159,9 @@ pub fn deliver_once(
     if let Err(why) = write_private(&file, token.token.as_bytes()) {
         return Outcome::Later(why);
     }
-    match run_deliver(dir, &left, &file, stopping) {
+    let ran = run_deliver(dir, &left, &file, stopping);
+    let _ = fs::remove_file(&file); // asked for again at the next try
+    match ran {
         Ok(0) => delivered(client, launch_id, dir, &left),
         Ok(code) => Outcome::Later(format!(
             "deliver exited with {code} (see {})",
@@ -191,15 +175,12 @@ pub fn deliver_once(
 /// with what is left.
 fn delivered(client: &ControlClient, launch_id: i64, dir: &Path, left: &Left) -> Outcome {
     let quarantined = undelivered_batches(&left.spool);
-    let mut detail = left.detail.clone();
-    if !detail.is_empty() {
-        detail.push_str("; ");
-    }
-    detail.push_str(&format!(
+    // Control keeps the end's detail and adds this to it.
+    let mut detail = format!(
         "the {} batches left in the spool {} were delivered late",
         left.batches,
         left.spool.display()
-    ));
+    );
     if quarantined > 0 {
         detail.push_str(&format!(", {quarantined} of them quarantined by ingest"));
     }
@@ -213,7 +194,6 @@ fn delivered(client: &ControlClient, launch_id: i64, dir: &Path, left: &Left) ->
     // Sent (or kept to be sent again) before the note goes: an agent dying between finds
     // the spool empty and reports again, to the same effect.
     reports::send(client, dir, &report, Duration::from_secs(30));
-    let _ = fs::remove_file(dir.join(TOKEN));
     let _ = fs::remove_file(dir.join(NOTE));
     Outcome::Delivered
 }

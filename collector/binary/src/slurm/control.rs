@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use crate::contract::node::slurm_job_control_client::SlurmJobControlClient;
 use crate::contract::node::{
-    JobCredentials, JobNodeReport, JobStart, RedeemReply, RedeemRequest, RefuseRequest,
-    RenewJobRequest,
+    DeliveredReport, JobCredentials, JobNodeReport, JobNodeReportReply, JobStart, RedeemReply,
+    RedeemRequest, RefuseRequest, RenewJobRequest, SpoolLeft,
 };
 use crate::rpc::Rpc;
 
@@ -94,17 +94,21 @@ impl JobControl {
         )
     }
 
-    /// Say how the drain ended: `left` batches in each member's spool; the attempt's state.
+    /// Say how the drain ended: `left` batches in each member's spool, the tree of each
+    /// spool left with batches to deliver; the attempt's state and a deliver-only
+    /// credential per spool named.
     pub fn report(
         &self,
         credential: &str,
         left: &BTreeMap<String, u64>,
         detail: &str,
-    ) -> Result<String, Refused> {
+        spools: Vec<SpoolLeft>,
+    ) -> Result<JobNodeReportReply, Refused> {
         let report = JobNodeReport {
             undelivered_batches: left.values().sum::<u64>() as i64,
             detail: detail.to_owned(),
             undelivered_by_member: left.iter().map(|(m, n)| (m.clone(), *n as i64)).collect(),
+            spools,
         };
         self.call(
             ("Report", REPORT_PATIENCE),
@@ -112,6 +116,20 @@ impl JobControl {
             Some(credential),
             |mut c, r| async move { c.report(r).await },
         )
-        .map(|reply| reply.attempt_state)
+    }
+
+    /// Say, under its deliver-only credential, that a spool left by a job's node was
+    /// delivered late and holds `left` batches (quarantined by ingest).
+    pub fn delivered(&self, delivery_token: &str, left: u64) -> Result<(), Refused> {
+        let report = DeliveredReport {
+            left: i64::try_from(left).unwrap_or(i64::MAX),
+        };
+        self.call(
+            ("ReportDelivered", REPORT_PATIENCE),
+            &report,
+            Some(delivery_token),
+            |mut c, r| async move { c.report_delivered(r).await },
+        )
+        .map(|_| ())
     }
 }

@@ -9,6 +9,7 @@
 
 mod control;
 mod credentials;
+mod late;
 mod node;
 mod root;
 mod tasks;

@@ -5,13 +5,14 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
 use super::control::{JobControl, Refused};
 use super::credentials::Credentials;
+use super::late::{self, Reach};
 use super::root::user_root;
 use super::tasks::{end_after_the_tasks, Stops};
 use super::{refused, SlurmNodeArgs, READY};
@@ -156,7 +157,35 @@ pub fn run(args: &SlurmNodeArgs, settings: &Settings, control: JobControl, start
         credentials.members().join(",")
     );
     let _ = std::io::stdout().flush();
-    follow(configs, &credentials, Arc::new(control), start, &stops)
+    let held = Held {
+        spools: configs
+            .iter()
+            .map(|c| (c.owner.member.clone(), c.spool.clone()))
+            .collect(),
+        reach: configs.first().map(|c| Reach {
+            target: c.target.address.clone(),
+            ca_file: c.target.ca_file.clone(),
+            server_name: c.target.server_name.clone().unwrap_or_default(),
+        }),
+        root,
+        mountinfo,
+    };
+    follow(
+        configs,
+        &credentials,
+        Arc::new(control),
+        start,
+        &stops,
+        &held,
+    )
+}
+
+/// This job's spools on the node, below the user's spool root, and how they reach ingest.
+struct Held {
+    spools: BTreeMap<String, PathBuf>,
+    reach: Option<Reach>,
+    root: PathBuf,
+    mountinfo: String,
 }
 
 /// Run the collectors until told to end (`stops`), let them drain, and report what stayed
@@ -167,12 +196,20 @@ fn follow(
     control: Arc<JobControl>,
     start: &JobStart,
     stops: &Arc<Stops>,
+    held: &Held,
 ) -> u8 {
     let renewing = {
         let (credentials, control, stops) =
             (credentials.clone(), Arc::clone(&control), Arc::clone(stops));
         thread::spawn(move || credentials.keep_fresh(&control, &stops.stopping))
     };
+    let earlier = held.reach.clone().and_then(|reach| {
+        let flags = Arc::new(Flags::default());
+        stops.add(Arc::clone(&flags));
+        let own = held.spools.values().cloned().collect();
+        let (root, mountinfo) = (held.root.clone(), held.mountinfo.clone());
+        late::background(root, own, reach, Arc::clone(&control), mountinfo, flags)
+    });
     let running: Vec<_> = configs
         .into_iter()
         .map(|config| {
@@ -217,11 +254,21 @@ fn follow(
         }
     );
     let _ = std::io::stdout().flush();
-    if let Err(Refused(why)) = control.report(&credentials.credential(), &left, &detail) {
-        log::error!("the drain's end was not reported: {why}");
+    let trees = late::trees(&held.spools, &left, &held.mountinfo);
+    match control.report(&credentials.credential(), &left, &detail, trees) {
+        Ok(reply) => {
+            if let Some(reach) = &held.reach {
+                late::kept(&reply.delivery, &held.spools, reach);
+            }
+        }
+        Err(Refused(why)) => log::error!("the drain's end was not reported: {why}"),
     }
+    let _ = std::io::stdout().flush();
     stops.stopping.set();
     let _ = renewing.join();
+    if let Some(earlier) = earlier {
+        let _ = earlier.join();
+    }
     if undelivered == 0 && !cut_short {
         0
     } else {

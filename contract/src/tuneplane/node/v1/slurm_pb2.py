@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from tuneplane.node.v1 import node_pb2 as tuneplane_dot_node_dot_v1_dot_node__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dtuneplane/node/v1/slurm.proto\x12\x11tuneplane.node.v1\x1a\x1ctuneplane/node/v1/node.proto\"a\n\x08JobStart\x12\x0e\n\x06ticket\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x0f\n\x07restart\x18\x03 \x01(\x05\x12\x12\n\nnode_index\x18\x04 \x01(\x05\x12\x10\n\x08hostname\x18\x05 \x01(\t\";\n\rRedeemRequest\x12*\n\x05start\x18\x01 \x01(\x0b\x32\x1b.tuneplane.node.v1.JobStart\"N\n\x0bMemberToken\x12\x0e\n\x06member\x18\x01 \x01(\t\x12/\n\x05token\x18\x02 \x01(\x0b\x32 .tuneplane.node.v1.WorkloadToken\"i\n\x0eJobCredentials\x12\x12\n\ncredential\x18\x01 \x01(\t\x12\x12\n\nexpires_at\x18\x02 \x01(\x03\x12/\n\x07members\x18\x03 \x03(\x0b\x32\x1e.tuneplane.node.v1.MemberToken\"\xae\x01\n\x0bRedeemReply\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x0f\n\x07project\x18\x03 \x01(\t\x12\x36\n\x0b\x63redentials\x18\x04 \x01(\x0b\x32!.tuneplane.node.v1.JobCredentials\x12\x35\n\tcollector\x18\x05 \x01(\x0b\x32\".tuneplane.node.v1.CollectorConfig\"K\n\rRefuseRequest\x12*\n\x05start\x18\x01 \x01(\x0b\x32\x1b.tuneplane.node.v1.JobStart\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\r\n\x0bRefuseReply\"\x11\n\x0fRenewJobRequest\"\xd2\x01\n\rJobNodeReport\x12\x1b\n\x13undelivered_batches\x18\x01 \x01(\x03\x12\x0e\n\x06\x64\x65tail\x18\x02 \x01(\t\x12X\n\x15undelivered_by_member\x18\x03 \x03(\x0b\x32\x39.tuneplane.node.v1.JobNodeReport.UndeliveredByMemberEntry\x1a:\n\x18UndeliveredByMemberEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"+\n\x12JobNodeReportReply\x12\x15\n\rattempt_state\x18\x01 \x01(\t2\xcc\x02\n\x0fSlurmJobControl\x12J\n\x06Redeem\x12 .tuneplane.node.v1.RedeemRequest\x1a\x1e.tuneplane.node.v1.RedeemReply\x12J\n\x06Refuse\x12 .tuneplane.node.v1.RefuseRequest\x1a\x1e.tuneplane.node.v1.RefuseReply\x12N\n\x05Renew\x12\".tuneplane.node.v1.RenewJobRequest\x1a!.tuneplane.node.v1.JobCredentials\x12Q\n\x06Report\x12 .tuneplane.node.v1.JobNodeReport\x1a%.tuneplane.node.v1.JobNodeReportReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dtuneplane/node/v1/slurm.proto\x12\x11tuneplane.node.v1\x1a\x1ctuneplane/node/v1/node.proto\"a\n\x08JobStart\x12\x0e\n\x06ticket\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x0f\n\x07restart\x18\x03 \x01(\x05\x12\x12\n\nnode_index\x18\x04 \x01(\x05\x12\x10\n\x08hostname\x18\x05 \x01(\t\";\n\rRedeemRequest\x12*\n\x05start\x18\x01 \x01(\x0b\x32\x1b.tuneplane.node.v1.JobStart\"N\n\x0bMemberToken\x12\x0e\n\x06member\x18\x01 \x01(\t\x12/\n\x05token\x18\x02 \x01(\x0b\x32 .tuneplane.node.v1.WorkloadToken\"i\n\x0eJobCredentials\x12\x12\n\ncredential\x18\x01 \x01(\t\x12\x12\n\nexpires_at\x18\x02 \x01(\x03\x12/\n\x07members\x18\x03 \x03(\x0b\x32\x1e.tuneplane.node.v1.MemberToken\"\xae\x01\n\x0bRedeemReply\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x0f\n\x07project\x18\x03 \x01(\t\x12\x36\n\x0b\x63redentials\x18\x04 \x01(\x0b\x32!.tuneplane.node.v1.JobCredentials\x12\x35\n\tcollector\x18\x05 \x01(\x0b\x32\".tuneplane.node.v1.CollectorConfig\"K\n\rRefuseRequest\x12*\n\x05start\x18\x01 \x01(\x0b\x32\x1b.tuneplane.node.v1.JobStart\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\r\n\x0bRefuseReply\"\x11\n\x0fRenewJobRequest\"\x80\x02\n\rJobNodeReport\x12\x1b\n\x13undelivered_batches\x18\x01 \x01(\x03\x12\x0e\n\x06\x64\x65tail\x18\x02 \x01(\t\x12X\n\x15undelivered_by_member\x18\x03 \x03(\x0b\x32\x39.tuneplane.node.v1.JobNodeReport.UndeliveredByMemberEntry\x12,\n\x06spools\x18\x04 \x03(\x0b\x32\x1c.tuneplane.node.v1.SpoolLeft\x1a:\n\x18UndeliveredByMemberEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"]\n\x12JobNodeReportReply\x12\x15\n\rattempt_state\x18\x01 \x01(\t\x12\x30\n\x08\x64\x65livery\x18\x02 \x03(\x0b\x32\x1e.tuneplane.node.v1.MemberToken\"I\n\tSpoolLeft\x12\x0e\n\x06member\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\t\x12\x0c\n\x04root\x18\x03 \x01(\t\x12\x0f\n\x07\x62\x61tches\x18\x04 \x01(\x05\"\x1f\n\x0f\x44\x65liveredReport\x12\x0c\n\x04left\x18\x01 \x01(\x03\x32\xaa\x03\n\x0fSlurmJobControl\x12J\n\x06Redeem\x12 .tuneplane.node.v1.RedeemRequest\x1a\x1e.tuneplane.node.v1.RedeemReply\x12J\n\x06Refuse\x12 .tuneplane.node.v1.RefuseRequest\x1a\x1e.tuneplane.node.v1.RefuseReply\x12N\n\x05Renew\x12\".tuneplane.node.v1.RenewJobRequest\x1a!.tuneplane.node.v1.JobCredentials\x12Q\n\x06Report\x12 .tuneplane.node.v1.JobNodeReport\x1a%.tuneplane.node.v1.JobNodeReportReply\x12\\\n\x0fReportDelivered\x12\".tuneplane.node.v1.DeliveredReport\x1a%.tuneplane.node.v1.JobNodeReportReplyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -51,11 +51,15 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RENEWJOBREQUEST']._serialized_start=698
   _globals['_RENEWJOBREQUEST']._serialized_end=715
   _globals['_JOBNODEREPORT']._serialized_start=718
-  _globals['_JOBNODEREPORT']._serialized_end=928
-  _globals['_JOBNODEREPORT_UNDELIVEREDBYMEMBERENTRY']._serialized_start=870
-  _globals['_JOBNODEREPORT_UNDELIVEREDBYMEMBERENTRY']._serialized_end=928
-  _globals['_JOBNODEREPORTREPLY']._serialized_start=930
-  _globals['_JOBNODEREPORTREPLY']._serialized_end=973
-  _globals['_SLURMJOBCONTROL']._serialized_start=976
-  _globals['_SLURMJOBCONTROL']._serialized_end=1308
+  _globals['_JOBNODEREPORT']._serialized_end=974
+  _globals['_JOBNODEREPORT_UNDELIVEREDBYMEMBERENTRY']._serialized_start=916
+  _globals['_JOBNODEREPORT_UNDELIVEREDBYMEMBERENTRY']._serialized_end=974
+  _globals['_JOBNODEREPORTREPLY']._serialized_start=976
+  _globals['_JOBNODEREPORTREPLY']._serialized_end=1069
+  _globals['_SPOOLLEFT']._serialized_start=1071
+  _globals['_SPOOLLEFT']._serialized_end=1144
+  _globals['_DELIVEREDREPORT']._serialized_start=1146
+  _globals['_DELIVEREDREPORT']._serialized_end=1177
+  _globals['_SLURMJOBCONTROL']._serialized_start=1180
+  _globals['_SLURMJOBCONTROL']._serialized_end=1606
 # @@protoc_insertion_point(module_scope)

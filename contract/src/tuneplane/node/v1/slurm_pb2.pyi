@@ -250,11 +250,16 @@ class JobNodeReport(_message.Message):
     UNDELIVERED_BATCHES_FIELD_NUMBER: _builtins.int
     DETAIL_FIELD_NUMBER: _builtins.int
     UNDELIVERED_BY_MEMBER_FIELD_NUMBER: _builtins.int
+    SPOOLS_FIELD_NUMBER: _builtins.int
     undelivered_batches: _builtins.int
     detail: _builtins.str
     @_builtins.property
     def undelivered_by_member(self) -> _containers.ScalarMap[_builtins.str, _builtins.int]:
         """of undelivered_batches, each member's"""
+
+    @_builtins.property
+    def spools(self) -> _containers.RepeatedCompositeFieldContainer[Global___SpoolLeft]:
+        """the tree of each member's spool left with batches"""
 
     def __init__(
         self,
@@ -262,10 +267,11 @@ class JobNodeReport(_message.Message):
         undelivered_batches: _builtins.int = ...,
         detail: _builtins.str = ...,
         undelivered_by_member: _abc.Mapping[_builtins.str, _builtins.int] | None = ...,
+        spools: _abc.Iterable[Global___SpoolLeft] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["detail", b"detail", "undelivered_batches", b"undelivered_batches", "undelivered_by_member", b"undelivered_by_member"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["detail", b"detail", "spools", b"spools", "undelivered_batches", b"undelivered_batches", "undelivered_by_member", b"undelivered_by_member"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -276,16 +282,73 @@ class JobNodeReportReply(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     ATTEMPT_STATE_FIELD_NUMBER: _builtins.int
+    DELIVERY_FIELD_NUMBER: _builtins.int
     attempt_state: _builtins.str
+    @_builtins.property
+    def delivery(self) -> _containers.RepeatedCompositeFieldContainer[Global___MemberToken]:
+        """a deliver-only credential per spool left"""
+
     def __init__(
         self,
         *,
         attempt_state: _builtins.str = ...,
+        delivery: _abc.Iterable[Global___MemberToken] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt_state", b"attempt_state"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt_state", b"attempt_state", "delivery", b"delivery"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___JobNodeReportReply: _TypeAlias = JobNodeReportReply  # noqa: Y015
+
+@_typing.final
+class SpoolLeft(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MEMBER_FIELD_NUMBER: _builtins.int
+    EPOCH_FIELD_NUMBER: _builtins.int
+    ROOT_FIELD_NUMBER: _builtins.int
+    BATCHES_FIELD_NUMBER: _builtins.int
+    member: _builtins.str
+    epoch: _builtins.str
+    """the spool's epoch"""
+    root: _builtins.str
+    """hex Merkle root of its sealed batches (deliver --json says it)"""
+    batches: _builtins.int
+    """the tree's leaves"""
+    def __init__(
+        self,
+        *,
+        member: _builtins.str = ...,
+        epoch: _builtins.str = ...,
+        root: _builtins.str = ...,
+        batches: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["batches", b"batches", "epoch", b"epoch", "member", b"member", "root", b"root"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SpoolLeft: _TypeAlias = SpoolLeft  # noqa: Y015
+
+@_typing.final
+class DeliveredReport(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LEFT_FIELD_NUMBER: _builtins.int
+    left: _builtins.int
+    """batches the spool still holds (quarantined)"""
+    def __init__(
+        self,
+        *,
+        left: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["left", b"left"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeliveredReport: _TypeAlias = DeliveredReport  # noqa: Y015

@@ -52,7 +52,16 @@ class SlurmJobControlStub:
     Renew: _grpc.UnaryUnaryMultiCallable[_slurm_pb2.RenewJobRequest, _slurm_pb2.JobCredentials]
     """A fresh job credential and workload tokens while the attempt has not ended."""
     Report: _grpc.UnaryUnaryMultiCallable[_slurm_pb2.JobNodeReport, _slurm_pb2.JobNodeReportReply]
-    """How the node's collector ended: the batches its drain left in the spools."""
+    """How the node's collector ended: the batches its drain left in the spools. For each
+    spool left, a deliver-only credential for exactly its sealed batches (the tree named in
+    the report, no more batches than the report counts), so whoever holds the spool later
+    delivers them once ingest is reachable, and adds nothing else.
+    """
+    ReportDelivered: _grpc.UnaryUnaryMultiCallable[_slurm_pb2.DeliveredReport, _slurm_pb2.JobNodeReportReply]
+    """Under one of those credentials ("authorization: Bearer <delivery token>"): its spool
+    was delivered late and holds `left` batches (quarantined by ingest), so the node's
+    report of the member shrinks to that.
+    """
 
 @_typing.type_check_only
 class SlurmJobControlAsyncStub(SlurmJobControlStub):
@@ -68,7 +77,16 @@ class SlurmJobControlAsyncStub(SlurmJobControlStub):
     Renew: _aio.UnaryUnaryMultiCallable[_slurm_pb2.RenewJobRequest, _slurm_pb2.JobCredentials]  # type: ignore[assignment]
     """A fresh job credential and workload tokens while the attempt has not ended."""
     Report: _aio.UnaryUnaryMultiCallable[_slurm_pb2.JobNodeReport, _slurm_pb2.JobNodeReportReply]  # type: ignore[assignment]
-    """How the node's collector ended: the batches its drain left in the spools."""
+    """How the node's collector ended: the batches its drain left in the spools. For each
+    spool left, a deliver-only credential for exactly its sealed batches (the tree named in
+    the report, no more batches than the report counts), so whoever holds the spool later
+    delivers them once ingest is reachable, and adds nothing else.
+    """
+    ReportDelivered: _aio.UnaryUnaryMultiCallable[_slurm_pb2.DeliveredReport, _slurm_pb2.JobNodeReportReply]  # type: ignore[assignment]
+    """Under one of those credentials ("authorization: Bearer <delivery token>"): its spool
+    was delivered late and holds `left` batches (quarantined by ingest), so the node's
+    report of the member shrinks to that.
+    """
 
 class SlurmJobControlServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -105,6 +123,21 @@ class SlurmJobControlServicer(metaclass=_abc_1.ABCMeta):
         request: _slurm_pb2.JobNodeReport,
         context: _ServicerContext,
     ) -> _typing.Union[_slurm_pb2.JobNodeReportReply, _abc.Awaitable[_slurm_pb2.JobNodeReportReply]]:
-        """How the node's collector ended: the batches its drain left in the spools."""
+        """How the node's collector ended: the batches its drain left in the spools. For each
+        spool left, a deliver-only credential for exactly its sealed batches (the tree named in
+        the report, no more batches than the report counts), so whoever holds the spool later
+        delivers them once ingest is reachable, and adds nothing else.
+        """
+
+    @_abc_1.abstractmethod
+    def ReportDelivered(
+        self,
+        request: _slurm_pb2.DeliveredReport,
+        context: _ServicerContext,
+    ) -> _typing.Union[_slurm_pb2.JobNodeReportReply, _abc.Awaitable[_slurm_pb2.JobNodeReportReply]]:
+        """Under one of those credentials ("authorization: Bearer <delivery token>"): its spool
+        was delivered late and holds `left` batches (quarantined by ingest), so the node's
+        report of the member shrinks to that.
+        """
 
 def add_SlurmJobControlServicer_to_server(servicer: SlurmJobControlServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -26,6 +26,8 @@ PROOF_HEADER: Final = "tuneplane-delivery-proof"
 PROOF = re.compile(r"([0-9]{1,8}):([0-9a-f]*)")
 #: The most leaves a credential may cover (a spool's batches; 2^20 is 20 hashes a path).
 MAX_LEAVES: Final = 1 << 20
+#: A spool epoch as `tuneplane-collector deliver` prints it (a spool makes 16 hex digits).
+EPOCH: Final = re.compile(r"[0-9A-Za-z_-]{1,64}")
 
 
 class BadProof(Exception):
@@ -113,6 +115,7 @@ def committed_tree(epoch: str, root_hex: str, batches: int) -> tuple[str, bytes]
                          f"not {root_hex!r}")
     if not 1 <= batches <= MAX_LEAVES:
         raise ValueError(f"batches must be 1..{MAX_LEAVES}, got {batches}")
-    if not epoch.strip():
-        raise ValueError("the spool epoch `tuneplane-collector deliver` printed is missing")
+    if not EPOCH.fullmatch(epoch.strip()):
+        raise ValueError("the spool epoch is the word `tuneplane-collector deliver` printed "
+                         f"(1-64 letters, digits, '-' or '_'), not {epoch[:80]!r}")
     return epoch.strip(), bytes.fromhex(digits)

@@ -103,6 +103,9 @@ class DeliveryClaims:
     #: The node it was issued through (by Node control, for a launch's spool): revoking or
     #: re-enrolling the node ends it at ingest. None: issued by an admin.
     node: str | None = None
+    #: The Slurm job node whose drain left the spool (``launch/restart/node``), when issued
+    #: to that node's collector: its report of the member is what the credential amends.
+    job: str | None = None
 
 
 class TokenSigner:
@@ -163,7 +166,8 @@ class TokenSigner:
         return WorkloadClaims(member, int(claims["exp"]), issued_at, node)
 
     def issue_delivery(self, member: MemberKey, epoch: str, root: bytes, batches: int, *,
-                       now: float, ttl_seconds: int, node: str | None = None) -> str:
+                       now: float, ttl_seconds: int, node: str | None = None,
+                       job: str | None = None) -> str:
         if not 0 < ttl_seconds <= MAX_DELIVERY_SECONDS:
             raise ValueError(f"a delivery token lives 1..{MAX_DELIVERY_SECONDS} s (7 days), "
                              f"not {ttl_seconds}")
@@ -172,6 +176,8 @@ class TokenSigner:
                                    "batches": batches}
         if node is not None:
             binding["node"] = node
+        if job is not None:
+            binding["job"] = job
         return self.issue(TokenKind.DELIVERY, str(member), binding, now=now,
                           ttl_seconds=ttl_seconds)
 
@@ -181,7 +187,8 @@ class TokenSigner:
             member = MemberKey(str(claims["run"]), int(claims["attempt"]), str(claims["member"]))
             root = bytes.fromhex(str(claims["root"]))
             found = DeliveryClaims(member, str(claims["epoch"]), root, int(claims["batches"]),
-                                   int(claims["exp"]), int(claims["iat"]), claims.get("node"))
+                                   int(claims["exp"]), int(claims["iat"]), claims.get("node"),
+                                   claims.get("job"))
             lifetime = found.expires_at - found.issued_at
         except (KeyError, TypeError, ValueError):
             raise TokenError("delivery token lacks its run/attempt/member, spool epoch or "
@@ -192,4 +199,6 @@ class TokenSigner:
             raise TokenError(f"delivery token lives longer than {MAX_DELIVERY_SECONDS} s")
         if found.node is not None and (not isinstance(found.node, str) or not found.node):
             raise TokenError(f"delivery token names a malformed node {found.node!r}")
+        if found.job is not None and (not isinstance(found.job, str) or not found.job):
+            raise TokenError(f"delivery token names a malformed Slurm job node {found.job!r}")
         return found

@@ -194,28 +194,25 @@ class NodeControl(pb_grpc.NodeControlServicer):
     async def IssueDeliveryToken(self, request: pb.DeliveryRequest,
                                  context: Context) -> pb.WorkloadToken:
         caller = await self._caller(context)
-        node_id = caller.node_id
         try:
-            epoch, root = committed_tree(request.epoch, request.root, request.batches)
+            tree = launches.Tree(*committed_tree(request.epoch, request.root, request.batches),
+                                 request.batches)
         except ValueError as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                                 f"launch {request.launch_id}: {exc}")
+        now = self._clock()
         async with self._db(context) as conn:
             await self._check(conn, caller, context)
             try:
-                member, left = await launches.left_in_spool(conn, node_id, request.launch_id)
+                member, until = await launches.left_in_spool(
+                    conn, caller.node_id, request.launch_id, tree, self._now())
             except errors.LaunchError as exc:
                 await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
-        if request.batches > left:
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
-                                f"launch {request.launch_id} reported {left} batches left in "
-                                f"its spool, not {request.batches}")
-        now = self._clock()
-        ttl = self._policy.delivery_ttl
-        token = self._signer.issue_delivery(member, epoch, root, request.batches, now=now,
-                                            ttl_seconds=ttl, node=node_id)
+        ttl = max(1, min(self._policy.delivery_ttl, int(until.timestamp() - now)))
+        token = self._signer.issue_delivery(member, tree.epoch, tree.root, tree.batches,
+                                            now=now, ttl_seconds=ttl, node=caller.node_id)
         log.info("launch %d on %s: deliver-only credential for %d batches of %s",
-                 request.launch_id, node_id, request.batches, member)
+                 request.launch_id, caller.node_id, request.batches, member)
         return pb.WorkloadToken(token=token, expires_at=int(now) + ttl)
 
 

@@ -98,20 +98,58 @@ async def member_of(conn: Connection, node_id: str, launch_id: int) -> MemberKey
     return MemberKey(row["run_id"], row["attempt"], row["member"])
 
 
-async def left_in_spool(conn: Connection, node_id: str, launch_id: int) -> tuple[MemberKey, int]:
-    """The member an ended launch of this node ran as, and the batches it reported left in
-    its spool (what a deliver-only credential may cover, at most)."""
-    row = await conn.fetchrow("SELECT run_id, attempt, member, node_id, state, undelivered "
-                              "FROM launches WHERE launch_id = $1", launch_id)
-    if row is None or row["node_id"] != node_id:
-        raise LaunchNotAssigned(f"launch {launch_id} is not assigned to this node")
-    if row["state"] not in ENDED:
-        raise LaunchEnded(f"launch {launch_id} has not ended ({row['state']}); its collector "
-                          "still sends under its workload token")
-    left = int(row["undelivered"] or 0)
-    if left == 0:
-        raise LaunchEnded(f"launch {launch_id} reported no batches left in its spool")
-    return MemberKey(row["run_id"], row["attempt"], row["member"]), left
+#: How long after a launch ended its left batches may still be delivered (the longest a
+#: delivery token stands): past it, an admin's credential is the only way.
+DELIVERY_WINDOW = dt.timedelta(days=7)
+
+
+@dataclass(frozen=True, slots=True)
+class Tree:
+    """The batches a deliver-only credential covers: a spool epoch and its tree's root."""
+
+    epoch: str
+    root: bytes
+    batches: int
+
+    def pinned(self) -> str:
+        return json.dumps({"epoch": self.epoch, "root": self.root.hex(),
+                           "batches": self.batches})
+
+
+async def left_in_spool(conn: Connection, node_id: str, launch_id: int, tree: Tree,
+                        now: dt.datetime) -> tuple[MemberKey, dt.datetime]:
+    """The member an ended launch of this node ran as, and until when a deliver-only
+    credential for ``tree`` may stand. The first asked pins the tree: every later one covers
+    the same batches, never more than the launch reported left, within ``DELIVERY_WINDOW``
+    of its end, and none once its spool was reported delivered."""
+    async with conn.transaction():
+        row = await conn.fetchrow("SELECT run_id, attempt, member, node_id, state, undelivered,"
+                                  " ended_at, delivery_tree::text AS tree FROM launches WHERE "
+                                  "launch_id = $1 FOR UPDATE", launch_id)
+        if row is None or row["node_id"] != node_id:
+            raise LaunchNotAssigned(f"launch {launch_id} is not assigned to this node")
+        if row["state"] not in ENDED:
+            raise LaunchEnded(f"launch {launch_id} has not ended ({row['state']}); its "
+                              "collector still sends under its workload token")
+        pinned = json.loads(row["tree"]) if row["tree"] else None
+        if pinned is not None and pinned.get("delivered"):
+            raise LaunchEnded(f"launch {launch_id}: its spool was reported delivered")
+        left = int(row["undelivered"] or 0)
+        if tree.batches > left:
+            raise LaunchEnded(f"launch {launch_id} reported {left} batches left in its spool, "
+                              f"not {tree.batches}")
+        until = (row["ended_at"] or now) + DELIVERY_WINDOW
+        if until <= now:
+            raise LaunchEnded(f"launch {launch_id} ended more than {DELIVERY_WINDOW.days} days "
+                              "ago; an admin issues a credential for what it left")
+        if pinned is None:
+            await conn.execute("UPDATE launches SET delivery_tree = $2::jsonb WHERE "
+                               "launch_id = $1", launch_id, tree.pinned())
+        elif json.loads(tree.pinned()) != pinned:
+            raise LaunchEnded(f"launch {launch_id}: its credential covers the batches first "
+                              f"asked for (epoch {pinned['epoch']}, {pinned['batches']} batches, "
+                              f"root {pinned['root']}), not these")
+    return MemberKey(row["run_id"], row["attempt"], row["member"]), until
 
 
 async def report(conn: Connection, node_id: str, launch_id: int, state: str, *,
@@ -120,6 +158,8 @@ async def report(conn: Connection, node_id: str, launch_id: int, state: str, *,
     """Record the launch's new state; returns its attempt's state afterwards."""
     if state not in STATES:
         raise InvalidLaunch(f"a launch reports one of {', '.join(STATES)}, not {state!r}")
+    if undelivered < 0:
+        raise InvalidLaunch(f"a launch reports how many batches it left, not {undelivered}")
     async with conn.transaction():
         owner = await conn.fetchrow("SELECT run_id, attempt FROM launches WHERE launch_id = $1",
                                     launch_id)
@@ -135,10 +175,13 @@ async def report(conn: Connection, node_id: str, launch_id: int, state: str, *,
         if state == WAITING:
             await conn.execute("UPDATE launches SET detail = $2 WHERE launch_id = $1 AND "
                                "state IN ('pending', 'delivered')", launch_id, detail[:4000])
-        elif row["state"] in ENDED:  # reported again: what is left only shrinks (delivered)
-            await conn.execute("UPDATE launches SET undelivered = $2, detail = $3 WHERE "
-                               "launch_id = $1 AND undelivered > $2", launch_id, undelivered,
-                               detail[:4000])
+        elif row["state"] in ENDED:  # reported again once delivered: what is left shrinks
+            await conn.execute(
+                "UPDATE launches SET undelivered = $2, detail = left(detail || CASE WHEN "
+                "detail = '' THEN '' ELSE '; ' END || $3, 4000), delivery_tree = delivery_tree"
+                " || '{\"delivered\": true}' WHERE launch_id = $1 AND undelivered > $2 AND "
+                "delivery_tree IS NOT NULL AND NOT delivery_tree ? 'delivered'",
+                launch_id, undelivered, detail)
         else:
             await conn.execute(
                 "UPDATE launches SET state = $2, exit_code = $3, detail = $4, undelivered = $5,"

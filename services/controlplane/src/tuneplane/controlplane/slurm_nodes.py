@@ -6,7 +6,9 @@ runs that start of the job, only for a node the job has, and never twice for the
 and start, so the script's ticket is spent before any training task of that start runs.
 One that cannot run there (its spool place refused) spends the ticket all the same
 (``refuse``), recording why. The credential it gets is renewed while its attempt runs
-(``renewable``), and its end report (``report``) says what its drain left spooled.
+(``renewable``), and its end report (``report``) says what its drain left spooled (what
+deliver-only credentials for those spools may cover), shrinking once they are delivered late
+(``delivered_late``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from tuneplane.common.db import Connection
 from tuneplane.controlplane import slurm_launches
 from tuneplane.controlplane.errors import JobStartRefused
 from tuneplane.controlplane.slurm_launches import JobSeen
+from tuneplane.telemetry.v1.identity import MemberKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,9 +141,10 @@ async def renewable(conn: Connection, launch_id: int, restart: int, node_index: 
 
 
 async def report(conn: Connection, launch_id: int, restart: int, node_index: int, *,
-                 undelivered: int, detail: str, by_member: Mapping[str, int]) -> str:
-    """Record how the node's collector ended; returns its attempt's state. Only the node's
-    own members' counts are kept."""
+                 undelivered: int, detail: str,
+                 by_member: Mapping[str, int]) -> tuple[str, dict[str, int]]:
+    """Record how the node's collector ended; returns its attempt's state and the counts
+    kept: the node's own members' only."""
     row = await conn.fetchrow("SELECT nodes, tasks_per_node, member_template FROM "
                               "slurm_launches WHERE launch_id = $1", launch_id)
     members = set(slurm_launches.members_of(row["nodes"], row["tasks_per_node"], node_index,
@@ -156,7 +160,7 @@ async def report(conn: Connection, launch_id: int, restart: int, node_index: int
     if state is None:
         raise JobStartRefused(f"launch {launch_id} node {node_index} (start {restart}) "
                               "redeemed no ticket")
-    return str(state)
+    return str(state), counts
 
 
 async def listing(conn: Connection, run_id: str | None = None) -> list[dict[str, Any]]:
@@ -174,3 +178,29 @@ async def listing(conn: Connection, run_id: str | None = None) -> list[dict[str,
         "a.run_id = l.run_id AND a.attempt = l.attempt "
         "WHERE $1::text IS NULL OR l.run_id = $1 ORDER BY l.launch_id", run_id)
     return [{**dict(r), "collectors": json.loads(r["collectors"])} for r in rows]
+
+
+async def delivered_late(conn: Connection, job: str, member: MemberKey, left: int) -> str:
+    """The spool of ``member`` that job node ``job`` (``launch/restart/node``) left was
+    delivered late, ``left`` batches still in it: the node's report of the member shrinks to
+    that, never grows. Returns the attempt's state."""
+    try:
+        launch_id, restart, node_index = (int(part) for part in job.split("/"))
+    except ValueError:
+        raise JobStartRefused(f"{job!r} names no Slurm job node") from None
+    state = await conn.fetchval(
+        "UPDATE slurm_collectors c SET undelivered_by_member = jsonb_set("
+        "c.undelivered_by_member, ARRAY[$5], to_jsonb(least((c.undelivered_by_member->>$5)"
+        "::bigint, $6))), undelivered = greatest(0, c.undelivered - greatest(0, "
+        "(c.undelivered_by_member->>$5)::bigint - $6)), detail = left(c.detail || CASE WHEN "
+        "c.detail = '' THEN '' ELSE '; ' END || $5 || ': its spool was delivered late, ' || "
+        "$6 || ' left', 2000) FROM slurm_launches l JOIN attempts a ON a.run_id = l.run_id "
+        "WHERE c.launch_id = $1 AND c.restart = $2 AND c.node_index = $3 AND c.attempt = $4 "
+        "AND l.launch_id = c.launch_id AND a.attempt = c.attempt AND l.run_id = $7 AND "
+        "c.undelivered_by_member ? $5 RETURNING a.state",
+        launch_id, restart, node_index, member.attempt, member.member, max(0, left),
+        member.run_id)
+    if state is None:
+        raise JobStartRefused(f"launch {launch_id} node {node_index} (start {restart}) "
+                              f"reported nothing left of {member}")
+    return str(state)

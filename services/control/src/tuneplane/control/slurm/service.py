@@ -16,15 +16,14 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from typing import Any, NoReturn
 
 import asyncpg
 import grpc
 
-from tuneplane.common.gateway.listener import bearer_token
 from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
 from tuneplane.control.server import Context, Policy, abort_unauthenticated, pooled
+from tuneplane.control.slurm.caller import JobCaller, job_caller, refuse
+from tuneplane.control.slurm.late import LateDelivery, trees
 from tuneplane.control.slurm.scheduler import Slurm, SlurmError
 from tuneplane.controlplane import errors, slurm_nodes
 from tuneplane.controlplane.slurm_launches import JobSeen
@@ -37,18 +36,7 @@ from tuneplane.telemetry.v1.identity import MemberKey
 log = logging.getLogger("tuneplane.control.slurm")
 
 
-@dataclass(frozen=True, slots=True)
-class JobCaller:
-    """The collector a job credential was issued to."""
-
-    launch_id: int
-    restart: int
-    node_index: int
-    run_id: str
-    attempt: int
-
-
-class SlurmJobControl(spb_grpc.SlurmJobControlServicer):
+class SlurmJobControl(LateDelivery, spb_grpc.SlurmJobControlServicer):
     def __init__(self, signer: TokenSigner, pool: asyncpg.Pool, policy: Policy, slurm: Slurm,
                  clock: Callable[[], float] = time.time) -> None:
         self._signer = signer
@@ -154,16 +142,7 @@ class SlurmJobControl(spb_grpc.SlurmJobControlServicer):
         return spb.RefuseReply()
 
     def _caller(self, context: Context) -> JobCaller | str:
-        token = bearer_token(context)
-        if token is None:
-            return "a job credential is needed (authorization: Bearer)"
-        try:
-            c: dict[str, Any] = self._signer.verify(token, TokenKind.SLURM_JOB,
-                                                    now=self._clock())
-            return JobCaller(int(c["launch"]), int(c["restart"]), int(c["node"]), str(c["run"]),
-                             int(c["attempt"]))
-        except (TokenError, KeyError, TypeError, ValueError) as exc:
-            return f"job credential refused: {exc}"
+        return job_caller(self._signer, context, self._clock())
 
     async def Renew(self, request: spb.RenewJobRequest,
                     context: Context) -> spb.JobCredentials:
@@ -183,9 +162,13 @@ class SlurmJobControl(spb_grpc.SlurmJobControlServicer):
         caller = self._caller(context)
         if isinstance(caller, str):
             await abort_unauthenticated(context, caller)
+        try:
+            left = trees(request.spools)
+        except ValueError as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         async with pooled(self._pool, self._policy, context) as conn:
             try:
-                state = await slurm_nodes.report(
+                state, counts = await slurm_nodes.report(
                     conn, caller.launch_id, caller.restart, caller.node_index,
                     undelivered=request.undelivered_batches, detail=request.detail,
                     by_member=dict(request.undelivered_by_member))
@@ -194,9 +177,8 @@ class SlurmJobControl(spb_grpc.SlurmJobControlServicer):
         log.info("launch %d node %d (start %d): drained, %d batches left spooled%s",
                  caller.launch_id, caller.node_index, caller.restart,
                  request.undelivered_batches, f": {request.detail}" if request.detail else "")
-        return spb.JobNodeReportReply(attempt_state=state)
-
-
-async def refuse(context: Context, message: str) -> NoReturn:
-    await context.abort(grpc.StatusCode.FAILED_PRECONDITION, message)
-    raise AssertionError("unreachable")  # abort raises
+        try:
+            delivery = self.delivery_tokens(caller, left, counts)
+        except ValueError as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        return spb.JobNodeReportReply(attempt_state=state, delivery=delivery)
