@@ -22,6 +22,7 @@ from tests.support.environment import Endpoints, free_port
 from tests.support.processes import Process, launch_env, start_control
 from tuneplane.common.tokens import TokenKind, TokenSigner
 from tuneplane.control import gate
+from tuneplane.control.calls import Policy
 from tuneplane.control.cli import call_rate
 from tuneplane.control.gate import (
     MAX_HOLD,
@@ -31,7 +32,7 @@ from tuneplane.control.gate import (
     NodeCaller,
     Refused,
 )
-from tuneplane.control.server import NodeControl, Policy
+from tuneplane.control.server import NodeControl
 from tuneplane.controlplane import nodes
 from tuneplane.node.v1 import node_pb2 as pb
 from tuneplane.node.v1 import node_pb2_grpc as pb_grpc

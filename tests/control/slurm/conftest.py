@@ -12,7 +12,7 @@ import pytest
 from tests.support.environment import Endpoints
 from tests.support.slurm_fake import FakeSlurm
 from tuneplane.common.tokens import TokenSigner
-from tuneplane.control.server import Policy
+from tuneplane.control.calls import Policy
 from tuneplane.control.slurm.backend import Reach, SlurmBackend
 from tuneplane.control.slurm.service import SlurmJobControl
 from tuneplane.control.slurm.users import JobUsers

@@ -26,8 +26,9 @@ from tuneplane.common.tokens import TokenSigner
 from tuneplane.contract import flags
 from tuneplane.contract.settings import SettingsError
 from tuneplane.control.arguments import parser
+from tuneplane.control.calls import Policy
 from tuneplane.control.gate import CallRate
-from tuneplane.control.server import NodeControl, Policy, create_server
+from tuneplane.control.server import NodeControl, create_server
 from tuneplane.control.settings import ControlSettings
 from tuneplane.control.slurm.backend import Reach, SlurmBackend
 from tuneplane.control.slurm.scheduler import Slurm

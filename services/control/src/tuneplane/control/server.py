@@ -11,18 +11,18 @@ import asyncio
 import datetime as dt
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass
-from typing import Any, NoReturn, TypeAlias
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import NoReturn
 
 import asyncpg
 import grpc
 
-from tuneplane.common.db import TRANSIENT_ERRORS, Connection
+from tuneplane.common.db import Connection
 from tuneplane.common.gateway.listener import bearer_token
 from tuneplane.common.tokens import TokenKind, TokenSigner
-from tuneplane.control.gate import DEFAULT_RATE, CallRate, NodeAdmission, NodeCaller, Refused
+from tuneplane.control.calls import Context, Policy, abort_unauthenticated, pooled
+from tuneplane.control.gate import NodeAdmission, NodeCaller, Refused
 from tuneplane.controlplane import errors, heartbeats, launches, nodes
 from tuneplane.node.v1 import node_pb2 as pb
 from tuneplane.node.v1 import node_pb2_grpc as pb_grpc
@@ -36,29 +36,9 @@ log = logging.getLogger("tuneplane.control")
 #: an agent's further calls wait in its own channel, costing control nothing.
 CALLS_PER_CONNECTION = 8
 
-Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
 REPORTED = {pb.LaunchReport.STATE_RUNNING: "running", pb.LaunchReport.STATE_FINISHED: "finished",
             pb.LaunchReport.STATE_FAILED: "failed", pb.LaunchReport.STATE_REFUSED: "refused",
             pb.LaunchReport.STATE_WAITING: launches.WAITING}
-
-
-@dataclass(frozen=True, slots=True)
-class Policy:
-    """What control hands out: collector configuration and token lifetimes."""
-
-    collector: pb.CollectorConfig
-    workload_ttl: int = 900
-    #: How long a deliver-only credential for a launch's left batches stands.
-    delivery_ttl: int = 86400
-    node_ttl: int = 30 * 86400
-    heartbeat_seconds: int = 5
-    db_wait_seconds: float = 5.0
-    #: Each node's calls past this rate are refused before any database work (None: no
-    #: limit).
-    call_rate: CallRate | None = DEFAULT_RATE
-    #: Refusals for the call rate held at once (each holds a call slot); past it they are
-    #: answered at once.
-    max_held: int = 32
 
 
 class NodeControl(pb_grpc.NodeControlServicer):
@@ -214,35 +194,6 @@ class NodeControl(pb_grpc.NodeControlServicer):
         log.info("launch %d on %s: deliver-only credential for %d batches of %s",
                  request.launch_id, caller.node_id, request.batches, member)
         return pb.WorkloadToken(token=token, expires_at=int(now) + ttl)
-
-
-@asynccontextmanager
-async def pooled(pool: asyncpg.Pool, policy: Policy, context: Context,
-                 ) -> AsyncIterator[Connection]:
-    """A pooled connection; a busy pool or an unreachable database is UNAVAILABLE (the
-    caller backs off and retries), never an internal error."""
-    try:
-        conn = await pool.acquire(timeout=policy.db_wait_seconds)
-    except TimeoutError:
-        await context.abort(grpc.StatusCode.UNAVAILABLE,
-                            "control database pool busy; retry with backoff")
-    except TRANSIENT_ERRORS as exc:
-        log.warning("control database unreachable: %s", exc)
-        await context.abort(grpc.StatusCode.UNAVAILABLE,
-                            "control database unavailable; retry with backoff")
-    try:
-        yield conn
-    except TRANSIENT_ERRORS as exc:
-        log.warning("control database connection lost: %s", exc)
-        await context.abort(grpc.StatusCode.UNAVAILABLE,
-                            "control database unavailable; retry with backoff")
-    finally:
-        await pool.release(conn)
-
-
-async def abort_unauthenticated(context: Context, message: str) -> NoReturn:
-    await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
-    raise AssertionError("unreachable")  # abort raises
 
 
 def create_server(service: NodeControl, *, max_concurrent_rpcs: int,

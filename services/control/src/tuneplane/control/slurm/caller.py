@@ -10,7 +10,7 @@ import grpc
 
 from tuneplane.common.gateway.listener import bearer_token
 from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
-from tuneplane.control.server import Context
+from tuneplane.control.calls import Context
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ import grpc
 
 from tuneplane.common.gateway.listener import bearer_token
 from tuneplane.common.tokens import TokenError, TokenSigner
-from tuneplane.control.server import Context, Policy, abort_unauthenticated, pooled
+from tuneplane.control.calls import Context, Policy, abort_unauthenticated, pooled
 from tuneplane.control.slurm.caller import JobCaller, refuse
 from tuneplane.controlplane import errors, slurm_nodes
 from tuneplane.node.v1 import node_pb2 as pb

@@ -21,7 +21,7 @@ import asyncpg
 import grpc
 
 from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
-from tuneplane.control.server import Context, Policy, abort_unauthenticated, pooled
+from tuneplane.control.calls import Context, Policy, abort_unauthenticated, pooled
 from tuneplane.control.slurm.caller import JobCaller, job_caller, refuse
 from tuneplane.control.slurm.late import LateDelivery, trees
 from tuneplane.control.slurm.scheduler import Slurm, SlurmError
