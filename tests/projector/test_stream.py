@@ -181,14 +181,17 @@ async def test_metrics_are_exposed_for_prometheus(initialised: Endpoints, tmp_pa
                       [member_batch(MemberKey(run_id, 1, "rank-0"), s, 50) for s in (1, 2)])
         deadline = time.monotonic() + 60
         text, seen = "", 0.0
-        while seen < 2:  # applied here, or duplicates of what the main group applied first
+        # Both counted (applied here, or duplicates of what the main group applied first).
+        # The counter is by outcome only, so batches other tests produce meanwhile count too:
+        # this shows the metrics are exposed and move; exactness is the ledger's, tested
+        # with barriers elsewhere.
+        while seen < 2:
             assert time.monotonic() < deadline, text
             await asyncio.sleep(0.5)
             text = await asyncio.to_thread(lambda: urllib.request.urlopen(
                 f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode())
             seen = sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
                        if line.startswith("tuneplane_projector_batches_total{"))
-        assert seen == 2
         assert "tuneplane_projector_points_total" in text
         assert "tuneplane_projector_consumer_lag" in text
         assert "tuneplane_projector_projection_seconds_count" in text
