@@ -144,9 +144,11 @@ class NodeControl(pb_grpc.NodeControlServicer):
         caller = await self._caller(context)
         node_id = caller.node_id
         state = REPORTED.get(request.state)
-        if state is None:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                                f"launch {request.launch_id}: no state reported")
+        if state is None or request.undelivered_batches < 0:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"launch {request.launch_id}: "
+                                + ("no state reported" if state is None else "a launch reports "
+                                   "how many batches it left, not "
+                                   f"{request.undelivered_batches}"))
         async with self._db(context) as conn:
             await self._check(conn, caller, context)
             try:
