@@ -27,9 +27,11 @@ REQUIRED = ("TUNEPLANE_DATABASE_URL", "TUNEPLANE_KAFKA_BOOTSTRAP", "TUNEPLANE_S3
 
 
 #: Fixtures that reach a server (PostgreSQL, Kafka and S3; Dex; the Slurm cluster; the
-#: Docker Engine). A test that uses one, itself or through another fixture, is in the
-#: ``services`` tier; every other test is in the fast tier (``scripts/test --fast``).
-SERVER_FIXTURES = frozenset({"endpoints", "oidc_provider", "slurm_cluster", "docker_engine"})
+#: Docker Engine; the Kubernetes cluster). A test that uses one, itself or through another
+#: fixture, is in the ``services`` tier; every other test is in the fast tier
+#: (``scripts/test --fast``).
+SERVER_FIXTURES = frozenset({"endpoints", "oidc_provider", "slurm_cluster", "docker_engine",
+                             "kube_cluster"})
 
 
 #: Tests that run the collector binary and wait on it: the files it follows, its rounds and
@@ -67,6 +69,18 @@ def docker_engine() -> None:
     """The Docker Engine scripts/test starts (scripts/docker-engine)."""
     if not docker_running():
         pytest.fail("no Docker Engine answers `docker info`: scripts/docker-engine starts one",
+                    pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def kube_cluster() -> None:
+    """The local Kubernetes cluster scripts/test starts (scripts/kube up), its node Ready."""
+    from tests.support.kube import kubectl
+
+    said = kubectl("get", "nodes", "-o",
+                   "jsonpath={.items[*].status.conditions[?(@.type=='Ready')].status}")
+    if said.split() != ["True"]:
+        pytest.fail(f"the local cluster's node is not Ready ({said!r}): scripts/kube up",
                     pytrace=False)
 
 

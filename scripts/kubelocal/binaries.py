@@ -1,0 +1,61 @@
+"""What the cluster runs: Debian's etcd, containerd, runc and CNI plugins (installed when
+absent), and Kubernetes' binaries with the pod sandbox program, built from the Go module
+proxy once (about 12 minutes on 2 cores) into the cache, never into the checkout."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from scripts.kubelocal.layout import BIN, BINARIES, VERSION, log
+
+PACKAGES = {"etcd": "etcd-server", "containerd": "containerd", "runc": "runc",
+            "/usr/lib/cni/bridge": "containernetworking-plugins", "conntrack": "conntrack",
+            "iptables": "iptables", "openssl": "openssl"}
+MODULE = Path(__file__).resolve().parent / "binaries"
+
+
+def install() -> None:
+    missing = sorted({package for tool, package in PACKAGES.items()
+                      if not (Path(tool).exists() if tool.startswith("/") else shutil.which(tool))})
+    if not missing:
+        return
+    log(f"installing Debian's {', '.join(missing)}")
+    done = subprocess.run(["sh", "-c", "apt-get update -q && DEBIAN_FRONTEND=noninteractive "
+                           f"apt-get install -y -q --no-install-recommends {' '.join(missing)}"],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"could not install {', '.join(missing)} (needs root): "
+                           f"{done.stderr.strip()[-500:]}")
+
+
+def built() -> bool:
+    return all((BIN / name).is_file() for name in (*BINARIES, "pause"))
+
+
+def build() -> None:
+    """The binaries of ``VERSION`` into the cache (a partial build is never taken for one:
+    it goes to a sibling directory renamed into place once whole)."""
+    if built():
+        return
+    if shutil.which("go") is None:
+        raise RuntimeError("building Kubernetes needs Go (https://go.dev) on PATH")
+    partial = BIN.with_name(BIN.name + ".partial")
+    partial.mkdir(parents=True, exist_ok=True)
+    version = "k8s.io/component-base/version"
+    flags = (f"-s -w -X {version}.gitVersion={VERSION} -X {version}.gitMajor=1 "
+             f"-X {version}.gitMinor={VERSION.split('.')[1]} -X {version}.gitTreeState=clean")
+    env = {**os.environ, "CGO_ENABLED": "0"}
+    log(f"building Kubernetes {VERSION} from the Go module proxy into {BIN} (about 12 minutes "
+        "the first time)")
+    for packages in ([f"k8s.io/kubernetes/cmd/{name}" for name in BINARIES], ["./pause"]):
+        done = subprocess.run(["go", "build", "-trimpath", "-ldflags", flags, "-o",
+                               f"{partial}/", *packages], cwd=MODULE, env=env,
+                              capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"go build {' '.join(packages)} failed: "
+                               f"{done.stderr.strip()[-2000:]}")
+    shutil.rmtree(BIN, ignore_errors=True)
+    partial.rename(BIN)
