@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use crate::contract::node::slurm_job_control_client::SlurmJobControlClient;
 use crate::contract::node::{
-    DeliveredReport, JobCredentials, JobNodeReport, JobNodeReportReply, JobStart, RedeemReply,
-    RedeemRequest, RefuseRequest, RenewJobRequest, SpoolLeft,
+    JobCredentials, JobNodeReport, JobNodeReportReply, JobStart, RedeemReply, RedeemRequest,
+    RefuseRequest, RenewJobRequest, SpoolLeft,
 };
 use crate::rpc::Rpc;
 
@@ -116,20 +116,5 @@ impl JobControl {
             Some(credential),
             |mut c, r| async move { c.report(r).await },
         )
-    }
-
-    /// Say, under its deliver-only credential, that a spool left by a job's node was
-    /// delivered late and holds `left` batches (quarantined by ingest).
-    pub fn delivered(&self, delivery_token: &str, left: u64) -> Result<(), Refused> {
-        let report = DeliveredReport {
-            left: i64::try_from(left).unwrap_or(i64::MAX),
-        };
-        self.call(
-            ("ReportDelivered", REPORT_PATIENCE),
-            &report,
-            Some(delivery_token),
-            |mut c, r| async move { c.report_delivered(r).await },
-        )
-        .map(|_| ())
     }
 }

@@ -3,9 +3,10 @@
 //! a deliver-only credential for exactly those batches; it is kept in the spool
 //! (`TOKEN`, 0600) and the job's output says how to deliver it by hand (`kept`). Every
 //! collector of the user's later jobs on this host delivers, in the background, the spools
-//! of its spool root that hold one (`background`), one at a time, and says so to control
-//! under that credential, so the node's report of the member shrinks to what is left. A
-//! credential that expired (control's delivery TTL) is left, with the spool, to an admin.
+//! of its spool root that hold one (`background`), one at a time, and drops the credential
+//! once the spool holds nothing more to deliver; control lists the node's report less what
+//! the read models hold as delivered late. A credential that expired (control's delivery
+//! TTL) is left, with the spool, to an admin.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -15,7 +16,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use super::control::JobControl;
 use crate::contract::node::{MemberToken, SpoolLeft};
 use crate::deliver::{expires_at, tree_of, Child};
 use crate::run::Flags;
@@ -23,6 +23,8 @@ use crate::run::Flags;
 /// The deliver-only credential a spool left with batches keeps.
 pub const TOKEN: &str = "delivery-token";
 const LOG: &str = "delivery.log";
+/// The largest credential file read.
+const MAX_TOKEN: u64 = 8192;
 /// How long one background `deliver` keeps trying while ingest does not take the batches.
 const PATIENCE: u64 = 60;
 
@@ -59,17 +61,43 @@ pub fn trees(
     found
 }
 
+/// The credential, written whole (a new file renamed over the old: never through a link,
+/// always 0600, whatever was there).
 fn write_token(spool: &Path, token: &str) -> Result<(), String> {
     let path = spool.join(TOKEN);
+    let partial = spool.join(format!("{TOKEN}.{}", std::process::id()));
+    let _ = fs::remove_file(&partial);
     fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW)
-        .open(&path)
+        .open(&partial)
         .and_then(|mut file| file.write_all(token.as_bytes()))
+        .and_then(|()| fs::rename(&partial, &path))
         .map_err(|e| format!("cannot keep {}: {e}", path.display()))
+}
+
+/// The credential a spool keeps: a regular file of at most `MAX_TOKEN` bytes, opened
+/// through no link and without waiting (a FIFO planted there never holds this up).
+fn read_token(file: &Path) -> Result<String, String> {
+    let failed = |e: std::io::Error| format!("{}: {e}", file.display());
+    let opened = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(file)
+        .map_err(failed)?;
+    let meta = opened.metadata().map_err(failed)?;
+    if !meta.is_file() || meta.len() > MAX_TOKEN {
+        return Err(format!(
+            "{} is not a credential this collector kept",
+            file.display()
+        ));
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::Read::take(&opened, MAX_TOKEN), &mut text)
+        .map_err(failed)?;
+    Ok(text)
 }
 
 /// Keeps each credential control gave in its spool and says in the job's output how the
@@ -134,15 +162,9 @@ fn held(root: &Path, own: &BTreeSet<PathBuf>) -> Vec<PathBuf> {
 }
 
 /// Delivers one spool left by an earlier job, until it holds nothing more to deliver.
-fn deliver(
-    spool: &Path,
-    reach: &Reach,
-    control: &JobControl,
-    mountinfo: &str,
-    flags: &Flags,
-) -> Result<(), String> {
+fn deliver(spool: &Path, reach: &Reach, mountinfo: &str, flags: &Flags) -> Result<(), String> {
     let file = spool.join(TOKEN);
-    let token = fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let token = read_token(&file)?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
@@ -172,11 +194,6 @@ fn deliver(
             spool.join(LOG).display()
         ));
     }
-    let left = crate::spool::status::status(spool) // what ingest quarantined is left
-        .map_or(0, |held| {
-            held["quarantined"].as_array().map_or(0, Vec::len) as u64
-        });
-    control.delivered(&token, left).map_err(|e| e.0)?;
     let _ = fs::remove_file(&file);
     Ok(())
 }
@@ -187,7 +204,6 @@ pub fn background(
     root: PathBuf,
     own: BTreeSet<PathBuf>,
     reach: Reach,
-    control: Arc<JobControl>,
     mountinfo: String,
     flags: Arc<Flags>,
 ) -> Option<JoinHandle<()>> {
@@ -200,7 +216,7 @@ pub fn background(
             if flags.stopping.is_set() {
                 return;
             }
-            match deliver(&spool, &reach, &control, &mountinfo, &flags) {
+            match deliver(&spool, &reach, &mountinfo, &flags) {
                 Ok(()) => log::info!("delivered late what {} held", spool.display()),
                 Err(why) => log::warn!("{} not delivered late: {why}", spool.display()),
             }

@@ -208,7 +208,7 @@ fn follow(
         stops.add(Arc::clone(&flags));
         let own = held.spools.values().cloned().collect();
         let (root, mountinfo) = (held.root.clone(), held.mountinfo.clone());
-        late::background(root, own, reach, Arc::clone(&control), mountinfo, flags)
+        late::background(root, own, reach, mountinfo, flags)
     });
     let running: Vec<_> = configs
         .into_iter()

@@ -332,23 +332,3 @@ class SpoolLeft(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___SpoolLeft: _TypeAlias = SpoolLeft  # noqa: Y015
-
-@_typing.final
-class DeliveredReport(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
-
-    LEFT_FIELD_NUMBER: _builtins.int
-    left: _builtins.int
-    """batches the spool still holds (quarantined)"""
-    def __init__(
-        self,
-        *,
-        left: _builtins.int = ...,
-    ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["left", b"left"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
-
-Global___DeliveredReport: _TypeAlias = DeliveredReport  # noqa: Y015

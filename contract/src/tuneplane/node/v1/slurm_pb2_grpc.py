@@ -54,11 +54,6 @@ class SlurmJobControlStub:
                 request_serializer=tuneplane_dot_node_dot_v1_dot_slurm__pb2.JobNodeReport.SerializeToString,
                 response_deserializer=tuneplane_dot_node_dot_v1_dot_slurm__pb2.JobNodeReportReply.FromString,
                 _registered_method=True)
-        self.ReportDelivered = channel.unary_unary(
-                '/tuneplane.node.v1.SlurmJobControl/ReportDelivered',
-                request_serializer=tuneplane_dot_node_dot_v1_dot_slurm__pb2.DeliveredReport.SerializeToString,
-                response_deserializer=tuneplane_dot_node_dot_v1_dot_slurm__pb2.JobNodeReportReply.FromString,
-                _registered_method=True)
 
 
 class SlurmJobControlServicer:
@@ -91,16 +86,8 @@ class SlurmJobControlServicer:
         """How the node's collector ended: the batches its drain left in the spools. For each
         spool left, a deliver-only credential for exactly its sealed batches (the tree named in
         the report, no more batches than the report counts), so whoever holds the spool later
-        delivers them once ingest is reachable, and adds nothing else.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def ReportDelivered(self, request, context):
-        """Under one of those credentials ("authorization: Bearer <delivery token>"): its spool
-        was delivered late and holds `left` batches (quarantined by ingest), so the node's
-        report of the member shrinks to that.
+        delivers them once ingest is reachable, and adds nothing else. What the node is listed
+        as having left shrinks as the read models hold those batches delivered late.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -127,11 +114,6 @@ def add_SlurmJobControlServicer_to_server(servicer, server):
             'Report': grpc.unary_unary_rpc_method_handler(
                     servicer.Report,
                     request_deserializer=tuneplane_dot_node_dot_v1_dot_slurm__pb2.JobNodeReport.FromString,
-                    response_serializer=tuneplane_dot_node_dot_v1_dot_slurm__pb2.JobNodeReportReply.SerializeToString,
-            ),
-            'ReportDelivered': grpc.unary_unary_rpc_method_handler(
-                    servicer.ReportDelivered,
-                    request_deserializer=tuneplane_dot_node_dot_v1_dot_slurm__pb2.DeliveredReport.FromString,
                     response_serializer=tuneplane_dot_node_dot_v1_dot_slurm__pb2.JobNodeReportReply.SerializeToString,
             ),
     }
@@ -242,33 +224,6 @@ class SlurmJobControl:
             target,
             '/tuneplane.node.v1.SlurmJobControl/Report',
             tuneplane_dot_node_dot_v1_dot_slurm__pb2.JobNodeReport.SerializeToString,
-            tuneplane_dot_node_dot_v1_dot_slurm__pb2.JobNodeReportReply.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def ReportDelivered(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/tuneplane.node.v1.SlurmJobControl/ReportDelivered',
-            tuneplane_dot_node_dot_v1_dot_slurm__pb2.DeliveredReport.SerializeToString,
             tuneplane_dot_node_dot_v1_dot_slurm__pb2.JobNodeReportReply.FromString,
             options,
             channel_credentials,

@@ -55,12 +55,8 @@ class SlurmJobControlStub:
     """How the node's collector ended: the batches its drain left in the spools. For each
     spool left, a deliver-only credential for exactly its sealed batches (the tree named in
     the report, no more batches than the report counts), so whoever holds the spool later
-    delivers them once ingest is reachable, and adds nothing else.
-    """
-    ReportDelivered: _grpc.UnaryUnaryMultiCallable[_slurm_pb2.DeliveredReport, _slurm_pb2.JobNodeReportReply]
-    """Under one of those credentials ("authorization: Bearer <delivery token>"): its spool
-    was delivered late and holds `left` batches (quarantined by ingest), so the node's
-    report of the member shrinks to that.
+    delivers them once ingest is reachable, and adds nothing else. What the node is listed
+    as having left shrinks as the read models hold those batches delivered late.
     """
 
 @_typing.type_check_only
@@ -80,12 +76,8 @@ class SlurmJobControlAsyncStub(SlurmJobControlStub):
     """How the node's collector ended: the batches its drain left in the spools. For each
     spool left, a deliver-only credential for exactly its sealed batches (the tree named in
     the report, no more batches than the report counts), so whoever holds the spool later
-    delivers them once ingest is reachable, and adds nothing else.
-    """
-    ReportDelivered: _aio.UnaryUnaryMultiCallable[_slurm_pb2.DeliveredReport, _slurm_pb2.JobNodeReportReply]  # type: ignore[assignment]
-    """Under one of those credentials ("authorization: Bearer <delivery token>"): its spool
-    was delivered late and holds `left` batches (quarantined by ingest), so the node's
-    report of the member shrinks to that.
+    delivers them once ingest is reachable, and adds nothing else. What the node is listed
+    as having left shrinks as the read models hold those batches delivered late.
     """
 
 class SlurmJobControlServicer(metaclass=_abc_1.ABCMeta):
@@ -126,18 +118,8 @@ class SlurmJobControlServicer(metaclass=_abc_1.ABCMeta):
         """How the node's collector ended: the batches its drain left in the spools. For each
         spool left, a deliver-only credential for exactly its sealed batches (the tree named in
         the report, no more batches than the report counts), so whoever holds the spool later
-        delivers them once ingest is reachable, and adds nothing else.
-        """
-
-    @_abc_1.abstractmethod
-    def ReportDelivered(
-        self,
-        request: _slurm_pb2.DeliveredReport,
-        context: _ServicerContext,
-    ) -> _typing.Union[_slurm_pb2.JobNodeReportReply, _abc.Awaitable[_slurm_pb2.JobNodeReportReply]]:
-        """Under one of those credentials ("authorization: Bearer <delivery token>"): its spool
-        was delivered late and holds `left` batches (quarantined by ingest), so the node's
-        report of the member shrinks to that.
+        delivers them once ingest is reachable, and adds nothing else. What the node is listed
+        as having left shrinks as the read models hold those batches delivered late.
         """
 
 def add_SlurmJobControlServicer_to_server(servicer: SlurmJobControlServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -7,8 +7,9 @@ and start, so the script's ticket is spent before any training task of that star
 One that cannot run there (its spool place refused) spends the ticket all the same
 (``refuse``), recording why. The credential it gets is renewed while its attempt runs
 (``renewable``), and its end report (``report``) says what its drain left spooled (what
-deliver-only credentials for those spools may cover), shrinking once they are delivered late
-(``delivered_late``).
+deliver-only credentials for those spools may cover); what it left is listed less the
+batches of those spools the read models hold as delivered late, so it shrinks by what ingest
+took, never by anyone's word.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from tuneplane.common.db import Connection
 from tuneplane.controlplane import slurm_launches
 from tuneplane.controlplane.errors import JobStartRefused
 from tuneplane.controlplane.slurm_launches import JobSeen
-from tuneplane.telemetry.v1.identity import MemberKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,66 +141,58 @@ async def renewable(conn: Connection, launch_id: int, restart: int, node_index: 
 
 
 async def report(conn: Connection, launch_id: int, restart: int, node_index: int, *,
-                 undelivered: int, detail: str,
-                 by_member: Mapping[str, int]) -> tuple[str, dict[str, int]]:
-    """Record how the node's collector ended; returns its attempt's state and the counts
-    kept: the node's own members' only."""
+                 undelivered: int, detail: str, by_member: Mapping[str, int],
+                 trees: Mapping[str, tuple[str, int]] | None = None
+                 ) -> tuple[str, dict[str, int]]:
+    """Record how the node's collector ended, with the spool epoch and batches of each
+    member's spool left (``trees``); returns its attempt's state and the counts kept: the
+    node's own members' only."""
     row = await conn.fetchrow("SELECT nodes, tasks_per_node, member_template FROM "
                               "slurm_launches WHERE launch_id = $1", launch_id)
     members = set(slurm_launches.members_of(row["nodes"], row["tasks_per_node"], node_index,
                                             row["member_template"]) if row is not None else ())
     counts = {m: max(0, int(n)) for m, n in by_member.items() if m in members}
+    left = {m: {"epoch": epoch, "batches": n} for m, (epoch, n) in (trees or {}).items()
+            if 0 < n <= counts.get(m, 0)}
     state = await conn.fetchval(
         "UPDATE slurm_collectors c SET reported_at = now(), undelivered = $4, detail = $5, "
-        "undelivered_by_member = $6::jsonb FROM slurm_launches l JOIN attempts a ON "
-        "a.run_id = l.run_id WHERE c.launch_id = $1 AND c.restart = $2 AND "
-        "c.node_index = $3 AND c.refused IS NULL AND l.launch_id = c.launch_id AND "
+        "undelivered_by_member = $6::jsonb, left_trees = $7::jsonb FROM slurm_launches l "
+        "JOIN attempts a ON a.run_id = l.run_id WHERE c.launch_id = $1 AND c.restart = $2 "
+        "AND c.node_index = $3 AND c.refused IS NULL AND l.launch_id = c.launch_id AND "
         "a.attempt = c.attempt RETURNING a.state",
-        launch_id, restart, node_index, max(0, undelivered), detail[:2000], json.dumps(counts))
+        launch_id, restart, node_index, max(0, undelivered), detail[:2000], json.dumps(counts),
+        json.dumps(left))
     if state is None:
         raise JobStartRefused(f"launch {launch_id} node {node_index} (start {restart}) "
                               "redeemed no ticket")
     return str(state), counts
 
 
+#: Of what each member's spool was reported left, the batches of its epoch the read models
+#: hold as delivered late (never more than reported).
+DELIVERED_LATE = (
+    "SELECT coalesce(sum(x.late), 0)::bigint AS delivered, coalesce(jsonb_object_agg("
+    "x.member, x.reported - x.late), '{}') AS left FROM (SELECT m.key AS member, "
+    "m.value::bigint AS reported, least(m.value::bigint, (SELECT count(*) FROM "
+    "readmodel.batch_ledger b WHERE b.run_id = l.run_id AND b.attempt = c.attempt AND "
+    "b.member = m.key AND b.late AND starts_with(b.batch_id, (c.left_trees -> m.key ->> "
+    "'epoch') || '-'))) AS late FROM jsonb_each_text(c.undelivered_by_member) m) x")
+
+
 async def listing(conn: Connection, run_id: str | None = None) -> list[dict[str, Any]]:
-    """Slurm launches with their job and how each node's collector ended."""
+    """Slurm launches with their job and how each node's collector ended: what its drain
+    left in the spools, less what has been delivered late since (``delivered_late``)."""
     rows = await conn.fetch(
         "SELECT 'slurm' AS backend, l.launch_id, l.run_id, l.attempt, l.nodes, "
         "l.tasks_per_node, l.member_template, l.state, "
         "l.job_id, l.job_state, l.restarts, l.detail, a.state AS attempt_state, "
         "coalesce((SELECT jsonb_agg(jsonb_build_object('restart', c.restart, 'node', "
         "c.node_index, 'attempt', c.attempt, 'hostname', c.hostname, 'refused', c.refused, "
-        "'undelivered', c.undelivered, 'undelivered_by_member', c.undelivered_by_member, "
-        "'reported', c.reported_at IS NOT NULL) ORDER BY "
-        "c.restart, c.node_index) FROM slurm_collectors c WHERE c.launch_id = l.launch_id), "
+        "'undelivered', greatest(0, c.undelivered - d.delivered), 'undelivered_by_member', "
+        "d.left, 'delivered_late', d.delivered, 'reported', c.reported_at IS NOT NULL) "
+        "ORDER BY c.restart, c.node_index) FROM slurm_collectors c CROSS JOIN LATERAL ("
+        f"{DELIVERED_LATE}) d WHERE c.launch_id = l.launch_id), "
         "'[]')::text AS collectors FROM slurm_launches l JOIN attempts a ON "
         "a.run_id = l.run_id AND a.attempt = l.attempt "
         "WHERE $1::text IS NULL OR l.run_id = $1 ORDER BY l.launch_id", run_id)
     return [{**dict(r), "collectors": json.loads(r["collectors"])} for r in rows]
-
-
-async def delivered_late(conn: Connection, job: str, member: MemberKey, left: int) -> str:
-    """The spool of ``member`` that job node ``job`` (``launch/restart/node``) left was
-    delivered late, ``left`` batches still in it: the node's report of the member shrinks to
-    that, never grows. Returns the attempt's state."""
-    try:
-        launch_id, restart, node_index = (int(part) for part in job.split("/"))
-    except ValueError:
-        raise JobStartRefused(f"{job!r} names no Slurm job node") from None
-    state = await conn.fetchval(
-        "UPDATE slurm_collectors c SET undelivered_by_member = jsonb_set("
-        "c.undelivered_by_member, ARRAY[$5], to_jsonb(least((c.undelivered_by_member->>$5)"
-        "::bigint, $6))), undelivered = greatest(0, c.undelivered - greatest(0, "
-        "(c.undelivered_by_member->>$5)::bigint - $6)), detail = left(c.detail || CASE WHEN "
-        "c.detail = '' THEN '' ELSE '; ' END || $5 || ': its spool was delivered late, ' || "
-        "$6 || ' left', 2000) FROM slurm_launches l JOIN attempts a ON a.run_id = l.run_id "
-        "WHERE c.launch_id = $1 AND c.restart = $2 AND c.node_index = $3 AND c.attempt = $4 "
-        "AND l.launch_id = c.launch_id AND a.attempt = c.attempt AND l.run_id = $7 AND "
-        "c.undelivered_by_member ? $5 RETURNING a.state",
-        launch_id, restart, node_index, member.attempt, member.member, max(0, left),
-        member.run_id)
-    if state is None:
-        raise JobStartRefused(f"launch {launch_id} node {node_index} (start {restart}) "
-                              f"reported nothing left of {member}")
-    return str(state)

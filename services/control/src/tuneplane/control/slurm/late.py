@@ -7,9 +7,9 @@ its sealed batches and their count), and its answer carries a deliver-only crede
 exactly that tree, bound to the job node (``launch/restart/node``), never for more batches
 than the report counts, and only while the job credential stands: once the job has ended no
 credential is issued for it any more. Ingest admits, under one, that tree's batches byte for
-byte and nothing else. The spool's holder, having delivered it, says so under the same
-credential (``ReportDelivered``), and the node's report of the member shrinks to what is
-left (quarantined batches), never grows.
+byte and nothing else. What the node is listed as having left shrinks as the read models
+hold that spool's batches as delivered late (``slurm_nodes.listing``): by what ingest took,
+never by what a holder of the credential says.
 """
 
 from __future__ import annotations
@@ -18,13 +18,10 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 
 import asyncpg
-import grpc
 
-from tuneplane.common.gateway.listener import bearer_token
-from tuneplane.common.tokens import TokenError, TokenSigner
-from tuneplane.control.calls import Context, Policy, abort_unauthenticated, pooled
-from tuneplane.control.slurm.caller import JobCaller, refuse
-from tuneplane.controlplane import errors, slurm_nodes
+from tuneplane.common.tokens import TokenSigner
+from tuneplane.control.calls import Policy
+from tuneplane.control.slurm.caller import JobCaller
 from tuneplane.node.v1 import node_pb2 as pb
 from tuneplane.node.v1 import slurm_pb2 as spb
 from tuneplane.telemetry.v1.delivery import committed_tree
@@ -36,10 +33,15 @@ log = logging.getLogger("tuneplane.control.slurm")
 Tree = tuple[int, str, bytes]
 
 
-def trees(spools: Sequence[spb.SpoolLeft]) -> dict[str, Tree]:
-    """The tree of each member's spool a report names, checked (ValueError says why)."""
+def trees(spools: Sequence[spb.SpoolLeft], counts: Mapping[str, int]) -> dict[str, Tree]:
+    """The tree of each member's spool a report names, checked, each within what the report
+    ``counts`` left of that member (ValueError says why)."""
     found: dict[str, Tree] = {}
     for spool in spools:
+        if spool.batches > counts.get(spool.member, 0):
+            raise ValueError(f"the report counts {counts.get(spool.member, 0)} batches of "
+                             f"{spool.member!r} left, not the {spool.batches} its spool's "
+                             "tree holds")
         if spool.member in found:
             raise ValueError(f"the spool of {spool.member!r} is named twice")
         try:
@@ -60,12 +62,9 @@ class LateDelivery:
 
     def delivery_tokens(self, caller: JobCaller, left: Mapping[str, Tree],
                         counts: Mapping[str, int]) -> list[spb.MemberToken]:
-        """A deliver-only credential per spool the report names, each within what it counts
-        left of that member; a spool it counts fewer batches of is refused (ValueError)."""
-        for member, (batches, _, _) in left.items():
-            if batches > counts.get(member, 0):
-                raise ValueError(f"the report counts {counts.get(member, 0)} batches of "
-                                 f"{member} left, not the {batches} its spool's tree holds")
+        """A deliver-only credential per spool the report names of the node's own members
+        (``counts``, as kept), each within what the report counts left of that member."""
+        left = {m: tree for m, tree in left.items() if tree[0] <= counts.get(m, 0)}
         now, ttl = self._clock(), self._policy.delivery_ttl
         job = f"{caller.launch_id}/{caller.restart}/{caller.node_index}"
         return [spb.MemberToken(member=member, token=pb.WorkloadToken(
@@ -73,26 +72,3 @@ class LateDelivery:
                 MemberKey(caller.run_id, caller.attempt, member), epoch, root, batches,
                 now=now, ttl_seconds=ttl, job=job), expires_at=int(now) + ttl))
             for member, (batches, epoch, root) in sorted(left.items())]
-
-    async def ReportDelivered(self, request: spb.DeliveredReport,
-                              context: Context) -> spb.JobNodeReportReply:
-        try:
-            claims = self._signer.verify_delivery(bearer_token(context) or "",
-                                                  now=self._clock())
-        except TokenError as exc:
-            await abort_unauthenticated(context, f"delivery credential refused: {exc}")
-        if claims.job is None:
-            await abort_unauthenticated(context, "the delivery credential was not issued to a "
-                                        "Slurm job's collector")
-        if not 0 <= request.left <= claims.batches:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                                f"left must be 0..{claims.batches}, not {request.left}")
-        async with pooled(self._pool, self._policy, context) as conn:
-            try:
-                state = await slurm_nodes.delivered_late(conn, claims.job, claims.member,
-                                                         request.left)
-            except errors.LaunchError as exc:
-                await refuse(context, str(exc))
-        log.info("job node %s: the spool of %s was delivered late, %d batches left",
-                 claims.job, claims.member, request.left)
-        return spb.JobNodeReportReply(attempt_state=state)

@@ -163,7 +163,7 @@ class SlurmJobControl(LateDelivery, spb_grpc.SlurmJobControlServicer):
         if isinstance(caller, str):
             await abort_unauthenticated(context, caller)
         try:
-            left = trees(request.spools)
+            left = trees(request.spools, request.undelivered_by_member)
         except ValueError as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         async with pooled(self._pool, self._policy, context) as conn:
@@ -171,14 +171,12 @@ class SlurmJobControl(LateDelivery, spb_grpc.SlurmJobControlServicer):
                 state, counts = await slurm_nodes.report(
                     conn, caller.launch_id, caller.restart, caller.node_index,
                     undelivered=request.undelivered_batches, detail=request.detail,
-                    by_member=dict(request.undelivered_by_member))
+                    by_member=dict(request.undelivered_by_member),
+                    trees={m: (epoch, n) for m, (n, epoch, _) in left.items()})
             except errors.LaunchError as exc:
                 await refuse(context, str(exc))
         log.info("launch %d node %d (start %d): drained, %d batches left spooled%s",
                  caller.launch_id, caller.node_index, caller.restart,
                  request.undelivered_batches, f": {request.detail}" if request.detail else "")
-        try:
-            delivery = self.delivery_tokens(caller, left, counts)
-        except ValueError as exc:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        return spb.JobNodeReportReply(attempt_state=state, delivery=delivery)
+        return spb.JobNodeReportReply(attempt_state=state,
+                                      delivery=self.delivery_tokens(caller, left, counts))
