@@ -45,7 +45,8 @@ def docker_compose(*args: str, env: dict[str, str],
 
 #: Left out of the checkout's copy a stack is built from: environments, service data and
 #: sockets, build directories, caches, and the checkout's own compose/.env.
-NOT_COPIED = shutil.ignore_patterns(".git", ".venv", ".services", ".slurm", ".artifacts",
+NOT_COPIED = shutil.ignore_patterns(".git", ".venv", ".services", ".slurm", ".kube-local",
+                                    ".artifacts",
                                     "node_modules", "target", "__pycache__", ".*_cache", "*.so",
                                     "*.socket", ".env")
 
