@@ -6,6 +6,7 @@ kubelet; deleted, it is gone."""
 from __future__ import annotations
 
 import json
+import time
 import urllib.request
 import uuid
 
@@ -34,6 +35,19 @@ ASK_API = ("import ssl, urllib.request\n"
            "print(urllib.request.urlopen(asked, context=trust, timeout=10).read().decode())\n")
 
 
+def answered(url: str, seconds: float = 60) -> str:
+    """What ``url`` answers, once kube-proxy has its rules for the Service (a moment after
+    the pod is Ready)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as reply:
+                return str(reply.read().decode())
+        except OSError:
+            assert time.monotonic() < deadline, f"{url} did not answer in {seconds:.0f} s"
+            time.sleep(0.5)
+
+
 def test_a_pod_answers_through_its_services_and_reaches_the_api() -> None:
     name = f"echo-{uuid.uuid4().hex[:8]}"
     manifest = {"apiVersion": "v1", "kind": "List", "items": [
@@ -51,8 +65,7 @@ def test_a_pod_answers_through_its_services_and_reaches_the_api() -> None:
         cluster_ip, node_port = (service["spec"]["clusterIP"],
                                  service["spec"]["ports"][0]["nodePort"])
         for url in (f"http://{cluster_ip}/", f"http://{node_ip()}:{node_port}/"):
-            with urllib.request.urlopen(url, timeout=10) as reply:
-                assert reply.read().decode() == name, url
+            assert answered(url) == name, url
         assert "served" in kubectl("logs", name)
         # From inside the pod: the API through the `kubernetes` Service, with its token.
         said = kubectl("exec", name, "--", "python3", "-c", ASK_API)
