@@ -14,7 +14,7 @@ from __future__ import annotations
 import subprocess
 import time
 
-from scripts.kubelocal import binaries, configs, daemons, images, pki
+from scripts.kubelocal import binaries, configs, daemons, dns, images, pki
 from scripts.kubelocal.layout import BIN, DATA, kubeconfig, log, node_ip, ports
 from scripts.lib.processes import PidFile, spawn, stop, wait_until
 
@@ -31,9 +31,12 @@ def up() -> None:
     address, kept = node_ip(), ports()
     pki.make(address, kept["apiserver"])
     configs.write(address, kept)
+    dns.write(address, kept)
     for daemon in daemons.daemons(address, kept):
         pid = pidfile(daemon.name)
         if pid.running() is None:
+            if daemon.prepare is not None:
+                daemon.prepare()
             spawn(daemon.args, log=daemon.log, pidfile=pid)
         wait_until(daemon.name, daemon.healthy, seconds=daemon.seconds, log=daemon.log,
                    process=pid, interval=0.2)
@@ -89,7 +92,7 @@ def clean_network() -> None:
 def down(wipe: bool) -> None:
     if DATA.exists():
         delete_pods()
-        for name in ("kube-proxy", "kubelet", "scheduler", "controller-manager"):
+        for name in ("coredns", "kube-proxy", "kubelet", "scheduler", "controller-manager"):
             stop(pidfile(name), grace=10.0)
         stop(pidfile("containerd"), grace=10.0)
         subprocess.run(["pkill", "-f", f"containerd-shim-runc-v2 .*-address {configs.SOCKET}"],

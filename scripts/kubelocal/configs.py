@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from scripts.kubelocal.layout import DATA, NODE, PAUSE_IMAGE, POD_CIDR, kubeconfig
+from scripts.kubelocal.layout import DATA, DNS_IP, NODE, PAUSE_IMAGE, POD_CIDR, kubeconfig
 from scripts.kubelocal.pki import PKI
 
 CONTAINERD = DATA / "containerd"
@@ -55,6 +55,9 @@ def cni() -> str:
              "hairpinMode": True,
              "ipam": {"type": "host-local", "ranges": [[{"subnet": POD_CIDR}]],
                       "routes": [{"dst": "0.0.0.0/0"}]}},
+            # Each pod's address admitted in FORWARD (chain CNI-FORWARD): Docker's engine
+            # sets that chain's policy to DROP, which drops pod-to-pod traffic on the bridge.
+            {"type": "firewall", "backend": "iptables"},
             {"type": "portmap", "capabilities": {"portMappings": True}}]}, indent=1)
 
 
@@ -75,7 +78,7 @@ def kubelet(node_ip: str, ports: dict[str, int]) -> str:
                          "imagefs.available": "1%"},
         "failSwapOn": False, "resolvConf": "/etc/resolv.conf",
         "podLogsDir": str(DATA / "pod-logs"),
-        "clusterDomain": "cluster.local", "podCIDR": POD_CIDR,
+        "clusterDomain": "cluster.local", "clusterDNS": [DNS_IP], "podCIDR": POD_CIDR,
         "serializeImagePulls": False, "protectKernelDefaults": False,
         "makeIPTablesUtilChains": True, "registerNode": True,
         "localStorageCapacityIsolation": True}, indent=1)

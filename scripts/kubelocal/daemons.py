@@ -1,9 +1,10 @@
 """The cluster's daemons: how each is started (its command line) and when it is healthy.
 
 Started in this order and stopped in the reverse (the pods first, see ``teardown``): etcd,
-containerd, the API server, the controller manager, the scheduler, the kubelet, kube-proxy.
-Each runs in a session of its own, its output in ``.kube-local/<name>.log``, known by its pid
-file; each is checked healthy before the next starts.
+containerd, the API server, the controller manager, the scheduler, the kubelet, kube-proxy,
+CoreDNS (its Service and role applied first, see ``dns``). Each runs in a session of its
+own, its output in ``.kube-local/<name>.log``, known by its pid file; each is checked
+healthy before the next starts.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from scripts.kubelocal import dns
 from scripts.kubelocal.configs import CONTAINERD, KUBELET, SOCKET
-from scripts.kubelocal.layout import BIN, DATA, NODE, SERVICE_CIDR, kubeconfig
+from scripts.kubelocal.layout import ADDONS, BIN, DATA, NODE, SERVICE_CIDR, kubeconfig
 from scripts.kubelocal.pki import PKI
 
 
@@ -26,6 +28,8 @@ class Daemon:
     args: list[str]
     healthy: Callable[[], bool]
     seconds: float = 60.0
+    #: Run before it starts (once the daemons before it are healthy).
+    prepare: Callable[[], object] | None = None
 
     @property
     def log(self) -> Path:
@@ -53,9 +57,9 @@ def answers(url: str, *, secure: bool = False) -> bool:
         return False
 
 
-def kubectl(*args: str, check: bool = True) -> str:
+def kubectl(*args: str, check: bool = True, input: str | None = None) -> str:
     done = subprocess.run([str(BIN / "kubectl"), "--kubeconfig", str(kubeconfig()), *args],
-                          capture_output=True, text=True, check=False, timeout=60)
+                          capture_output=True, text=True, check=False, timeout=60, input=input)
     if check and done.returncode != 0:
         raise RuntimeError(f"kubectl {' '.join(args)}: {done.stderr.strip()[-500:]}")
     return done.stdout
@@ -122,4 +126,7 @@ def daemons(node_ip: str, ports: dict[str, int]) -> list[Daemon]:
             node_ready, 90),
         Daemon("kube-proxy", [str(BIN / "kube-proxy"), f"--config={DATA / 'proxy.json'}"],
                lambda: answers(f"http://127.0.0.1:{p['proxy-healthz']}/healthz")),
+        Daemon("coredns", [str(ADDONS / "coredns"), "-conf", str(dns.COREFILE)],
+               lambda: answers(f"http://127.0.0.1:{p['dns-ready']}/ready"),
+               prepare=lambda: kubectl("apply", "-f", "-", input=dns.objects(node_ip, ports))),
     ]

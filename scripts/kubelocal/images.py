@@ -15,6 +15,9 @@ from pathlib import Path
 from scripts.kubelocal.configs import SOCKET
 from scripts.kubelocal.layout import BIN, DATA, NAMESPACE, PAUSE_IMAGE
 
+#: Docker's image id of each name imported from it.
+IMPORTED = DATA / "images.json"
+
 
 def ctr(*args: str, stdin: bytes | None = None) -> str:
     done = subprocess.run(["ctr", "--address", str(SOCKET), "--namespace", NAMESPACE, *args],
@@ -65,16 +68,43 @@ def pause() -> None:
                                                ["/pause"]))
 
 
+def reference(name: str) -> str:
+    """``name`` as containerd lists it: Docker Hub's names in full (``python:3.11-slim`` is
+    ``docker.io/library/python:3.11-slim``), others as they are."""
+    first = name.split("/")[0]
+    if "/" in name and ("." in first or ":" in first or first == "localhost"):
+        return name
+    return f"docker.io/{name}" if "/" in name else f"docker.io/library/{name}"
+
+
+def docker_ids(names: Sequence[str]) -> dict[str, str]:
+    done = subprocess.run(["docker", "image", "inspect", "--format", "{{.Id}}", *names],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"docker image inspect: {done.stderr.strip()[-500:]}")
+    return dict(zip(names, done.stdout.split(), strict=True))
+
+
 def from_docker(names: Sequence[str]) -> None:
-    """Import the images Docker holds under ``names`` that containerd lacks."""
+    """Import the images Docker holds under ``names`` that containerd lacks, or holds as
+    another image than Docker's now (a stand-in rebuilt under its name: the ids imported
+    are kept in ``.kube-local/images.json``), in one archive: layers the images share are
+    written once."""
     have = held()
-    for name in names:
-        if name in have or f"docker.io/library/{name}" in have:
-            continue
-        saved = DATA / "image.tar"
-        subprocess.run(["docker", "save", "-o", str(saved), name], check=True,
-                       capture_output=True)
-        try:
-            ctr("images", "import", str(saved))
-        finally:
-            Path(saved).unlink(missing_ok=True)
+    ids = docker_ids(names)
+    known = json.loads(IMPORTED.read_text()) if IMPORTED.exists() else {}
+    missing = [name for name in names if known.get(name) != ids[name]
+               or (reference(name) not in have and name not in have)]
+    if not missing:
+        return
+    saved = DATA / "images.tar"
+    try:
+        done = subprocess.run(["docker", "save", "-o", str(saved), *missing], check=False,
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"docker save {' '.join(missing)}: {done.stderr.strip()[-500:]}")
+        ctr("images", "import", str(saved))
+    finally:
+        Path(saved).unlink(missing_ok=True)
+    IMPORTED.write_text(json.dumps({**known, **{name: ids[name] for name in missing}},
+                                   indent=1))

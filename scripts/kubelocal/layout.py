@@ -14,6 +14,8 @@ DATA = Path(os.environ.get("TUNEPLANE_KUBE_DIR", ROOT / ".kube-local"))
 VERSION = "v1.37.2"
 CACHE = Path(os.environ.get("TUNEPLANE_CACHE_DIR", Path.home() / ".cache" / "tuneplane"))
 BIN = CACHE / "kube" / VERSION
+#: The add-ons (CoreDNS), built from ``addons/``, named by what that module pins.
+ADDONS = CACHE / "kube" / "addons-coredns-v1.15.0"
 BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet",
             "kube-proxy", "kubectl")
 NODE = "tuneplane-kube"
@@ -21,12 +23,15 @@ SERVICE_CIDR = "10.96.0.0/16"
 #: The ``kubernetes`` Service's address (the first of the range), in the API server's
 #: certificate: pods reach the API through it.
 SERVICE_IP = "10.96.0.1"
+#: The ``kube-dns`` Service's address, in every pod's resolv.conf (see ``dns``).
+DNS_IP = "10.96.0.10"
 POD_CIDR = "10.244.0.0/24"
 #: The containerd namespace the kubelet's images live in.
 NAMESPACE = "k8s.io"
 PAUSE_IMAGE = "tuneplane.local/pause:3.10"
 PORTS = ("apiserver", "etcd", "etcd-peer", "kubelet", "kubelet-healthz",
-         "controller-manager", "scheduler", "proxy-metrics", "proxy-healthz")
+         "controller-manager", "scheduler", "proxy-metrics", "proxy-healthz", "dns",
+         "dns-health", "dns-ready")
 
 
 def log(message: str) -> None:

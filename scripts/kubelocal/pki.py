@@ -23,6 +23,7 @@ CLIENTS = {
     "scheduler": ("system:kube-scheduler", ""),
     "kubelet": (f"system:node:{NODE}", "system:nodes"),
     "proxy": ("system:kube-proxy", ""),
+    "coredns": ("system:coredns", ""),
     "apiserver-kubelet-client": ("kube-apiserver-kubelet-client", "system:masters"),
 }
 

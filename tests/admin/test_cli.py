@@ -52,3 +52,20 @@ def test_a_sign_in_link_needs_a_web_address(capsys: pytest.CaptureFixture[str]) 
     assert main(["sign-in-link", "--user", "admin", "--url", "127.0.0.1:8080"]) == 2
     assert "--url is the web service's address (http[s]://host:port)" in \
         capsys.readouterr().err
+
+
+def test_gateway_ca_hands_out_the_external_trust_bundle_where_one_is_set(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With an externally managed certificate, what collectors are handed is its CA chain,
+    read from the file (no database is asked: the URL given here answers nothing)."""
+    monkeypatch.setenv("TUNEPLANE_DATABASE_URL", "postgresql://nobody@127.0.0.1:1/none")
+    bundle = tmp_path / "ca.crt"
+    bundle.write_text("-----BEGIN CERTIFICATE-----\nexternal\n-----END CERTIFICATE-----\n")
+    monkeypatch.setenv("TUNEPLANE_TELEMETRY_TRUST_BUNDLE", str(bundle))
+    assert main(["gateway-ca", "--out", str(tmp_path / "out.pem")]) == 0
+    assert (tmp_path / "out.pem").read_text() == bundle.read_text()
+    bundle.unlink()
+    assert main(["gateway-ca"]) == 1
+    assert f"TUNEPLANE_TELEMETRY_TRUST_BUNDLE {bundle}: cannot be read" in \
+        capsys.readouterr().err

@@ -18,9 +18,6 @@ import contextlib
 import json
 import subprocess
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,16 +27,14 @@ import pytest
 from tests.support.compose import Stack
 from tests.support.environment import ROOT
 from tests.support.guide import blocks, marked
-from tests.support.processes import collector_args, run_collector
-from tests.support.truth import tensorboard_runs, write_add_scalars_logdir, write_jsonl
+from tests.support.processes import collector_args
+from tests.support.readback import TAGS, Web, jsonl_truth, send_two_runs
 from tuneplane.telemetry.v1.identity import MemberKey
 
 pytestmark = pytest.mark.usefixtures("docker_engine")
 
 #: The collector artifact's directory name on execution hosts (not used here).
 COLLECTOR_DIGEST = "0" * 64
-TAGS = ["loss", "accuracy"]
-Points = list[tuple[int, float, float]]  # (step, wall time, value) in read order
 
 
 def docker_engine_fails() -> str | None:
@@ -77,43 +72,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory,
             print(f"\n{line}", flush=True)
 
 
-class Web:
+def admin_web(stack: Stack) -> Web:
     """The published web port, as an admin's API client."""
-
-    def __init__(self, stack: Stack) -> None:
-        self.base = f"http://127.0.0.1:{stack.web_port}/api/v1"
-        self.token = stack.admin("user-add", "--admin", "--user",
-                                 f"tester-{uuid.uuid4().hex[:6]}").strip().splitlines()[-1]
-
-    def series(self, member: MemberKey, source: str, tag: str, run_path: str = "") -> Points:
-        query = urllib.parse.urlencode({"member": member.member, "source": source, "tag": tag,
-                                        "run_path": run_path, "format": "jsonl"})
-        request = urllib.request.Request(
-            f"{self.base}/runs/{member.run_id}/attempts/{member.attempt}/scalars/export?{query}",
-            headers={"Authorization": f"Bearer {self.token}"})
-        try:
-            with urllib.request.urlopen(request, timeout=30) as answer:
-                lines = answer.read().decode().splitlines()
-        except urllib.error.HTTPError as exc:
-            if exc.code == 404:  # no point of the series projected yet
-                return []
-            raise
-        return [(p["step"], p["wall_time"], p["value"]) for p in map(json.loads, lines)]
-
-    def wait_exact(self, member: MemberKey, source: str, truth: dict[tuple[str, str], Points],
-                   seconds: float = 180.0) -> None:
-        """Every series of ``truth`` ((run path, tag) → points) reads back exactly: waits
-        while points are still missing; a point stored twice, or one that differs, fails."""
-        deadline = time.monotonic() + seconds
-        for (run_path, tag), expected in truth.items():
-            while True:
-                got = self.series(member, source, tag, run_path)
-                if len(got) >= len(expected) or time.monotonic() > deadline:
-                    break
-                time.sleep(0.5)
-            assert sorted(got) == sorted(expected), \
-                f"{member} {source} {run_path or '.'}/{tag}: {len(got)} points stored, " \
-                f"{len(expected)} written"
+    token = stack.admin("user-add", "--admin", "--user",
+                        f"tester-{uuid.uuid4().hex[:6]}").strip().splitlines()[-1]
+    return Web(f"http://127.0.0.1:{stack.web_port}", token)
 
 
 def sigkill(*containers: str) -> None:
@@ -133,11 +96,6 @@ def test_the_readme_deploys_with_the_guides_compose_commands() -> None:
     assert readme == marked("compose")
 
 
-def jsonl_truth(path: Path, steps: range) -> dict[tuple[str, str], Points]:
-    values = write_jsonl(path, steps, TAGS)
-    return {("", tag): [(s, 1.7e9 + s, values[(tag, s)]) for s in steps] for tag in TAGS}
-
-
 def send(stack: Stack, work: Path, member: MemberKey, sources: dict[str, Path],
          *extra: str) -> list[str]:
     """A collector's arguments for ``member``, with a workload token from the admin image
@@ -153,22 +111,13 @@ def test_the_gateway_takes_telemetry_survives_kills_restarts_and_replays(
         stack: Stack, tmp_path: Path) -> None:
     (tmp_path / "ca.pem").write_text(stack.admin("gateway-ca"))
     assert "BEGIN CERTIFICATE" in (tmp_path / "ca.pem").read_text()
-    web = Web(stack)
+    web = admin_web(stack)
     prefix = f"compose-{uuid.uuid4().hex[:6]}"
 
     # A TensorBoard run and a JSONL run, from the host through the published 8444.
-    tb, train = MemberKey(f"{prefix}-tb", 1, "rank-0"), MemberKey(f"{prefix}-jsonl", 1, "rank-0")
-    write_add_scalars_logdir(tmp_path / "tb", steps=200)
-    tb_truth = tensorboard_runs(tmp_path / "tb")
-    train_truth = jsonl_truth(tmp_path / "train.jsonl", range(3000))
     started = time.monotonic()
-    for args in (send(stack, tmp_path, tb, {}, "--tensorboard", f"tb={tmp_path / 'tb'}"),
-                 send(stack, tmp_path, train, {"train": tmp_path / "train.jsonl"})):
-        done = run_collector(args)
-        assert done.returncode == 0, done.stderr[-3000:]
-        assert " 0 problems, 0 batches not delivered" in done.stderr, done.stderr[-3000:]
-    web.wait_exact(tb, "tb", tb_truth)
-    web.wait_exact(train, "train", train_truth)
+    runs = send_two_runs(lambda member, sources, *extra: send(stack, tmp_path, member, sources,
+                                                              *extra), web, prefix, tmp_path)
     stack.timings.append(("two runs sent and read back", time.monotonic() - started))
 
     # Kafka and a projector SIGKILLed just before a run starts (the collector's first batch
@@ -217,8 +166,8 @@ def test_the_gateway_takes_telemetry_survives_kills_restarts_and_replays(
     # The whole stack down (volumes kept) and up again: everything is still there.
     stack("down", what="down (volumes kept)")
     stack.up("up after down")
-    web.wait_exact(tb, "tb", tb_truth, seconds=30)
-    web.wait_exact(train, "train", train_truth, seconds=30)
+    for member, source, truth in runs:
+        web.wait_exact(member, source, truth, seconds=30)
     web.wait_exact(chaos, "train", chaos_truth, seconds=30)
 
     # The topic replayed into fresh read models inside compose: the same checksums.

@@ -275,7 +275,8 @@ def test_web_peers_can_be_narrowed() -> None:
 
 
 #: The chart's component for each image, where they differ (the migration job).
-COMPONENT = {"admin": "init"}
+#: The admin image runs as two components: the migration job and the admin pod.
+COMPONENTS = {"admin": ("init", "admin")}
 STORES = {"kafka": ("TUNEPLANE_KAFKA_BOOTSTRAP", 9092),
           "postgresql": ("TUNEPLANE_DATABASE_URL", 5432),
           "s3": ("TUNEPLANE_S3_ENDPOINT", 8333)}
@@ -283,8 +284,9 @@ STORES = {"kafka": ("TUNEPLANE_KAFKA_BOOTSTRAP", 9092),
 
 def readers(variable: str) -> set[str]:
     """The chart components whose deployable reads ``variable`` (their settings classes)."""
-    return {COMPONENT.get(image, image) for image, (settings, _) in IMAGES.items()
-            if variable in {d.variable.name for d in describe(settings)}}
+    return {component for image, (settings, _) in IMAGES.items()
+            if variable in {d.variable.name for d in describe(settings)}
+            for component in COMPONENTS.get(image, (image,))}
 
 
 @pytest.mark.parametrize("store", sorted(STORES))
@@ -334,3 +336,48 @@ def test_web_serves_https_with_a_given_certificate() -> None:
     assert "TUNEPLANE_WEB_TLS_CERT" not in env(plain)
     assert "volumeMounts" not in plain
     assert plain["readinessProbe"]["httpGet"]["scheme"] == "HTTP"
+
+
+def test_node_ports_as_given_and_the_admin_pod_with_the_release_settings() -> None:
+    documents = render("gateway.enabled=true", "gateway.service.type=NodePort",
+                       "gateway.service.nodePorts.telemetry=30444")
+    (telemetry,) = find(documents, "Service", "rel-tuneplane-ingest")["spec"]["ports"]
+    assert telemetry["nodePort"] == 30444
+    (control,) = find(documents, "Service", "rel-tuneplane-control")["spec"]["ports"]
+    assert "nodePort" not in control  # Kubernetes picks it
+    admin = container(find(documents, "Deployment", "rel-tuneplane-admin"))
+    assert admin["image"] == f"{REPOSITORY}-admin:0.1.0"
+    assert admin["command"] == ["sleep", "infinity"]
+    assert required("admin", []) <= set(env(admin))
+    assert not [d for d in render("admin.enabled=false")
+                if d["metadata"]["name"] == "rel-tuneplane-admin"]
+    # A release whose name says tuneplane names its objects after the release alone.
+    done = subprocess.run([helm(), "template", "tuneplane", str(CHART), "--set", GIVEN[0]],
+                          capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    names = {d["metadata"]["name"] for d in yaml.safe_load_all(done.stdout) if d}
+    assert {"tuneplane-admin", "tuneplane-projector", "tuneplane-web"} <= names
+
+
+STORES_CHART = ROOT / "deploy" / "helm" / "tuneplane-stores"
+
+
+def test_the_stores_chart_makes_the_secrets_and_labels_the_chart_is_given() -> None:
+    done = subprocess.run([helm(), "template", "stores", str(STORES_CHART), "--namespace",
+                           "ml"], capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    documents = [d for d in yaml.safe_load_all(done.stdout) if d]
+    database = find(documents, "Secret", "stores-database")["stringData"]["url"]
+    password = find(documents, "Secret", "stores-passwords")["stringData"]["postgres"]
+    assert database == f"postgresql://tuneplane:{password}@stores-postgresql.ml.svc:5432/tuneplane"
+    assert len(password) == 32
+    assert set(find(documents, "Secret", "stores-s3")["stringData"]) >= {
+        "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}
+    for store, port in (("postgresql", 5432), ("kafka", 9092), ("s3", 8333)):
+        labels = pod_labels(find(documents, "StatefulSet", f"stores-{store}"))
+        assert labels == {"app.kubernetes.io/name": "tuneplane-stores",
+                          "app.kubernetes.io/instance": "stores",
+                          "app.kubernetes.io/component": store}
+        service = find(documents, "Service", f"stores-{store}")["spec"]
+        assert service["selector"] == labels
+        assert service["ports"][0]["port"] == port

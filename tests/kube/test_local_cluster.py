@@ -1,7 +1,7 @@
 """The local Kubernetes cluster scripts/kube starts (the one the chart's tests use): a pod
 runs an image imported from Docker, with the sandbox image built here, and answers through
 a ClusterIP Service and a NodePort from the host; its logs and exec reach it through the
-kubelet; deleted, it is gone."""
+kubelet; from inside, the cluster's DNS names the API's Service; deleted, it is gone."""
 
 from __future__ import annotations
 
@@ -25,12 +25,13 @@ SERVER = ("import http.server, os\n"
           "http.server.HTTPServer(('', 8080), H).serve_forever()\n")
 
 
-#: Run in the pod: the API's version, through the `kubernetes` Service, with the pod's token.
+#: Run in the pod: the API's version, through the `kubernetes` Service by its name (the
+#: cluster's DNS, and the name the API server's certificate carries), with the pod's token.
 ASK_API = ("import ssl, urllib.request\n"
            "place = '/var/run/secrets/kubernetes.io/serviceaccount/'\n"
            "token = open(place + 'token').read()\n"
            "trust = ssl.create_default_context(cafile=place + 'ca.crt')\n"
-           "asked = urllib.request.Request('https://10.96.0.1/version',\n"
+           "asked = urllib.request.Request('https://kubernetes.default.svc/version',\n"
            "                               headers={'Authorization': 'Bearer ' + token})\n"
            "print(urllib.request.urlopen(asked, context=trust, timeout=10).read().decode())\n")
 
@@ -67,9 +68,15 @@ def test_a_pod_answers_through_its_services_and_reaches_the_api() -> None:
         for url in (f"http://{cluster_ip}/", f"http://{node_ip()}:{node_port}/"):
             assert answered(url) == name, url
         assert "served" in kubectl("logs", name)
-        # From inside the pod: the API through the `kubernetes` Service, with its token.
+        # From inside the pod: the API through the `kubernetes` Service, by name, with its
+        # token.
         said = kubectl("exec", name, "--", "python3", "-c", ASK_API)
         assert json.loads(said)["gitVersion"] == "v1.37.2"
+        # And its own Service by name, from the pod network (through the host's FORWARD
+        # chain, which Docker's engine sets to drop).
+        ask = ("import urllib.request\nprint(urllib.request.urlopen("
+               f"'http://{name}.default.svc.cluster.local/', timeout=10).read().decode())")
+        assert kubectl("exec", name, "--", "python3", "-c", ask).strip() == name
     finally:
         kubectl("delete", "-f", "-", "--wait=true", "--grace-period=1", input=json.dumps(manifest))
     assert kubectl("get", "pods", "-l", f"app={name}", "-o", "name").strip() == ""

@@ -97,13 +97,13 @@ def launch_env(ingest_port: int, spool_root: Path, artifact: Path) -> dict[str, 
 
 def collector_args(ingest_port: int, tls_dir: Path, token: Path, member: MemberKey,
                    spool: Path, sources: dict[str, Path], *extra: str,
-                   command: list[str] | None = None) -> list[str]:
+                   command: list[str] | None = None, host: str = "localhost") -> list[str]:
     """``tuneplane-collector run`` of the static binary for this host (``command``: another
-    build of it, or the aarch64 one under qemu)."""
+    build of it, or the aarch64 one under qemu), sending to ``host:ingest_port``."""
     command = command or collector_binary.command(HOST_TARGET)
     args = [*command, "run", "--run", member.run_id, "--attempt",
             str(member.attempt), "--member", member.member, "--spool", str(spool),
-            "--target", f"localhost:{ingest_port}", "--ca-file", str(tls_dir / "ca.pem"),
+            "--target", f"{host}:{ingest_port}", "--ca-file", str(tls_dir / "ca.pem"),
             "--token-file", str(token), *extra]
     for source_id, path in sources.items():
         args += ["--source", f"{source_id}={path}"]

@@ -1,5 +1,11 @@
+{{/* <release>-tuneplane, or the release's name where it says tuneplane already (release
+"tuneplane": deploy/tuneplane-ingest). */}}
 {{- define "tuneplane.fullname" -}}
+{{- if contains "tuneplane" .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
 {{- printf "%s-tuneplane" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
 {{- end -}}
 
 {{- define "tuneplane.secretName" -}}

@@ -121,7 +121,18 @@ async def gateway_ca_pem(database_url: str) -> str | None:
 
 
 def cmd_gateway_ca(args: argparse.Namespace, settings: AdminSettings) -> int:
-    bundle = asyncio.run(gateway_ca_pem(settings.database_url.get()))
+    """The trust bundle collectors are handed: the externally managed certificate's
+    (``TUNEPLANE_TELEMETRY_TRUST_BUNDLE``) where one is set, else the shared identity's CA."""
+    bundle: str | None
+    if settings.trust_bundle is not None:
+        try:
+            bundle = settings.trust_bundle.read_text()
+        except OSError as exc:
+            print(f"TUNEPLANE_TELEMETRY_TRUST_BUNDLE {settings.trust_bundle}: cannot be read "
+                  f"({exc.strerror})", file=sys.stderr)
+            return 1
+    else:
+        bundle = asyncio.run(gateway_ca_pem(settings.database_url.get()))
     if bundle is None:
         print("no gateway identity yet: it is created when ingest or control first starts",
               file=sys.stderr)
@@ -171,8 +182,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         f"{MAX_DELIVERY_SECONDS})")
     d.add_argument("--out", help="write to this file (mode 0600) instead of printing")
     d.set_defaults(func=cmd_token_delivery)
-    g = sub.add_parser("gateway-ca", help="print the CA of the shared gateway identity: the "
-                                          "trust bundle collectors are handed")
+    g = sub.add_parser("gateway-ca", help="print the trust bundle collectors are handed: "
+                                          "TUNEPLANE_TELEMETRY_TRUST_BUNDLE with an externally "
+                                          "managed certificate, else the shared gateway "
+                                          "identity's CA")
     g.add_argument("--out", help="write it to this file")
     g.set_defaults(func=cmd_gateway_ca)
     s = sub.add_parser("sign-in-link", help="print a one-time link that signs a browser in as "

@@ -3,6 +3,8 @@ command needs only its part: a variable is required by the commands listed with 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tuneplane.common.kafka.topics import TopicSettings
 from tuneplane.contract.settings import Needed, Settings, needed, section, setting
 from tuneplane.contract.variables import (
@@ -11,6 +13,7 @@ from tuneplane.contract.variables import (
     KAFKA_BOOTSTRAP,
     S3_BUCKET,
     S3_ENDPOINT,
+    TELEMETRY_TRUST_BUNDLE,
     WEB_JWT_SECRET,
 )
 
@@ -31,5 +34,7 @@ class AdminSettings(Settings):
     s3_bucket: Needed[str] = needed(S3_BUCKET, needed_for=("init", "bucket", "durability"))
     jwt_secret: Needed[str] = needed(WEB_JWT_SECRET, needed_for=("token", "delivery-token",
                                                                 *USER_COMMANDS))
+    #: Set with an externally managed gateway certificate: ``gateway-ca`` prints it.
+    trust_bundle: Path | None = setting(TELEMETRY_TRUST_BUNDLE, default=None)
     #: ``tls-init``'s name when no --hostname is given.
     gateway_hostname: str = setting(GATEWAY_HOSTNAME, default="localhost")

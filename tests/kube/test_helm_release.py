@@ -1,0 +1,230 @@
+"""The Helm chart installed and used on the local cluster, as the operator guide says:
+deploy/helm/tuneplane-stores (PostgreSQL, Kafka and SeaweedFS in the namespace), then
+deploy/helm/tuneplane with ``gateway.enabled``, ``gateway.tlsSecret`` (a certificate made
+outside the release, with its trust bundle) and NodePort Services, its migrations run as
+the chart's hook Job. The host plays the execution host: a collector sends a TensorBoard
+run and a JSONL run to the telemetry NodePort, and the curves are read back exactly over
+the web Service. Then a projector pod and an ingest pod are force-deleted while a run is
+sent: once Kafka's consumer group has committed past every batch (the barrier), every point
+is stored once.
+
+The images are compose's, imported by scripts/test (``python -m tests.support.charts
+images``). Prints each step's time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.support.charts import (
+    CHART,
+    REPOSITORY,
+    STORES_CHART,
+    exec_in,
+    helm,
+    image_tag,
+    projected_to_end,
+    settings,
+)
+from tests.support.kube import kubectl, node_ip
+from tests.support.processes import collector_args
+from tests.support.readback import Web, jsonl_truth, send_two_runs
+from tuneplane.common.gateway.tls import generate
+from tuneplane.telemetry.v1.identity import MemberKey
+
+#: The release's install (stores, migrations, nine pods starting on two cores) counts in the
+#: first test's time.
+pytestmark = [pytest.mark.usefixtures("kube_cluster", "docker_engine"), pytest.mark.timeout(900)]
+
+GROUP = "tuneplane-projector"
+TOPIC = "tuneplane.telemetry.batches.v1"
+GATEWAY_NAME = "tuneplane.test"
+
+
+@dataclass
+class Release:
+    namespace: str
+    work: Path
+    telemetry_port: int
+    timings: list[tuple[str, float]] = field(default_factory=list)
+
+    def admin(self, *args: str) -> str:
+        """``tuneplane-admin ARGS`` in the release's admin pod."""
+        return exec_in(self.namespace, "deploy/tuneplane-admin", "tuneplane-admin", *args)
+
+    def web(self) -> Web:
+        service = json.loads(kubectl("-n", self.namespace, "get", "service", "tuneplane-web",
+                                     "-o", "json"))
+        token = self.admin("user-add", "--admin", "--user",
+                           f"tester-{uuid.uuid4().hex[:6]}").strip().splitlines()[-1]
+        return Web(f"http://{service['spec']['clusterIP']}:8080", token)
+
+    def send(self, member: MemberKey, sources: dict[str, Path], *extra: str) -> list[str]:
+        """A collector's arguments for ``member``: to the telemetry NodePort, trusting the
+        certificate's own CA, with a workload token from the admin pod."""
+        token = self.work / f"{member.run_id}.token"
+        token.write_text(self.admin("token", "--run", member.run_id, "--attempt",
+                                    str(member.attempt), "--member", member.member).strip())
+        return collector_args(self.telemetry_port, self.work, token, member,
+                              self.work / member.run_id, sources, *extra, host=node_ip())
+
+    def timed(self, what: str, started: float) -> None:
+        self.timings.append((what, time.monotonic() - started))
+
+    def pods(self, component: str) -> dict[str, str]:
+        """The release's pods of ``component``: name → uid."""
+        listed = json.loads(kubectl("-n", self.namespace, "get", "pods", "-l",
+                                    f"app.kubernetes.io/component={component}", "-o", "json"))
+        return {p["metadata"]["name"]: p["metadata"]["uid"] for p in listed["items"]}
+
+
+def gateway_secret(namespace: str, work: Path) -> None:
+    """The externally managed certificate: a CA of its own, the server's certificate for
+    the node's address and the gateway's name, as a kubernetes.io/tls Secret with ca.crt."""
+    identity = generate([node_ip(), GATEWAY_NAME], now=dt.datetime.now(dt.UTC))
+    (work / "ca.pem").write_bytes(identity.ca_pem)
+    (work / "tls.crt").write_bytes(identity.certificate_pem)
+    (work / "tls.key").write_bytes(identity.private_key_pem)
+    kubectl("-n", namespace, "create", "secret", "generic", "gateway-tls",
+            "--type=kubernetes.io/tls", f"--from-file=tls.crt={work / 'tls.crt'}",
+            f"--from-file=tls.key={work / 'tls.key'}", f"--from-file=ca.crt={work / 'ca.pem'}")
+
+
+def values(namespace: str) -> dict[str, object]:
+    stores = {"app.kubernetes.io/name": "tuneplane-stores",
+              "app.kubernetes.io/instance": "stores"}
+    return {
+        "image.repository": REPOSITORY, "image.tag": image_tag(), "image.pullPolicy": "Never",
+        "database.existingSecret": "stores-database", "s3.credentialsSecret": "stores-s3",
+        "s3.endpoint": f"http://stores-s3.{namespace}.svc:8333",
+        "kafka.bootstrap": f"stores-kafka.{namespace}.svc.cluster.local:9092",
+        "kafka.topicReplication": 1, "kafka.topicMinInsync": 1, "kafka.topicPartitions": 4,
+        "gateway.enabled": True, "gateway.tlsSecret": "gateway-tls",
+        "gateway.hostname": GATEWAY_NAME, "gateway.service.type": "NodePort",
+        "gateway.ingest.replicas": 2, "projector.replicas": 2, "exporter.enabled": False,
+        **{f"networkPolicy.stores.{store}.podSelector": {
+            **stores, "app.kubernetes.io/component": store}
+           for store in ("kafka", "postgresql", "s3")},
+    }
+
+
+def show_state(namespace: str) -> None:
+    """What the namespace holds and its pods said: for a failed test's output."""
+    with contextlib.suppress(AssertionError, subprocess.TimeoutExpired):
+        print(kubectl("-n", namespace, "get", "all,events", "-o", "wide"))
+        for pod in json.loads(kubectl("-n", namespace, "get", "pods", "-o", "json"))["items"]:
+            name = pod["metadata"]["name"]
+            print(f"--- {name}\n" + kubectl("-n", namespace, "logs", name, "--tail=60",
+                                            "--all-containers"))
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory: pytest.TempPathFactory,
+            pytestconfig: pytest.Config) -> Iterator[Release]:
+    namespace = f"tp-{uuid.uuid4().hex[:8]}"
+    work = tmp_path_factory.mktemp("helm")
+    kubectl("create", "namespace", namespace)
+    made = Release(namespace, work, 0)
+    try:
+        gateway_secret(namespace, work)
+        started = time.monotonic()
+        helm("install", "stores", str(STORES_CHART), "-n", namespace,
+             "--set", "images.pullPolicy=Never", "--wait", "--timeout", "5m")
+        made.timed("stores installed", started)
+        started = time.monotonic()
+        helm("install", "tuneplane", str(CHART), "-n", namespace, *settings(values(namespace)),
+             "--wait", "--timeout", "10m", seconds=900)
+        made.timed("tuneplane installed (migrations, then every pod ready)", started)
+        ingest = json.loads(kubectl("-n", namespace, "get", "service", "tuneplane-ingest",
+                                    "-o", "json"))
+        made.telemetry_port = ingest["spec"]["ports"][0]["nodePort"]
+        yield made
+    except BaseException:
+        show_state(namespace)
+        raise
+    finally:
+        started = time.monotonic()
+        kubectl("delete", "namespace", namespace, "--wait=true", "--timeout=180s",
+                seconds=240)
+        made.timed("namespace deleted", started)
+        line = "helm timings: " + ", ".join(f"{w} {s:.1f} s" for w, s in made.timings)
+        capture = pytestconfig.pluginmanager.get_plugin("capturemanager")
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+            print(f"\n{line}", flush=True)
+
+
+def test_the_migration_hook_ran_and_the_gateway_serves_the_external_certificate(
+        release: Release) -> None:
+    history = json.loads(helm("history", "tuneplane", "-n", release.namespace, "-o", "json"))
+    assert [h["status"] for h in history] == ["deployed"]
+    # The hook Job ran `tuneplane-admin init` to completion, and was deleted then.
+    events = json.loads(kubectl("-n", release.namespace, "get", "events", "-o", "json",
+                                "--field-selector", "involvedObject.kind=Job"))["items"]
+    assert [e["reason"] for e in events if e["involvedObject"]["name"] == "tuneplane-init"
+            and e["reason"] == "Completed"] == ["Completed"], events
+    assert kubectl("-n", release.namespace, "get", "jobs", "-o", "name").strip() == ""
+    # The trust bundle handed to collectors is the external certificate's CA.
+    assert release.admin("gateway-ca").strip() == (release.work / "ca.pem").read_text().strip()
+
+
+def force_delete(release: Release, component: str) -> None:
+    """One pod of ``component`` deleted at once (no grace: its process is killed), and
+    checked gone."""
+    pods = release.pods(component)
+    name = sorted(pods)[0]
+    kubectl("-n", release.namespace, "delete", "pod", name, "--grace-period=0", "--force")
+    deadline = time.monotonic() + 60
+    while pods[name] in release.pods(component).values():
+        assert time.monotonic() < deadline, f"pod {name} still there 60 s after its delete"
+        time.sleep(0.2)
+
+
+def test_runs_sent_through_the_node_port_read_back_exactly_through_pod_deletions(
+        release: Release, tmp_path: Path) -> None:
+    web = release.web()
+    prefix = f"helm-{uuid.uuid4().hex[:6]}"
+    started = time.monotonic()
+    send_two_runs(release.send, web, prefix, tmp_path)
+    release.timed("two runs sent and read back", started)
+
+    # A run of 300,000 lines in batches of 500; once its first points are stored, a
+    # projector pod and an ingest pod are force-deleted while the collector still sends.
+    started = time.monotonic()
+    chaos = MemberKey(f"{prefix}-chaos", 1, "rank-0")
+    chaos_truth = jsonl_truth(tmp_path / "chaos.jsonl", range(300_000))
+    said = tmp_path / "chaos.log"
+    with said.open("w") as log:
+        collector = subprocess.Popen(
+            [*release.send(chaos, {"train": tmp_path / "chaos.jsonl"}, "--max-batch-points",
+                           "500"), "--exit-when-idle"], stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        deadline = time.monotonic() + 120
+        while not web.series(chaos, "train", "loss"):
+            assert time.monotonic() < deadline, "no point of the run stored within 120 s: " + \
+                said.read_text()[-3000:]
+            time.sleep(0.05)
+        force_delete(release, "projector")
+        force_delete(release, "ingest")
+        assert collector.poll() is None, "the run was sent before the pods were deleted: " \
+            "the deletions were not mid-run"
+        collector.wait(timeout=600)
+        errors = said.read_text()
+        assert collector.returncode == 0, errors[-3000:]
+        assert " 0 problems, 0 batches not delivered" in errors, errors[-3000:]
+    finally:
+        if collector.poll() is None:
+            collector.kill()
+        collector.wait()
+    projected_to_end(release.namespace, "stores-kafka-0", GROUP, TOPIC)
+    web.wait_exact(chaos, "train", chaos_truth, seconds=30)
+    release.timed("300,000 lines through two force-deleted pods", started)
