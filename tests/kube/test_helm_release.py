@@ -20,7 +20,7 @@ import json
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +34,7 @@ from tests.support.charts import (
     helm,
     image_tag,
     projected_to_end,
+    retag_in_cluster,
     settings,
 )
 from tests.support.kube import kubectl, node_ip
@@ -200,23 +201,36 @@ def test_runs_sent_through_the_node_port_read_back_exactly_through_pod_deletions
     # A run of 300,000 lines in batches of 500; once its first points are stored, a
     # projector pod and an ingest pod are force-deleted while the collector still sends.
     started = time.monotonic()
-    chaos = MemberKey(f"{prefix}-chaos", 1, "rank-0")
-    chaos_truth = jsonl_truth(tmp_path / "chaos.jsonl", range(300_000))
-    said = tmp_path / "chaos.log"
+
+    def delete_pods() -> None:
+        force_delete(release, "projector")
+        force_delete(release, "ingest")
+
+    sent_exactly_through(release, web, MemberKey(f"{prefix}-chaos", 1, "rank-0"), tmp_path,
+                         delete_pods, "the pods were deleted")
+    release.timed("300,000 lines through two force-deleted pods", started)
+
+
+def sent_exactly_through(release: Release, web: Web, member: MemberKey, work: Path,
+                         fault: Callable[[], None], what: str) -> None:
+    """300,000 lines sent by a collector in batches of 500; ``fault`` is done once the
+    first points are stored, and must end while the collector still sends. Past the
+    consumer group's barrier, every point is stored once."""
+    truth = jsonl_truth(work / f"{member.run_id}.jsonl", range(300_000))
+    said = work / f"{member.run_id}.log"
     with said.open("w") as log:
         collector = subprocess.Popen(
-            [*release.send(chaos, {"train": tmp_path / "chaos.jsonl"}, "--max-batch-points",
-                           "500"), "--exit-when-idle"], stdout=subprocess.DEVNULL, stderr=log)
+            [*release.send(member, {"train": work / f"{member.run_id}.jsonl"},
+                           "--max-batch-points", "500"), "--exit-when-idle"],
+            stdout=subprocess.DEVNULL, stderr=log)
     try:
         deadline = time.monotonic() + 120
-        while not web.series(chaos, "train", "loss"):
+        while not web.series(member, "train", "loss"):
             assert time.monotonic() < deadline, "no point of the run stored within 120 s: " + \
                 said.read_text()[-3000:]
             time.sleep(0.05)
-        force_delete(release, "projector")
-        force_delete(release, "ingest")
-        assert collector.poll() is None, "the run was sent before the pods were deleted: " \
-            "the deletions were not mid-run"
+        assert collector.poll() is None, f"the run was sent before {what}"
+        fault()
         collector.wait(timeout=600)
         errors = said.read_text()
         assert collector.returncode == 0, errors[-3000:]
@@ -226,5 +240,45 @@ def test_runs_sent_through_the_node_port_read_back_exactly_through_pod_deletions
             collector.kill()
         collector.wait()
     projected_to_end(release.namespace, "stores-kafka-0", GROUP, TOPIC)
-    web.wait_exact(chaos, "train", chaos_truth, seconds=30)
-    release.timed("300,000 lines through two force-deleted pods", started)
+    web.wait_exact(member, "train", truth, seconds=30)
+
+
+def images_running(release: Release) -> set[str]:
+    pods = json.loads(kubectl("-n", release.namespace, "get", "pods", "-l",
+                              "app.kubernetes.io/name=tuneplane", "-o", "json"))["items"]
+    return {c["image"].rsplit(":", 1)[1] for p in pods
+            if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
+            for c in p["spec"]["containers"]}
+
+
+def test_an_upgrade_while_a_run_is_sent_loses_nothing_and_rolls_back(
+        release: Release, tmp_path: Path) -> None:
+    """``helm upgrade`` to another image tag (every pod replaced, the migration hook run
+    again) while a run is sent; then ``helm rollback`` to the first revision, and a run sent
+    after it reads back too."""
+    web = release.web()
+    prefix = f"upgrade-{uuid.uuid4().hex[:6]}"
+    tag = image_tag()
+    retag_in_cluster(tag, f"{tag}-next")
+    started = time.monotonic()
+
+    def upgrade() -> None:
+        helm("upgrade", "tuneplane", str(CHART), "-n", release.namespace, "--reuse-values",
+             "--set", f"image.tag={tag}-next", "--wait", "--timeout", "10m", seconds=900)
+
+    sent_exactly_through(release, web, MemberKey(f"{prefix}-during", 1, "rank-0"), tmp_path,
+                         upgrade, "the upgrade began")
+    release.timed("300,000 lines through an upgrade", started)
+    assert images_running(release) == {f"{tag}-next"}
+    started = time.monotonic()
+    helm("rollback", "tuneplane", "1", "-n", release.namespace, "--wait", "--timeout", "10m",
+         seconds=900)
+    release.timed("rollback", started)
+    history = json.loads(helm("history", "tuneplane", "-n", release.namespace, "-o", "json"))
+    assert [(h["revision"], h["status"]) for h in history] == [
+        (1, "superseded"), (2, "superseded"), (3, "deployed")]
+    deadline = time.monotonic() + 120
+    while images_running(release) != {tag}:  # the upgrade's pods still terminating
+        assert time.monotonic() < deadline, images_running(release)
+        time.sleep(0.5)
+    send_two_runs(release.send, web, f"{prefix}-after", tmp_path)

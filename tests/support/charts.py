@@ -59,6 +59,18 @@ def tagged() -> list[str]:
     return names
 
 
+def retag_in_cluster(tag: str, new: str) -> None:
+    """The release's images also under tag ``new`` in the cluster's containerd (the same
+    content: an upgrade to it replaces every pod, as a new release does)."""
+    data = Path(os.environ.get("TUNEPLANE_KUBE_DIR", ROOT / ".kube-local"))
+    for target in SERVICES:
+        done = subprocess.run(
+            ["ctr", "--address", str(data / "containerd" / "containerd.sock"), "--namespace",
+             "k8s.io", "images", "tag", "--force", f"{REPOSITORY}-{target}:{tag}",
+             f"{REPOSITORY}-{target}:{new}"], capture_output=True, text=True, check=False)
+        assert done.returncode == 0, f"ctr images tag: {done.stderr}"
+
+
 def helm(*args: str, seconds: float = 600) -> str:
     """``helm ARGS`` against the local cluster; the test fails with Helm's error otherwise."""
     binary = os.environ.get("TUNEPLANE_HELM", "")
