@@ -17,6 +17,7 @@ from tuneplane.admin.settings import AdminSettings
 from tuneplane.contract.collector import CollectorSettings
 from tuneplane.contract.settings import Settings, Variable, describe
 from tuneplane.control.settings import ControlSettings
+from tuneplane.exporter.kube.settings import ControllerSettings
 from tuneplane.exporter.settings import ExporterSettings
 from tuneplane.ingest.settings import IngestSettings
 from tuneplane.projector.settings import ProjectorSettings
@@ -33,6 +34,7 @@ DEPLOYABLES: dict[str, type[Settings]] = {
     "admin": AdminSettings,
     "projector": ProjectorSettings,
     "exporter": ExporterSettings,
+    "destinations": ControllerSettings,
     "web": WebSettings,
     "tuneplane": ToolSettings,
 }

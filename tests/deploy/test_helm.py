@@ -76,7 +76,7 @@ def test_every_workload_sets_what_its_deployable_requires(settings: tuple[str, .
         c = container(document)
         image = c["image"].rsplit(":", 1)[0].removeprefix(REPOSITORY + "-")
         present = {name for name, value in env(c).items() if value}
-        missing = required(image, c.get("args", [])) - present
+        missing = required(image, c.get("args", []), c.get("command")) - present
         assert not missing, f"{document['metadata']['name']} ({image}) lacks {sorted(missing)}"
         checked.add(image)
     assert checked == set(IMAGES) - (set() if settings else {"ingest", "control"})
@@ -136,7 +136,9 @@ def test_the_gateway_with_an_external_certificate_exposes_both_tls_ports() -> No
     control = env(container(find(documents, "Deployment", "rel-tuneplane-control")))
     assert {"TUNEPLANE_TELEMETRY_TARGET", "TUNEPLANE_TELEMETRY_SPOOL_ROOT",
             "TUNEPLANE_TELEMETRY_COLLECTOR_ARTIFACT"} <= set(control)
-    assert not [d for d in documents if d["kind"] == "Secret"]  # the existing ones are used
+    # The existing ones are used; the chart makes only the admission webhook's certificate.
+    assert [d["metadata"]["name"] for d in documents if d["kind"] == "Secret"] == [
+        "rel-tuneplane-destinations-webhook"]
 
 
 def test_without_an_external_certificate_the_gateway_uses_the_shared_identity() -> None:
@@ -211,6 +213,10 @@ def test_no_password_or_key_is_a_default_or_a_value_in_a_pod_spec() -> None:
         "url": DATABASE_URL}
     for document in workloads(documents):
         values = env(container(document))
+        if container(document).get("command") == ["tuneplane-destinations"]:
+            # The destinations controller reads no store and no shared secret.
+            assert not set(values) & {*SHARED, "TUNEPLANE_DATABASE_URL"}
+            continue
         for key in (*SHARED, "TUNEPLANE_DATABASE_URL"):
             assert "secretKeyRef" in values[key], (document["metadata"]["name"], key)
         assert PASSWORD not in yaml.safe_dump(document)
@@ -249,7 +255,13 @@ def test_pods_take_traffic_only_on_the_port_they_serve(settings: tuple[str, ...]
     found = policies(documents)
     deny = found.pop("rel-tuneplane-default-deny")
     assert deny == {"podSelector": {"matchLabels": POD_LABELS}, "policyTypes": ["Ingress"]}
-    served = {"web": 8080} | ({"ingest": 8444, "control": 8443} if settings else {})
+    served = {"web": 8080, "destinations": 8443} | (
+        {"ingest": 8444, "control": 8443} if settings else {})
+    # The composed collector (the controller's Deployment): only the exporter reaches it.
+    assert found.pop("rel-tuneplane-otelcol")["ingress"] == [{
+        "ports": [{"port": 4317, "protocol": "TCP"}],
+        "from": [{"podSelector": {"matchLabels": {
+            **POD_LABELS, "app.kubernetes.io/component": "exporter"}}}]}]
     for document in workloads(documents):  # the Job too: deny selects every pod
         labels = pod_labels(document)
         assert POD_LABELS.items() <= labels.items()

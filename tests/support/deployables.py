@@ -9,6 +9,7 @@ from tuneplane.admin.settings import AdminSettings
 from tuneplane.common.gateway.settings import EXTERNAL_CERTIFICATE, SHARED_IDENTITY
 from tuneplane.contract.settings import Settings, describe
 from tuneplane.control.settings import ControlSettings
+from tuneplane.exporter.kube.settings import ControllerSettings
 from tuneplane.exporter.settings import ExporterSettings
 from tuneplane.ingest.settings import IngestSettings
 from tuneplane.projector.settings import ProjectorSettings
@@ -26,6 +27,12 @@ IMAGES: dict[str, tuple[type[Settings], str]] = {
 }
 
 
+#: Commands a deployment runs in place of its image's entrypoint → their settings class.
+COMMANDS: dict[str, tuple[type[Settings], str]] = {
+    "tuneplane-destinations": (ControllerSettings, "serve"),
+}
+
+
 def listener_mode(args: Iterable[str]) -> set[str]:
     """The listener mode the gateway's TLS flags select (see tuneplane.common.gateway)."""
     flags = {arg.split("=", 1)[0] for arg in args}
@@ -34,9 +41,11 @@ def listener_mode(args: Iterable[str]) -> set[str]:
     return set() if "--tls-dir" in flags else {SHARED_IDENTITY}
 
 
-def required(image: str, args: list[str]) -> set[str]:
-    """The variables a container of ``image`` run with ``args`` must have set."""
-    settings, command = IMAGES[image]
+def required(image: str, args: list[str], entrypoint: list[str] | None = None) -> set[str]:
+    """The variables a container of ``image`` run with ``args`` (and ``entrypoint``, when
+    it replaces the image's) must have set."""
+    settings, command = COMMANDS[entrypoint[0]] if entrypoint and entrypoint[0] in COMMANDS \
+        else IMAGES[image]
     uses = {command or (args[0] if args else ""), *listener_mode(args)}
     return {d.variable.name for d in describe(settings) if d.needed_by(uses)}
 

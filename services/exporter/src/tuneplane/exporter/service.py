@@ -1,6 +1,6 @@
-"""The exporter: watches the fleet's TelemetryDestinations and, while there is at least
-one, consumes the batches topic in its own group and sends curves as OTLP metrics to the
-composed collector.
+"""The exporter: watches the fleet's TelemetryDestinations (in PostgreSQL, or as Kubernetes
+custom resources: ``fleet``) and, while at least one is composed, consumes the batches
+topic in its own group and sends curves as OTLP metrics to the composed collector.
 
 With no destination nothing is composed, no consumer runs and nothing is buffered.
 Creating the first one turns export on for the whole fleet from that moment (a new
@@ -33,6 +33,7 @@ from tuneplane.common.kafka.poison import PoisonPolicy, StepOver
 from tuneplane.contract.errors import retryable
 from tuneplane.controlplane.destinations import store
 from tuneplane.controlplane.destinations.compose import dumps, render
+from tuneplane.controlplane.destinations.fleet import DestinationStore, usable
 from tuneplane.exporter.otelcol import ComposedCollector
 from tuneplane.exporter.otlp import points, to_requests
 from tuneplane.exporter.settings import ExporterSettings
@@ -52,26 +53,27 @@ class Exporter:
         self._consumer: KafkaGroupConsumer | None = None
         self._pipeline: Pipeline[list[ExportMetricsServiceRequest]] | None = None
         self._poison = PoisonPolicy(StepOver("exporter"), settings.dead_letters_per_minute)
-        self._generation: int | None = None
+        self._refused: dict[str, str] = {}
         self._stop = asyncio.Event()
         self._stub: otlp_grpc.MetricsServiceStub | None = None
         self._looked = False  # whether the first look at the destinations was said
 
-    async def _recompose(self, conn: asyncpg.Connection) -> None:
-        generation = await store.fleet_generation(conn)
-        if generation != self._generation:
-            config = render(await store.load_all(conn),
-                            receiver_endpoint=self.settings.otlp_endpoint,
-                            secrets_root=self.settings.secrets_root)
-            self.collector.apply(None if config is None else dumps(config))
-            self._generation = generation
-        else:
-            self.collector.apply(self.collector.text)  # restarts a collector that died
+    async def _recompose(self, destinations: DestinationStore) -> int:
+        """Composes what ``destinations`` hold (restarting the collector it runs only on a
+        change, or when it died); returns the export epoch."""
+        fleet = usable(await destinations.documents())
+        for name, why in fleet.refused.items():
+            if self._refused.get(name) != why:
+                log.warning("destination %s is not exported: %s", name, why)
+        self._refused = fleet.refused
+        config = render(fleet.usable, receiver_endpoint=self.settings.otlp_endpoint,
+                        secrets_root=self.settings.secrets_root)
+        self.collector.apply(None if config is None else dumps(config))
+        return await destinations.export_epoch(config is not None)
 
-    async def _switch(self, conn: asyncpg.Connection) -> None:
+    async def _switch(self, conn: asyncpg.Connection, epoch: int) -> None:
         on = self.collector.text is not None
         if on and self._pipeline is None:
-            epoch = await store.export_epoch(conn)
             if await store.group_epoch(conn, self.settings.group) != epoch:
                 # Export turned on (again) since this group last consumed: start now.
                 await topics.commit_group_at_end(self.settings.kafka_bootstrap,
@@ -95,6 +97,12 @@ class Exporter:
         elif not on and not self._looked:
             log.info("export off: no destination; nothing consumed")
         self._looked = True
+
+    async def _destinations(self, conn: asyncpg.Connection) -> DestinationStore:
+        if self.settings.destinations == "kubernetes":
+            from tuneplane.exporter.kube.resources import KubernetesDestinations
+            return await KubernetesDestinations.connect(conn)
+        return store.PostgresDestinations(conn)
 
     async def _export(self, batches: Sequence[list[ExportMetricsServiceRequest]]) -> list[bool]:
         """The write step: each batch's metrics to the collector, retried while it says
@@ -132,12 +140,12 @@ class Exporter:
         """Export until ``stop`` is set; raises DeadLetterLimit on a flood of poison."""
         self._stop = stop
         conn = await asyncpg.connect(self.settings.database_url)
+        destinations = await self._destinations(conn)
         channel = grpc.aio.insecure_channel(self.settings.otlp_endpoint)
         self._stub = otlp_grpc.MetricsServiceStub(channel)  # type: ignore[no-untyped-call]
         try:
             while not stop.is_set():
-                await self._recompose(conn)
-                await self._switch(conn)
+                await self._switch(conn, await self._recompose(destinations))
                 if self._pipeline is not None:
                     await self._pump()
                 else:

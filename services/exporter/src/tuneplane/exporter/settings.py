@@ -6,16 +6,34 @@ from __future__ import annotations
 from pathlib import Path
 
 from tuneplane.contract.parsers import positive, seconds
-from tuneplane.contract.settings import Settings, setting
+from tuneplane.contract.settings import Settings, Variable, setting
 from tuneplane.contract.variables import DATABASE_URL, KAFKA_BOOTSTRAP
 from tuneplane.controlplane.destinations.resource import SECRETS_ROOT
 
 GROUP = "tuneplane-exporter"
+#: Read by the exporter and by the destinations controller (which mounts the Secrets there).
+SECRETS_ROOT_VARIABLE = Variable(
+    "TUNEPLANE_TELEMETRY_SECRETS_ROOT",
+    "where each sink's secret keys are mounted, one directory per sink")
+#: Where the fleet's TelemetryDestinations are kept (``fleet.DestinationStore``).
+STORES = ("postgresql", "kubernetes")
+
+
+def store_name(raw: str) -> str:
+    if raw not in STORES:
+        raise ValueError(f"{raw!r} is not one of {', '.join(STORES)}")
+    return raw
 
 
 class ExporterSettings(Settings):
     database_url: str = setting(DATABASE_URL)
     kafka_bootstrap: str = setting(KAFKA_BOOTSTRAP)
+    destinations: str = setting(
+        "TUNEPLANE_DESTINATIONS_STORE", parse=store_name, default="postgresql",
+        flag="--destinations",
+        help="where TelemetryDestinations are kept: postgresql (the API resource, applied "
+             "with `tuneplane destinations apply`) or kubernetes (the TelemetryDestination "
+             "custom resource, read with the pod's service account)")
     config_path: Path = setting(
         "TUNEPLANE_EXPORTER_CONFIG", parse=Path, default=Path("/var/lib/tuneplane/otelcol.yaml"),
         flag="--config-path",
@@ -27,10 +45,8 @@ class ExporterSettings(Settings):
     otlp_endpoint: str = setting(
         "TUNEPLANE_EXPORTER_OTLP_ENDPOINT", default="127.0.0.1:4317", flag="--otlp-endpoint",
         help="the composed collector's OTLP gRPC receiver, where curves are sent")
-    secrets_root: str = setting(
-        "TUNEPLANE_TELEMETRY_SECRETS_ROOT", default=SECRETS_ROOT,
-        flag="--secrets-root",
-        help="where each sink's secret keys are mounted, one directory per sink")
+    secrets_root: str = setting(SECRETS_ROOT_VARIABLE, default=SECRETS_ROOT,
+                                flag="--secrets-root")
     poll_seconds: float = setting(
         "TUNEPLANE_EXPORTER_POLL_SECONDS", parse=seconds, default=2.0, flag="--poll-seconds",
         help="how often the exporter looks for changed TelemetryDestinations")

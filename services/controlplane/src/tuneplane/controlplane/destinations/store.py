@@ -90,6 +90,28 @@ async def export_epoch(conn: Connection) -> int:
     return int(await conn.fetchval("SELECT export_epoch FROM destinations_state WHERE id = 1"))
 
 
+async def observe(conn: Connection, on: bool) -> int:
+    """The export epoch for destinations kept elsewhere (Kubernetes), told whether any is
+    composed now: bumped when they appear after none was seen."""
+    return int(await conn.fetchval(
+        "UPDATE destinations_state SET kubernetes_on = $1, export_epoch = export_epoch + "
+        "CASE WHEN $1 AND NOT kubernetes_on THEN 1 ELSE 0 END WHERE id = 1 "
+        "RETURNING export_epoch", on))
+
+
+class PostgresDestinations:
+    """The PostgreSQL backend of ``fleet.DestinationStore``."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    async def documents(self) -> list[dict[str, Any]]:
+        return await listing(self._conn)
+
+    async def export_epoch(self, on: bool) -> int:
+        return await export_epoch(self._conn)  # bumped by apply() itself
+
+
 async def group_epoch(conn: Connection, group: str) -> int | None:
     """The export epoch an exporter group started consuming at, if it has."""
     found = await conn.fetchval("SELECT export_epoch FROM exporter_groups WHERE group_id = $1",
