@@ -22,7 +22,7 @@ from scripts.lib.exports import export_lines
 from scripts.lib.processes import ProcessError, status_line
 
 NAMES = ("etcd", "containerd", "kube-apiserver", "controller-manager", "scheduler", "kubelet",
-         "kube-proxy", "coredns")
+         "kube-proxy", "coredns", "netpol")
 
 
 def print_env() -> None:

@@ -1,6 +1,7 @@
 """What the cluster runs: Debian's etcd, containerd, runc and CNI plugins (installed when
 absent), and Kubernetes' binaries with the pod sandbox program and CoreDNS, built from the
-Go module proxy once (about 12 minutes on 2 cores, CoreDNS 2 more) into the cache, never
+Go module proxy once (about 12 minutes on 2 cores, CoreDNS and kube-network-policies a few
+more) into the cache, never
 into the checkout."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from scripts.kubelocal.layout import ADDONS, BIN, BINARIES, VERSION, log
+from scripts.kubelocal.layout import ADDONS, BIN, BINARIES, NETPOL, VERSION, log
 
 PACKAGES = {"etcd": "etcd-server", "containerd": "containerd", "runc": "runc",
             "/usr/lib/cni/bridge": "containernetworking-plugins", "conntrack": "conntrack",
@@ -36,7 +37,7 @@ def install() -> None:
 
 def built() -> bool:
     return all((BIN / name).is_file() for name in (*BINARIES, "pause")) and \
-        (ADDONS / "coredns").is_file()
+        (ADDONS / "coredns").is_file() and (NETPOL / "kube-network-policies").is_file()
 
 
 def go_build(module: Path, packages: list[str], into: Path, flags: str = "-s -w") -> None:
@@ -68,6 +69,9 @@ def build() -> None:
     if not (ADDONS / "coredns").is_file():
         log(f"building CoreDNS into {ADDONS}")
         whole(ADDONS, lambda into: go_build(ADDONS_MODULE, ["./coredns"], into))
+    if not (NETPOL / "kube-network-policies").is_file():
+        log(f"building kube-network-policies into {NETPOL}")
+        whole(NETPOL, lambda into: go_build(ADDONS_MODULE / "netpol", ["."], into))
 
 
 def kubernetes(into: Path) -> None:

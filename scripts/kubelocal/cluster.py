@@ -14,7 +14,7 @@ from __future__ import annotations
 import subprocess
 import time
 
-from scripts.kubelocal import binaries, configs, daemons, dns, images, pki
+from scripts.kubelocal import binaries, configs, daemons, dns, images, netpol, pki
 from scripts.kubelocal.layout import BIN, DATA, kubeconfig, log, node_ip, ports
 from scripts.lib.processes import PidFile, spawn, stop, wait_until
 
@@ -42,6 +42,8 @@ def up() -> None:
                    process=pid, interval=0.2)
         if daemon.name == "containerd":
             images.pause()
+        if daemon.name == "netpol":
+            netpol.steer()
     wait_until("the default service account", lambda: bool(daemons.kubectl(
         "get", "serviceaccount", "default", "-o", "name", check=False).strip()), seconds=60,
         log=DATA / "controller-manager.log", interval=0.2)
@@ -92,7 +94,9 @@ def clean_network() -> None:
 def down(wipe: bool) -> None:
     if DATA.exists():
         delete_pods()
-        for name in ("coredns", "kube-proxy", "kubelet", "scheduler", "controller-manager"):
+        netpol.unsteer()
+        for name in ("netpol", "coredns", "kube-proxy", "kubelet", "scheduler",
+                     "controller-manager"):
             stop(pidfile(name), grace=10.0)
         stop(pidfile("containerd"), grace=10.0)
         subprocess.run(["pkill", "-f", f"containerd-shim-runc-v2 .*-address {configs.SOCKET}"],

@@ -81,7 +81,9 @@ def kubelet(node_ip: str, ports: dict[str, int]) -> str:
         "clusterDomain": "cluster.local", "clusterDNS": [DNS_IP], "podCIDR": POD_CIDR,
         "serializeImagePulls": False, "protectKernelDefaults": False,
         "makeIPTablesUtilChains": True, "registerNode": True,
-        "localStorageCapacityIsolation": True}, indent=1)
+        "localStorageCapacityIsolation": True,
+        # A rotated Secret reaches its pods' volumes within about this (default a minute).
+        "syncFrequency": "10s"}, indent=1)
 
 
 def proxy(ports: dict[str, int]) -> str:

@@ -2,7 +2,8 @@
 
 Started in this order and stopped in the reverse (the pods first, see ``teardown``): etcd,
 containerd, the API server, the controller manager, the scheduler, the kubelet, kube-proxy,
-CoreDNS (its Service and role applied first, see ``dns``). Each runs in a session of its
+CoreDNS (its Service and role applied first, see ``dns``), kube-network-policies (its role
+first, see ``netpol``). Each runs in a session of its
 own, its output in ``.kube-local/<name>.log``, known by its pid file; each is checked
 healthy before the next starts.
 """
@@ -16,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from scripts.kubelocal import dns
+from scripts.kubelocal import dns, netpol
 from scripts.kubelocal.configs import CONTAINERD, KUBELET, SOCKET
 from scripts.kubelocal.layout import ADDONS, BIN, DATA, NODE, SERVICE_CIDR, kubeconfig
 from scripts.kubelocal.pki import PKI
@@ -129,4 +130,6 @@ def daemons(node_ip: str, ports: dict[str, int]) -> list[Daemon]:
         Daemon("coredns", [str(ADDONS / "coredns"), "-conf", str(dns.COREFILE)],
                lambda: answers(f"http://127.0.0.1:{p['dns-ready']}/ready"),
                prepare=lambda: kubectl("apply", "-f", "-", input=dns.objects(node_ip, ports))),
+        Daemon("netpol", netpol.command(), netpol.reading,
+               prepare=lambda: kubectl("apply", "-f", "-", input=netpol.objects())),
     ]

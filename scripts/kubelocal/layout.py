@@ -16,6 +16,9 @@ CACHE = Path(os.environ.get("TUNEPLANE_CACHE_DIR", Path.home() / ".cache" / "tun
 BIN = CACHE / "kube" / VERSION
 #: The add-ons (CoreDNS), built from ``addons/``, named by what that module pins.
 ADDONS = CACHE / "kube" / "addons-coredns-v1.15.0"
+#: kube-network-policies, built from ``addons/netpol``, named by what that module pins (and
+#: a revision of its main.go).
+NETPOL = CACHE / "kube" / "addons-netpol-v0.8.0-r2"
 BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet",
             "kube-proxy", "kubectl")
 NODE = "tuneplane-kube"

@@ -24,6 +24,7 @@ CLIENTS = {
     "kubelet": (f"system:node:{NODE}", "system:nodes"),
     "proxy": ("system:kube-proxy", ""),
     "coredns": ("system:coredns", ""),
+    "netpol": ("system:kube-network-policies", ""),
     "apiserver-kubelet-client": ("kube-apiserver-kubelet-client", "system:masters"),
 }
 

@@ -30,6 +30,15 @@ def kubectl(*args: str, input: str | None = None, seconds: float = 120) -> str:
     return done.stdout
 
 
+def kubectl_refused(*args: str, input: str | None = None, seconds: float = 120) -> str:
+    """kubectl's error output for a command that must fail; the test fails if it did not."""
+    binary = Path(os.environ.get("TUNEPLANE_KUBE_BIN", "")) / "kubectl"
+    done = subprocess.run([str(binary), "--kubeconfig", kubeconfig(), *args], input=input,
+                          capture_output=True, text=True, check=False, timeout=seconds)
+    assert done.returncode != 0, f"kubectl {' '.join(args)} was not refused: {done.stdout}"
+    return done.stderr
+
+
 def node_ip() -> str:
     """The node's InternalIP (where NodePorts answer)."""
     node = json.loads(kubectl("get", "nodes", "-o", "json"))["items"][0]
