@@ -40,10 +40,8 @@ def up() -> None:
             spawn(daemon.args, log=daemon.log, pidfile=pid)
         wait_until(daemon.name, daemon.healthy, seconds=daemon.seconds, log=daemon.log,
                    process=pid, interval=0.2)
-        if daemon.name == "containerd":
-            images.pause()
-        if daemon.name == "netpol":
-            netpol.steer()
+        if daemon.then is not None:
+            daemon.then()
     wait_until("the default service account", lambda: bool(daemons.kubectl(
         "get", "serviceaccount", "default", "-o", "name", check=False).strip()), seconds=60,
         log=DATA / "controller-manager.log", interval=0.2)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from scripts.kubelocal import dns, netpol
+from scripts.kubelocal import dns, images, netpol
 from scripts.kubelocal.configs import CONTAINERD, KUBELET, SOCKET
 from scripts.kubelocal.layout import ADDONS, BIN, DATA, NODE, SERVICE_CIDR, kubeconfig
 from scripts.kubelocal.pki import PKI
@@ -31,6 +31,8 @@ class Daemon:
     seconds: float = 60.0
     #: Run before it starts (once the daemons before it are healthy).
     prepare: Callable[[], object] | None = None
+    #: Run once it is healthy, whether started now or running already.
+    then: Callable[[], object] | None = None
 
     @property
     def log(self) -> Path:
@@ -93,7 +95,7 @@ def daemons(node_ip: str, ports: dict[str, int]) -> list[Daemon]:
                         f"--initial-cluster=tuneplane={peer}"],
                lambda: answers(f"{etcd}/health")),
         Daemon("containerd", ["containerd", "--config", str(CONTAINERD / "config.toml")],
-               SOCKET.exists),
+               SOCKET.exists, then=images.pause),
         Daemon("kube-apiserver", [
             str(BIN / "kube-apiserver"), f"--etcd-servers={etcd}", "--bind-address=0.0.0.0",
             f"--secure-port={p['apiserver']}", f"--advertise-address={node_ip}",
@@ -131,5 +133,6 @@ def daemons(node_ip: str, ports: dict[str, int]) -> list[Daemon]:
                lambda: answers(f"http://127.0.0.1:{p['dns-ready']}/ready"),
                prepare=lambda: kubectl("apply", "-f", "-", input=dns.objects(node_ip, ports))),
         Daemon("netpol", netpol.command(), netpol.reading,
-               prepare=lambda: kubectl("apply", "-f", "-", input=netpol.objects())),
+               prepare=lambda: kubectl("apply", "-f", "-", input=netpol.objects()),
+               then=netpol.steer),
     ]

@@ -14,21 +14,15 @@ from __future__ import annotations
 import json
 
 from scripts.kubelocal.layout import DATA, DNS_IP, kubeconfig
+from scripts.kubelocal.pki import user_role
 
 COREFILE = DATA / "Corefile"
-#: What CoreDNS may read (the names it serves) and the kube-dns Service with its endpoints.
-ROLE = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-        "metadata": {"name": "system:coredns"},
-        "rules": [{"apiGroups": [""], "resources": ["services", "pods", "namespaces"],
-                   "verbs": ["list", "watch"]},
-                  {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
-                   "verbs": ["list", "watch"]}]}
-BINDING = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-           "metadata": {"name": "system:coredns"},
-           "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                       "name": "system:coredns"},
-           "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
-                         "name": "system:coredns"}]}
+#: What CoreDNS may read: the names it serves.
+RULES: list[dict[str, object]] = [
+    {"apiGroups": [""], "resources": ["services", "pods", "namespaces"],
+     "verbs": ["list", "watch"]},
+    {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
+     "verbs": ["list", "watch"]}]
 PORTS = (("dns", "UDP"), ("dns-tcp", "TCP"))
 
 
@@ -69,7 +63,7 @@ def objects(node_ip: str, ports: dict[str, int]) -> str:
                  "ports": [{"name": name, "port": ports["dns"], "protocol": protocol}
                            for name, protocol in PORTS]}
     return json.dumps({"apiVersion": "v1", "kind": "List",
-                       "items": [ROLE, BINDING, service, endpoints]})
+                       "items": [*user_role("system:coredns", RULES), service, endpoints]})
 
 
 def write(node_ip: str, ports: dict[str, int]) -> None:

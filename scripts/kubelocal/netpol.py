@@ -24,29 +24,23 @@ import subprocess
 from pathlib import Path
 
 from scripts.kubelocal.layout import NETPOL, NODE, POD_CIDR, kubeconfig
+from scripts.kubelocal.pki import user_role
 
 TABLE = ("inet", "kube-network-policies")
 QUEUE = 100
 CHAIN = "TUNEPLANE-NETPOL"
 QUEUES = Path("/proc/net/netfilter/nfnetlink_queue")
 USER = "system:kube-network-policies"
-ROLE = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-        "metadata": {"name": USER},
-        "rules": [{"apiGroups": [""], "resources": ["pods", "namespaces", "nodes"],
-                   "verbs": ["list", "watch"]},
-                  {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"],
-                   "verbs": ["list", "watch"]}]}
-BINDING = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-           "metadata": {"name": USER},
-           "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                       "name": USER},
-           "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
-                         "name": USER}]}
+RULES: list[dict[str, object]] = [
+    {"apiGroups": [""], "resources": ["pods", "namespaces", "nodes"],
+     "verbs": ["list", "watch"]},
+    {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"],
+     "verbs": ["list", "watch"]}]
 
 
 def objects() -> str:
     """The role and its binding, as one List for ``kubectl apply``."""
-    return json.dumps({"apiVersion": "v1", "kind": "List", "items": [ROLE, BINDING]})
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": user_role(USER, RULES)})
 
 
 def command() -> list[str]:

@@ -29,6 +29,19 @@ CLIENTS = {
 }
 
 
+def user_role(user: str, rules: list[dict[str, object]]) -> list[dict[str, object]]:
+    """A ClusterRole named for a client ``user`` (one of ``CLIENTS``), granting ``rules``,
+    and its binding to that user: what a host daemon may read, for ``kubectl apply``."""
+    return [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": user}, "rules": rules},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+             "metadata": {"name": user},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                         "name": user},
+             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                           "name": user}]}]
+
+
 def openssl(*args: str) -> None:
     done = subprocess.run(["openssl", *args], capture_output=True, text=True, check=False)
     if done.returncode != 0:

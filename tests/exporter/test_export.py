@@ -24,6 +24,7 @@ import pytest
 
 from tests.support.environment import BIN, Endpoints, free_port
 from tests.support.kafka import produce, produce_payloads
+from tests.support.otlp_file import gauge_points
 from tests.support.processes import Process, environment
 from tests.support.truth import member_batch
 from tuneplane.controlplane.destinations import store
@@ -63,17 +64,10 @@ def exported(path: Path) -> dict[tuple[str, str, str, int], float]:
     found: dict[tuple[str, str, str, int], float] = {}
     if not path.exists():
         return found
-    for line in path.read_text().splitlines():
-        for rm in json.loads(line)["resourceMetrics"]:
-            for sm in rm["scopeMetrics"]:
-                for metric in sm["metrics"]:
-                    for point in metric["gauge"]["dataPoints"]:
-                        attrs = {a["key"]: next(iter(a["value"].values()))
-                                 for a in point["attributes"]}
-                        assert metric["name"] == attrs["tag"]
-                        assert {"run", "attempt", "member", "source", "tag"} <= set(attrs)
-                        found[(attrs["run"], attrs["member"], attrs["tag"],
-                               int(point["timeUnixNano"]))] = point["asDouble"]
+    for name, attrs, time_ns, value in gauge_points(path.read_text()):
+        assert name == attrs["tag"]
+        assert {"run", "attempt", "member", "source", "tag"} <= set(attrs)
+        found[(attrs["run"], attrs["member"], attrs["tag"], time_ns)] = value
     return found
 
 

@@ -23,6 +23,7 @@ import pytest
 from tests.kube.release import Release
 from tests.support.charts import REPOSITORY, exec_in, image_tag
 from tests.support.kube import kubectl, kubectl_refused
+from tests.support.otlp_file import gauge_points
 from tests.support.readback import jsonl_truth
 from tuneplane.telemetry.v1.identity import MemberKey
 
@@ -100,16 +101,9 @@ def received(namespace: str, run: str) -> dict[tuple[str, int], list[float]]:
     """(tag, time in ns) → the values the receiver wrote for ``run``."""
     text = exec_in(namespace, "deploy/receiver", "sh", "-c", f"cat {RECEIVED} 2>/dev/null || :")
     found: dict[tuple[str, int], list[float]] = {}
-    for line in text.splitlines():
-        for rm in json.loads(line)["resourceMetrics"]:
-            for sm in rm["scopeMetrics"]:
-                for metric in sm["metrics"]:
-                    for point in metric["gauge"]["dataPoints"]:
-                        attrs = {a["key"]: next(iter(a["value"].values()))
-                                 for a in point["attributes"]}
-                        if attrs["run"] == run:
-                            found.setdefault((attrs["tag"], int(point["timeUnixNano"])),
-                                             []).append(point["asDouble"])
+    for _, attrs, time_ns, value in gauge_points(text):
+        if attrs["run"] == run:
+            found.setdefault((attrs["tag"], time_ns), []).append(value)
     return found
 
 

@@ -21,20 +21,23 @@ def kubeconfig() -> str:
     return found
 
 
+def run_kubectl(args: tuple[str, ...], input: str | None, seconds: float
+                ) -> subprocess.CompletedProcess[str]:
+    binary = Path(os.environ.get("TUNEPLANE_KUBE_BIN", "")) / "kubectl"
+    return subprocess.run([str(binary), "--kubeconfig", kubeconfig(), *args], input=input,
+                          capture_output=True, text=True, check=False, timeout=seconds)
+
+
 def kubectl(*args: str, input: str | None = None, seconds: float = 120) -> str:
     """kubectl's output; the test fails with its error otherwise."""
-    binary = Path(os.environ.get("TUNEPLANE_KUBE_BIN", "")) / "kubectl"
-    done = subprocess.run([str(binary), "--kubeconfig", kubeconfig(), *args], input=input,
-                          capture_output=True, text=True, check=False, timeout=seconds)
+    done = run_kubectl(args, input, seconds)
     assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
     return done.stdout
 
 
 def kubectl_refused(*args: str, input: str | None = None, seconds: float = 120) -> str:
     """kubectl's error output for a command that must fail; the test fails if it did not."""
-    binary = Path(os.environ.get("TUNEPLANE_KUBE_BIN", "")) / "kubectl"
-    done = subprocess.run([str(binary), "--kubeconfig", kubeconfig(), *args], input=input,
-                          capture_output=True, text=True, check=False, timeout=seconds)
+    done = run_kubectl(args, input, seconds)
     assert done.returncode != 0, f"kubectl {' '.join(args)} was not refused: {done.stdout}"
     return done.stderr
 

@@ -32,8 +32,10 @@ KIND = "TelemetryDestination"
 SECRETS_ROOT = "/etc/tuneplane/telemetry"
 COMPONENT_ID = re.compile(r"^[a-z][a-z0-9_]*(/[^/\s]+)?$")
 
-_validate = fastjsonschema.compile(json.loads(
-    (resources.files("tuneplane.controlplane.destinations") / "destination-v1.json").read_text()))
+#: The resource's JSON Schema (``destination-v1.json``); the CRD is made from it too.
+SCHEMA: dict[str, Any] = json.loads(
+    (resources.files("tuneplane.controlplane.destinations") / "destination-v1.json").read_text())
+_validate = fastjsonschema.compile(SCHEMA)
 
 
 class DestinationError(Invalid):

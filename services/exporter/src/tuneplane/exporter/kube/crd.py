@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import json
 import sys
-from importlib import resources
 from typing import Any
 
-from tuneplane.controlplane.destinations.resource import API_VERSION, KIND
+from tuneplane.controlplane.destinations.resource import API_VERSION, KIND, SCHEMA
 
 GROUP, VERSION = API_VERSION.split("/")
 PLURAL, SINGULAR = "telemetrydestinations", "telemetrydestination"
@@ -40,10 +39,7 @@ CONDITION = {"type": "object", "required": ["type", "status"], "properties": {
 
 
 def schema() -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads(
-        (resources.files("tuneplane.controlplane.destinations") / "destination-v1.json")
-        .read_text())
-    return loaded
+    return SCHEMA
 
 
 def structural(node: Any, defs: dict[str, Any]) -> Any:

@@ -16,7 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from tuneplane.controlplane.destinations.compose import check_together
-from tuneplane.controlplane.destinations.fleet import usable
+from tuneplane.controlplane.destinations.fleet import name_of, usable
 from tuneplane.controlplane.destinations.passthrough import values
 from tuneplane.controlplane.destinations.redaction import secret_key
 from tuneplane.controlplane.destinations.resource import DestinationError, parse
@@ -46,7 +46,7 @@ def inline_secret(destination_document: dict[str, Any]) -> str | None:
 async def judge(resource: dict[str, Any], others: Others) -> str | None:
     """Why ``resource`` is refused, or None when it may be stored."""
     made = document(resource)
-    name = str(made["metadata"].get("name"))
+    name = name_of(made)
     try:
         destination = parse(made, name)
         secret = inline_secret(made)
