@@ -21,10 +21,14 @@ from tuneplane.web.cli import parser as web_parser
 from tuneplane.web.settings import WebSettings
 
 #: Flags that are not tuning: the address, the log level, the TLS files of this start, and
-#: control's Slurm mode with what names the cluster and its users.
+#: control's Slurm and Kubernetes modes with what names the cluster, its users, namespaces,
+#: spool place and collector image.
 NOT_TUNING = {"--help", "--host", "--port", "--loglevel", "--certificate", "--private-key",
               "--tls-dir", "--telemetry-server-name", "--slurm", "--slurm-control-address",
-              "--slurm-control-server-name", "--slurm-run-as"}
+              "--slurm-control-server-name", "--slurm-run-as", "--kubernetes",
+              "--kubernetes-control-address", "--kubernetes-control-server-name",
+              "--kubernetes-namespace", "--kubernetes-spool", "--kubernetes-collector-image",
+              "--kubernetes-pull-policy"}
 
 
 def serve_parser(make: Callable[[], argparse.ArgumentParser],

@@ -141,6 +141,41 @@ def test_the_gateway_with_an_external_certificate_exposes_both_tls_ports() -> No
         "rel-tuneplane-destinations-webhook"]
 
 
+def test_kubernetes_launches_give_control_a_role_in_each_launch_namespace_and_no_more(
+) -> None:
+    documents = render("gateway.enabled=true", "gateway.hostname=gw.example",
+                       "gateway.control.kubernetesLaunches.enabled=true",
+                       "gateway.control.kubernetesLaunches.namespaces={vision=team-a,team-b}",
+                       "gateway.control.kubernetesLaunches.spool=hostPath:/scratch/tp")
+    control = find(documents, "Deployment", "rel-tuneplane-control")
+    args = container(control)["args"]
+    assert {"--kubernetes", "--kubernetes-control-address=rel-tuneplane-control.ml.svc:8443",
+            "--kubernetes-control-server-name=gw.example", "--kubernetes-namespace=vision=team-a",
+            "--kubernetes-namespace=team-b", "--kubernetes-spool=hostPath:/scratch/tp"} <= set(args)
+    assert control["spec"]["template"]["spec"]["serviceAccountName"] == "rel-tuneplane-control"
+    ingest = find(documents, "Deployment", "rel-tuneplane-ingest")["spec"]["template"]["spec"]
+    assert ingest["automountServiceAccountToken"] is False
+    for namespace in ("team-a", "team-b"):
+        role = next(d for d in documents if d["kind"] == "Role"
+                    and d["metadata"].get("namespace") == namespace)
+        rules = {(r["apiGroups"][0], resource): set(r["verbs"]) for r in role["rules"]
+                 for resource in r["resources"]}
+        assert rules[("", "secrets")] == {"create"}  # never read
+        assert rules[("", "pods")] == {"list"}
+        assert "delete" in rules[("batch", "jobs")]
+        binding = next(d for d in documents if d["kind"] == "RoleBinding"
+                       and d["metadata"].get("namespace") == namespace)
+        assert binding["subjects"] == [{"kind": "ServiceAccount",
+                                        "name": "rel-tuneplane-control", "namespace": "ml"}]
+    plain = render("gateway.enabled=true")
+    assert not [d for d in plain if d["kind"] in ("Role", "RoleBinding")
+                and d["metadata"]["name"].endswith("-launches")]
+    refused = template(*GIVEN, "gateway.enabled=true",
+                       "gateway.control.kubernetesLaunches.enabled=true")
+    assert refused.returncode != 0
+    assert "namespaces" in refused.stderr
+
+
 def test_without_an_external_certificate_the_gateway_uses_the_shared_identity() -> None:
     documents = render("gateway.enabled=true")
     c = container(find(documents, "Deployment", "rel-tuneplane-ingest"))
@@ -157,6 +192,32 @@ def test_exporter_sink_secrets_mount_one_directory_per_sink() -> None:
          "readOnly": True}]
     assert deployment["spec"]["template"]["spec"]["volumes"] == [
         {"name": "sink-mimir", "secret": {"secretName": "mimir-credentials"}}]
+
+
+def test_the_release_takes_only_telemetry_destinations_labelled_for_it() -> None:
+    """The controller, its webhook and the exporter agree on the release's label value and
+    on the prefix of its sinks' Secrets, which none of the release's own Secrets has."""
+    documents = render()
+    (hook,) = find(documents, "ValidatingWebhookConfiguration",
+                   "rel-tuneplane-destinations")["webhooks"]
+    assert hook["objectSelector"] == {"matchLabels": {"tuneplane.dev/release": "ml.rel"}}
+    for name in ("rel-tuneplane-destinations", "rel-tuneplane-exporter"):
+        values = env(container(find(documents, "Deployment", name)))
+        assert values["TUNEPLANE_DESTINATIONS_RELEASE"] == "ml.rel"
+        assert values["TUNEPLANE_SINK_SECRET_PREFIX"] == "tuneplane-sink-"
+    given = render("destinations.release=rel-a", "destinations.sinkSecretPrefix=sink-")
+    (hook,) = find(given, "ValidatingWebhookConfiguration",
+                   "rel-tuneplane-destinations")["webhooks"]
+    assert hook["objectSelector"] == {"matchLabels": {"tuneplane.dev/release": "rel-a"}}
+    for settings, words in (
+            (("destinations.sinkSecretPrefix=rel-",),
+             'the release\'s Secret "rel-tuneplane-secrets" starts with "rel-"'),
+            (("destinations.sinkSecretPrefix=db-", "database.existingSecret=db-url"),
+             'the release\'s Secret "db-url" starts with "db-"'),
+            (("destinations.release=" + "r" * 64,), "is not a label value")):
+        refused = template(*GIVEN, *settings)
+        assert refused.returncode != 0
+        assert words in refused.stderr, refused.stderr
 
 
 def lint(*settings: str) -> subprocess.CompletedProcess[str]:

@@ -17,8 +17,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.charts import CHART, REPOSITORY, STORES_CHART, exec_in, helm, image_tag, settings
-from tests.support.kube import kubectl, node_ip
+from tests.support.charts import (
+    CHART,
+    REPOSITORY,
+    STORES_CHART,
+    collector_image,
+    exec_in,
+    helm,
+    image_tag,
+    settings,
+)
+from tests.support.kube import kubectl, node_ip, run_kubectl
 from tests.support.processes import collector_args
 from tests.support.readback import Web
 from tuneplane.common.gateway.tls import generate
@@ -27,6 +36,10 @@ from tuneplane.telemetry.v1.identity import MemberKey
 GROUP = "tuneplane-projector"
 TOPIC = "tuneplane.telemetry.batches.v1"
 GATEWAY_NAME = "tuneplane.test"
+#: The release's name (``helm install tuneplane``).
+NAME = "tuneplane"
+#: The label a TelemetryDestination carries for the release to compose it.
+DESTINATIONS_LABEL = "tuneplane.dev/release"
 
 
 @dataclass
@@ -35,6 +48,11 @@ class Release:
     work: Path
     telemetry_port: int
     timings: list[tuple[str, float]] = field(default_factory=list)
+
+    @property
+    def jobs_namespace(self) -> str:
+        """Where the release's Kubernetes launches run (every project's)."""
+        return f"{self.namespace}-jobs"
 
     def admin(self, *args: str) -> str:
         """``tuneplane-admin ARGS`` in the release's admin pod."""
@@ -55,6 +73,12 @@ class Release:
                                     str(member.attempt), "--member", member.member).strip())
         return collector_args(self.telemetry_port, self.work, token, member,
                               self.work / member.run_id, sources, *extra, host=node_ip())
+
+    @property
+    def destinations_labels(self) -> dict[str, str]:
+        """The labels of a TelemetryDestination this release composes (the chart's default
+        value, ``<namespace>.<release>``)."""
+        return {DESTINATIONS_LABEL: f"{self.namespace}.{NAME}"}
 
     def timed(self, what: str, started: float) -> None:
         self.timings.append((what, time.monotonic() - started))
@@ -78,7 +102,7 @@ def gateway_secret(namespace: str, work: Path) -> None:
             f"--from-file=tls.key={work / 'tls.key'}", f"--from-file=ca.crt={work / 'ca.pem'}")
 
 
-def values(namespace: str) -> dict[str, object]:
+def values(namespace: str, collector_digest: str) -> dict[str, object]:
     stores = {"app.kubernetes.io/name": "tuneplane-stores",
               "app.kubernetes.io/instance": "stores"}
     return {
@@ -90,10 +114,37 @@ def values(namespace: str) -> dict[str, object]:
         "gateway.enabled": True, "gateway.tlsSecret": "gateway-tls",
         "gateway.hostname": GATEWAY_NAME, "gateway.service.type": "NodePort",
         "gateway.ingest.replicas": 2, "projector.replicas": 2,
+        # Kubernetes launches in the jobs namespace, their sidecars from the collector
+        # image of this checkout's artifact, reaching ingest and control by their Services.
+        "gateway.collectorArtifact": f"/opt/tuneplane/artifacts/{collector_digest}",
+        "gateway.telemetryTarget": f"tuneplane-ingest.{namespace}.svc:8444",
+        "gateway.control.kubernetesLaunches.enabled": True,
+        "gateway.control.kubernetesLaunches.namespaces": [f"{namespace}-jobs"],
+        "gateway.control.kubernetesLaunches.pullPolicy": "Never",
         **{f"networkPolicy.stores.{store}.podSelector": {
             **stores, "app.kubernetes.io/component": store}
            for store in ("kafka", "postgresql", "s3")},
     }
+
+
+def webhook_answering(made: Release, seconds: float = 120) -> None:
+    """Returns once the admission webhook judges TelemetryDestinations: its pod is ready as
+    soon as it listens, but until kube-proxy has written its Service's rules a call is
+    refused, and the API server fails the create (``failurePolicy: Fail``) instead of
+    judging it. Asked with a server-side dry run of a resource it refuses."""
+    probe = json.dumps({
+        "apiVersion": "tuneplane.dev/v1", "kind": "TelemetryDestination",
+        "metadata": {"name": "webhook-probe", "labels": made.destinations_labels},
+        "spec": {"sinks": [{"name": "probe", "exporter": "otlp_http",
+                            "endpoint": "http://probe.invalid:4318",
+                            "config": {"headers": {"x": "${env:HOME}"}}}]}})
+    deadline = time.monotonic() + seconds
+    while True:
+        done = run_kubectl(("apply", "--dry-run=server", "-f", "-"), probe, 60)
+        if "denied the request" in done.stderr:
+            return
+        assert time.monotonic() < deadline, f"the admission webhook never answered: {done}"
+        time.sleep(0.5)
 
 
 def show_state(namespace: str) -> None:
@@ -106,24 +157,28 @@ def show_state(namespace: str) -> None:
                                             "--all-containers"))
 
 
-def installed(tmp_path_factory: pytest.TempPathFactory,
-            pytestconfig: pytest.Config) -> Iterator[Release]:
-    """The release, installed; uninstalled (its cluster-scoped objects too) and its
-    namespace deleted afterwards."""
+@contextlib.contextmanager
+def deployed(work: Path) -> Iterator[Release]:
+    """The release in a namespace of its own, installed with its work files in ``work``;
+    uninstalled (its cluster-scoped objects too) and its namespaces deleted afterwards."""
     namespace = f"tp-{uuid.uuid4().hex[:8]}"
-    work = tmp_path_factory.mktemp("helm")
     kubectl("create", "namespace", namespace)
     made = Release(namespace, work, 0)
+    kubectl("create", "namespace", made.jobs_namespace)
     try:
         gateway_secret(namespace, work)
+        started = time.monotonic()
+        digest = collector_image(work / "artifact")
+        made.timed("collector image built and imported", started)
         started = time.monotonic()
         helm("install", "stores", str(STORES_CHART), "-n", namespace,
              "--set", "images.pullPolicy=Never", "--wait", "--timeout", "5m")
         made.timed("stores installed", started)
         started = time.monotonic()
-        helm("install", "tuneplane", str(CHART), "-n", namespace, *settings(values(namespace)),
+        helm("install", NAME, str(CHART), "-n", namespace, *settings(values(namespace, digest)),
              "--wait", "--timeout", "10m", seconds=900)
         made.timed("tuneplane installed (migrations, then every pod ready)", started)
+        webhook_answering(made)
         ingest = json.loads(kubectl("-n", namespace, "get", "service", "tuneplane-ingest",
                                     "-o", "json"))
         made.telemetry_port = ingest["spec"]["ports"][0]["nodePort"]
@@ -134,14 +189,24 @@ def installed(tmp_path_factory: pytest.TempPathFactory,
     finally:
         started = time.monotonic()
         with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
-            helm("uninstall", "tuneplane", "-n", namespace, "--wait", "--timeout", "3m",
+            helm("uninstall", NAME, "-n", namespace, "--wait", "--timeout", "3m",
                  seconds=240)
-        kubectl("delete", "namespace", namespace, "--wait=true", "--timeout=180s",
-                seconds=240)
+        for gone in (made.jobs_namespace, namespace):
+            kubectl("delete", "namespace", gone, "--wait=true", "--timeout=180s",
+                    seconds=240)
         made.timed("namespace deleted", started)
-        line = "helm timings: " + ", ".join(f"{w} {s:.1f} s" for w, s in made.timings)
+
+
+def installed(tmp_path_factory: pytest.TempPathFactory,
+              pytestconfig: pytest.Config) -> Iterator[Release]:
+    """The tests' release (``deployed``); its timings printed at the end."""
+    timings: list[tuple[str, float]] = []
+    try:
+        with deployed(tmp_path_factory.mktemp("helm")) as made:
+            timings = made.timings
+            yield made
+    finally:
+        line = "helm timings: " + ", ".join(f"{w} {s:.1f} s" for w, s in timings)
         capture = pytestconfig.pluginmanager.get_plugin("capturemanager")
         with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
             print(f"\n{line}", flush=True)
-
-

@@ -4,8 +4,10 @@ OpenTelemetry Collector pod, which sends the fleet's curves to an OTLP receiver 
 OpenTelemetry Collector in the namespace, checking a bearer token and writing what it
 takes to a file). Rotating the token's Secret (and the receiver's) reaches the running
 collector without a restart. A refused resource shows the field's path in ``kubectl
-apply``'s error, from the webhook and from the CRD's CEL rules; with no destination the
-collector runs no pod.
+apply``'s error, from the webhook and from the CRD's CEL rules (a sink naming one of the
+release's own Secrets among them); with no destination the collector runs no pod. Every
+resource carries the release's label (``tuneplane.dev/release``), without which no
+release composes it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from tuneplane.telemetry.v1.identity import MemberKey
 pytestmark = [pytest.mark.usefixtures("kube_cluster", "docker_engine"), pytest.mark.timeout(900)]
 
 OTELCOL = "tuneplane-otelcol"
+#: The sink's Secret: named with the release's sink prefix (destinations.sinkSecretPrefix).
+SINK_SECRET = "tuneplane-sink-token"
 RECEIVED = "/out/metrics.jsonl"
 #: The receiver: OTLP/HTTP taking only the token in its Secret, every metric to a file.
 RECEIVER_CONFIG = {
@@ -86,13 +90,13 @@ def receiver(namespace: str) -> None:
             seconds=200)
 
 
-def destination(name: str, namespace: str, sink: str, **config: Any) -> dict[str, Any]:
+def destination(name: str, release: Release, sink: str, **config: Any) -> dict[str, Any]:
     return {"apiVersion": "tuneplane.dev/v1", "kind": "TelemetryDestination",
-            "metadata": {"name": name},
+            "metadata": {"name": name, "labels": release.destinations_labels},
             "spec": {"sinks": [{
                 "name": sink, "exporter": "otlp_http",
-                "endpoint": f"http://receiver.{namespace}.svc:4318",
-                "secretRef": {"name": "sink-token"}, "auth": {"bearerToken": {"key": "token"}},
+                "endpoint": f"http://receiver.{release.namespace}.svc:4318",
+                "secretRef": {"name": SINK_SECRET}, "auth": {"bearerToken": {"key": "token"}},
                 "config": {"compression": "none", "retry_on_failure": {"enabled": True},
                            **config}}]}}
 
@@ -142,19 +146,24 @@ def names(release: Release) -> Iterator[tuple[str, str]]:
 def test_a_refused_resource_shows_the_fields_path(release: Release,
                                                   names: tuple[str, str]) -> None:
     name, sink = names
-    expanding = destination(name, release.namespace, sink, headers={"x-tenant": "${env:HOME}"})
+    expanding = destination(name, release, sink, headers={"x-tenant": "${env:HOME}"})
     said = kubectl_refused("apply", "-f", "-", input=json.dumps(expanding))
     assert 'admission webhook "telemetrydestinations.tuneplane.dev" denied the request' in said
     assert f"{name}: spec.sinks[0].config.headers.x-tenant: '${{env:HOME}}' would be " \
         "expanded by the collector" in said, said
-    inline = destination(name, release.namespace, sink, headers={"Authorization": "Bearer x"})
+    inline = destination(name, release, sink, headers={"Authorization": "Bearer x"})
     said = kubectl_refused("apply", "-f", "-", input=json.dumps(inline))
     assert "spec.sinks[0].config.headers.Authorization: a secret given inline" in said, said
-    without_secret = destination(name, release.namespace, sink)
+    without_secret = destination(name, release, sink)
     del without_secret["spec"]["sinks"][0]["secretRef"]
     said = kubectl_refused("apply", "-f", "-", input=json.dumps(without_secret))
     assert "spec.sinks[0].auth.bearerToken: Required value: auth.bearerToken needs " \
         "secretRef" in said, said  # the CRD's CEL rule, before the webhook is asked
+    own_secret = destination(name, release, sink)
+    own_secret["spec"]["sinks"][0]["secretRef"]["name"] = "tuneplane-secrets"
+    said = kubectl_refused("apply", "-f", "-", input=json.dumps(own_secret))
+    assert f"{name}: spec.sinks[0].secretRef.name: 'tuneplane-secrets' does not start with " \
+        "'tuneplane-sink-'" in said, said
     assert not json.loads(kubectl("get", "telemetrydestinations", "-o", "json"))["items"]
 
 
@@ -164,9 +173,9 @@ def test_a_destination_runs_the_collector_and_a_rotated_secret_needs_no_restart(
     assert replicas(namespace) == 0  # no destination: the controller runs no pod
     assert not collector_pods(namespace)
     receiver(namespace)
-    apply(namespace, secret("sink-token", "token-1"))
+    apply(namespace, secret(SINK_SECRET, "token-1"))
     started = time.monotonic()
-    kubectl("apply", "-f", "-", input=json.dumps(destination(name, namespace, sink)))
+    kubectl("apply", "-f", "-", input=json.dumps(destination(name, release, sink)))
     kubectl("wait", f"telemetrydestination/{name}", "--for=condition=Ready", "--timeout=180s",
             seconds=200)
     release.timed("destination applied, its collector ready", started)
@@ -183,7 +192,7 @@ def test_a_destination_runs_the_collector_and_a_rotated_secret_needs_no_restart(
     # Both tokens rotated: only the new one is taken now, so a run received after this
     # proves the running collector read the new one (same pod, no restart).
     started = time.monotonic()
-    apply(namespace, secret("sink-token", "token-2"), secret("receiver-token", "token-2"))
+    apply(namespace, secret(SINK_SECRET, "token-2"), secret("receiver-token", "token-2"))
     for target, path in ((f"pod/{pod['metadata']['name']}", f"/etc/tuneplane/telemetry/{sink}"),
                          ("deploy/receiver", "/etc/receiver")):
         def rotated(t: str = target, p: str = path) -> bool:

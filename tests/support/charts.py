@@ -71,6 +71,22 @@ def retag_in_cluster(tag: str, new: str) -> None:
         assert done.returncode == 0, f"ctr images tag: {done.stderr}"
 
 
+def collector_image(work: Path) -> str:
+    """The collector's sidecar image (deploy/collector-image) made from this checkout's
+    x86_64 artifact, built by Docker and imported into the cluster as
+    ``tuneplane-collector:<the artifact's digest>``; the digest."""
+    from tests.support.collector_binary import HOST_TARGET, artifact
+
+    made = artifact(HOST_TARGET, work)
+    name = f"tuneplane-collector:{made.name}"
+    docker("build", "--quiet", "-f", str(ROOT / "deploy" / "collector-image" / "Dockerfile"),
+           "-t", name, str(made))
+    done = subprocess.run([str(ROOT / "scripts" / "kube"), "images", name], check=False,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"scripts/kube images {name}: {done.stderr[-2000:]}"
+    return made.name
+
+
 def helm(*args: str, seconds: float = 600) -> str:
     """``helm ARGS`` against the local cluster; the test fails with Helm's error otherwise."""
     binary = os.environ.get("TUNEPLANE_HELM", "")

@@ -10,7 +10,8 @@ from collections.abc import Mapping, Sequence
 import asyncpg
 
 from tests.support.control import new_run
-from tuneplane.control.slurm.scheduler import Shown, Slurm, SlurmError
+from tuneplane.control.jobs import Shown
+from tuneplane.control.slurm.scheduler import Slurm, SlurmError
 from tuneplane.controlplane import slurm_launches
 from tuneplane.controlplane.slurm_launches import JobOptions, JobSeen
 

@@ -135,6 +135,48 @@ pub fn build(target: &str, binary: &Path, out: &Path) -> Result<PathBuf, String>
 }
 
 /// Check the artifact in `directory` before running it on a host of `host`; its manifest.
+/// Check the collector image this process runs from: its `manifest` is the artifact of
+/// `digest` (its sha256), built for `host`, and `running` (this executable) is the binary the
+/// manifest lists. A sidecar does this before anything else, so an image tagged with one
+/// artifact's digest but holding another's files is refused with the reason.
+pub fn verify_running(
+    manifest: &Path,
+    running: &Path,
+    digest: &str,
+    host: &str,
+) -> Result<(), String> {
+    let data = fs::read(manifest).map_err(|e| {
+        format!(
+            "collector image: no readable {}: {}",
+            manifest.display(),
+            crate::collect::fence::plain(&e)
+        )
+    })?;
+    let found = hex(&Sha256::digest(&data));
+    if found != digest {
+        return Err(format!(
+            "collector image: its manifest's sha256 is {found}, not the artifact {digest} \
+             control names (a wrong or tampered image)"
+        ));
+    }
+    let manifest: Value = serde_json::from_slice(&data)
+        .map_err(|e| format!("collector image: {MANIFEST} is not JSON: {e}"))?;
+    let built = manifest["target"].as_str().unwrap_or("?");
+    if built != host {
+        return Err(format!(
+            "collector image is built for {built}; this node runs {host}"
+        ));
+    }
+    let listed = manifest["files"][PROGRAM].as_str().unwrap_or_default();
+    if sha256(running)? != listed {
+        return Err(format!(
+            "collector image: the running {PROGRAM} does not match its manifest's sha256 \
+             (tampered)"
+        ));
+    }
+    Ok(())
+}
+
 pub fn verify(directory: &Path, host: &str) -> Result<Value, String> {
     let at = directory.display();
     let data = fs::read(directory.join(MANIFEST)).map_err(|e| {
@@ -191,4 +233,33 @@ pub fn verify(directory: &Path, host: &str) -> Result<Value, String> {
         }
     }
     Ok(manifest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_running_image_is_its_artifacts_manifest_and_binary_or_refused_saying_which() {
+        let base = std::env::temp_dir().join(format!("image-{}", std::process::id()));
+        fs::create_dir_all(&base).unwrap();
+        let (binary, manifest) = (base.join(PROGRAM), base.join(MANIFEST));
+        fs::write(&binary, b"\x7fELF the collector").unwrap();
+        let target = TARGETS[0].0;
+        let text = json!({"files": {PROGRAM: sha256(&binary).unwrap()}, "format": FORMAT,
+                          "target": target})
+        .to_string();
+        fs::write(&manifest, &text).unwrap();
+        let digest = hex(&Sha256::digest(text.as_bytes()));
+        verify_running(&manifest, &binary, &digest, target).unwrap();
+        let other = "0".repeat(64);
+        let why = verify_running(&manifest, &binary, &other, target).unwrap_err();
+        assert!(why.contains("wrong or tampered image"), "{why}");
+        let why = verify_running(&manifest, &binary, &digest, TARGETS[1].0).unwrap_err();
+        assert!(why.contains("built for x86_64"), "{why}");
+        fs::write(&binary, b"\x7fELF another collector").unwrap();
+        let why = verify_running(&manifest, &binary, &digest, target).unwrap_err();
+        assert!(why.contains("(tampered)"), "{why}");
+        fs::remove_dir_all(&base).unwrap();
+    }
 }

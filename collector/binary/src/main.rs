@@ -9,6 +9,7 @@ mod deliver;
 mod failpoints;
 mod follow;
 mod integration;
+mod kube;
 mod logging;
 mod node;
 mod probe;
@@ -66,6 +67,14 @@ enum Command {
     /// A Slurm job's collector on one node (run by the job script that control submits).
     #[command(name = "slurm-node", long_about = slurm::ABOUT, after_long_help = slurm::AFTER)]
     SlurmNode(Box<slurm::SlurmNodeArgs>),
+    /// A Kubernetes launch's collector in one pod (the native sidecar control adds).
+    #[command(name = "kube-pod", long_about = kube::ABOUT, after_long_help = slurm::AFTER)]
+    KubePod(Box<kube::KubePodArgs>),
+    /// Exit 0 once FILE exists, else 1: the kube-pod sidecar's startup probe.
+    Ready {
+        /// The file `kube-pod --ready-file` makes.
+        file: PathBuf,
+    },
     /// The node agent of an execution host: enroll it, run the launches control assigns.
     #[command(long_about = node::ABOUT)]
     Node(node::NodeArgs),
@@ -174,6 +183,8 @@ fn main() -> ExitCode {
         Command::Read { paths, summary } => u8::try_from(read::read(&paths, summary)).unwrap_or(1),
         Command::Artifact { command } => artifact_command(command),
         Command::SlurmNode(args) => slurm::slurm_node(*args),
+        Command::KubePod(args) => kube::kube_pod(*args),
+        Command::Ready { file } => kube::ready(&file),
         Command::Node(args) => node::node(args),
         Command::Probe(args) => probe::probe(&args),
         Command::Deliver(args) => deliver::deliver(&args),

@@ -35,7 +35,8 @@ def fake_slurm() -> FakeSlurm:
 def service(initialised: Endpoints, pool: asyncpg.Pool, fake_slurm: FakeSlurm
             ) -> SlurmJobControl:
     policy = Policy(pb.CollectorConfig(telemetry_target="localhost:8444"))
-    return SlurmJobControl(TokenSigner(initialised.jwt_secret), pool, policy, fake_slurm)
+    return SlurmJobControl(TokenSigner(initialised.jwt_secret), pool, policy,
+                           {"slurm": fake_slurm})
 
 
 @pytest.fixture
@@ -44,4 +45,6 @@ def backend(pool: asyncpg.Pool, fake_slurm: FakeSlurm, service: SlurmJobControl,
     reach = Reach(control="localhost:8443", server_name="", control_ca_pem="",
                   artifact=tmp_path / ("0" * 64), collector_environment={},
                   users=JobUsers(["nobody"]))  # uid 65534
-    return SlurmBackend(pool, fake_slurm, service, reach)
+    backend = SlurmBackend(pool, fake_slurm, reach)
+    backend.serve(service)
+    return backend

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncpg
 
 from tests.support.slurm_fake import FakeSlurm, launch_row, queue
+from tuneplane.control.jobs import Shown
 from tuneplane.control.slurm.backend import SlurmBackend
-from tuneplane.control.slurm.scheduler import Shown
 from tuneplane.controlplane import runs
 from tuneplane.controlplane.slurm_launches import JobSeen
 

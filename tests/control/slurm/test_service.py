@@ -14,8 +14,8 @@ import pytest
 
 from tests.support.slurm_fake import FakeSlurm, launch_row, queue
 from tuneplane.common.tokens import TokenSigner
+from tuneplane.control.jobs import Shown
 from tuneplane.control.slurm.backend import SlurmBackend
-from tuneplane.control.slurm.scheduler import Shown
 from tuneplane.control.slurm.service import SlurmJobControl
 from tuneplane.controlplane import runs, slurm_nodes
 from tuneplane.controlplane.slurm_launches import JobSeen

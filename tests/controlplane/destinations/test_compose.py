@@ -122,6 +122,16 @@ def test_an_extension_id_is_unique_across_destinations() -> None:
     ({"headers_from": ["bearertokenauth/one"]},
      r"spec.sinks\[0\].config.headers_from\[0\]: 'bearertokenauth/one' is an extension of "
      r"destination 'a'"),
+    # The collector trims the spaces around a component id's type and name.
+    ({"auth": {"authenticator": "bearertokenauth/one "}},
+     r"spec.sinks\[0\].config.auth.authenticator: 'bearertokenauth/one ' is an extension of "
+     r"destination 'a'"),
+    ({"auth": {"authenticator": " bearertokenauth / one"}},
+     r"spec.sinks\[0\].config.auth.authenticator: ' bearertokenauth / one' is an extension "
+     r"of destination 'a'"),
+    ({"auth": {"authenticator": "oauth2client /\u3000corp"}},  # an ideographic space
+     r"spec.sinks\[0\].config.auth.authenticator: 'oauth2client /\\u3000corp' is an "
+     r"extension of destination 'a'"),
 ])
 def test_a_destination_names_no_other_destinations_extension_or_authenticator(
         config: dict[str, Any], words: str) -> None:

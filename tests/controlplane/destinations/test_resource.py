@@ -164,6 +164,13 @@ EXPANDED = "would be expanded by the collector"
     ([*EXT, "oauth2client/corp"], {"auth": {"authenticator": "bearertokenauth/gw"}},
      "spec.extensions.oauth2client/corp.auth.authenticator: 'bearertokenauth/gw' belongs to "
      "sink 'gw'; an extension the sinks share names only"),
+    # ... also with the spaces the collector trims around a component id's type and name.
+    ([*SINK1, "auth"], {"authenticator": "bearertokenauth/gw "},
+     "spec.sinks[1].config.auth.authenticator: 'bearertokenauth/gw ' belongs to sink 'gw'"),
+    ([*SINK1, "auth"], {"authenticator": " bearertokenauth / gw"},
+     "spec.sinks[1].config.auth.authenticator: ' bearertokenauth / gw' belongs to sink 'gw'"),
+    ([*SINK1, "sending_queue"], {"storage": "oauth2client/\tgw\n"},
+     "spec.sinks[1].config.sending_queue.storage: 'oauth2client/\\tgw\\n' belongs to sink"),
     # The stand-in answers show for a secret, applied back.
     ([*SINK1, "headers", "authorization"], "<redacted>",
      "spec.sinks[1].config.headers.authorization: '<redacted>' stands for a secret in "
@@ -187,3 +194,73 @@ def test_what_would_reach_past_its_sink_is_refused_by_path(
 ])
 def test_what_stays_within_its_sink_is_accepted(path: list[str | int], value: Any) -> None:
     parse(changed(path, value, TWO_SINKS))
+
+
+@pytest.mark.parametrize("name", ["tuneplane-secrets", "tuneplane-database", "gw-token",
+                                  "tuneplane-sink"])
+def test_a_secret_not_named_for_sinks_is_refused_where_the_backend_asks(name: str) -> None:
+    document = changed(["spec", "sinks", 0, "secretRef", "name"], name)
+    with pytest.raises(DestinationError) as caught:
+        parse(document, "prod", secret_prefix="tuneplane-sink-")
+    assert str(caught.value).startswith(
+        f"prod: spec.sinks[0].secretRef.name: {name!r} does not start with "
+        "'tuneplane-sink-'"), str(caught.value)
+    assert parse(document).sinks[0].secret == name  # PostgreSQL: secretRef is not mounted
+
+
+def test_a_secret_named_for_sinks_is_accepted() -> None:
+    document = changed(["spec", "sinks", 0, "secretRef", "name"], "tuneplane-sink-gw")
+    assert parse(document, secret_prefix="tuneplane-sink-").sinks[0].secret == \
+        "tuneplane-sink-gw"
+
+
+def nested(levels: int) -> dict[str, Any]:
+    """A config holding ``levels`` objects, one in the other."""
+    node: dict[str, Any] = {}
+    for _ in range(levels - 1):
+        node = {"a": node}
+    return node
+
+
+def test_nesting_deeper_than_32_levels_is_refused_with_its_path() -> None:
+    # The document is level 1, spec 2, sinks 3, the sink 4, its config 5.
+    parse(changed(["spec", "sinks", 0, "config"], nested(28)))
+    with pytest.raises(DestinationError) as caught:
+        parse(changed(["spec", "sinks", 0, "config"], nested(29)), "prod")
+    assert str(caught.value) == (
+        "prod: spec.sinks[0].config" + ".a" * 28 + ": nested deeper than 32 levels (counted "
+        "from the document); a TelemetryDestination nests at most 32")
+
+
+def test_a_config_nested_600_levels_is_refused_not_recursed_into() -> None:
+    deep = changed(["spec", "extensions"], {"health_check": {"x": [nested(600)]}})
+    with pytest.raises(DestinationError, match=r"^prod: spec.extensions.health_check.x\[0\]"
+                                               r"(\.a)+: nested deeper than 32 levels"):
+        parse(deep, "prod")
+
+
+def test_a_spec_over_64_kib_is_refused() -> None:
+    big = changed(["spec", "sinks", 0, "config", "headers"], {"x-pad": "p" * 70_000})
+    with pytest.raises(DestinationError, match=r"^prod: spec: 70\d{3} bytes as JSON; a "
+                                               r"TelemetryDestination's spec is at most "
+                                               r"65536 bytes \(64 KiB\)$"):
+        parse(big, "prod")
+    parse(changed(["spec", "sinks", 0, "config", "headers"], {"x-pad": "p" * 60_000}))
+
+
+@pytest.mark.parametrize("verbosity", ["detailed", "Detailed", "normal", "NORMAL", 2, None])
+def test_a_debug_sink_printing_points_is_refused(verbosity: Any) -> None:
+    document = changed(["spec", "sinks"], [{"name": "console", "exporter": "debug",
+                                            "config": {"verbosity": verbosity}}])
+    with pytest.raises(DestinationError) as caught:
+        parse(document, "prod")
+    assert str(caught.value).startswith(
+        f"prod: spec.sinks[0].config.verbosity: {verbosity!r} is refused; a debug sink "
+        "takes verbosity 'basic' only"), str(caught.value)
+
+
+@pytest.mark.parametrize("config", [{}, {"verbosity": "basic"}, {"verbosity": "Basic"},
+                                    {"sampling_initial": 5}])
+def test_a_debug_sink_printing_no_point_is_accepted(config: dict[str, Any]) -> None:
+    parse(changed(["spec", "sinks"], [{"name": "console", "exporter": "debug",
+                                       "config": config}]))

@@ -1,6 +1,6 @@
 """The collector's objects made from the composition: no pod without a destination, each
-sink's Secret at its directory, a digest that changes with the configuration only, and
-the chart's template otherwise kept as given."""
+sink's Secret (optional) at its directory, a digest that changes with the configuration
+only, and the chart's template otherwise kept as given."""
 
 from __future__ import annotations
 
@@ -51,6 +51,12 @@ def test_each_sinks_secret_is_mounted_at_its_directory_read_only() -> None:
     secrets = {v["name"]: v["secret"]["secretName"] for v in pod["volumes"] if "secret" in v}
     assert sorted(secrets.values()) == ["gw-token", "long"]
     assert all(len(name) <= 63 for name in secrets)
+
+
+def test_a_missing_sink_secret_does_not_hold_the_collector_pod_back() -> None:
+    pod = made("{}", [VALID])["spec"]["template"]["spec"]
+    (volume,) = [v["secret"] for v in pod["volumes"] if "secret" in v]
+    assert volume == {"secretName": "gw-token", "defaultMode": 0o444, "optional": True}
 
 
 def test_the_digest_follows_the_configuration_and_the_template_is_not_changed() -> None:

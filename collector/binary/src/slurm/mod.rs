@@ -57,35 +57,42 @@ Exit status: 0 when everything read was delivered, 2 when refused (the line \
 pub struct SlurmNodeArgs {
     /// Control's address.
     #[arg(long, value_name = "HOST:PORT")]
-    control: String,
+    pub(crate) control: String,
     /// TLS name of control, if not HOST.
     #[arg(long = "server-name", default_value = "")]
-    server_name: String,
-    /// The Slurm launch's id.
+    pub(crate) server_name: String,
+    /// The launch's id.
     #[arg(long)]
-    launch: i64,
+    pub(crate) launch: i64,
     /// Node-local directory of the members' spools.
     #[arg(long = "spool-root", value_name = "DIR")]
-    spool_root: PathBuf,
+    pub(crate) spool_root: PathBuf,
     /// The training tasks' working directory on this node.
     #[arg(long, value_name = "DIR")]
-    workdir: PathBuf,
+    pub(crate) workdir: PathBuf,
     /// The working directory is the launch's own (never made here).
     #[arg(long = "workdir-given")]
-    workdir_given: bool,
+    pub(crate) workdir_given: bool,
+    /// Once the ticket is redeemed and every spool opened, this file is made (what a
+    /// startup probe looks for: `tuneplane-collector ready FILE`).
+    #[arg(long = "ready-file", value_name = "FILE")]
+    pub(crate) ready_file: Option<PathBuf>,
     /// DEBUG, INFO, WARNING or ERROR.
     #[arg(long, default_value = "INFO")]
-    loglevel: String,
+    pub(crate) loglevel: String,
+    /// Directories no source is read from besides the spools (a pod's ticket).
+    #[arg(skip)]
+    pub(crate) fenced: Vec<PathBuf>,
 }
 
-fn refused(reason: &str) -> u8 {
+pub(crate) fn refused(reason: &str) -> u8 {
     println!("{REFUSED}{reason}");
     2
 }
 
 /// Not dumpable: its /proc files are root's and it cannot be traced, so a process of the
 /// same user (a training task) can neither read its memory nor attach to it.
-fn undumpable() -> Result<(), String> {
+pub(crate) fn undumpable() -> Result<(), String> {
     nix::sys::prctl::set_dumpable(false)
         .map_err(|e| format!("cannot make the collector undumpable: {e}"))?;
     if !matches!(nix::sys::prctl::get_dumpable(), Ok(false)) {
@@ -137,6 +144,28 @@ fn job_start(
 
 /// The command: its exit status.
 pub fn slurm_node(args: SlurmNodeArgs) -> u8 {
+    let read = || {
+        let mut ticket = String::new();
+        std::io::stdin()
+            .lock()
+            .read_line(&mut ticket)
+            .map(|_| ticket.trim().to_owned())
+            .map_err(|e| format!("no ticket on standard input: {e}"))
+    };
+    start_node(&args, read, |ticket, env, host| {
+        let ca = env.get(CONTROL_CA).cloned().unwrap_or_default();
+        Ok((job_start(ticket, env, host)?, ca))
+    })
+}
+
+/// What `slurm-node` and `kube-pod` share once each knows how to read its ticket and find its
+/// start: made undumpable before the ticket (or anything secret) is read, the start
+/// redeemed, the node run.
+pub(crate) fn start_node(
+    args: &SlurmNodeArgs,
+    ticket: impl FnOnce() -> Result<String, String>,
+    told: impl FnOnce(String, &HashMap<String, String>, &str) -> Result<(JobStart, String), String>,
+) -> u8 {
     let host = nix::unistd::gethostname()
         .map(|h| h.to_string_lossy().into_owned())
         .unwrap_or_default();
@@ -146,23 +175,18 @@ pub fn slurm_node(args: SlurmNodeArgs) -> u8 {
     if let Err(why) = crate::logging::start(&args.loglevel) {
         return refused(&why);
     }
-    let mut ticket = String::new();
-    if let Err(e) = std::io::stdin().lock().read_line(&mut ticket) {
-        return refused(&format!("{host}: no ticket on standard input: {e}"));
-    }
     let env: HashMap<String, String> = std::env::vars().collect();
     let prepared = Settings::from_environ(&env).and_then(|settings| {
-        let start = job_start(ticket.trim().to_owned(), &env, &host)?;
-        let ca = env.get(CONTROL_CA).map(String::as_str).unwrap_or_default();
+        let (start, ca) = told(ticket()?, &env, &host)?;
         let server_name = Some(args.server_name.as_str()).filter(|n| !n.is_empty());
         Ok((
             settings,
             start,
-            JobControl::new(&args.control, ca, server_name)?,
+            JobControl::new(&args.control, &ca, server_name)?,
         ))
     });
     match prepared {
-        Ok((settings, start, control)) => node::run(&args, &settings, control, &start),
+        Ok((settings, start, control)) => node::run(args, &settings, control, &start),
         Err(why) => refused(&format!("{host}: {why}")),
     }
 }

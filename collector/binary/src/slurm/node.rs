@@ -96,7 +96,12 @@ fn configs(
                 .unwrap_or(settings.drain_seconds),
             retry: Duration::from_secs(settings.retry_seconds),
             in_flight: 4,
-            fence: Fence::of(&[args.spool_root.clone(), root.to_path_buf()]),
+            fence: Fence::of(
+                &[args.spool_root.clone(), root.to_path_buf()]
+                    .into_iter()
+                    .chain(args.fenced.iter().cloned())
+                    .collect::<Vec<_>>(),
+            ),
             exit_when_idle: false,
         });
     }
@@ -157,6 +162,11 @@ pub fn run(args: &SlurmNodeArgs, settings: &Settings, control: JobControl, start
         credentials.members().join(",")
     );
     let _ = std::io::stdout().flush();
+    if let Some(ready) = &args.ready_file {
+        if let Err(why) = write_private(ready, "ready\n") {
+            return refused(&format!("{host}: {why}"));
+        }
+    }
     let held = Held {
         spools: configs
             .iter()

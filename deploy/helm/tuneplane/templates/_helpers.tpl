@@ -75,3 +75,29 @@ securityContext:
   runAsUser: 10001
   fsGroup: 10001
 {{- end -}}
+
+{{/* The tuneplane.dev/release label value of the TelemetryDestinations this release composes
+(destinations.release, or <namespace>.<release>): a label value, or the chart refuses. */}}
+{{- define "tuneplane.destinationsRelease" -}}
+{{- $value := default (printf "%s.%s" .Release.Namespace .Release.Name) .Values.destinations.release -}}
+{{- if not (regexMatch "^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$" $value) -}}
+{{- fail (printf "destinations.release: %q is not a label value (at most 63 characters: letters, digits, -, _ and .); give destinations.release, unique in the cluster" $value) -}}
+{{- end -}}
+{{- $value -}}
+{{- end -}}
+
+{{/* destinations.sinkSecretPrefix, refused when a Secret of the release's starts with it
+(a TelemetryDestination's sink could then send it to any endpoint). */}}
+{{- define "tuneplane.sinkSecretPrefix" -}}
+{{- $prefix := .Values.destinations.sinkSecretPrefix -}}
+{{- if not (regexMatch "^[a-z0-9][-a-z0-9]{0,61}$" $prefix) -}}
+{{- fail (printf "destinations.sinkSecretPrefix: %q does not start a Secret's name (lower-case letters, digits and -)" $prefix) -}}
+{{- end -}}
+{{- $own := list (include "tuneplane.secretName" .) (include "tuneplane.databaseSecret" .) (printf "%s-destinations-webhook" (include "tuneplane.fullname" .)) .Values.s3.credentialsSecret .Values.gateway.tlsSecret .Values.web.tlsSecret -}}
+{{- range $secret := $own -}}
+{{- if and $secret (hasPrefix $prefix $secret) -}}
+{{- fail (printf "destinations.sinkSecretPrefix: the release's Secret %q starts with %q, so a TelemetryDestination's sink could send it anywhere; choose another prefix" $secret $prefix) -}}
+{{- end -}}
+{{- end -}}
+{{- $prefix -}}
+{{- end -}}

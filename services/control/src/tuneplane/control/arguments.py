@@ -47,20 +47,58 @@ def parser(description: str) -> argparse.ArgumentParser:
                    help="the Unix user a project's Slurm jobs run as (repeatable; a bare "
                         "USER: every other project). Never root; other users than control's "
                         "own need control to run as root (sbatch --uid)")
+    s.add_argument("--kubernetes", action="store_true",
+                   help="also serve Kubernetes launches' collector sidecars, and submit and "
+                        "follow Kubernetes launches as Indexed Jobs (the API from the pod's "
+                        "service account, or KUBECONFIG)")
+    s.add_argument("--kubernetes-control-address", metavar="HOST:PORT",
+                   help="where the launches' pods reach this service (its TLS certificate "
+                        "must name HOST, or give --kubernetes-control-server-name)")
+    s.add_argument("--kubernetes-control-server-name", metavar="NAME",
+                   help="TLS name the sidecars verify when it differs from HOST")
+    s.add_argument("--kubernetes-namespace", action="append", default=[],
+                   metavar="[PROJECT=]NAMESPACE",
+                   help="the namespace a project's Jobs run in (repeatable; a bare NAMESPACE: "
+                        "every other project); a project without one cannot launch")
+    s.add_argument("--kubernetes-spool", default="emptyDir", metavar="GRANT",
+                   help="where the sidecars' spools live: emptyDir (the node's disk, gone "
+                        "with the pod), hostPath:/DIR (a node directory shared as /tmp is, "
+                        "1777) or storageClass:NAME[:SIZE] (a generic ephemeral volume); a "
+                        "network filesystem is refused by the collector (default emptyDir)")
+    s.add_argument("--kubernetes-collector-image", metavar="IMAGE",
+                   help="the sidecar's image, made from the collector artifact (default "
+                        "tuneplane-collector:<the artifact's digest>)")
+    s.add_argument("--kubernetes-pull-policy", default="IfNotPresent",
+                   choices=("Always", "IfNotPresent", "Never"),
+                   help="imagePullPolicy of the sidecar (default IfNotPresent)")
     s.add_argument("--loglevel", default="INFO")
     e = sub.add_parser("enrollment-token", help="print a one-time token that enrolls a node")
     e.add_argument("--node", required=True, help="the node's name")
     e.add_argument("--ttl", type=int, default=3600, help="seconds it stays usable (3600)")
     la = sub.add_parser(
-        "launch", help="start the run's next attempt on a node, or as a Slurm job; prints the "
-                       "attempt and launch ids as JSON",
+        "launch", help="start the run's next attempt on a node, as a Slurm job or as a "
+                       "Kubernetes Job; prints the attempt and launch ids as JSON",
         description="Node backend: one launch per --member on an enrolled --node. Slurm "
                     "backend: one batch job of --nodes x --tasks-per-node tasks, task i being "
                     "member rank-i, submitted and followed by a control service serving with "
-                    "--slurm; the attempt is pending until the job runs and ends as it ends.")
+                    "--slurm. Kubernetes backend: one Indexed Job of --indexes pods of "
+                    "--image, index i being member rank-i, in the project's namespace, "
+                    "submitted and followed by a control service serving with --kubernetes. "
+                    "The attempt is pending until the job runs and ends as it ends.")
     la.add_argument("--run", required=True)
-    la.add_argument("--backend", choices=("node", "slurm"), default="node",
+    la.add_argument("--backend", choices=("node", "slurm", "kubernetes"), default="node",
                     help="where it runs (default: node)")
+    la.add_argument("--indexes", type=int, default=1,
+                    help="Kubernetes: pods of the Indexed Job, index i being member rank-i "
+                         "(default 1)")
+    la.add_argument("--image", help="Kubernetes: the training container's image")
+    la.add_argument("--request", action="append", type=env_item, default=[],
+                    metavar="RESOURCE=QUANTITY",
+                    help="Kubernetes: a resource request of each pod's training container "
+                         "(cpu=2, memory=8Gi; repeatable)")
+    la.add_argument("--limit", action="append", type=env_item, default=[],
+                    metavar="RESOURCE=QUANTITY",
+                    help="Kubernetes: a resource limit (nvidia.com/gpu=1; repeatable)")
     la.add_argument("--node", help="node backend: an enrolled node's name")
     la.add_argument("--member", action="append",
                     help="node backend: member to launch (repeatable; each must own a source)")

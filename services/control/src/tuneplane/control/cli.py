@@ -4,6 +4,7 @@
     tuneplane-control enrollment-token --node NAME   a one-time token to enroll a node
     tuneplane-control launch --run R --node N --member M -- CMD...
     tuneplane-control launch --backend slurm --run R --nodes 2 --tasks-per-node 4 -- CMD...
+    tuneplane-control launch --backend kubernetes --run R --indexes 2 --image I -- CMD...
     tuneplane-control launches [--run R]             launches and their states
     tuneplane-control nodes | node-revoke NAME
 """
@@ -22,19 +23,31 @@ import asyncpg
 
 from tuneplane.common.db import Connection
 from tuneplane.common.gateway import listener, shared_identity
+from tuneplane.common.kube import Kubernetes
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.contract import flags
 from tuneplane.contract.settings import SettingsError
 from tuneplane.control.arguments import parser
 from tuneplane.control.calls import Policy
 from tuneplane.control.gate import CallRate
+from tuneplane.control.jobs import JobBackend
+from tuneplane.control.kube.backend import KubernetesBackend
+from tuneplane.control.kube.manifest import PodReach
+from tuneplane.control.kube.placement import Namespaces, SpoolGrant
 from tuneplane.control.server import NodeControl, create_server
 from tuneplane.control.settings import ControlSettings
 from tuneplane.control.slurm.backend import Reach, SlurmBackend
 from tuneplane.control.slurm.scheduler import Slurm
 from tuneplane.control.slurm.service import SlurmJobControl
 from tuneplane.control.slurm.users import JobUsers
-from tuneplane.controlplane import errors, launches, nodes, slurm_launches, slurm_nodes
+from tuneplane.controlplane import (
+    errors,
+    kube_launches,
+    launches,
+    nodes,
+    slurm_launches,
+    slurm_nodes,
+)
 from tuneplane.controlplane.errors import NodeNotFound
 from tuneplane.node.v1 import node_pb2 as pb
 
@@ -77,43 +90,78 @@ async def serve(args: argparse.Namespace, settings: ControlSettings) -> None:
     signer = TokenSigner(settings.jwt_secret.get())
     pool = await asyncpg.create_pool(settings.database_url, min_size=1,
                                      max_size=settings.db_pool, reset=keep_session)
-    slurm, backend = slurm_backend(args, settings, signer, pool, policy)
+    backends = await job_backends(args, settings, pool, policy)
+    service = None
+    if backends:
+        service = SlurmJobControl(signer, pool, policy, {b.scheduler: b for b in backends})
+        for backend in backends:
+            backend.serve(service)
     server = create_server(NodeControl(signer, pool, policy),
-                           max_concurrent_rpcs=settings.max_concurrent_rpcs, slurm=slurm)
+                           max_concurrent_rpcs=settings.max_concurrent_rpcs, slurm=service)
     server.add_secure_port(f"{args.host}:{args.port}", credentials)
     await server.start()
-    following = asyncio.create_task(backend.run()) if backend is not None else None
+    following = [asyncio.create_task(backend.run()) for backend in backends]
     log.info("control listening on %s:%d (TLS), %d calls at once, %d database connections, "
              "nice %d, %s calls/s per node", args.host, args.port, settings.max_concurrent_rpcs,
              settings.db_pool, os.nice(0), f"{settings.node_calls_per_second:g}"
              if settings.node_calls_per_second > 0 else "unlimited")
     await listener.serve_until_signalled(server, "control")
-    if following is not None:
-        following.cancel()
+    for task in following:
+        task.cancel()
     await pool.close()
 
 
-def slurm_backend(args: argparse.Namespace, settings: ControlSettings, signer: TokenSigner,
-                  pool: asyncpg.Pool, policy: Policy,
-                  ) -> tuple[SlurmJobControl | None, SlurmBackend | None]:
-    """With --slurm: the Slurm job control service and the backend that submits and follows
-    Slurm launches."""
-    if not args.slurm:
-        return None, None
-    if not args.slurm_control_address:
-        raise SettingsError("--slurm needs --slurm-control-address, the host:port the "
-                            "cluster's compute nodes reach this service at")
-    slurm = Slurm(environ=settings.slurm_client_environment)
-    service = SlurmJobControl(signer, pool, policy, slurm)
-    reach = Reach(control=args.slurm_control_address,
-                  server_name=args.slurm_control_server_name or "",
-                  control_ca_pem=policy.collector.trust_bundle_pem,
-                  artifact=settings.collector_artifact.get(),
-                  collector_environment=settings.collector_environment,
-                  users=JobUsers(args.slurm_run_as))
-    log.info("Slurm backend on: jobs' collectors reach control at %s", reach.control)
-    return service, SlurmBackend(pool, slurm, service, reach,
-                                 poll_seconds=settings.slurm_poll_seconds)
+async def job_backends(args: argparse.Namespace, settings: ControlSettings,
+                       pool: asyncpg.Pool, policy: Policy) -> list[JobBackend]:
+    """With --slurm, the backend that submits and follows Slurm launches; with --kubernetes,
+    the one of Kubernetes launches. Both serve their collectors through one job control
+    service."""
+    backends: list[JobBackend] = []
+    if args.slurm:
+        if not args.slurm_control_address:
+            raise SettingsError("--slurm needs --slurm-control-address, the host:port the "
+                                "cluster's compute nodes reach this service at")
+        reach = Reach(control=args.slurm_control_address,
+                      server_name=args.slurm_control_server_name or "",
+                      control_ca_pem=policy.collector.trust_bundle_pem,
+                      artifact=settings.collector_artifact.get(),
+                      collector_environment=settings.collector_environment,
+                      users=JobUsers(args.slurm_run_as))
+        log.info("Slurm backend on: jobs' collectors reach control at %s", reach.control)
+        backends.append(SlurmBackend(pool, Slurm(environ=settings.slurm_client_environment),
+                                     reach, poll_seconds=settings.slurm_poll_seconds))
+    if args.kubernetes:
+        backends.append(await kubernetes_backend(args, settings, pool, policy))
+    return backends
+
+
+async def kubernetes_backend(args: argparse.Namespace, settings: ControlSettings,
+                             pool: asyncpg.Pool, policy: Policy) -> KubernetesBackend:
+    if not args.kubernetes_control_address:
+        raise SettingsError("--kubernetes needs --kubernetes-control-address, the host:port "
+                            "the launches' pods reach this service at")
+    namespaces = Namespaces(args.kubernetes_namespace)
+    if not namespaces.all():
+        raise SettingsError("--kubernetes needs --kubernetes-namespace [PROJECT=]NAMESPACE: "
+                            "where the projects' Jobs run")
+    for shared in namespaces.shared():
+        log.warning("Kubernetes namespace %s takes several projects' launches: whoever may "
+                    "read its Secrets or make pods there can act for any of them", shared)
+    artifact = settings.collector_artifact.get()
+    reach = PodReach(
+        control=args.kubernetes_control_address,
+        server_name=args.kubernetes_control_server_name or "",
+        control_ca_pem=policy.collector.trust_bundle_pem,
+        image=args.kubernetes_collector_image or f"tuneplane-collector:{artifact.name}",
+        digest=artifact.name,
+        pull_policy=args.kubernetes_pull_policy,
+        spool=SpoolGrant.parse(args.kubernetes_spool), drain_seconds=settings.drain_seconds,
+        collector_environment=settings.collector_environment)
+    log.info("Kubernetes backend on: Jobs in %s, sidecars from %s reach control at %s, "
+             "spools on %s", ", ".join(namespaces.all()), reach.image, reach.control,
+             reach.spool)
+    return KubernetesBackend(pool, await Kubernetes.connect(), namespaces, reach,
+                             poll_seconds=settings.slurm_poll_seconds)
 
 
 async def admin(args: argparse.Namespace, settings: ControlSettings) -> int:
@@ -151,7 +199,7 @@ async def admin(args: argparse.Namespace, settings: ControlSettings) -> int:
 
 async def launch(conn: Connection, args: argparse.Namespace,
                  settings: ControlSettings) -> dict[str, object]:
-    """Start the run's next attempt on a node, or queue it as a Slurm job."""
+    """Start the run's next attempt on a node, or queue it as a Slurm or Kubernetes job."""
     command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     environment = dict(item.split("=", 1) for item in args.env)
     if args.backend == "slurm":
@@ -166,6 +214,16 @@ async def launch(conn: Connection, args: argparse.Namespace,
                                               args.workdir or "", not args.no_requeue))
         return {"run": args.run, "attempt": queued.attempt, "slurm_launch": queued.launch_id,
                 "members": queued.members}
+    if args.backend == "kubernetes":
+        if not args.image:
+            raise errors.InvalidLaunch("a Kubernetes launch needs --image, the training "
+                                       "container's image")
+        pod = kube_launches.PodSpec(args.image, dict(i.split("=", 1) for i in args.request),
+                                    dict(i.split("=", 1) for i in args.limit))
+        queued = await kube_launches.create(conn, args.run, indexes=args.indexes, pod=pod,
+                                            command=command, environment=environment)
+        return {"run": args.run, "attempt": queued.attempt,
+                "kubernetes_launch": queued.launch_id, "members": queued.members}
     if not args.node or not args.member:
         raise errors.InvalidLaunch("a node launch needs --node and at least one --member")
     attempt, ids = await launches.create(conn, args.run, args.node, args.member, command,

@@ -91,6 +91,19 @@ def check_members(artifact: dict[str, Any], nodes: int, tasks_per_node: int) -> 
     return template
 
 
+async def next_attempt(conn: Connection, run_id: str, nodes: int,
+                       tasks_per_node: int) -> tuple[int, str]:
+    """In the caller's transaction: the run's next attempt, pending, for a job of ``nodes``
+    x ``tasks_per_node`` tasks whose members own every source; the attempt and how the
+    artifact names a rank's member."""
+    run = await conn.fetchrow("SELECT artifact::text AS document FROM runs WHERE run_id = $1",
+                              run_id)
+    if run is None:
+        raise InvalidLaunch(f"no run {run_id!r}")
+    template = check_members(json.loads(run["document"]), nodes, tasks_per_node)
+    return await runs.start_attempt(conn, run_id, state="pending"), template
+
+
 @dataclass(frozen=True, slots=True)
 class Queued:
     attempt: int
@@ -116,12 +129,7 @@ async def create(conn: Connection, run_id: str, *, nodes: int, tasks_per_node: i
     plain_path(spool_root, "spool root")
     options.check()
     async with conn.transaction():
-        run = await conn.fetchrow("SELECT artifact::text AS document FROM runs "
-                                  "WHERE run_id = $1", run_id)
-        if run is None:
-            raise InvalidLaunch(f"no run {run_id!r}")
-        template = check_members(json.loads(run["document"]), nodes, tasks_per_node)
-        attempt = await runs.start_attempt(conn, run_id, state="pending")
+        attempt, template = await next_attempt(conn, run_id, nodes, tasks_per_node)
         launch_id = int(await conn.fetchval(
             "INSERT INTO slurm_launches (run_id, attempt, nodes, tasks_per_node, command, "
             "environment, options, spool_root, member_template) VALUES ($1, $2, $3, $4, "

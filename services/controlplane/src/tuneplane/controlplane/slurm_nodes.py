@@ -48,15 +48,23 @@ class Granted:
     artifact: str  # the run's integration artifact, JSON
 
 
-async def check(conn: Connection, start: Start) -> int:
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """A start that may be redeemed if its scheduler shows it running."""
+
+    nodes: int      # the job's nodes (a Kubernetes Job's indexes)
+    scheduler: str  # slurm or kubernetes: who is asked
+
+
+async def check(conn: Connection, start: Start) -> Checked:
     """Refuse, before Slurm is asked (a squeue per call), a start no answer of Slurm's could
     let redeem: a launch not submitted as this job or ended, a node the job does not have,
     a start before its latest, one already redeemed. A ticket lives as long as a job may
     wait (30 days) and its job's user can read it: these refusals cost one read. Checked
     before the job is followed, too: a job the ticket's holder names is not the launch's
-    unless it is the one control submitted. Returns the job's node count."""
+    unless it is the one control submitted."""
     row = await conn.fetchrow(
-        "SELECT l.state, l.job_id, l.nodes, l.restarts, EXISTS (SELECT 1 FROM "
+        "SELECT l.state, l.job_id, l.nodes, l.restarts, l.scheduler, EXISTS (SELECT 1 FROM "
         "slurm_collectors c WHERE c.launch_id = l.launch_id AND c.restart = $2 AND "
         "c.node_index = $3) AS redeemed FROM slurm_launches l WHERE l.launch_id = $1",
         start.launch_id, start.restart, start.node_index)
@@ -70,7 +78,7 @@ async def check(conn: Connection, start: Start) -> int:
         raise JobStartRefused(f"{start}: the job's current start is {row['restarts']}")
     if row["redeemed"]:
         raise spent(start)
-    return int(row["nodes"])
+    return Checked(int(row["nodes"]), str(row["scheduler"]))
 
 
 def spent(start: Start) -> JobStartRefused:
@@ -183,7 +191,7 @@ async def listing(conn: Connection, run_id: str | None = None) -> list[dict[str,
     """Slurm launches with their job and how each node's collector ended: what its drain
     left in the spools, less what has been delivered late since (``delivered_late``)."""
     rows = await conn.fetch(
-        "SELECT 'slurm' AS backend, l.launch_id, l.run_id, l.attempt, l.nodes, "
+        "SELECT l.scheduler AS backend, l.launch_id, l.run_id, l.attempt, l.nodes, "
         "l.tasks_per_node, l.member_template, l.state, "
         "l.job_id, l.job_state, l.restarts, l.detail, a.state AS attempt_state, "
         "coalesce((SELECT jsonb_agg(jsonb_build_object('restart', c.restart, 'node', "

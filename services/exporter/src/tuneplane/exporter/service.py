@@ -1,6 +1,7 @@
 """The exporter: watches the fleet's TelemetryDestinations (in PostgreSQL, or as Kubernetes
-custom resources: ``fleet``) and, while at least one is composed, consumes the batches
-topic in its own group and sends curves as OTLP metrics to the composed collector.
+custom resources labelled for its release: ``fleet``, ``kube.scope``) and, while at least
+one is composed, consumes the batches topic in its own group and sends curves as OTLP
+metrics to the composed collector.
 
 With no destination nothing is composed, no consumer runs and nothing is buffered.
 Creating the first one turns export on for the whole fleet from that moment (a new
@@ -61,7 +62,8 @@ class Exporter:
     async def _recompose(self, destinations: DestinationStore) -> int:
         """Composes what ``destinations`` hold (restarting the collector it runs only on a
         change, or when it died); returns the export epoch."""
-        fleet = usable(await destinations.documents())
+        fleet = usable(await destinations.documents(), secret_prefix=destinations.secret_prefix,
+                       secrets_root=self.settings.secrets_root)
         for name, why in fleet.refused.items():
             if self._refused.get(name) != why:
                 log.warning("destination %s is not exported: %s", name, why)
@@ -101,7 +103,9 @@ class Exporter:
     async def _destinations(self, conn: asyncpg.Connection) -> DestinationStore:
         if self.settings.destinations == "kubernetes":
             from tuneplane.exporter.kube.resources import KubernetesDestinations
-            return await KubernetesDestinations.connect(conn)
+            from tuneplane.exporter.kube.scope import selector
+            return await KubernetesDestinations.connect(
+                conn, selector(self.settings.release.get()), self.settings.sink_secret_prefix)
         return store.PostgresDestinations(conn)
 
     async def _export(self, batches: Sequence[list[ExportMetricsServiceRequest]]) -> list[bool]:

@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from tuneplane.contract.parsers import positive, seconds
-from tuneplane.contract.settings import Settings, Variable, setting
+from tuneplane.contract.settings import Needed, Settings, Variable, needed, setting
 from tuneplane.contract.variables import DATABASE_URL, KAFKA_BOOTSTRAP
 from tuneplane.controlplane.destinations.resource import SECRETS_ROOT
+from tuneplane.exporter.kube.scope import DEFAULT_SECRET_PREFIX, RELEASE, SINK_SECRET_PREFIX
 
 GROUP = "tuneplane-exporter"
 #: Read by the exporter and by the destinations controller (which mounts the Secrets there).
@@ -34,6 +35,8 @@ class ExporterSettings(Settings):
         help="where TelemetryDestinations are kept: postgresql (the API resource, applied "
              "with `tuneplane destinations apply`) or kubernetes (the TelemetryDestination "
              "custom resource, read with the pod's service account)")
+    release: Needed[str] = needed(RELEASE, needed_for=("--destinations kubernetes",))
+    sink_secret_prefix: str = setting(SINK_SECRET_PREFIX, default=DEFAULT_SECRET_PREFIX)
     config_path: Path = setting(
         "TUNEPLANE_EXPORTER_CONFIG", parse=Path, default=Path("/var/lib/tuneplane/otelcol.yaml"),
         flag="--config-path",

@@ -13,25 +13,16 @@ import asyncio
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from tuneplane.control.jobs import SchedulerError, Shown
 from tuneplane.controlplane.slurm_launches import JobSeen
 
 log = logging.getLogger("tuneplane.control.slurm")
 
 
-class SlurmError(RuntimeError):
+class SlurmError(SchedulerError):
     """A Slurm command failed or could not run; the message says which and why."""
-
-
-@dataclass(frozen=True, slots=True)
-class Shown:
-    """A job as squeue shows it: its name, whose it is, and its state."""
-
-    name: str
-    uid: int
-    seen: JobSeen
 
 
 class Slurm:

@@ -14,17 +14,18 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
+from typing import Protocol
 
 import asyncpg
 import grpc
 
 from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
 from tuneplane.control.calls import Context, Policy, abort_unauthenticated, pooled
+from tuneplane.control.jobs import SchedulerError
 from tuneplane.control.slurm.caller import JobCaller, job_caller, refuse
 from tuneplane.control.slurm.late import LateDelivery, trees
-from tuneplane.control.slurm.scheduler import Slurm, SlurmError
 from tuneplane.controlplane import errors, slurm_nodes
 from tuneplane.controlplane.slurm_launches import JobSeen
 from tuneplane.controlplane.slurm_nodes import Start
@@ -36,13 +37,21 @@ from tuneplane.telemetry.v1.identity import MemberKey
 log = logging.getLogger("tuneplane.control.slurm")
 
 
+class Scheduler(Protocol):
+    """What redemption asks a job's scheduler (Slurm, Kubernetes): the job as it shows it
+    now, or None when it does not know it; ``SchedulerError`` when it cannot answer."""
+
+    async def job(self, job_id: str) -> JobSeen | None: ...
+
+
 class SlurmJobControl(LateDelivery, spb_grpc.SlurmJobControlServicer):
-    def __init__(self, signer: TokenSigner, pool: asyncpg.Pool, policy: Policy, slurm: Slurm,
+    def __init__(self, signer: TokenSigner, pool: asyncpg.Pool, policy: Policy,
+                 schedulers: Mapping[str, Scheduler],
                  clock: Callable[[], float] = time.time) -> None:
         self._signer = signer
         self._pool = pool
         self._policy = policy
-        self._slurm = slurm
+        self._schedulers = schedulers  # by the launches' ``scheduler``
         self._clock = clock
         self._under_way: Counter[int] = Counter()  # redemptions asking Slurm, by launch
 
@@ -64,37 +73,42 @@ class SlurmJobControl(LateDelivery, spb_grpc.SlurmJobControlServicer):
                      request.hostname)
 
     @asynccontextmanager
-    async def _checked(self, start: Start, context: Context) -> AsyncIterator[None]:
-        """Refuse what no answer of Slurm's would let redeem, before Slurm is asked; then
-        admit at most one call per node of the job at once (its collectors'), each asking
-        Slurm, the others told to retry: the job's ticket is its user's to read, and every
-        call for a start to come would otherwise run a squeue, as many at once as sent."""
+    async def _checked(self, start: Start, context: Context) -> AsyncIterator[Scheduler]:
+        """Refuse what no answer of the scheduler's would let redeem, before it is asked;
+        then admit at most one call per node of the job at once (its collectors'), each
+        asking the scheduler, the others told to retry: the job's ticket is its user's to
+        read, and every call for a start to come would otherwise ask the scheduler (a
+        squeue), as many at once as sent. Yields the launch's scheduler."""
         async with pooled(self._pool, self._policy, context) as conn:
             try:
-                nodes = await slurm_nodes.check(conn, start)
+                checked = await slurm_nodes.check(conn, start)
             except errors.LaunchError as exc:
                 await refuse(context, str(exc))
-        if self._under_way[start.launch_id] >= nodes:
+        scheduler = self._schedulers.get(checked.scheduler)
+        if scheduler is None:
+            await refuse(context, f"{start}: this control does not follow {checked.scheduler} "
+                                  "launches")
+        if self._under_way[start.launch_id] >= checked.nodes:
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
                                 f"{start}: as many redemptions of the job's ticket as it has "
                                 "nodes are under way; retry with backoff")
         self._under_way[start.launch_id] += 1
         try:
-            yield
+            yield scheduler
         finally:
             self._under_way[start.launch_id] -= 1
             if not self._under_way[start.launch_id]:
                 del self._under_way[start.launch_id]
 
-    async def _seen(self, start: Start, context: Context) -> JobSeen:
+    async def _seen(self, scheduler: Scheduler, start: Start, context: Context) -> JobSeen:
         try:
-            seen = await self._slurm.job(start.job_id)
-        except SlurmError as exc:
-            log.warning("cannot ask Slurm about %s: %s", start, exc)
-            await context.abort(grpc.StatusCode.UNAVAILABLE, "Slurm did not answer control; "
-                                "retry with backoff")
+            seen = await scheduler.job(start.job_id)
+        except SchedulerError as exc:
+            log.warning("cannot ask the scheduler about %s: %s", start, exc)
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "the scheduler did not answer "
+                                "control; retry with backoff")
         if seen is None:
-            await refuse(context, f"{start}: Slurm does not know the job")
+            await refuse(context, f"{start}: the scheduler does not know the job")
         return seen
 
     def _credentials(self, caller: JobCaller, members: list[str]) -> spb.JobCredentials:
@@ -111,8 +125,8 @@ class SlurmJobControl(LateDelivery, spb_grpc.SlurmJobControlServicer):
 
     async def Redeem(self, request: spb.RedeemRequest, context: Context) -> spb.RedeemReply:
         start = await self._start(request.start, context)
-        async with self._checked(start, context):
-            seen = await self._seen(start, context)
+        async with self._checked(start, context) as scheduler:
+            seen = await self._seen(scheduler, start, context)
             async with pooled(self._pool, self._policy, context) as conn:
                 try:
                     granted = await slurm_nodes.redeem(conn, start, seen)
@@ -131,8 +145,8 @@ class SlurmJobControl(LateDelivery, spb_grpc.SlurmJobControlServicer):
 
     async def Refuse(self, request: spb.RefuseRequest, context: Context) -> spb.RefuseReply:
         start = await self._start(request.start, context)
-        async with self._checked(start, context):
-            seen = await self._seen(start, context)
+        async with self._checked(start, context) as scheduler:
+            seen = await self._seen(scheduler, start, context)
             async with pooled(self._pool, self._policy, context) as conn:
                 try:
                     await slurm_nodes.refuse(conn, start, seen, request.reason)

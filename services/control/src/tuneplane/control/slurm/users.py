@@ -14,6 +14,8 @@ import pwd
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tuneplane.control.by_project import ByProject
+
 
 class JobUserError(ValueError):
     """A --slurm-run-as setting that cannot be used, or a project without a user."""
@@ -50,25 +52,9 @@ def resolve(name: str) -> JobUser:
     return JobUser(entry.pw_name, entry.pw_uid, entry.pw_gid, entry.pw_dir)
 
 
-class JobUsers:
+class JobUsers(ByProject[JobUser]):
     def __init__(self, settings: Sequence[str]) -> None:
-        self._by_project: dict[str, JobUser] = {}
-        self._default: JobUser | None = None
-        for item in settings:
-            project, sep, name = item.rpartition("=")
-            user = resolve(name)
-            if not sep:
-                self._default = user
-            elif project in self._by_project:
-                raise JobUserError(f"--slurm-run-as names project {project!r} twice")
-            else:
-                self._by_project[project] = user
+        super().__init__(settings, flag="--slurm-run-as", what="Unix user for its Slurm jobs",
+                         placeholder="USER", resolve=resolve, error=JobUserError)
         if not settings and os.geteuid() != 0:
             self._default = resolve(pwd.getpwuid(os.geteuid()).pw_name)
-
-    def of(self, project: str) -> JobUser:
-        user = self._by_project.get(project, self._default)
-        if user is None:
-            raise JobUserError(f"project {project!r} has no Unix user for its Slurm jobs; "
-                               f"control needs --slurm-run-as {project}=USER")
-        return user

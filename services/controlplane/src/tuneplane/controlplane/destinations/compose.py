@@ -15,7 +15,12 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from tuneplane.controlplane.destinations.passthrough import Refused, resolve, values
+from tuneplane.controlplane.destinations.passthrough import (
+    Refused,
+    component_id,
+    resolve,
+    values,
+)
 from tuneplane.controlplane.destinations.resource import SECRETS_ROOT, Destination, DestinationError
 
 #: Where the exporter service sends OTLP to the composed collector.
@@ -25,7 +30,8 @@ RECEIVER_ENDPOINT = "127.0.0.1:4317"
 def check_together(destinations: Sequence[Destination]) -> None:
     """Sink names (and so exporter, authenticator and secret directory) and extension ids
     are unique across all destinations; an extension is not named for another
-    destination's sink, and a destination names no other destination's extension."""
+    destination's sink, and a destination names no other destination's extension (a
+    value read as the collector reads a component id, ``component_id``)."""
     sinks: dict[str, str] = {}
     extensions: dict[str, str] = {}
     ordered = sorted(destinations, key=lambda d: d.name)
@@ -50,7 +56,7 @@ def check_together(destinations: Sequence[Destination]) -> None:
                                        f"is named for sink {name!r} of destination {other!r}")
         for path, _, _, settings in destination.passthrough():
             for where, _, text in values(settings, path):
-                other = owned.get(text, destination.name)
+                other = owned.get(component_id(text), destination.name)
                 if other != destination.name:
                     raise DestinationError(
                         f"destination {destination.name!r}: {where}: {text!r} is an extension "

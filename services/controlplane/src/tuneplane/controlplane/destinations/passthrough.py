@@ -10,7 +10,10 @@ reads it, and what in it is refused because it would reach past its sink:
   any other value naming the secrets root. An extension's files lie in the directory of
   the sink it is named for (``<type>/<sink>``); one the sinks share reads no file.
 - Extensions. A value naming an extension of the destination names one of the sink's own
-  (composed for it, or named for it) or one the destination's sinks share.
+  (composed for it, or named for it) or one the destination's sinks share. A value is
+  compared as the collector reads a component id (``component_id``: the spaces around
+  its type and its name trimmed), so ``"bearertokenauth / prod "`` names
+  ``bearertokenauth/prod``.
 """
 
 from __future__ import annotations
@@ -31,6 +34,15 @@ DOLLARS = re.compile(r"\$+")
 
 class Refused(ValueError):
     """A passthrough value refused; the message starts with the field's path."""
+
+
+def component_id(text: str) -> str:
+    """``text`` as the collector reads a component id (``component.ID.UnmarshalText``):
+    cut at the first ``/``, the type and the name each trimmed of white space (Go's
+    ``strings.TrimSpace``; ``str.strip`` trims those and a few more, so a value is never
+    taken for another id than the collector's)."""
+    kind, slash, name = text.partition("/")
+    return f"{kind.strip()}{slash}{name.strip()}"
 
 
 def is_file_field(component: str, key: str) -> bool:
@@ -133,9 +145,10 @@ def check(node: Any, path: str, component: str, scope: str | None,
         elif names_root(text, root):
             raise Refused(f"{where}: names the secrets root ({root}); a sink's files are "
                           "given relative to its own directory, in file fields")
-        if text in owners and owners[text] not in (None, scope):
+        named = component_id(text)
+        if named in owners and owners[named] not in (None, scope):
             who = f"sink {scope!r}" if scope else "an extension the sinks share"
-            raise Refused(f"{where}: {text!r} belongs to sink {owners[text]!r}; {who} names "
+            raise Refused(f"{where}: {text!r} belongs to sink {owners[named]!r}; {who} names "
                           "only its own extensions and those the destination's sinks share")
 
 

@@ -1,9 +1,12 @@
 """The TelemetryDestination resource (Kubernetes style): read, validated, with the path of
 the bad field in every error.
 
-The schema (``destination-v1.json``, fastjsonschema) says the shape; this module says
-what a schema cannot: sink names unique, a bearer token needs the secret it is read from,
-an endpoint that parses, settings Tuneplane composes not set twice through ``config``.
+The schema (``destination-v1.json``, fastjsonschema) says the shape; ``limits`` the size
+(nesting and bytes, checked first); this module says what a schema cannot: sink names
+unique, a bearer token needs the secret it is read from, an endpoint that parses, settings
+Tuneplane composes not set twice through ``config``, a ``debug`` sink that does not print
+the points it is sent, and (where the backend asks, Kubernetes) a ``secretRef`` naming
+only a sink's Secret, by its name's prefix.
 ``config`` and ``spec.extensions`` are passed through, but for what would reach past
 their sink (``passthrough``): expansions, files outside the sink's directory, another
 sink's extensions.
@@ -22,6 +25,7 @@ from urllib.parse import urlsplit
 
 import fastjsonschema
 
+from tuneplane.controlplane.destinations import limits
 from tuneplane.controlplane.destinations.passthrough import Refused, check, check_text
 from tuneplane.controlplane.destinations.redaction import redacted
 from tuneplane.controlplane.errors import Invalid
@@ -31,6 +35,10 @@ KIND = "TelemetryDestination"
 #: Where a sink's secret keys reach the collector, one directory per sink.
 SECRETS_ROOT = "/etc/tuneplane/telemetry"
 COMPONENT_ID = re.compile(r"^[a-z][a-z0-9_]*(/[^/\s]+)?$")
+#: The ``debug`` exporter's verbosity that prints no data point (``normal`` prints one line
+#: per point, its attributes and value; ``detailed`` all of it): every tenant's curves
+#: would be in the collector's log.
+DEBUG_VERBOSITY = "basic"
 
 #: The resource's JSON Schema (``destination-v1.json``); the CRD is made from it too.
 SCHEMA: dict[str, Any] = json.loads(
@@ -115,7 +123,15 @@ def check_endpoint(path: str, endpoint: str) -> None:
             raise DestinationError(f"{path}: {host!r} is not an IPv6 address") from None
 
 
-def parse(document: Any, origin: str = "destination") -> Destination:
+def parse(document: Any, origin: str = "destination", *,
+          secret_prefix: str | None = None) -> Destination:
+    """The destination ``document`` holds, or DestinationError naming the field.
+    ``secret_prefix``: what every ``secretRef`` name starts with (the Kubernetes backend:
+    a sink reads only the Secrets made for sinks, never the release's own); None: not
+    checked (PostgreSQL: the Secrets mounted are the deployment's, not the resource's)."""
+    too_big = limits.refusal(document)
+    if too_big is not None:
+        raise DestinationError(f"{origin}: {too_big}")
     try:
         _validate(document)
     except fastjsonschema.JsonSchemaValueException as exc:
@@ -140,7 +156,12 @@ def parse(document: Any, origin: str = "destination") -> Destination:
         if bearer is not None and bearer["key"] in (".", ".."):
             raise DestinationError(f"{origin}: {where}.auth.bearerToken.key: {bearer['key']!r} "
                                    "is not a file in the sink's directory")
+        if "secretRef" in raw and secret_prefix is not None:
+            check_secret_ref(origin, f"{where}.secretRef.name", raw["secretRef"]["name"],
+                             secret_prefix)
         config = raw.get("config", {})
+        if raw["exporter"] == "debug":
+            check_debug(origin, f"{where}.config.verbosity", config)
         for key, composed in (("endpoint", "endpoint" in raw), ("auth", bearer is not None)):
             if composed and key in config:
                 raise DestinationError(f"{origin}: {where}.config.{key}: set by {where}.{key}; "
@@ -173,3 +194,24 @@ def check_plain(origin: str, where: str, text: str) -> None:
         check_text(where, text)
     except Refused as exc:
         raise DestinationError(f"{origin}: {exc}") from None
+
+
+def check_secret_ref(origin: str, where: str, name: str, prefix: str) -> None:
+    """A sink's Secret is one made for sinks: its name starts with ``prefix``."""
+    if not name.startswith(prefix):
+        raise DestinationError(
+            f"{origin}: {where}: {name!r} does not start with {prefix!r}; a sink reads only "
+            f"Secrets named {prefix}<name> (no other Secret of the release's namespace, its "
+            "own among them, is sent anywhere)")
+
+
+def check_debug(origin: str, where: str, config: dict[str, Any]) -> None:
+    """A ``debug`` sink prints no data point into the collector's log."""
+    if "verbosity" not in config:
+        return  # the debug exporter's default is basic
+    verbosity = config["verbosity"]
+    if not isinstance(verbosity, str) or verbosity.lower() != DEBUG_VERBOSITY:
+        raise DestinationError(
+            f"{origin}: {where}: {verbosity!r} is refused; a debug sink takes verbosity "
+            f"{DEBUG_VERBOSITY!r} only (normal and detailed print every point it is sent, "
+            "every tenant's curves, into the collector's log)")

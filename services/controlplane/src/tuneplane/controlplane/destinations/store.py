@@ -102,6 +102,10 @@ async def observe(conn: Connection, on: bool) -> int:
 class PostgresDestinations:
     """The PostgreSQL backend of ``fleet.DestinationStore``."""
 
+    #: ``secretRef`` is not checked: the Secrets the exporter mounts are the deployment's
+    #: (Helm: ``exporter.sinkSecrets``), not chosen by the resource.
+    secret_prefix: str | None = None
+
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
 

@@ -2,11 +2,12 @@
 webhook, run in the release's namespace with a service account that may read the custom
 resources and write their status, and apply the collector's ConfigMap and Deployment.
 
-It composes the OpenTelemetry Collector from every TelemetryDestination (the same code
-as the API resource), runs no collector pod while there is none, mounts each sink's
-Secret under the secrets root, and says in each resource's status whether it is
-exported. Its webhook refuses, before storage, what ``tuneplane destinations apply``
-refuses.
+It composes the OpenTelemetry Collector from the release's TelemetryDestinations (those
+labelled ``tuneplane.dev/release: <TUNEPLANE_DESTINATIONS_RELEASE>``; the same code as the
+API resource), runs no collector pod while there is none, mounts each sink's Secret under
+the secrets root, and says in each resource's status whether it is exported. Its webhook
+refuses, before storage, what ``tuneplane destinations apply`` refuses, and a sink naming
+a Secret not made for sinks (``TUNEPLANE_SINK_SECRET_PREFIX``).
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ import logging
 import os
 import signal
 import sys
+from typing import Any
 
 from tuneplane.contract import flags
 from tuneplane.contract.settings import SettingsError
-from tuneplane.exporter.kube import webhook
+from tuneplane.exporter.kube import scope, webhook
 from tuneplane.exporter.kube.controller import Controller
 from tuneplane.exporter.kube.resources import Kubernetes
 from tuneplane.exporter.kube.settings import ControllerSettings
@@ -42,9 +44,14 @@ async def serve(settings: ControllerSettings) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     kubernetes = await Kubernetes.connect()
-    runner = await webhook.serve(webhook.application(kubernetes.destinations),
-                                 settings.webhook_port, str(settings.webhook_cert),
-                                 str(settings.webhook_key))
+    selector = scope.selector(settings.release)
+
+    async def others() -> list[dict[str, Any]]:
+        return await kubernetes.destinations(selector)
+
+    judged = webhook.Scope(settings.release, settings.sink_secret_prefix, settings.secrets_root)
+    runner = await webhook.serve(webhook.application(others, judged), settings.webhook_port,
+                                 str(settings.webhook_cert), str(settings.webhook_key))
     log.info("admission webhook on :%d%s; composing %s", settings.webhook_port,
              webhook.PATH, settings.otelcol_name)
     try:

@@ -1,9 +1,11 @@
-"""The TelemetryDestination controller: level-triggered. Each pass reads every custom
-resource, takes the usable ones (``fleet.usable``, as the exporter does), composes the
-collector's configuration with the same code as the API resource (``compose``), applies
-the collector's ConfigMap and Deployment server-side (``workload``), and writes each
-resource's status. A pass runs on every change a watch reports, every
-``resync_seconds``, and every 2 s while the collector rolls out; a failed pass is retried.
+"""The TelemetryDestination controller: level-triggered. Each pass reads the release's
+custom resources (those labelled for it, ``scope``), takes the usable ones
+(``fleet.usable``, as the exporter does), composes the collector's configuration with the
+same code as the API resource (``compose``), applies the collector's ConfigMap and
+Deployment server-side (``workload``), and writes the status of each resource read (on
+the version read: one relabelled since is left to its new release). A pass runs on every
+change a watch reports, every ``resync_seconds``, and every 2 s while the collector rolls
+out; a failed pass is retried.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ import contextlib
 import logging
 from typing import Any
 
+from tuneplane.common.kube import conflict
 from tuneplane.controlplane.destinations.compose import dumps, render
 from tuneplane.controlplane.destinations.fleet import usable
-from tuneplane.exporter.kube import status, workload
+from tuneplane.exporter.kube import scope, status, workload
 from tuneplane.exporter.kube.resources import GROUP_VERSION, PLURAL, Kubernetes, document
 from tuneplane.exporter.kube.settings import ControllerSettings
 
@@ -40,8 +43,12 @@ class Controller:
 
     async def reconcile(self) -> bool:
         """One pass; whether everything has settled (the collector runs what is composed)."""
-        resources = await self.kubernetes.destinations()
-        fleet = usable([document(resource) for resource in resources])
+        release = self.settings.release
+        resources = [r for r in await self.kubernetes.destinations(scope.selector(release))
+                     if scope.selected(r, release)]
+        fleet = usable([document(resource) for resource in resources],
+                       secret_prefix=self.settings.sink_secret_prefix,
+                       secrets_root=self.settings.secrets_root)
         config = render(fleet.usable, receiver_endpoint=self.settings.listen,
                         secrets_root=self.settings.secrets_root)
         text = None if config is None else dumps(config)
@@ -57,18 +64,33 @@ class Controller:
                      len(fleet.usable), len(fleet.refused), 0 if text is None else 1)
             self._text = text
         for resource in resources:
-            named = resource["metadata"]["name"]
-            wanted = status.conditions(fleet.refused.get(named), running, name)
-            changed = status.status(resource, wanted)
-            if changed is not None:
-                await self.kubernetes.set_status(named, changed)
+            await self.report(resource, status.conditions(
+                fleet.refused.get(resource["metadata"]["name"]), running, name))
         return running
 
+    async def report(self, resource: dict[str, Any], wanted: list[dict[str, str]]) -> None:
+        """``resource``'s status, written on the version read; one changed since (its
+        labels too) is read again on the next pass."""
+        changed = status.status(resource, wanted)
+        if changed is None:
+            return
+        metadata = resource["metadata"]
+        try:
+            await self.kubernetes.set_status(metadata["name"], changed,
+                                             metadata.get("resourceVersion"))
+        except Exception as exc:
+            if not conflict(exc):
+                raise
+            self._changed.set()
+
     async def watch(self) -> None:
-        """Wakes the loop on every change to the custom resources; reconnects for ever."""
+        """Wakes the loop on every change to the release's custom resources; reconnects
+        for ever."""
+        kind = f"{PLURAL}.{GROUP_VERSION.split('/')[0]}"
         while True:
             try:
-                async for _ in self.kubernetes.api.watch(f"{PLURAL}.{GROUP_VERSION.split('/')[0]}"):
+                async for _ in self.kubernetes.api.watch(
+                        kind, label_selector=scope.selector(self.settings.release)):
                     self._changed.set()
             except asyncio.CancelledError:
                 raise

@@ -5,8 +5,10 @@ same typed fields. ``python -m tuneplane.exporter.kube.crd`` prints it; the char
 
 Cluster-scoped: a destination exports the telemetry of every project and tenant, so
 creating one is a cluster administrator's act; a namespaced kind would let whoever may
-create objects in any namespace send the whole fleet's curves away. The Secrets a sink's
-``secretRef`` names are in the release's namespace, where the collector runs.
+create objects in any namespace send the whole fleet's curves away. A release composes
+only those labelled for it (``scope``: ``tuneplane.dev/release``). The Secrets a sink's
+``secretRef`` names are in that release's namespace, where the collector runs, and start
+with its sink prefix (``tuneplane-sink-``); the webhook and the controller check that.
 
 The schema is structural: ``$ref`` inlined, ``const`` an enum, ``config`` and
 ``spec.extensions`` kept whole (``x-kubernetes-preserve-unknown-fields``). CEL rules say

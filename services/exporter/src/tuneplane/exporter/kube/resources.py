@@ -1,7 +1,7 @@
 """The Kubernetes API as the controller, its webhook and the exporter use it, through kr8s
 (its client: authentication in the pod or from a kubeconfig, retries on expired
-credentials): TelemetryDestinations listed and given a status, objects of the release's
-namespace applied server-side and read.
+credentials): the release's TelemetryDestinations (a label selector, ``scope``) listed and
+given a status, objects of the release's namespace applied server-side and read.
 
 A custom resource's document is what ``resource.parse`` reads: apiVersion, kind, the
 name and labels of its metadata, and its spec; nothing the API server adds (uid,
@@ -11,20 +11,17 @@ composition.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-import kr8s.asyncio
-
 from tuneplane.common.db import Connection
+from tuneplane.common.kube import APPLY, JSON_MERGE
+from tuneplane.common.kube import Kubernetes as BaseKubernetes
 from tuneplane.controlplane.destinations import store
 from tuneplane.controlplane.destinations.resource import API_VERSION
 
 GROUP_VERSION = API_VERSION
 PLURAL = "telemetrydestinations"
 FIELD_MANAGER = "tuneplane-destinations"
-JSON_MERGE = "application/merge-patch+json"
-APPLY = "application/apply-patch+yaml"
 
 
 def document(resource: dict[str, Any]) -> dict[str, Any]:
@@ -37,38 +34,25 @@ def document(resource: dict[str, Any]) -> dict[str, Any]:
             "metadata": kept, "spec": resource.get("spec")}
 
 
-class Kubernetes:
-    """One API connection (kr8s), for the calls this package makes."""
+class Kubernetes(BaseKubernetes):
+    """The calls this package makes."""
 
-    def __init__(self, api: kr8s.asyncio.Api) -> None:
-        self.api = api
-
-    @classmethod
-    async def connect(cls) -> Kubernetes:
-        """In a pod: its service account; elsewhere: ``KUBECONFIG``."""
-        return cls(await kr8s.asyncio.api())
-
-    async def call(self, method: str, version: str, url: str, *, namespace: str | None = None,
-                   body: Any = None, content_type: str = "application/json",
-                   params: dict[str, str] | None = None) -> Any:
-        kwargs: dict[str, Any] = {}
-        if body is not None:
-            kwargs["content"] = json.dumps(body)
-            kwargs["headers"] = {"Content-Type": content_type}
-        if params:
-            kwargs["params"] = params
-        async with self.api.call_api(method, version=version, url=url, namespace=namespace,
-                                     **kwargs) as response:
-            return response.json()
-
-    async def destinations(self) -> list[dict[str, Any]]:
-        """Every TelemetryDestination as the API holds it (metadata and status too)."""
-        listed = await self.call("GET", GROUP_VERSION, PLURAL)
+    async def destinations(self, selector: str) -> list[dict[str, Any]]:
+        """The TelemetryDestinations ``selector`` (a label selector: the release's,
+        ``scope.selector``) selects, as the API holds them (metadata and status too)."""
+        listed = await self.call("GET", GROUP_VERSION, PLURAL,
+                                 params={"labelSelector": selector})
         return list(listed.get("items", []))
 
-    async def set_status(self, name: str, status: dict[str, Any]) -> None:
-        await self.call("PATCH", GROUP_VERSION, f"{PLURAL}/{name}/status",
-                        body={"status": status}, content_type=JSON_MERGE)
+    async def set_status(self, name: str, status: dict[str, Any],
+                         resource_version: str | None = None) -> None:
+        """The resource's status; with ``resource_version``, only on that version of it
+        (the API server answers 409 Conflict once it has changed, its labels too)."""
+        body: dict[str, Any] = {"status": status}
+        if resource_version is not None:
+            body["metadata"] = {"resourceVersion": resource_version}
+        await self.call("PATCH", GROUP_VERSION, f"{PLURAL}/{name}/status", body=body,
+                        content_type=JSON_MERGE)
 
     async def apply(self, manifest: dict[str, Any]) -> dict[str, Any]:
         """Server-side apply of a namespaced object, owned by ``FIELD_MANAGER``."""
@@ -85,19 +69,29 @@ class Kubernetes:
 
 
 class KubernetesDestinations:
-    """The Kubernetes backend of ``fleet.DestinationStore``: the custom resources, with the
-    export epoch kept in PostgreSQL (``store.observe``)."""
+    """The Kubernetes backend of ``fleet.DestinationStore``: the custom resources
+    ``selector`` selects (the release's), with the export epoch kept in PostgreSQL
+    (``store.observe``); a sink names only Secrets starting with ``secret_prefix``."""
 
-    def __init__(self, kubernetes: Kubernetes, conn: Connection) -> None:
+    def __init__(self, kubernetes: Kubernetes, conn: Connection, selector: str,
+                 secret_prefix: str) -> None:
         self._kubernetes = kubernetes
         self._conn = conn
+        self._selector = selector
+        self._secret_prefix = secret_prefix
 
     @classmethod
-    async def connect(cls, conn: Connection) -> KubernetesDestinations:
-        return cls(await Kubernetes.connect(), conn)
+    async def connect(cls, conn: Connection, selector: str,
+                      secret_prefix: str) -> KubernetesDestinations:
+        return cls(await Kubernetes.connect(), conn, selector, secret_prefix)
+
+    @property
+    def secret_prefix(self) -> str | None:
+        return self._secret_prefix
 
     async def documents(self) -> list[dict[str, Any]]:
-        return [document(resource) for resource in await self._kubernetes.destinations()]
+        return [document(resource)
+                for resource in await self._kubernetes.destinations(self._selector)]
 
     async def export_epoch(self, on: bool) -> int:
         return await store.observe(self._conn, on)

@@ -10,6 +10,7 @@ from typing import Any
 from tuneplane.contract.parsers import positive, seconds
 from tuneplane.contract.settings import Settings, setting
 from tuneplane.controlplane.destinations.resource import SECRETS_ROOT
+from tuneplane.exporter.kube.scope import DEFAULT_SECRET_PREFIX, RELEASE, SINK_SECRET_PREFIX
 from tuneplane.exporter.settings import SECRETS_ROOT_VARIABLE
 
 
@@ -43,6 +44,8 @@ class ControllerSettings(Settings):
         help="the composed collector's OTLP gRPC receiver inside its pod (the exporter "
              "reaches it through its Service)")
     secrets_root: str = setting(SECRETS_ROOT_VARIABLE, default=SECRETS_ROOT)
+    release: str = setting(RELEASE)
+    sink_secret_prefix: str = setting(SINK_SECRET_PREFIX, default=DEFAULT_SECRET_PREFIX)
     webhook_port: int = setting(
         "TUNEPLANE_WEBHOOK_PORT", parse=positive, default=8443,
         help="port of the admission webhook (HTTPS) the API server asks before storing a "

@@ -6,7 +6,11 @@ configuration's mount) with what the destinations decide added:
 - replicas: 1 while a destination is composed, 0 with none (no pod, nothing buffered);
 - each sink's ``secretRef`` Secret mounted read-only at ``<secrets root>/<sink>/``, where
   the composition reads its files (a rotated Secret reaches the files through the
-  kubelet, and the collector re-reads them: no restart);
+  kubelet, and the collector re-reads them: no restart). Optional: a missing Secret leaves
+  the sink's directory empty rather than keeping the pod, every sink's, from starting
+  (its bearertokenauth starts without the file, says so, and sends no token until the
+  collector restarts; a file its ``config`` names, ``tls.ca_file``, still stops the
+  collector);
 - the configuration's digest as an annotation of the pod template, so a changed
   composition rolls the pods and an unchanged one leaves them be.
 
@@ -59,7 +63,8 @@ def sink_volumes(destinations: Sequence[Destination], secrets_root: str
             if sink.secret is None:
                 continue
             volumes.append({"name": volume_name(sink.name),
-                            "secret": {"secretName": sink.secret, "defaultMode": 0o444}})
+                            "secret": {"secretName": sink.secret, "defaultMode": 0o444,
+                                       "optional": True}})
             mounts.append({"name": volume_name(sink.name),
                            "mountPath": sink.secret_dir(secrets_root), "readOnly": True})
     return volumes, mounts

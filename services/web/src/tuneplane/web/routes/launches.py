@@ -1,10 +1,11 @@
 """Nodes and launches over HTTP, for platforms that drive Tuneplane from their own
 scheduler: enrollment tokens for new nodes, and launches (the run's next attempt: one
-launch per member on an enrolled node, or one Slurm batch job whose tasks are the members,
-submitted by control's Slurm backend). Nodes and their enrollment are for admins; a run's
-launches are read by its project's viewers and made by its editors. Which Unix user a
-project's Slurm jobs run as is the operator's (control's ``--slurm-run-as``), never the
-request's.
+launch per member on an enrolled node, one Slurm batch job whose tasks are the members,
+or one Kubernetes Indexed Job whose pods are, each submitted by control's backend of that
+scheduler). Nodes and their enrollment are for admins; a run's launches are read by its
+project's viewers and made by its editors. Which Unix user a project's Slurm jobs run as,
+and which namespace its Kubernetes Jobs run in, is the operator's (control's
+``--slurm-run-as``, ``--kubernetes-namespace``), never the request's.
 
 Refusals (``EnrollmentError``, ``LaunchError``, ``RunError``) propagate as typed errors;
 ``tuneplane.web.exceptions`` answers them by kind.
@@ -16,7 +17,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, Field
 
-from tuneplane.controlplane import launches, nodes, slurm_launches, slurm_nodes
+from tuneplane.controlplane import kube_launches, launches, nodes, slurm_launches, slurm_nodes
 from tuneplane.web.auth.access import Caller, Editor, Viewer, admin_only
 from tuneplane.web.dependencies import Now, Pool
 
@@ -53,6 +54,24 @@ class SlurmLaunchCreate(BaseModel):
                         "fresh one per node and start")
     requeue: bool = Field(True, description="a preempted job may start again, as the next "
                                             "attempt")
+
+
+Quantities = dict[Annotated[str, Field(max_length=253)], Annotated[str, Field(max_length=32)]]
+
+
+class KubernetesLaunchCreate(BaseModel):
+    indexes: Annotated[int, Field(ge=1, le=kube_launches.MAX_INDEXES)] = Field(
+        1, description="pods of the Indexed Job; index i is member rank-i")
+    image: Annotated[str, Field(min_length=1, max_length=512)] = Field(
+        description="the training container's image")
+    command: Annotated[list[Annotated[str, Field(max_length=65_536)]],
+                       Field(min_length=1, max_length=4096)]
+    environment: dict[str, Annotated[str, Field(max_length=65_536)]] = Field(
+        default_factory=dict)
+    requests: Quantities = Field(default_factory=dict,
+                                 description="resource requests (cpu, memory, ...)")
+    limits: Quantities = Field(default_factory=dict,
+                               description="resource limits (memory, nvidia.com/gpu, ...)")
 
 
 class EnrollmentTokenCreate(BaseModel):
@@ -114,9 +133,24 @@ async def slurm_launch(_: Editor, pool: Pool, run_id: str,
             "members": queued.members}
 
 
+@router.post("/runs/{run_id}/kubernetes-launches", status_code=201)
+async def kubernetes_launch(_: Editor, pool: Pool, run_id: str,
+                            body: KubernetesLaunchCreate) -> dict[str, Any]:
+    """Queue the run's next attempt as a Kubernetes Indexed Job in the project's namespace
+    (the operator's mapping; pending until its pods run)."""
+    async with pool.acquire() as conn:
+        queued = await kube_launches.create(
+            conn, run_id, indexes=body.indexes,
+            pod=kube_launches.PodSpec(body.image, body.requests, body.limits),
+            command=body.command, environment=body.environment)
+    return {"run_id": run_id, "attempt": queued.attempt, "kubernetes_launch": queued.launch_id,
+            "members": queued.members}
+
+
 @router.get("/runs/{run_id}/launches")
 async def launch_list(_: Viewer, pool: Pool, run_id: str) -> list[dict[str, Any]]:
-    """The run's launches on nodes (``backend`` "node"), then its Slurm jobs ("slurm")."""
+    """The run's launches on nodes (``backend`` "node"), then its Slurm and Kubernetes jobs
+    ("slurm", "kubernetes")."""
     async with pool.acquire() as conn:
         return [*await launches.listing(conn, run_id),
                 *await slurm_nodes.listing(conn, run_id)]

@@ -1,0 +1,132 @@
+"""Kubernetes launches in the control plane (real PostgreSQL): one pod per member, what a
+request may choose and what it may not, and a pod's sidecar redeeming the launch's ticket
+once per index through the same service as a Slurm node's collector."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import asyncpg
+import grpc
+import pytest
+
+from tuneplane.common.tokens import TokenSigner
+from tuneplane.control.calls import Policy
+from tuneplane.control.slurm.service import SlurmJobControl
+from tuneplane.controlplane import kube_launches, runs, slurm_nodes
+from tuneplane.controlplane.errors import InvalidLaunch
+from tuneplane.controlplane.kube_launches import PodSpec
+from tuneplane.controlplane.slurm_launches import JobSeen
+from tuneplane.node.v1 import node_pb2 as pb
+from tuneplane.node.v1 import slurm_pb2 as spb
+
+ARTIFACT = {"version": 1, "sources": [
+    {"id": "a", "kind": "jsonl", "path": "a.jsonl", "owner": "rank-0"},
+    {"id": "b", "kind": "jsonl", "path": "b.jsonl", "owner": "rank-1"}]}
+POD = PodSpec("trainer:1", {"cpu": "500m"}, {"memory": "2Gi", "nvidia.com/gpu": "1"})
+
+
+async def queued(db: asyncpg.Connection, run_id: str, indexes: int = 2) -> int:
+    await runs.create_run(db, ARTIFACT, created_by="test", now=dt.datetime.now(dt.UTC),
+                          run_id=run_id)
+    made = await kube_launches.create(db, run_id, indexes=indexes, pod=POD,
+                                      command=["python", "train.py"], environment={"LR": "1"})
+    assert made.members == [f"rank-{i}" for i in range(indexes)]
+    return made.launch_id
+
+
+async def test_a_launch_is_queued_as_a_kubernetes_job_of_one_task_per_pod(
+        db: asyncpg.Connection, run_id: str) -> None:
+    launch_id = await queued(db, run_id)
+    row = await db.fetchrow("SELECT scheduler, nodes, tasks_per_node, state, options "
+                            "FROM slurm_launches WHERE launch_id = $1", launch_id)
+    assert row is not None
+    assert (row["scheduler"], row["nodes"], row["tasks_per_node"], row["state"]) == (
+        "kubernetes", 2, 1, "queued")
+    listed = await slurm_nodes.listing(db, run_id)
+    assert [(r["backend"], r["attempt_state"]) for r in listed] == [("kubernetes", "pending")]
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    ({"indexes": 0}, "1 .. 1024 indexes"),
+    ({"pod": PodSpec("Trainer:latest")}, "not an image reference"),
+    ({"pod": PodSpec("t:1", {"cpu": "lots"})}, "resource requests cpu='lots'"),
+    ({"environment": {"TUNEPLANE_MEMBER": "rank-9"}}, "set by Tuneplane or Kubernetes"),
+    ({"environment": {"JOB_COMPLETION_INDEX": "0"}}, "set by Tuneplane or Kubernetes"),
+    ({"command": []}, "needs a command"),
+    ({"environment": {f"V{i}": "x" * 60_000 for i in range(2)}}, "at most 65536"),
+    ({"indexes": 1}, "rank-1 are not members"),  # rank-1 owns a source: two pods needed
+])
+async def test_what_a_request_may_not_choose_is_refused_by_name(
+        db: asyncpg.Connection, run_id: str, change: dict[str, Any], said: str) -> None:
+    await runs.create_run(db, ARTIFACT, created_by="test", now=dt.datetime.now(dt.UTC),
+                          run_id=run_id)
+    given: dict[str, Any] = {"indexes": 2, "pod": POD, "command": ["train"],
+                             "environment": {}, **change}
+    with pytest.raises(InvalidLaunch, match=said):
+        await kube_launches.create(db, run_id, **given)
+    assert await db.fetchval("SELECT count(*) FROM attempts WHERE run_id = $1", run_id) == 0
+
+
+class Jobs:
+    """The Kubernetes scheduler as redemption asks it: one Job, as the test says it runs."""
+
+    def __init__(self, job_id: str, seen: JobSeen) -> None:
+        self.shown = {job_id: seen}
+        self.asked = 0
+
+    async def job(self, job_id: str) -> JobSeen | None:
+        self.asked += 1
+        return self.shown.get(job_id)
+
+
+class Aborted(Exception):
+    pass
+
+
+class Context:
+    async def abort(self, code: grpc.StatusCode, details: str) -> Any:
+        raise Aborted(f"{code.name}: {details}")
+
+    def invocation_metadata(self) -> tuple[()]:
+        return ()
+
+
+async def test_each_pods_sidecar_redeems_the_ticket_once_for_its_own_member_only(
+        db: asyncpg.Connection, run_id: str, initialised: Any) -> None:
+    launch_id = await queued(db, run_id)
+    await db.execute("UPDATE slurm_launches SET state = 'submitted', job_id = 'uid-1' "
+                     "WHERE launch_id = $1", launch_id)
+    jobs = Jobs("uid-1", JobSeen("RUNNING", 0))
+    pool = await asyncpg.create_pool(initialised.database_url, min_size=1, max_size=2)
+    try:
+        service = SlurmJobControl(TokenSigner(initialised.jwt_secret), pool,
+                                  Policy(pb.CollectorConfig(telemetry_target="x:8444")),
+                                  {"kubernetes": jobs})
+
+        async def redeem(index: int, job_id: str = "uid-1") -> spb.RedeemReply:
+            start = spb.JobStart(ticket=service.issue_ticket(launch_id, 600), job_id=job_id,
+                                 restart=0, node_index=index, hostname=f"pod-{index}")
+            return await service.Redeem(spb.RedeemRequest(start=start),
+                                        Context())  # type: ignore[arg-type]
+
+        slurm_only = SlurmJobControl(TokenSigner(initialised.jwt_secret), pool,
+                                     Policy(pb.CollectorConfig()), {"slurm": jobs})
+        start = spb.JobStart(ticket=slurm_only.issue_ticket(launch_id, 600), job_id="uid-1",
+                             restart=0, node_index=1, hostname="p")
+        with pytest.raises(Aborted, match="does not follow kubernetes launches"):
+            await slurm_only.Redeem(spb.RedeemRequest(start=start),
+                                    Context())  # type: ignore[arg-type]
+        assert jobs.asked == 0  # refused before any scheduler is asked
+        for index in (0, 1):
+            reply = await redeem(index)
+            assert [m.member for m in reply.credentials.members] == [f"rank-{index}"]
+        with pytest.raises(Aborted, match="already redeemed"):
+            await redeem(0)
+        with pytest.raises(Aborted, match="the job has 2 node"):
+            await redeem(2)
+        with pytest.raises(Aborted, match="not this job's"):  # another Job's uid
+            await redeem(1, "uid-2")
+    finally:
+        await pool.close()
