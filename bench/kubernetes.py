@@ -34,6 +34,7 @@ from tests.kube.release import Release, deployed
 from tests.kube.test_launches import ARTIFACT, TRAINING_IMAGE, call
 from tests.support.kube import kubectl
 from tests.support.readback import Web
+from tuneplane.control.kube.manifest import INDEX
 from tuneplane.telemetry.v1.identity import MemberKey
 
 
@@ -42,7 +43,8 @@ def plain_job(release: Release, pause: float) -> float:
     name = f"plain-{uuid.uuid4().hex[:8]}"
     training = {"name": "training", "image": TRAINING_IMAGE, "workingDir": "/work",
                 "command": ["python3", "-c", Path(trainer.__file__).read_text()],
-                "env": [{"name": "TUNEPLANE_MEMBER", "value": "rank-$(JOB_COMPLETION_INDEX)"},
+                "env": [INDEX,
+                        {"name": "TUNEPLANE_MEMBER", "value": "rank-$(JOB_COMPLETION_INDEX)"},
                         {"name": "TRAINER_PAUSE", "value": str(pause)}],
                 "securityContext": {"runAsUser": 1000, "runAsNonRoot": True},
                 "volumeMounts": [{"name": "work", "mountPath": "/work"}]}

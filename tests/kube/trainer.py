@@ -2,13 +2,14 @@
 Indexed Job by the image's python3 (standard library only: its source is the container's
 command). Rank ``JOB_COMPLETION_INDEX`` writes ``rank-<i>/metrics.jsonl`` (JSONL, float64)
 and ``rank-<i>/tb`` (one TensorBoard event file of float32 scalars, TFRecord-framed with
-masked CRC-32C), in five bursts ``TRAINER_PAUSE`` seconds apart (0.3); ``truth`` says what
-each holds (``steps``: of the first bursts only)."""
+masked CRC-32C), in five bursts ``TRAINER_PAUSE`` seconds apart (0.3); SIGTERM ends it with
+status 143. ``truth`` says what each holds (``steps``: of the first steps only)."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import struct
 import sys
 import time
@@ -75,7 +76,14 @@ def truth(rank: int, steps: int = STEPS
             "tb": {("", "loss"): [(s, WALL0 + s, float32[s]) for s in range(steps)]}}
 
 
+def stopped(signum: int, frame: object) -> None:
+    """SIGTERM ends the training as a launcher's would (as PID 1 it is ignored otherwise)."""
+    print("stopped by SIGTERM", flush=True)
+    sys.exit(143)
+
+
 def main() -> int:
+    signal.signal(signal.SIGTERM, stopped)
     rank = int(os.environ["JOB_COMPLETION_INDEX"])
     member = os.environ["TUNEPLANE_MEMBER"]
     assert member == f"rank-{rank}", member
