@@ -48,6 +48,8 @@ class Release:
     work: Path
     telemetry_port: int
     timings: list[tuple[str, float]] = field(default_factory=list)
+    #: The collector artifact control names; its image is tuneplane-collector:<digest>.
+    collector_digest: str = ""
 
     @property
     def jobs_namespace(self) -> str:
@@ -168,7 +170,7 @@ def deployed(work: Path) -> Iterator[Release]:
     try:
         gateway_secret(namespace, work)
         started = time.monotonic()
-        digest = collector_image(work / "artifact")
+        digest = made.collector_digest = collector_image(work / "artifact")
         made.timed("collector image built and imported", started)
         started = time.monotonic()
         helm("install", "stores", str(STORES_CHART), "-n", namespace,

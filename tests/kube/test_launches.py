@@ -9,6 +9,7 @@ committed past the topic's end (the barrier) no point is stored twice."""
 from __future__ import annotations
 
 import json
+import shutil
 import time
 import urllib.request
 import uuid
@@ -19,7 +20,8 @@ import pytest
 
 from tests.kube import trainer
 from tests.kube.release import GROUP, TOPIC, Release, show_state
-from tests.support.charts import projected_to_end
+from tests.support.charts import image_into_cluster, projected_to_end
+from tests.support.collector_binary import HOST_TARGET, artifact
 from tests.support.kube import kubectl, run_kubectl
 from tests.support.readback import Web
 from tuneplane.telemetry.v1.identity import MemberKey
@@ -177,3 +179,39 @@ def test_a_pod_deleted_mid_run_fails_its_attempt_and_what_it_wrote_is_stored_onc
         # training container had written when it was stopped.
         expected = trainer.truth(0, stored)[source][("", tag)]
         web.wait_exact(member, f"{source}-0", {("", tag): expected}, seconds=0)
+
+
+def test_a_tampered_collector_image_is_refused_with_the_reason_and_nothing_runs(
+        release: Release, tmp_path: Path) -> None:
+    """The image control names (tuneplane-collector:<digest>) replaced by one whose binary is
+    not the artifact's (the real one with bytes appended: it still runs): its sidecar refuses
+    before it redeems anything, the attempt fails saying so, the Job is deleted, and the
+    training container never started."""
+    digest = release.collector_digest
+    real = tmp_path / "real"
+    tampered = tmp_path / "tampered"
+    tampered.mkdir()
+    made = artifact(HOST_TARGET, real)
+    shutil.copy(made / "manifest.json", tampered / "manifest.json")
+    (tampered / "tuneplane-collector").write_bytes(
+        (made / "tuneplane-collector").read_bytes() + b"\0tampered")
+    (tampered / "tuneplane-collector").chmod(0o755)
+    image_into_cluster(tampered, f"tuneplane-collector:{digest}")
+    try:
+        web = release.web()
+        run_id = f"kube-tampered-{uuid.uuid4().hex[:8]}"
+        call(web, "POST", "/runs", {"run_id": run_id, "integration": ARTIFACT})
+        queued = call(web, "POST", f"/runs/{run_id}/kubernetes-launches", {
+            "indexes": 2, "image": TRAINING_IMAGE,
+            "command": ["python3", "-c", Path(trainer.__file__).read_text()]})
+        launch = launched(web, run_id)
+    finally:
+        image_into_cluster(made, f"tuneplane-collector:{digest}")
+    assert (launch["attempt_state"], launch["job_state"]) == ("failed", "FAILED"), launch
+    assert "does not match its manifest's sha256 (tampered)" in launch["detail"], launch
+    assert launch["collectors"] == []  # no ticket redeemed
+    deadline = time.monotonic() + 60
+    while kubectl("-n", release.jobs_namespace, "get", "job", "-l",
+                  f"tuneplane.dev/launch={queued['kubernetes_launch']}", "-o", "name").strip():
+        assert time.monotonic() < deadline, "the refused launch's Job was not deleted"
+        time.sleep(0.5)

@@ -78,13 +78,18 @@ def collector_image(work: Path) -> str:
     from tests.support.collector_binary import HOST_TARGET, artifact
 
     made = artifact(HOST_TARGET, work)
-    name = f"tuneplane-collector:{made.name}"
+    image_into_cluster(made, f"tuneplane-collector:{made.name}")
+    return made.name
+
+
+def image_into_cluster(directory: Path, name: str) -> None:
+    """The collector image of the artifact ``directory`` (or of files laid out as one),
+    built by Docker as ``name`` and imported into the cluster under that name."""
     docker("build", "--quiet", "-f", str(ROOT / "deploy" / "collector-image" / "Dockerfile"),
-           "-t", name, str(made))
+           "-t", name, str(directory))
     done = subprocess.run([str(ROOT / "scripts" / "kube"), "images", name], check=False,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"scripts/kube images {name}: {done.stderr[-2000:]}"
-    return made.name
 
 
 def helm(*args: str, seconds: float = 600) -> str:
