@@ -8,9 +8,9 @@ import datetime as dt
 from typing import Any
 
 import asyncpg
-import grpc
 import pytest
 
+from tests.support.calls import Aborted, redeem
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.control.calls import Policy
 from tuneplane.control.slurm.service import SlurmJobControl
@@ -19,7 +19,6 @@ from tuneplane.controlplane.errors import InvalidLaunch
 from tuneplane.controlplane.kube_launches import PodSpec
 from tuneplane.controlplane.slurm_launches import JobSeen
 from tuneplane.node.v1 import node_pb2 as pb
-from tuneplane.node.v1 import slurm_pb2 as spb
 
 ARTIFACT = {"version": 1, "sources": [
     {"id": "a", "kind": "jsonl", "path": "a.jsonl", "owner": "rank-0"},
@@ -81,18 +80,6 @@ class Jobs:
         return self.shown.get(job_id)
 
 
-class Aborted(Exception):
-    pass
-
-
-class Context:
-    async def abort(self, code: grpc.StatusCode, details: str) -> Any:
-        raise Aborted(f"{code.name}: {details}")
-
-    def invocation_metadata(self) -> tuple[()]:
-        return ()
-
-
 async def test_each_pods_sidecar_redeems_the_ticket_once_for_its_own_member_only(
         db: asyncpg.Connection, run_id: str, initialised: Any) -> None:
     launch_id = await queued(db, run_id)
@@ -104,29 +91,20 @@ async def test_each_pods_sidecar_redeems_the_ticket_once_for_its_own_member_only
         service = SlurmJobControl(TokenSigner(initialised.jwt_secret), pool,
                                   Policy(pb.CollectorConfig(telemetry_target="x:8444")),
                                   {"kubernetes": jobs})
-
-        async def redeem(index: int, job_id: str = "uid-1") -> spb.RedeemReply:
-            start = spb.JobStart(ticket=service.issue_ticket(launch_id, 600), job_id=job_id,
-                                 restart=0, node_index=index, hostname=f"pod-{index}")
-            return await service.Redeem(spb.RedeemRequest(start=start),
-                                        Context())  # type: ignore[arg-type]
-
         slurm_only = SlurmJobControl(TokenSigner(initialised.jwt_secret), pool,
                                      Policy(pb.CollectorConfig()), {"slurm": jobs})
-        start = spb.JobStart(ticket=slurm_only.issue_ticket(launch_id, 600), job_id="uid-1",
-                             restart=0, node_index=1, hostname="p")
         with pytest.raises(Aborted, match="does not follow kubernetes launches"):
-            await slurm_only.Redeem(spb.RedeemRequest(start=start),
-                                    Context())  # type: ignore[arg-type]
+            await redeem(slurm_only, launch_id, "uid-1", node=1)
         assert jobs.asked == 0  # refused before any scheduler is asked
         for index in (0, 1):
-            reply = await redeem(index)
+            reply = await redeem(service, launch_id, "uid-1", node=index,
+                                 hostname=f"pod-{index}")
             assert [m.member for m in reply.credentials.members] == [f"rank-{index}"]
         with pytest.raises(Aborted, match="already redeemed"):
-            await redeem(0)
+            await redeem(service, launch_id, "uid-1", node=0)
         with pytest.raises(Aborted, match="the job has 2 node"):
-            await redeem(2)
+            await redeem(service, launch_id, "uid-1", node=2)
         with pytest.raises(Aborted, match="not this job's"):  # another Job's uid
-            await redeem(1, "uid-2")
+            await redeem(service, launch_id, "uid-2", node=1)
     finally:
         await pool.close()

@@ -107,6 +107,16 @@ async def state(db: asyncpg.Connection, launch_id: int) -> tuple[str, str | None
     return row["state"], row["job_id"], row["detail"], row["attempt"]
 
 
+async def submitted(pool: asyncpg.Pool, db: asyncpg.Connection, run_id: str
+                    ) -> tuple[FakeApi, KubernetesBackend, int, dict[str, Any]]:
+    """A launch the backend has submitted: the API, the backend, the launch and its Job."""
+    api = FakeApi()
+    backend = backend_of(pool, api)
+    launch_id = await queued(db, run_id)
+    await backend.step()
+    return api, backend, launch_id, api.objects[("jobs", "jobs", f"tuneplane-launch-{launch_id}")]
+
+
 def pod(job: dict[str, Any], sidecar: dict[str, Any]) -> dict[str, Any]:
     return {"metadata": {"name": f"{job['metadata']['name']}-0-x", "labels": {
         **job["metadata"]["labels"], "batch.kubernetes.io/controller-uid": job["metadata"]["uid"]}},
@@ -116,13 +126,8 @@ def pod(job: dict[str, Any], sidecar: dict[str, Any]) -> dict[str, Any]:
 
 async def test_the_job_is_made_suspended_with_its_ticket_then_resumed_and_followed(
         pool: asyncpg.Pool, db: asyncpg.Connection, run_id: str) -> None:
-    api = FakeApi()
-    backend = backend_of(pool, api)
-    launch_id = await queued(db, run_id)
-    await backend.step()
-    name = f"tuneplane-launch-{launch_id}"
-    job = api.objects[("jobs", "jobs", name)]
-    secret = api.objects[("jobs", "secrets", name)]
+    api, backend, launch_id, job = await submitted(pool, db, run_id)
+    secret = api.objects[("jobs", "secrets", job["metadata"]["name"])]
     assert secret["stringData"]["ticket"] == f"ticket-{launch_id}"
     assert secret["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
     assert job["spec"]["suspend"] is False  # resumed once its uid was stored
@@ -152,29 +157,21 @@ async def test_a_secret_someone_made_under_the_jobs_name_fails_the_launch_and_it
 
 async def test_a_namespace_not_listed_leaves_its_launches_followed_later_not_vanished(
         pool: asyncpg.Pool, db: asyncpg.Connection, run_id: str) -> None:
-    api = FakeApi()
-    backend = backend_of(pool, api)
-    launch_id = await queued(db, run_id)
-    await backend.step()
+    api, backend, launch_id, job = await submitted(pool, db, run_id)
     api.down.add("jobs")
     await backend.step()
     assert (await state(db, launch_id))[::3] == ("submitted", "pending")
     api.down.clear()
     await backend.step()
     assert (await state(db, launch_id))[::3] == ("submitted", "pending")
-    del api.objects[("jobs", "jobs", f"tuneplane-launch-{launch_id}")]
+    del api.objects[("jobs", "jobs", job["metadata"]["name"])]
     await backend.step()  # listed, and gone: vanished
     assert (await state(db, launch_id))[::3] == ("ended", "failed")
 
 
 async def test_a_refusing_sidecar_fails_the_attempt_in_its_words_and_the_job_is_deleted(
         pool: asyncpg.Pool, db: asyncpg.Connection, run_id: str) -> None:
-    api = FakeApi()
-    backend = backend_of(pool, api)
-    launch_id = await queued(db, run_id)
-    await backend.step()
-    name = f"tuneplane-launch-{launch_id}"
-    job = api.objects[("jobs", "jobs", name)]
+    api, backend, launch_id, job = await submitted(pool, db, run_id)
     said = "tuneplane-collector: refused: p: spool root refused: /var/spool is on NFS"
     api.objects[("jobs", "pods", "p")] = pod(job, {
         "state": {"waiting": {"reason": "CrashLoopBackOff"}},
@@ -183,4 +180,4 @@ async def test_a_refusing_sidecar_fails_the_attempt_in_its_words_and_the_job_is_
     launch, _, detail, attempt = await state(db, launch_id)
     assert (launch, attempt) == ("ended", "failed")
     assert "is on NFS" in detail
-    assert ("jobs", "jobs", name) not in api.objects
+    assert ("jobs", "jobs", job["metadata"]["name"]) not in api.objects

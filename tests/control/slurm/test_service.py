@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 import asyncpg
 import grpc
 import pytest
 
+from tests.support.calls import Aborted, Context, redeem
 from tests.support.slurm_fake import FakeSlurm, launch_row, queue
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.control.jobs import Shown
@@ -21,22 +21,6 @@ from tuneplane.controlplane import runs, slurm_nodes
 from tuneplane.controlplane.slurm_launches import JobSeen
 from tuneplane.node.v1 import slurm_pb2 as spb
 from tuneplane.telemetry.v1.identity import MemberKey
-
-
-class Aborted(Exception):
-    def __init__(self, code: grpc.StatusCode, details: str) -> None:
-        super().__init__(f"{code.name}: {details}")
-        self.code = code
-
-
-class Context:
-    """What the service asks of a call's context."""
-
-    async def abort(self, code: grpc.StatusCode, details: str) -> Any:
-        raise Aborted(code, details)
-
-    def invocation_metadata(self) -> tuple[()]:
-        return ()
 
 
 async def running(backend: SlurmBackend, fake_slurm: FakeSlurm, db: asyncpg.Connection,
@@ -50,13 +34,6 @@ async def running(backend: SlurmBackend, fake_slurm: FakeSlurm, db: asyncpg.Conn
     await backend.step()
     assert (await launch_row(db, launch_id))["attempt_state"] == "running"
     return launch_id, job_id
-
-
-async def redeem(service: SlurmJobControl, launch_id: int, job_id: str, node: int = 0,
-                 restart: int = 0) -> spb.RedeemReply:
-    start = spb.JobStart(ticket=service.issue_ticket(launch_id, 600), job_id=job_id,
-                         restart=restart, node_index=node, hostname="n")
-    return await service.Redeem(spb.RedeemRequest(start=start), Context())  # type: ignore[arg-type]
 
 
 async def collectors(db: asyncpg.Connection, launch_id: int) -> int:

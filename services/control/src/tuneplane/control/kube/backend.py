@@ -20,12 +20,12 @@ from typing import Any
 import asyncpg
 import kr8s
 
-from tuneplane.common.kube import Kubernetes, conflict, not_found
+from tuneplane.common.kube import JSON_MERGE, Kubernetes, conflict, not_found
 from tuneplane.control.jobs import JobBackend, SchedulerError, Shown
 from tuneplane.control.kube import manifest
-from tuneplane.control.kube.manifest import LAUNCH_LABEL, MANAGED_BY, PodReach
+from tuneplane.control.kube.manifest import LAUNCH_LABEL, MANAGED_BY, RUN_ANNOTATION, PodReach
 from tuneplane.control.kube.placement import Namespaces, PlacementError
-from tuneplane.control.kube.seen import SUSPENDED, job_seen
+from tuneplane.control.kube.seen import COLLECTOR_REFUSED, SUSPENDED, job_seen
 from tuneplane.controlplane.kube_launches import SCHEDULER
 from tuneplane.controlplane.slurm_launches import JobSeen
 
@@ -66,8 +66,8 @@ class KubernetesBackend(JobBackend):
                                  params={"labelSelector": selector})
         return list(found.get("items", []))
 
-    async def _shown(self, namespace: str, jobs: list[dict[str, Any]],
-                     pods: list[dict[str, Any]]) -> dict[str, Shown]:
+    def _shown(self, namespace: str, jobs: list[dict[str, Any]],
+               pods: list[dict[str, Any]]) -> dict[str, Shown]:
         """``jobs`` as followed, each with its own pods (by the Job controller's uid label,
         which only the Job's own pods carry)."""
         by_job: dict[str, list[dict[str, Any]]] = {}
@@ -94,7 +94,7 @@ class KubernetesBackend(JobBackend):
                 log.warning("launch namespace %s not listed in this pass: %s", namespace, exc)
                 self._failed.add(namespace)
                 continue
-            shown.update(await self._shown(namespace, jobs, pods))
+            shown.update(self._shown(namespace, jobs, pods))
         return shown
 
     def unseen(self, job_id: str) -> bool:
@@ -108,16 +108,22 @@ class KubernetesBackend(JobBackend):
         if where is None:
             return await super().job(job_id)
         namespace, name = where
+        job = await self._job_named(namespace, name)
+        if job is None or job["metadata"]["uid"] != job_id:
+            return None  # gone, or made again under its name: not the launch's Job
+        pods = await self._listed(namespace, "pods", "v1", f"{CONTROLLER_UID}={job_id}")
+        return self._shown(namespace, [job], pods)[job_id].seen
+
+    async def _job_named(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The Job ``name`` of ``namespace`` as the API holds it, or None."""
         try:
-            job = await self._call("GET", "batch/v1", f"jobs/{name}", namespace)
+            found: dict[str, Any] = await self._call("GET", "batch/v1", f"jobs/{name}",
+                                                     namespace)
         except kr8s.ServerError as exc:
             if not_found(exc):
                 return None
             raise SchedulerError(f"Job {namespace}/{name}: {exc}") from None
-        if job["metadata"]["uid"] != job_id:
-            return None  # made again under its name: not the launch's Job
-        pods = await self._listed(namespace, "pods", "v1", f"{CONTROLLER_UID}={job_id}")
-        return (await self._shown(namespace, [job], pods))[job_id].seen
+        return found
 
     async def submit_job(self, row: dict[str, Any], jobs: Mapping[str, Shown]) -> str:
         try:
@@ -135,6 +141,7 @@ class KubernetesBackend(JobBackend):
             except kr8s.ServerError as exc:
                 raise SchedulerError(f"Job {namespace}/{name} not made: {exc}") from None
         uid = str(made["metadata"]["uid"])
+        self._where[uid] = (namespace, name)
         ticket = self.ticket(launch_id, TICKET_TTL)
         try:
             await self._call("POST", "v1", "secrets", namespace, body=manifest.secret(
@@ -143,10 +150,8 @@ class KubernetesBackend(JobBackend):
             # Made by the control that stopped, with the Job it made; beside a Job made now,
             # a Secret under its name is someone else's (a CA of theirs): never used.
             if not (conflict(exc) and adopted):
-                self._where[uid] = (namespace, name)
                 await self.cancel(uid)  # suspended, it would wait for ever
                 raise SchedulerError(f"Secret {namespace}/{name} not made: {exc}") from None
-        self._where[uid] = (namespace, name)
         return uid
 
     async def _earlier(self, row: Mapping[str, Any], namespace: str,
@@ -156,16 +161,12 @@ class KubernetesBackend(JobBackend):
         under that name before the launch was claimed."""
         if row["state"] != "submitting":
             return None
-        try:
-            found: dict[str, Any] = await self._call("GET", "batch/v1", f"jobs/{name}",
-                                                     namespace)
-        except kr8s.ServerError as exc:
-            if not_found(exc):
-                return None
-            raise SchedulerError(f"Job {namespace}/{name}: {exc}") from None
+        found = await self._job_named(namespace, name)
+        if found is None:
+            return None
         meta = found["metadata"]
         ours = meta.get("labels", {}).get(LAUNCH_LABEL) == str(row["launch_id"]) and \
-            meta.get("annotations", {}).get("tuneplane.dev/run") == row["run_id"]
+            meta.get("annotations", {}).get(RUN_ANNOTATION) == row["run_id"]
         if not ours:
             raise SchedulerError(f"Job {namespace}/{name} exists and is not this launch's")
         return found
@@ -176,14 +177,14 @@ class KubernetesBackend(JobBackend):
         try:
             await self._call("PATCH", "batch/v1", f"jobs/{name}", namespace,
                              body={"spec": {"suspend": False}},
-                             content_type="application/merge-patch+json")
+                             content_type=JSON_MERGE)
         except (SchedulerError, kr8s.ServerError) as exc:
             log.warning("Job %s/%s not resumed yet: %s", namespace, name, exc)
 
     async def shown(self, launch_id: int, job_id: str, seen: JobSeen, state: str) -> None:
         if seen.state == "PENDING" and seen.reason == SUSPENDED:
             await self.submitted(job_id)
-        elif seen.state == "FAILED" and seen.reason == "CollectorRefused":
+        elif seen.state == "FAILED" and seen.reason == COLLECTOR_REFUSED:
             await self.cancel(job_id)  # its sidecars would be restarted for ever
 
     async def cancel(self, job_id: str) -> None:

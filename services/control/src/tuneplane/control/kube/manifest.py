@@ -29,6 +29,7 @@ from tuneplane.control.kube.placement import SPOOL_MOUNT, SpoolGrant
 
 MANAGED_BY = "tuneplane-control"
 LAUNCH_LABEL = "tuneplane.dev/launch"
+RUN_ANNOTATION = "tuneplane.dev/run"
 COLLECTOR = "tuneplane-collector"
 TRAINING = "training"
 WORKDIR = "/work"
@@ -155,7 +156,7 @@ def job(row: Mapping[str, Any], namespace: str, reach: PodReach) -> dict[str, An
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": job_name(launch_id), "namespace": namespace,
                          "labels": labels(launch_id),
-                         "annotations": {"tuneplane.dev/run": row["run_id"],
+                         "annotations": {RUN_ANNOTATION: row["run_id"],
                                          "tuneplane.dev/attempt": str(row["attempt"]),
                                          "tuneplane.dev/project": row["project"]}},
             "spec": {"completionMode": "Indexed", "completions": indexes,

@@ -20,6 +20,8 @@ from tuneplane.control.kube.manifest import COLLECTOR, TRAINING
 from tuneplane.controlplane.slurm_launches import JobSeen
 
 SUSPENDED = "JobSuspended"
+#: The reason of a Job failed by a sidecar's refusal (its Job must then be deleted).
+COLLECTOR_REFUSED = "CollectorRefused"
 #: Exit status of a collector that refused to run (``tuneplane-collector: refused: ...``).
 REFUSED = 2
 
@@ -81,7 +83,7 @@ def job_seen(job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> JobSe
                   if c.get("status") == "True"}
     refused = refusal(pods)
     if refused is not None and "Complete" not in conditions:
-        return JobSeen("FAILED", 0, "CollectorRefused", f"{REFUSED}:0", refused)
+        return JobSeen("FAILED", 0, COLLECTOR_REFUSED, f"{REFUSED}:0", refused)
     if "Complete" in conditions:
         return JobSeen("COMPLETED", 0)
     if "Failed" in conditions:
