@@ -151,7 +151,8 @@ def test_kubernetes_launches_give_control_a_role_in_each_launch_namespace_and_no
     args = container(control)["args"]
     assert {"--kubernetes", "--kubernetes-control-address=rel-tuneplane-control.ml.svc:8443",
             "--kubernetes-control-server-name=gw.example", "--kubernetes-namespace=vision=team-a",
-            "--kubernetes-namespace=team-b", "--kubernetes-spool=hostPath:/scratch/tp"} <= set(args)
+            "--kubernetes-namespace=team-b", "--kubernetes-spool=hostPath:/scratch/tp",
+            "--workload-token-ttl=900"} <= set(args)
     assert control["spec"]["template"]["spec"]["serviceAccountName"] == "rel-tuneplane-control"
     ingest = find(documents, "Deployment", "rel-tuneplane-ingest")["spec"]["template"]["spec"]
     assert ingest["automountServiceAccountToken"] is False
@@ -161,12 +162,18 @@ def test_kubernetes_launches_give_control_a_role_in_each_launch_namespace_and_no
         rules = {(r["apiGroups"][0], resource): set(r["verbs"]) for r in role["rules"]
                  for resource in r["resources"]}
         assert rules[("", "secrets")] == {"create"}  # never read
-        assert rules[("", "pods")] == {"list"}
+        assert rules[("", "pods")] == rules[("", "events")] == {"list"}
         assert "delete" in rules[("batch", "jobs")]
         binding = next(d for d in documents if d["kind"] == "RoleBinding"
                        and d["metadata"].get("namespace") == namespace)
         assert binding["subjects"] == [{"kind": "ServiceAccount",
                                         "name": "rel-tuneplane-control", "namespace": "ml"}]
+    per_project = render("gateway.enabled=true", "gateway.control.kubernetesLaunches.enabled=true",
+                         "gateway.control.kubernetesLaunches.namespaces={team-a}",
+                         "gateway.control.kubernetesLaunches.spool={nlp=hostPath:/scratch,emptyDir}")
+    args = container(find(per_project, "Deployment", "rel-tuneplane-control"))["args"]
+    assert [a for a in args if a.startswith("--kubernetes-spool")] == [
+        "--kubernetes-spool=nlp=hostPath:/scratch", "--kubernetes-spool=emptyDir"]
     plain = render("gateway.enabled=true")
     assert not [d for d in plain if d["kind"] in ("Role", "RoleBinding")
                 and d["metadata"]["name"].endswith("-launches")]

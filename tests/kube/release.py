@@ -40,6 +40,12 @@ GATEWAY_NAME = "tuneplane.test"
 NAME = "tuneplane"
 #: The label a TelemetryDestination carries for the release to compose it.
 DESTINATIONS_LABEL = "tuneplane.dev/release"
+#: A project whose launches' spools are granted a node directory (``hostPath``) that the
+#: network filesystem test mounts a network filesystem on.
+NETWORK_GRANT_PROJECT = "network-grant"
+NETWORK_GRANT = Path("/tmp/tuneplane-kube-network-grant")
+#: Seconds control's workload tokens live in the release.
+WORKLOAD_TOKEN_TTL = 12
 
 
 @dataclass
@@ -120,9 +126,13 @@ def values(namespace: str, collector_digest: str) -> dict[str, object]:
         # image of this checkout's artifact, reaching ingest and control by their Services.
         "gateway.collectorArtifact": f"/opt/tuneplane/artifacts/{collector_digest}",
         "gateway.telemetryTarget": f"tuneplane-ingest.{namespace}.svc:8444",
+        # Short-lived workload tokens: a launch that trains longer renews them (half-life).
+        "gateway.control.workloadTokenTtl": WORKLOAD_TOKEN_TTL,
         "gateway.control.kubernetesLaunches.enabled": True,
         "gateway.control.kubernetesLaunches.namespaces": [f"{namespace}-jobs"],
         "gateway.control.kubernetesLaunches.pullPolicy": "Never",
+        "gateway.control.kubernetesLaunches.spool": [
+            f"{NETWORK_GRANT_PROJECT}=hostPath:{NETWORK_GRANT}", "emptyDir"],
         **{f"networkPolicy.stores.{store}.podSelector": {
             **stores, "app.kubernetes.io/component": store}
            for store in ("kafka", "postgresql", "s3")},

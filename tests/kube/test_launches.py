@@ -11,50 +11,28 @@ from __future__ import annotations
 import json
 import shutil
 import time
-import urllib.request
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.kube import trainer
+from tests.kube.launching import (
+    ARTIFACT,
+    TRAINING_IMAGE,
+    call,
+    launched,
+    pod_logs,
+    training,
+    written,
+)
 from tests.kube.release import GROUP, TOPIC, Release, show_state
 from tests.support.charts import image_into_cluster, projected_to_end
 from tests.support.collector_binary import HOST_TARGET, artifact
-from tests.support.kube import kubectl, run_kubectl
-from tests.support.readback import Web
+from tests.support.kube import kubectl
 from tuneplane.telemetry.v1.identity import MemberKey
 
 pytestmark = [pytest.mark.usefixtures("kube_cluster", "docker_engine"), pytest.mark.timeout(900)]
-
-TRAINING_IMAGE = "python:3.11-slim"
-ARTIFACT = {"version": 1, "sources": [
-    entry for rank in (0, 1) for entry in (
-        {"id": f"metrics-{rank}", "kind": "jsonl", "path": f"rank-{rank}/metrics.jsonl",
-         "owner": f"rank-{rank}"},
-        {"id": f"tb-{rank}", "kind": "tensorboard", "path": f"rank-{rank}/tb",
-         "owner": f"rank-{rank}"})]}
-
-
-def call(web: Web, method: str, path: str, body: Any = None) -> Any:
-    request = urllib.request.Request(
-        f"{web.base}{path}", method=method,
-        data=None if body is None else json.dumps(body).encode(),
-        headers={"Authorization": f"Bearer {web.token}", "Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as answer:
-        return json.loads(answer.read() or b"null")
-
-
-def launched(web: Web, run_id: str, seconds: float = 300) -> dict[str, Any]:
-    """The run's launch once its attempt has ended."""
-    deadline = time.monotonic() + seconds
-    while True:
-        (launch,) = call(web, "GET", f"/runs/{run_id}/launches")
-        if launch["attempt_state"] not in ("pending", "running"):
-            return dict(launch)
-        assert time.monotonic() < deadline, f"attempt still {launch['attempt_state']}: {launch}"
-        time.sleep(1)
 
 
 def test_a_two_index_job_delivers_both_members_exactly_and_ends_finished(
@@ -93,17 +71,6 @@ def test_a_two_index_job_delivers_both_members_exactly_and_ends_finished(
         member = MemberKey(run_id, 1, f"rank-{rank}")
         for source, truth in trainer.truth(rank).items():
             web.wait_exact(member, f"{source}-{rank}", truth, seconds=0)
-
-
-def pod_logs(release: Release, launch_id: int, container: str, *, started: bool = True) -> str:
-    """What the launch's pods' ``container`` printed; with ``started=False``, "" while it
-    has not started yet."""
-    args = ("-n", release.jobs_namespace, "logs", "-l", f"tuneplane.dev/launch={launch_id}",
-            "-c", container, "--tail=-1")
-    if started:
-        return kubectl(*args)
-    done = run_kubectl(args, None, 60)
-    return done.stdout if done.returncode == 0 else ""
 
 
 def test_a_hostile_training_command_reaches_nothing_of_the_sidecars_nor_the_cluster(
@@ -153,15 +120,8 @@ def test_a_pod_deleted_mid_run_fails_its_attempt_and_what_it_wrote_is_stored_onc
     artifact = {"version": 1, "sources": [
         {"id": "metrics-0", "kind": "jsonl", "path": "rank-0/metrics.jsonl", "owner": "rank-0"},
         {"id": "tb-0", "kind": "tensorboard", "path": "rank-0/tb", "owner": "rank-0"}]}
-    call(web, "POST", "/runs", {"run_id": run_id, "integration": artifact})
-    queued = call(web, "POST", f"/runs/{run_id}/kubernetes-launches", {
-        "indexes": 1, "image": TRAINING_IMAGE, "environment": {"TRAINER_PAUSE": "4"},
-        "command": ["python3", "-c", Path(trainer.__file__).read_text()]})
-    launch_id = queued["kubernetes_launch"]
-    deadline = time.monotonic() + 180
-    while "burst 1 written" not in pod_logs(release, launch_id, "training", started=False):
-        assert time.monotonic() < deadline, "the training container wrote no second burst"
-        time.sleep(0.5)
+    launch_id = training(web, run_id, artifact, 1, pause=4)
+    written(release, launch_id, "burst 1 written")
     kubectl("-n", release.jobs_namespace, "delete", "pod", "-l",
             f"tuneplane.dev/launch={launch_id}", "--wait=false")
     launch = launched(web, run_id)

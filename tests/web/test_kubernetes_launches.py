@@ -32,7 +32,7 @@ async def test_an_editor_queues_an_indexed_job_whose_pods_are_the_members(
     assert row is not None
     assert json.loads(row["options"]) == {"image": "registry.local/trainer:1",
                                           "requests": {"cpu": "2"},
-                                          "limits": {"nvidia.com/gpu": "1"}, "requeue": False}
+                                          "limits": {"nvidia.com/gpu": "1"}, "requeue": True}
 
 
 async def test_a_namespace_in_the_request_and_malformed_values_are_refused(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 import secrets
 import time
 
@@ -18,7 +19,14 @@ from tests.support.environment import Endpoints
 from tests.support.kafka import produce
 from tests.support.processes import Process
 from tests.support.truth import member_batch
-from tuneplane.controlplane import launches, passwords, runs, slurm_launches, slurm_nodes
+from tuneplane.controlplane import (
+    kube_launches,
+    launches,
+    passwords,
+    runs,
+    slurm_launches,
+    slurm_nodes,
+)
 from tuneplane.telemetry.v1.identity import MemberKey
 
 
@@ -172,7 +180,9 @@ async def test_a_run_page_shows_a_slurm_jobs_starts_as_attempts_and_its_ranks_as
             ["rank-0", "failed", "gpu-0 · job 4242"], ["rank-1", "failed", "gpu-0 · job 4242"],
             ["rank-2", "refused", "gpu-1 · job 4242"], ["rank-3", "refused", "gpu-1 · job 4242"]]
         assert members[2][10] == refused
-        assert members[0][10].startswith("job failed (exit 1:0); tuneplane: refused: gpu-1")
+        # gpu-0's collector of start 1 never reported its drain (its node's spool is kept).
+        assert members[0][10].startswith("its collector never reported its drain; job failed "
+                                         "(exit 1:0); tuneplane: refused: gpu-1")
         await page.screenshot(path=str(ARTIFACTS / "run-slurm.png"), full_page=True)
         await page.click("#attempts a:text-is('#1')")
         await page.locator("#selected", has_text="#1").wait_for()
@@ -188,3 +198,86 @@ async def test_a_run_page_shows_a_slurm_jobs_starts_as_attempts_and_its_ranks_as
     assert missing == [telemetry, telemetry]
     assert errors == ["Failed to load resource: the server responded with a status of 404 "
                       "(Not Found)"] * 2
+
+
+async def test_a_run_page_shows_a_kubernetes_jobs_pods_events_and_a_destroyed_spool(
+        web: Process, db: asyncpg.Connection, run_id: str) -> None:
+    """Attempt 1's Job had a pod evicted (preempted: queued again as attempt 2); attempt 2's
+    index 1 was force-deleted before its sidecar reported: its emptyDir spool is lost. What
+    Kubernetes said of each attempt's Job is listed with it."""
+    user = await add_user(db, "viewer", roles={"default": "viewer"})
+    await passwords.set_password(db, user, PASSWORD)
+    await runs.create_run(db, {"version": 1, "sources": [
+        {"id": f"m{r}", "kind": "jsonl", "path": f"r{r}.jsonl", "owner": f"rank-{r}"}
+        for r in range(2)]}, created_by="test", now=dt.datetime.now(dt.UTC), run_id=run_id)
+    first = (await kube_launches.create(db, run_id, indexes=2,
+                                        pod=kube_launches.PodSpec("trainer:1"),
+                                        command=["python", "train.py"],
+                                        environment={})).launch_id
+    Seen = slurm_launches.JobSeen
+
+    async def ran(launch_id: int, job_id: str, events: list[dict[str, object]]) -> None:
+        await db.execute("UPDATE slurm_launches SET state = 'submitted', job_id = $2, "
+                         "events = $3::jsonb, options = options || '{\"spool\": \"emptyDir\"}'"
+                         " WHERE launch_id = $1", launch_id, job_id, json.dumps(events))
+        for index in (0, 1):
+            start = slurm_nodes.Start(launch_id, job_id, 0, index,
+                                      f"tuneplane-launch-{launch_id}-{index}-x{job_id[-2:]}")
+            await slurm_nodes.redeem(db, start, Seen("RUNNING", 0))
+
+    def said(at: str, kind: str, reason: str, what: str, message: str) -> dict[str, object]:
+        return {"at": f"2026-12-06T10:{at}Z", "type": kind, "reason": reason,
+                "object": what, "message": message, "count": 1}
+
+    await ran(first, "uid-a1", [
+        said("00:01", "Normal", "SuccessfulCreate", f"job/tuneplane-launch-{first}",
+             f"Created pod: tuneplane-launch-{first}-0-xa1"),
+        said("03:10", "Warning", "PodFailurePolicy", f"job/tuneplane-launch-{first}",
+             f"Pod jobs/tuneplane-launch-{first}-0-xa1 has condition DisruptionTarget "
+             "matching FailJob rule at index 0")])
+    for index in (0, 1):
+        await slurm_nodes.report(db, first, 0, index, undelivered=0, detail="",
+                                 by_member={f"rank-{index}": 0})
+    await slurm_launches.follow(db, first, Seen("PREEMPTED", 0, "DisruptionTarget", comment=(
+        f"tuneplane-launch-{first}-0-xa1: EvictionByEvictionAPI: Eviction API: evicting")))
+    second = await db.fetchval("SELECT max(launch_id) FROM slurm_launches WHERE run_id = $1",
+                               run_id)
+    await ran(second, "uid-b2", [
+        said("04:02", "Warning", "FailedScheduling", f"pod/tuneplane-launch-{second}-1-xb2",
+             "0/1 nodes are available: 1 Insufficient memory."),
+        said("05:40", "Warning", "OOMKilled", f"pod/tuneplane-launch-{second}-0-xb2",
+             "container training exited 137")])
+    await slurm_nodes.report(db, second, 0, 0, undelivered=0, detail="",
+                             by_member={"rank-0": 0})
+    await slurm_launches.follow(db, second, Seen("FAILED", 0, "BackoffLimitExceeded"))
+    async with opened_page(height=900) as opened:
+        page = opened.page
+        await page.goto(f"http://localhost:{web.port}/runs/{run_id}")
+        await sign_in(page, user, PASSWORD)
+        await page.wait_for_url(f"**/runs/{run_id}")
+        await page.wait_for_selector("body[data-ready=true]")
+        assert await page.locator("#undelivered").inner_text() == \
+            "0 batches · 1 spool lost with its pod"
+        rows = [await cells(r) for r in await page.locator("#attempts tbody tr").all()]
+        assert [(r[0], r[1], r[9]) for r in rows] == [("#1", "preempted", "0"),
+                                                      ("#2", "failed", "lost")]
+        members = [await cells(r) for r in await page.locator("#members tbody tr").all()]
+        assert [m[:3] for m in members] == [
+            ["rank-0", "failed", f"pod tuneplane-launch-{second}-0-xb2"],
+            ["rank-1", "failed", f"pod tuneplane-launch-{second}-1-xb2"]]
+        assert (members[0][9], members[1][9]) == ("0", "lost")
+        assert "the spool (an emptyDir) was destroyed with it" in members[1][10]
+        events = [await cells(r) for r in await page.locator("#events tbody tr").all()]
+        assert [e[1:3] for e in events] == [["Warning", "FailedScheduling"],
+                                            ["Warning", "OOMKilled"]]
+        await page.screenshot(path=str(ARTIFACTS / "run-kubernetes.png"), full_page=True)
+        await page.click("#attempts a:text-is('#1')")
+        await page.locator("#events-of", has_text="#1").wait_for()
+        events = [await cells(r) for r in await page.locator("#events tbody tr").all()]
+        assert [e[2] for e in events] == ["SuccessfulCreate", "PodFailurePolicy"]
+        members = [await cells(r) for r in await page.locator("#members tbody tr").all()]
+        assert members[0][10].startswith(f"job preempted; tuneplane-launch-{first}-0-xa1: "
+                                         "EvictionByEvictionAPI")
+        assert members[0][10].endswith(f"queued again as launch {second}, attempt 2")
+        await page.screenshot(path=str(ARTIFACTS / "run-kubernetes-preempted.png"),
+                              full_page=True)

@@ -1,11 +1,13 @@
 """Control's Kubernetes backend (real PostgreSQL) against an API server that holds what the
 test puts in it: the Job made suspended, its Secret, resumed once its uid is stored; a
 Secret already there beside a new Job; a namespace that cannot be listed; a sidecar that
-refuses; redemption asking for the one Job."""
+refuses; redemption asking for the one Job; what Kubernetes said of it stored; a Job whose pod
+was evicted followed by a new one, the next attempt."""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -17,14 +19,14 @@ import pytest
 
 from tuneplane.control.kube.backend import KubernetesBackend
 from tuneplane.control.kube.manifest import PodReach
-from tuneplane.control.kube.placement import Namespaces, SpoolGrant
+from tuneplane.control.kube.placement import Namespaces, Spools
 from tuneplane.controlplane import kube_launches, runs
 
 ARTIFACT = {"version": 1, "sources": [
     {"id": "a", "kind": "jsonl", "path": "a.jsonl", "owner": "rank-0"}]}
 REACH = PodReach(control="control:8443", server_name="", control_ca_pem="CA",
                  image="tuneplane-collector:x", digest="x", pull_policy="Never",
-                 spool=SpoolGrant.parse("emptyDir"), drain_seconds=30,
+                 spools=Spools(["emptyDir"]), drain_seconds=30,
                  collector_environment={})
 
 
@@ -70,7 +72,8 @@ class FakeApi:
 
 def matches(obj: dict[str, Any], selector: str) -> bool:
     labels = obj["metadata"].get("labels", {})
-    return all(labels.get(k) == v for k, v in (p.split("=", 1) for p in selector.split(",")))
+    return all(labels.get(k) == v
+               for k, v in (p.split("=", 1) for p in selector.split(",") if p))
 
 
 @pytest.fixture
@@ -181,3 +184,59 @@ async def test_a_refusing_sidecar_fails_the_attempt_in_its_words_and_the_job_is_
     assert (launch, attempt) == ("ended", "failed")
     assert "is on NFS" in detail
     assert ("jobs", "jobs", job["metadata"]["name"]) not in api.objects
+
+
+def event(name: str, kind: str, involved: str, uid: str, reason: str, at: str,
+          kind_of: str = "Normal") -> dict[str, Any]:
+    return {"metadata": {"name": name}, "type": kind_of, "reason": reason, "count": 1,
+            "message": f"{reason} of {involved}", "lastTimestamp": at,
+            "involvedObject": {"kind": kind, "name": involved, "uid": uid}}
+
+
+async def test_what_kubernetes_said_of_the_job_and_its_pods_is_stored_with_the_launch(
+        pool: asyncpg.Pool, db: asyncpg.Connection, run_id: str) -> None:
+    api, backend, launch_id, job = await submitted(pool, db, run_id)
+    name, uid = job["metadata"]["name"], job["metadata"]["uid"]
+    for made in (
+            event("e1", "Job", name, uid, "SuccessfulCreate", "2026-01-01T00:00:01Z"),
+            event("e2", "Pod", f"{name}-0-x", "p", "FailedScheduling", "2026-01-01T00:00:02Z",
+                  "Warning"),
+            event("e3", "Pod", f"{name}0-0-x", "q", "Pulled", "2026-01-01T00:00:03Z"),
+            event("e4", "Job", name, "another-uid", "Completed", "2026-01-01T00:00:04Z")):
+        api.objects[("jobs", "events", made["metadata"]["name"])] = made
+    backend._events.clear()  # read again now, not in EVENTS_SECONDS
+    await backend.step()
+    stored = json.loads(await db.fetchval("SELECT events FROM slurm_launches WHERE "
+                                          "launch_id = $1", launch_id))
+    assert [(e["object"], e["reason"], e["type"]) for e in stored] == [
+        (f"job/{name}", "SuccessfulCreate", "Normal"),
+        (f"pod/{name}-0-x", "FailedScheduling", "Warning")]  # not another Job's, nor its pods'
+    api.objects[("jobs", "pods", "p")] = pod(job, {"state": {"running": {}}})
+    api.objects[("jobs", "pods", "p")]["status"]["containerStatuses"] = [
+        {"name": "training", "state": {"terminated": {
+            "exitCode": 137, "reason": "OOMKilled", "finishedAt": "2026-01-01T00:00:09Z"}}}]
+    job["status"] = {"conditions": [{"type": "Failed", "status": "True",
+                                     "reason": "BackoffLimitExceeded", "message": "limit"}]}
+    await backend.step()  # ended: what was said is read once more, and stored
+    stored = json.loads(await db.fetchval("SELECT events FROM slurm_launches WHERE "
+                                          "launch_id = $1", launch_id))
+    assert (stored[-1]["reason"], stored[-1]["message"]) == (
+        "OOMKilled", "container training exited 137")
+
+
+async def test_a_job_whose_pod_was_evicted_is_followed_by_a_new_job_the_next_attempt(
+        pool: asyncpg.Pool, db: asyncpg.Connection, run_id: str) -> None:
+    api, backend, launch_id, job = await submitted(pool, db, run_id)
+    api.objects[("jobs", "pods", "p")] = pod(job, {"state": {"running": {}}})
+    await backend.step()
+    job["status"] = {"conditions": [{
+        "type": "Failed", "status": "True", "reason": "PodFailurePolicy",
+        "message": "Pod jobs/p has condition DisruptionTarget matching FailJob rule"}]}
+    await backend.step()  # the launch ends, queued again
+    launch, _, detail, attempt = await state(db, launch_id)
+    assert (launch, attempt) == ("ended", "preempted")
+    again = int(detail.rsplit("queued again as launch ", 1)[1].split(",")[0])
+    await backend.step()  # the new launch submitted: a Job of its own
+    made = api.objects[("jobs", "jobs", f"tuneplane-launch-{again}")]
+    assert made["metadata"]["annotations"]["tuneplane.dev/attempt"] == "2"
+    assert (await state(db, again))[::3] == ("submitted", "pending")

@@ -6,11 +6,11 @@ import json
 from typing import Any
 
 from tuneplane.control.kube import manifest
-from tuneplane.control.kube.placement import SpoolGrant
+from tuneplane.control.kube.placement import Spools
 
 REACH = manifest.PodReach(control="tuneplane-control.tp.svc:8443", server_name="gateway.test",
                           control_ca_pem="CA", image="tuneplane-collector:" + "a" * 64,
-                          digest="a" * 64, pull_policy="Never", spool=SpoolGrant.parse("emptyDir"),
+                          digest="a" * 64, pull_policy="Never", spools=Spools(["emptyDir"]),
                           drain_seconds=30, collector_environment={})
 ROW = {"launch_id": 7, "run_id": "r-1", "attempt": 2, "nodes": 3, "project": "vision",
        "member_template": "rank-{rank}", "command": json.dumps(["python", "-c", "$(HOME) $$"]),
@@ -32,6 +32,9 @@ def test_an_indexed_job_of_one_pod_per_member_made_suspended_in_the_given_namesp
         ("Indexed", 3, 3)
     assert spec["suspend"] is True
     assert spec["backoffLimit"] == 0
+    # A pod preempted or evicted fails the Job at once (queued again as the next attempt).
+    assert spec["podFailurePolicy"] == {"rules": [{"action": "FailJob", "onPodConditions": [
+        {"type": "DisruptionTarget", "status": "True"}]}]}
 
 
 def test_the_sidecar_alone_holds_the_ticket_and_the_spool() -> None:

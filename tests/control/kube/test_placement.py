@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from tuneplane.control.kube.placement import SPOOL_MOUNT, Namespaces, PlacementError, SpoolGrant
+from tuneplane.control.kube.placement import (
+    SPOOL_MOUNT,
+    Namespaces,
+    PlacementError,
+    SpoolGrant,
+    Spools,
+)
 
 
 def test_a_project_runs_in_its_namespace_and_every_other_in_the_bare_one() -> None:
@@ -52,3 +58,16 @@ def test_each_grant_gives_its_volume_and_the_sidecars_spool_root() -> None:
 def test_a_grant_not_understood_is_refused_saying_the_forms(text: str) -> None:
     with pytest.raises(PlacementError, match="emptyDir, hostPath:/DIR or storageClass"):
         SpoolGrant.parse(text)
+
+
+def test_a_spool_grant_per_project_and_empty_dir_for_the_others_unless_one_is_bare() -> None:
+    spools = Spools(["nlp=hostPath:/scratch", "vision=storageClass:local-nvme"])
+    assert str(spools.of("nlp")) == "hostPath:/scratch"
+    assert str(spools.of("vision")) == "storageClass:local-nvme:1Gi"
+    assert str(spools.of("anyone")) == "emptyDir"
+    assert str(Spools(["nlp=emptyDir", "hostPath:/x"]).of("anyone")) == "hostPath:/x"
+    assert str(Spools([]).of("anyone")) == "emptyDir"
+    with pytest.raises(PlacementError, match="--kubernetes-spool names project 'a' twice"):
+        Spools(["a=emptyDir", "a=hostPath:/x"])
+    with pytest.raises(PlacementError, match="emptyDir, hostPath:/DIR or storageClass"):
+        Spools(["a=nfs:/x"])

@@ -68,3 +68,18 @@ def test_a_sidecar_ended_by_its_drain_is_no_refusal() -> None:
                   main={"state": {"terminated": {"exitCode": 0}}})
     assert job_seen(job(("Complete", "", "")), [drained]).state == "COMPLETED"
     assert job_seen(job(), [drained]).state == "RUNNING"  # before the Job says Complete
+
+
+def test_a_job_failed_by_its_policy_for_an_evicted_pod_is_preempted_saying_how() -> None:
+    evicted = pod("p-0", "Failed", main={"state": {"terminated": {"exitCode": 143}}})
+    evicted["status"]["conditions"].append({
+        "type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+        "message": "Eviction API: evicting"})
+    seen = job_seen(job(("Failed", "PodFailurePolicy", "Pod ns/p-0 has condition "
+                         "DisruptionTarget matching FailJob rule at index 0")), [evicted])
+    assert (seen.state, seen.reason, seen.comment) == (
+        "PREEMPTED", "DisruptionTarget", "p-0: EvictionByEvictionAPI: Eviction API: evicting")
+    # Failed by the same policy for another reason, or by its backoff limit: failed.
+    for reason, message in (("PodFailurePolicy", "Container training exited with 3"),
+                            ("BackoffLimitExceeded", "backoff limit")):
+        assert job_seen(job(("Failed", reason, message)), [evicted]).state == "FAILED"

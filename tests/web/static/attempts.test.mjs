@@ -2,7 +2,7 @@
 // job's starts as its members' launches, and an attempt's members.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { asLaunches, attemptsOf, membersOf, slurmLaunches, undeliveredOf } from
+import { asLaunches, attemptsOf, eventsOf, jobLaunches, lostOf, membersOf, undeliveredOf } from
   "../../../services/web/src/tuneplane/web/static/attempts.js";
 
 // A Slurm job on 2 nodes of 2 tasks each, started twice: node 0 reported both starts, node 1
@@ -17,9 +17,9 @@ const job = {
   ],
 };
 
-describe("slurmLaunches", () => {
+describe("jobLaunches", () => {
   const states = new Map([[1, "preempted"], [2, "running"]]);
-  const launches = slurmLaunches(job, (n) => states.get(n));
+  const launches = jobLaunches(job, (n) => states.get(n));
 
   test("one launch per member of each start a collector told of; ranks by node and task", () => {
     assert.deepEqual(launches.map((l) => `${l.attempt}:${l.member}`),
@@ -29,7 +29,7 @@ describe("slurmLaunches", () => {
   test("where each ran, what it left undelivered, and an earlier start said to have run again", () => {
     const first = launches.find((l) => l.attempt === 1 && l.member === "worker1");
     assert.deepEqual(first, { attempt: 1, member: "worker1", state: "preempted", node: "n0 · job 77", exit_code: null,
-      undelivered: 3, detail: "this start of job 77 was preempted; the job ran again" });
+      undelivered: 3, lost: false, detail: "this start of job 77 was preempted; the job ran again" });
     assert.equal(launches.find((l) => l.attempt === 1 && l.member === "worker2").node, "node 1 · job 77");
   });
 
@@ -40,11 +40,55 @@ describe("slurmLaunches", () => {
   });
 
   test("a job not yet given an id is queued; a refused collector says why", () => {
-    const queued = slurmLaunches({ ...job, job_id: null, collectors: [], nodes: 1, tasks_per_node: 1 }, () => undefined);
+    const queued = jobLaunches({ ...job, job_id: null, collectors: [], nodes: 1, tasks_per_node: 1 }, () => undefined);
     assert.deepEqual(queued.map((l) => [l.member, l.node, l.state]), [["worker0", "queued", "running"]]);
-    const refused = slurmLaunches({ ...job, collectors: [{ attempt: 2, node: 0, hostname: "n0", refused: "checksum differs" }],
+    const refused = jobLaunches({ ...job, collectors: [{ attempt: 2, node: 0, hostname: "n0", refused: "checksum differs" }],
       nodes: 1, tasks_per_node: 1 }, () => "running");
     assert.deepEqual(refused.map((l) => [l.state, l.detail]), [["refused", "checksum differs"]]);
+  });
+});
+
+// A Kubernetes Job of 2 indexes that failed: index 0's sidecar reported, index 1's pod was
+// deleted with no grace (its emptyDir spool with it).
+const kubeJob = {
+  backend: "kubernetes", launch_id: 5, job_id: "0c1d-uid", attempt: 1, attempt_state: "failed",
+  state: "ended", spool: "emptyDir", nodes: 2, tasks_per_node: 1, member_template: "rank-{rank}",
+  detail: "job failed",
+  collectors: [
+    { attempt: 1, node: 0, hostname: "tuneplane-launch-5-0-ab", refused: null, reported: true,
+      undelivered_by_member: {} },
+    { attempt: 1, node: 1, hostname: "tuneplane-launch-5-1-cd", refused: null, reported: false },
+  ],
+  events: [
+    { at: "2026-01-01T00:00:09Z", type: "Warning", reason: "Evicted", object: "pod/p", message: "m", count: 1 },
+    { at: "2026-01-01T00:00:01Z", type: "Normal", reason: "SuccessfulCreate", object: "job/j", message: "m", count: 1 },
+  ],
+};
+
+describe("a Kubernetes Job's launches", () => {
+  const launches = jobLaunches(kubeJob, () => "failed");
+
+  test("each index's pod and Job are where it ran", () => {
+    assert.deepEqual(launches.map((l) => [l.member, l.node]), [
+      ["rank-0", "pod tuneplane-launch-5-0-ab"], ["rank-1", "pod tuneplane-launch-5-1-cd"]]);
+  });
+
+  test("a sidecar that never reported lost its emptyDir spool, and says so", () => {
+    assert.deepEqual(launches.map((l) => l.lost), [false, true]);
+    assert.match(launches[1].detail, /spool \(an emptyDir\) was destroyed with it/);
+    assert.equal(lostOf(launches), 1);
+    assert.equal(lostOf(jobLaunches({ ...kubeJob, spool: "hostPath" }, () => "failed")), 0);
+    assert.match(jobLaunches({ ...kubeJob, spool: "hostPath" }, () => "failed")[1].detail,
+      /^its collector never reported its drain; job failed$/);
+  });
+
+  test("what Kubernetes said of an attempt's Job, oldest first; nothing of another attempt", () => {
+    assert.deepEqual(eventsOf([kubeJob], 1).map((e) => e.reason), ["SuccessfulCreate", "Evicted"]);
+    assert.deepEqual(eventsOf([kubeJob, { backend: "node", attempt: 2 }], 2), []);
+  });
+
+  test("listed among launches as its members", () => {
+    assert.deepEqual(asLaunches([kubeJob], null).map((l) => l.member), ["rank-0", "rank-1"]);
   });
 });
 

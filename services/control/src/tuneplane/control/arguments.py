@@ -60,11 +60,13 @@ def parser(description: str) -> argparse.ArgumentParser:
                    metavar="[PROJECT=]NAMESPACE",
                    help="the namespace a project's Jobs run in (repeatable; a bare NAMESPACE: "
                         "every other project); a project without one cannot launch")
-    s.add_argument("--kubernetes-spool", default="emptyDir", metavar="GRANT",
-                   help="where the sidecars' spools live: emptyDir (the node's disk, gone "
-                        "with the pod), hostPath:/DIR (a node directory shared as /tmp is, "
-                        "1777) or storageClass:NAME[:SIZE] (a generic ephemeral volume); a "
-                        "network filesystem is refused by the collector (default emptyDir)")
+    s.add_argument("--kubernetes-spool", action="append", default=[],
+                   metavar="[PROJECT=]GRANT",
+                   help="where a project's sidecars' spools live (repeatable; a bare GRANT: "
+                        "every other project): emptyDir (the node's disk, gone with the pod), "
+                        "hostPath:/DIR (a node directory shared as /tmp is, 1777) or "
+                        "storageClass:NAME[:SIZE] (a generic ephemeral volume); a network "
+                        "filesystem is refused by the collector (default emptyDir)")
     s.add_argument("--kubernetes-collector-image", metavar="IMAGE",
                    help="the sidecar's image, made from the collector artifact (default "
                         "tuneplane-collector:<the artifact's digest>)")
@@ -115,8 +117,9 @@ def parser(description: str) -> argparse.ArgumentParser:
                          "on each node: a shared filesystem (NFS, Lustre, GPFS...) is refused "
                          "(default: TUNEPLANE_TELEMETRY_SPOOL_ROOT)")
     la.add_argument("--no-requeue", action="store_true",
-                    help="Slurm: never requeue the job (by default a preempted or requeued "
-                         "job starts again as the next attempt)")
+                    help="Slurm, Kubernetes: never requeue the job (by default a job "
+                         "preempted or requeued, or a Job whose pod was preempted or evicted, "
+                         "starts again as the next attempt)")
     la.add_argument("--env", action="append", type=env_item, default=[], metavar="NAME=VALUE",
                     help="added to the training command's environment (repeatable)")
     la.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND...",

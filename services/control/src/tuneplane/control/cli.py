@@ -33,7 +33,7 @@ from tuneplane.control.gate import CallRate
 from tuneplane.control.jobs import JobBackend
 from tuneplane.control.kube.backend import KubernetesBackend
 from tuneplane.control.kube.manifest import PodReach
-from tuneplane.control.kube.placement import Namespaces, SpoolGrant
+from tuneplane.control.kube.placement import Namespaces, Spools
 from tuneplane.control.server import NodeControl, create_server
 from tuneplane.control.settings import ControlSettings
 from tuneplane.control.slurm.backend import Reach, SlurmBackend
@@ -155,11 +155,11 @@ async def kubernetes_backend(args: argparse.Namespace, settings: ControlSettings
         image=args.kubernetes_collector_image or f"tuneplane-collector:{artifact.name}",
         digest=artifact.name,
         pull_policy=args.kubernetes_pull_policy,
-        spool=SpoolGrant.parse(args.kubernetes_spool), drain_seconds=settings.drain_seconds,
+        spools=Spools(args.kubernetes_spool), drain_seconds=settings.drain_seconds,
         collector_environment=settings.collector_environment)
     log.info("Kubernetes backend on: Jobs in %s, sidecars from %s reach control at %s, "
              "spools on %s", ", ".join(namespaces.all()), reach.image, reach.control,
-             reach.spool)
+             ", ".join(map(str, reach.spools.chosen())))
     return KubernetesBackend(pool, await Kubernetes.connect(), namespaces, reach,
                              poll_seconds=settings.slurm_poll_seconds)
 
@@ -219,7 +219,8 @@ async def launch(conn: Connection, args: argparse.Namespace,
             raise errors.InvalidLaunch("a Kubernetes launch needs --image, the training "
                                        "container's image")
         pod = kube_launches.PodSpec(args.image, dict(i.split("=", 1) for i in args.request),
-                                    dict(i.split("=", 1) for i in args.limit))
+                                    dict(i.split("=", 1) for i in args.limit),
+                                    requeue=not args.no_requeue)
         queued = await kube_launches.create(conn, args.run, indexes=args.indexes, pod=pod,
                                             command=command, environment=environment)
         return {"run": args.run, "attempt": queued.attempt,

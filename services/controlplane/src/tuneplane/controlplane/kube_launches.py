@@ -8,7 +8,9 @@ launch is kept with the Slurm launches (``slurm_launches``, scheduler
 ``kubernetes``: a Job is a job of ``indexes`` nodes of one task each), so it is queued,
 submitted, followed and ended as they are (``slurm_launches.follow``), and its sidecars
 redeem the launch's ticket once per index as a Slurm node's collector does
-(``slurm_nodes``).
+(``slurm_nodes``). A Job whose pod was preempted or evicted (its ``DisruptionTarget``) ends
+its attempt ``preempted``, and the launch is queued again as a new launch, the run's next
+attempt (``slurm_launches.follow``), unless the request said ``requeue: false``.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ class PodSpec:
     image: str
     requests: Mapping[str, str] = field(default_factory=dict)
     limits: Mapping[str, str] = field(default_factory=dict)
+    #: A Job whose pod was preempted or evicted is followed by a new Job, the next attempt.
+    requeue: bool = True
 
     def check(self) -> None:
         if not IMAGE.fullmatch(self.image):
@@ -58,7 +62,7 @@ class PodSpec:
 
     def options(self) -> dict[str, object]:
         return {"image": self.image, "requests": dict(self.requests),
-                "limits": dict(self.limits), "requeue": False}
+                "limits": dict(self.limits), "requeue": self.requeue}
 
 
 def check_environment(environment: Mapping[str, str]) -> None:

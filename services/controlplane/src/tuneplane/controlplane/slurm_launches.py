@@ -23,6 +23,7 @@ from typing import Any
 from tuneplane.common.db import Connection
 from tuneplane.controlplane import launches, runs
 from tuneplane.controlplane.errors import InvalidLaunch
+from tuneplane.controlplane.job_endings import ending
 from tuneplane.telemetry.v1.integration import RANK_MEMBER, rank_member
 
 MAX_TASKS = 4096
@@ -163,11 +164,12 @@ async def follow(conn: Connection, launch_id: int, seen: JobSeen) -> str:
 
     A job preempted may be requeued: its attempt ends ``preempted`` at once, and the launch
     is followed on, its next start being the next attempt, until the job ends otherwise or
-    Slurm forgets it."""
+    Slurm forgets it. A Kubernetes Job preempted has ended: the launch ends, queued again
+    as a new launch (``queue_again``)."""
     async with conn.transaction():
-        row = await conn.fetchrow("SELECT run_id, attempt, restarts, state, (options->>"
-                                  "'requeue')::boolean AS requeue FROM slurm_launches "
-                                  "WHERE launch_id = $1 FOR UPDATE", launch_id)
+        row = await conn.fetchrow("SELECT run_id, attempt, restarts, state, scheduler, "
+                                  "(options->>'requeue')::boolean AS requeue FROM "
+                                  "slurm_launches WHERE launch_id = $1 FOR UPDATE", launch_id)
         if row is None:
             raise InvalidLaunch(f"no Slurm launch {launch_id}")
         run_id, attempt = row["run_id"], int(row["attempt"])
@@ -175,9 +177,7 @@ async def follow(conn: Connection, launch_id: int, seen: JobSeen) -> str:
             return await attempt_state(conn, run_id, attempt)
         if seen.restarts > row["restarts"]:  # requeued: this start is the next attempt
             await end_live(conn, run_id, attempt, "preempted")
-            other = await conn.fetchrow("SELECT attempt, state FROM attempts WHERE run_id = "
-                                        "$1 AND state = ANY($2::text[])", run_id,
-                                        list(runs.LIVE_STATES))
+            other = await live_attempt(conn, run_id)
             if other is not None:  # begun elsewhere (an editor's): this start has none
                 await conn.execute(
                     "UPDATE slurm_launches SET state = 'ended', job_state = $2, restarts = $3, "
@@ -193,11 +193,15 @@ async def follow(conn: Connection, launch_id: int, seen: JobSeen) -> str:
         ends = ENDS.get(seen.state)
         if ends is not None:
             await end_live(conn, run_id, attempt, ends)
-            if not (seen.state == "PREEMPTED" and row["requeue"] is not False):
+            requeue = seen.state == "PREEMPTED" and row["requeue"] is not False
+            if not (requeue and row["scheduler"] == "slurm"):  # Slurm starts the job again
+                detail = await ending(conn, launch_id, seen)
+                if requeue:  # a new job of the same launch, as the next attempt
+                    detail = f"{detail}; {await queue_again(conn, launch_id)}"
                 await conn.execute(
                     "UPDATE slurm_launches SET state = 'ended', job_state = $2, "
                     "ended_at = now(), detail = $3 WHERE launch_id = $1", launch_id,
-                    seen.state, await ending(conn, launch_id, seen))
+                    seen.state, detail[:4000])
                 return await attempt_state(conn, run_id, attempt)
         elif seen.running and await attempt_state(conn, run_id, attempt) == "pending":
             await conn.execute("UPDATE attempts SET state = 'running', started_at = now() "
@@ -205,6 +209,36 @@ async def follow(conn: Connection, launch_id: int, seen: JobSeen) -> str:
         await conn.execute("UPDATE slurm_launches SET job_state = $2 WHERE launch_id = $1",
                            launch_id, seen.state)
         return await attempt_state(conn, run_id, attempt)
+
+
+async def queue_again(conn: Connection, launch_id: int) -> str:
+    """In the caller's transaction: the launch whose job was preempted (and not started
+    again by its scheduler: a Kubernetes Job) queued again as a new launch, the run's next
+    attempt; unless its attempt ended otherwise first, or another is live. Says which."""
+    row = await conn.fetchrow("SELECT run_id, attempt, nodes, tasks_per_node FROM "
+                              "slurm_launches WHERE launch_id = $1", launch_id)
+    assert row is not None
+    ended = await attempt_state(conn, row["run_id"], row["attempt"])
+    if ended != "preempted":
+        return f"not queued again: attempt {row['attempt']} had ended {ended} before"
+    other = await live_attempt(conn, row["run_id"])
+    if other is not None:
+        return (f"not queued again: the run's attempt {other['attempt']} is "
+                f"{other['state']}, begun outside this launch")
+    attempt, _ = await next_attempt(conn, row["run_id"], row["nodes"], row["tasks_per_node"])
+    again = int(await conn.fetchval(
+        "INSERT INTO slurm_launches (run_id, attempt, nodes, tasks_per_node, command, "
+        "environment, options, spool_root, member_template, scheduler) SELECT run_id, $2, "
+        "nodes, tasks_per_node, command, environment, options || jsonb_build_object('after', "
+        "launch_id), spool_root, member_template, scheduler FROM slurm_launches WHERE "
+        "launch_id = $1 RETURNING launch_id", launch_id, attempt))
+    return f"queued again as launch {again}, attempt {attempt}"
+
+
+async def live_attempt(conn: Connection, run_id: str) -> Any:
+    """The run's live attempt (its number and state), if any."""
+    return await conn.fetchrow("SELECT attempt, state FROM attempts WHERE run_id = $1 AND "
+                               "state = ANY($2::text[])", run_id, list(runs.LIVE_STATES))
 
 
 async def end_live(conn: Connection, run_id: str, attempt: int, state: str) -> None:
@@ -216,22 +250,3 @@ async def end_live(conn: Connection, run_id: str, attempt: int, state: str) -> N
 async def attempt_state(conn: Connection, run_id: str, attempt: int) -> str:
     return str(await conn.fetchval("SELECT state FROM attempts WHERE run_id = $1 AND "
                                    "attempt = $2", run_id, attempt))
-
-
-async def ending(conn: Connection, launch_id: int, seen: JobSeen) -> str:
-    """How the job ended, in words: Slurm's state and exit code, what its script wrote, and
-    what its collectors refused or left undelivered."""
-    words = [f"job {seen.state.lower()}"
-             + (f" (exit {seen.exit_code})" if seen.exit_code not in ("", "0:0") else "")]
-    if seen.comment:
-        words.append(seen.comment[:1000])
-    for r in await conn.fetch("SELECT restart, node_index, refused, undelivered, detail FROM "
-                              "slurm_collectors WHERE launch_id = $1 AND (refused IS NOT NULL "
-                              "OR undelivered > 0) ORDER BY restart, node_index", launch_id):
-        where = f"node {r['node_index']} (start {r['restart']})"
-        if r["refused"] is None:
-            words.append(f"{where}: {r['undelivered']} batches left in its spool: "
-                         f"{r['detail']}")
-        elif r["refused"] not in seen.comment:  # the script's refusal says it already
-            words.append(f"{where}: {r['refused']}")
-    return "; ".join(words)[:4000]

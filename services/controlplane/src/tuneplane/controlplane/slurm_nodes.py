@@ -194,6 +194,7 @@ async def listing(conn: Connection, run_id: str | None = None) -> list[dict[str,
         "SELECT l.scheduler AS backend, l.launch_id, l.run_id, l.attempt, l.nodes, "
         "l.tasks_per_node, l.member_template, l.state, "
         "l.job_id, l.job_state, l.restarts, l.detail, a.state AS attempt_state, "
+        "l.events::text AS events, l.options->>'spool' AS spool, "
         "coalesce((SELECT jsonb_agg(jsonb_build_object('restart', c.restart, 'node', "
         "c.node_index, 'attempt', c.attempt, 'hostname', c.hostname, 'refused', c.refused, "
         "'undelivered', greatest(0, c.undelivered - d.delivered), 'undelivered_by_member', "
@@ -203,4 +204,5 @@ async def listing(conn: Connection, run_id: str | None = None) -> list[dict[str,
         "'[]')::text AS collectors FROM slurm_launches l JOIN attempts a ON "
         "a.run_id = l.run_id AND a.attempt = l.attempt "
         "WHERE $1::text IS NULL OR l.run_id = $1 ORDER BY l.launch_id", run_id)
-    return [{**dict(r), "collectors": json.loads(r["collectors"])} for r in rows]
+    return [{**dict(r), "collectors": json.loads(r["collectors"]),
+             "events": json.loads(r["events"])} for r in rows]

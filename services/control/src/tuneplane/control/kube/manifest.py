@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tuneplane.control.kube.placement import SPOOL_MOUNT, SpoolGrant
+from tuneplane.control.kube.placement import SPOOL_MOUNT, SpoolGrant, Spools
 
 MANAGED_BY = "tuneplane-control"
 LAUNCH_LABEL = "tuneplane.dev/launch"
@@ -42,6 +42,10 @@ FINISHED_KEPT = 86400
 REPORT_SECONDS = 30
 INDEX = {"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {
     "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}
+#: A pod preempted or evicted fails its Job at once: the launch is queued again as the next
+#: attempt (a new Job), not started again as the same.
+PREEMPTED = {"rules": [{"action": "FailJob", "onPodConditions": [
+    {"type": "DisruptionTarget", "status": "True"}]}]}
 LOCKED_DOWN = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
                "runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
 
@@ -56,7 +60,7 @@ class PodReach:
     image: str            # the collector image, made from the collector artifact
     digest: str           # that artifact's digest: the sidecar checks the image holds it
     pull_policy: str
-    spool: SpoolGrant
+    spools: Spools        # the spool grant of each project
     drain_seconds: int
     collector_environment: Mapping[str, str]
     training_uid: int = 1000
@@ -88,9 +92,9 @@ def secret(launch_id: int, namespace: str, ticket: str, control_ca_pem: str,
             "stringData": {"ticket": ticket, "control-ca.pem": control_ca_pem}}
 
 
-def sidecar(launch_id: int, reach: PodReach) -> dict[str, Any]:
+def sidecar(launch_id: int, reach: PodReach, spool: SpoolGrant) -> dict[str, Any]:
     args = ["kube-pod", "--control", reach.control, "--launch", str(launch_id),
-            "--spool-root", reach.spool.root, "--workdir", WORKDIR, "--workdir-given",
+            "--spool-root", spool.root, "--workdir", WORKDIR, "--workdir-given",
             "--ticket-file", f"{TICKET_DIR}/ticket",
             "--control-ca-file", f"{TICKET_DIR}/control-ca.pem", "--ready-file", READY_FILE]
     if reach.server_name:
@@ -142,14 +146,15 @@ def training(row: Mapping[str, Any], reach: PodReach) -> dict[str, Any]:
 def job(row: Mapping[str, Any], namespace: str, reach: PodReach) -> dict[str, Any]:
     """The launch's Indexed Job, suspended (resumed once its uid is stored)."""
     launch_id, indexes = int(row["launch_id"]), int(row["nodes"])
+    spool = reach.spools.of(row["project"])
     pod = {"restartPolicy": "Never", "automountServiceAccountToken": False,
            "enableServiceLinks": False,
            "terminationGracePeriodSeconds": reach.drain_seconds + REPORT_SECONDS,
            "securityContext": {"fsGroup": COLLECTOR_UID,
                                "fsGroupChangePolicy": "OnRootMismatch"},
-           "initContainers": [sidecar(launch_id, reach)],
+           "initContainers": [sidecar(launch_id, reach, spool)],
            "containers": [training(row, reach)],
-           "volumes": [{"name": "work", "emptyDir": {}}, reach.spool.volume(),
+           "volumes": [{"name": "work", "emptyDir": {}}, spool.volume(),
                        {"name": "ticket", "secret": {"secretName": job_name(launch_id),
                                                      "defaultMode": 0o440}},
                        {"name": "ready", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}]}
@@ -162,5 +167,5 @@ def job(row: Mapping[str, Any], namespace: str, reach: PodReach) -> dict[str, An
             "spec": {"completionMode": "Indexed", "completions": indexes,
                      "parallelism": indexes, "backoffLimit": 0, "suspend": True,
                      "ttlSecondsAfterFinished": FINISHED_KEPT,
-                     "podReplacementPolicy": "Failed",
+                     "podReplacementPolicy": "Failed", "podFailurePolicy": PREEMPTED,
                      "template": {"metadata": {"labels": labels(launch_id)}, "spec": pod}}}

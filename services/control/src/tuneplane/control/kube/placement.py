@@ -1,11 +1,13 @@
 """Where a project's Kubernetes launches run, and where their spools live: the operator's
-choices (control's ``--kubernetes-namespace`` and ``--kubernetes-spool``), never a request's.
+choices (control's ``--kubernetes-namespace`` and ``--kubernetes-spool``, each per project),
+never a request's.
 
 A namespace is mapped per project (``PROJECT=NAMESPACE``; a bare ``NAMESPACE`` takes every
 project not mapped otherwise); a project without one cannot launch. A namespace is a trust
 boundary: whoever may read its Secrets or make pods in it can act as its launches' sidecars,
 so each project should have one of its own (control warns of one shared). The spool grant is one
-of:
+given per project as the namespace is (``PROJECT=GRANT``, a bare ``GRANT`` for the others;
+``emptyDir`` by default), one of:
 
 - ``emptyDir``: a volume of the pod on the node's own disk, gone with the pod (a pod deleted
   mid-run is a destroyed spool: what it held undelivered is lost, and said so);
@@ -101,3 +103,14 @@ class SpoolGrant:
     def __str__(self) -> str:
         return {"emptyDir": "emptyDir", "hostPath": f"hostPath:{self.where}",
                 "storageClass": f"storageClass:{self.where}:{self.size}"}[self.kind]
+
+
+class Spools(ByProject[SpoolGrant]):
+    """The spool grant per project (``PROJECT=GRANT``; a bare ``GRANT`` for every project
+    not named; ``emptyDir`` when no bare one is given)."""
+
+    def __init__(self, settings: Sequence[str]) -> None:
+        bare = any("=" not in item for item in settings)
+        super().__init__([*settings, *([] if bare else ["emptyDir"])],
+                         flag="--kubernetes-spool", what="spool grant",
+                         placeholder="GRANT", resolve=SpoolGrant.parse, error=PlacementError)

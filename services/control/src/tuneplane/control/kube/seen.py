@@ -2,7 +2,10 @@
 (``JobSeen``), so ``slurm_launches.follow`` brings the attempt along the same way.
 
 - ``COMPLETED``: the Job's Complete condition (every index's training container ended 0);
-- ``FAILED``: its Failed condition (a pod failed: the training container's exit code, or
+- ``PREEMPTED``: its Failed condition by its pod failure policy: a pod preempted or evicted
+  (its ``DisruptionTarget`` condition: by the scheduler, the eviction API, the taint
+  manager, the kubelet under node pressure), the reason in the pod's words;
+- ``FAILED``: its Failed condition otherwise (a pod failed: the training container's exit code, or
   OOMKilled; the deadline), or a collector sidecar that refused to run (exit 2, its reason
   in its termination message): the kubelet would restart it for ever, and no training
   container starts before its sidecar is ready;
@@ -22,6 +25,10 @@ from tuneplane.controlplane.slurm_launches import JobSeen
 SUSPENDED = "JobSuspended"
 #: The reason of a Job failed by a sidecar's refusal (its Job must then be deleted).
 COLLECTOR_REFUSED = "CollectorRefused"
+#: The condition a pod preempted or evicted carries, and the reason of a Job failed by the
+#: pod failure policy's rule for it.
+DISRUPTED = "DisruptionTarget"
+BY_POLICY = "PodFailurePolicy"
 #: Exit status of a collector that refused to run (``tuneplane-collector: refused: ...``).
 REFUSED = 2
 
@@ -73,6 +80,17 @@ def waiting(pods: Iterable[Mapping[str, Any]]) -> str:
     return ""
 
 
+def disrupted(pods: Iterable[Mapping[str, Any]]) -> str | None:
+    """How the first pod preempted or evicted was (its ``DisruptionTarget`` condition)."""
+    for pod in pods:
+        for condition in (pod.get("status") or {}).get("conditions") or []:
+            if condition.get("type") == DISRUPTED and condition.get("status") == "True":
+                said = condition.get("message") or ""
+                return (f"{pod['metadata']['name']}: {condition.get('reason') or DISRUPTED}"
+                        + (f": {said}" if said else ""))
+    return None
+
+
 def running(pod: Mapping[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Running", "Succeeded") or any(
         "running" in (status.get("state") or {}) for status in statuses(pod))
@@ -88,6 +106,9 @@ def job_seen(job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> JobSe
         return JobSeen("COMPLETED", 0)
     if "Failed" in conditions:
         failed = conditions["Failed"]
+        how = disrupted(pods)
+        if failed.get("reason") == BY_POLICY and DISRUPTED in str(failed.get("message")):
+            return JobSeen("PREEMPTED", 0, DISRUPTED, comment=how or str(failed["message"]))
         said = [str(failed.get("message") or ""), *failures(pods)]
         return JobSeen("FAILED", 0, str(failed.get("reason") or ""),
                        comment="; ".join(s for s in said if s))

@@ -72,6 +72,8 @@ class KubernetesLaunchCreate(BaseModel):
                                  description="resource requests (cpu, memory, ...)")
     limits: Quantities = Field(default_factory=dict,
                                description="resource limits (memory, nvidia.com/gpu, ...)")
+    requeue: bool = Field(True, description="a pod preempted or evicted ends the attempt "
+                          "preempted and the launch is queued again, as the next attempt")
 
 
 class EnrollmentTokenCreate(BaseModel):
@@ -141,7 +143,8 @@ async def kubernetes_launch(_: Editor, pool: Pool, run_id: str,
     async with pool.acquire() as conn:
         queued = await kube_launches.create(
             conn, run_id, indexes=body.indexes,
-            pod=kube_launches.PodSpec(body.image, body.requests, body.limits),
+            pod=kube_launches.PodSpec(body.image, body.requests, body.limits,
+                                      body.requeue),
             command=body.command, environment=body.environment)
     return {"run_id": run_id, "attempt": queued.attempt, "kubernetes_launch": queued.launch_id,
             "members": queued.members}

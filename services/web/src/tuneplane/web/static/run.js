@@ -1,8 +1,9 @@
 // A run's page: what it is (project, creation), its attempts (managed state, telemetry,
-// launches on nodes or as Slurm jobs, and what their collectors left undelivered) and the members of one attempt
-// (launch state, node, exit code, sources, series, points, undelivered batches), and the
+// launches on nodes or as Slurm or Kubernetes jobs, and what their collectors left
+// undelivered) and the members of one attempt (launch state, node, exit code, sources,
+// series, points, undelivered batches), what Kubernetes said of that attempt's Job, and the
 // batches of that attempt delivered late. The attempt shown is in the URL (?attempt=N).
-import { asLaunches, attemptsOf, membersOf, undeliveredOf } from "./attempts.js";
+import { asLaunches, attemptsOf, eventsOf, lostOf, membersOf, undeliveredOf } from "./attempts.js";
 import { $, cell, status } from "./dom.js";
 import { count, utcSecond as when } from "./format.js";
 import { chartsPage, mediaPage, runApi, runIdOf } from "./paths.js";
@@ -19,11 +20,15 @@ function stateBadge(state) {
   return el;
 }
 
-function undeliveredCell(row, n) {
-  const td = cell(row, n === null ? null : n.toLocaleString(), "num");
-  if (n > 0) {
+// Batches a collector left in its spool; "lost" where the spool was destroyed before its
+// collector said what it held (a Kubernetes pod deleted with an emptyDir spool).
+function undeliveredCell(row, n, lost = false) {
+  const shown = n === null ? null : lost ? (n ? `${n.toLocaleString()} + lost` : "lost") : n.toLocaleString();
+  const td = cell(row, shown, "num");
+  if (n > 0 || lost) {
     td.classList.add("warn");
-    td.title = "batches still spooled on the host when its collector stopped";
+    td.title = lost ? "a spool was destroyed with its pod before its collector reported: what it held undelivered is lost"
+      : "batches still spooled on the host when its collector stopped";
   }
 }
 
@@ -45,7 +50,7 @@ function showAttempts(attempts, selected) {
     cell(tr, count(a.telemetry?.points ?? 0), "num");
     cell(tr, when(a.telemetry?.last_batch_at));
     cell(tr, count(a.launches.length), "num");
-    undeliveredCell(tr, undeliveredOf(a.launches));
+    undeliveredCell(tr, undeliveredOf(a.launches), lostOf(a.launches));
     const charts = document.createElement("a");
     charts.href = chartsPage(runId, a.attempt);
     charts.textContent = "Charts";
@@ -82,7 +87,7 @@ async function showMembers(attempt) {
     cell(tr, count(m?.points ?? 0), "num");
     spoolsCell(tr, m?.spools ?? 0);
     cell(tr, when(m?.last_batch_at));
-    undeliveredCell(tr, l ? l.undelivered : null);
+    undeliveredCell(tr, l ? l.undelivered : null, l?.lost);
     const detail = cell(tr, l?.detail || null, "detail");
     if (l?.detail) detail.title = l.detail;
     return tr;
@@ -110,6 +115,26 @@ async function showLate(attempt) {
   $("late-section").hidden = rows.length === 0;
 }
 
+// What Kubernetes said of the attempt's Job and its pods: scheduling, image pulls,
+// evictions, and containers that ended otherwise than with 0 (OOMKilled).
+function showEvents(listed, attempt) {
+  const rows = eventsOf(listed, attempt?.attempt).map((e) => {
+    const tr = document.createElement("tr");
+    cell(tr, when(e.at));
+    const kind = cell(tr, e.type);
+    if (e.type === "Warning") kind.classList.add("warn");
+    cell(tr, e.reason);
+    cell(tr, e.object);
+    cell(tr, e.count > 1 ? count(e.count) : null, "num");
+    const message = cell(tr, e.message, "detail");
+    message.title = e.message;
+    return tr;
+  });
+  $("events-of").textContent = attempt ? `#${attempt.attempt}` : "";
+  $("events").tBodies[0].replaceChildren(...rows);
+  $("events-section").hidden = rows.length === 0;
+}
+
 async function load() {
   status("loading…");
   const [managed, telemetry, listed] = await Promise.all([
@@ -131,14 +156,17 @@ async function load() {
   $("attempt-count").textContent = attempts.length.toLocaleString();
   $("points").textContent = telemetry.reduce((t, a) => t + a.points, 0).toLocaleString();
   const undelivered = launches.reduce((t, l) => t + l.undelivered, 0);
-  $("undelivered").textContent = launches.length ? `${undelivered.toLocaleString()} batches` : "—";
-  $("undelivered").classList.toggle("warn", undelivered > 0);
+  const lost = lostOf(launches);
+  $("undelivered").textContent = launches.length ? `${undelivered.toLocaleString()} batches`
+    + (lost ? ` · ${lost} spool${lost > 1 ? "s" : ""} lost with ${lost > 1 ? "their pods" : "its pod"}` : "") : "—";
+  $("undelivered").classList.toggle("warn", undelivered > 0 || lost);
   const late = telemetry.reduce((t, a) => t + (a.late_batches ?? 0), 0);
   $("late-count").textContent = late
     ? `${late.toLocaleString()} batch${late === 1 ? "" : "es"}` : "none";
   $("charts-link").href = chartsPage(runId, selected.attempt);
   $("media-link").href = mediaPage(runId, selected.attempt);
   showAttempts(attempts, selected.attempt);
+  showEvents(listed, selected);
   await Promise.all([showMembers(selected), showLate(selected)]);
   status("");
   document.body.dataset.ready = "true";
