@@ -30,8 +30,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.kube import trainer
+from tests.kube.launching import ARTIFACT, TRAINING_IMAGE, call
 from tests.kube.release import Release, deployed
-from tests.kube.test_launches import ARTIFACT, TRAINING_IMAGE, call
 from tests.support.kube import kubectl
 from tests.support.readback import Web
 from tuneplane.control.kube.manifest import INDEX

@@ -28,7 +28,7 @@ NOT_TUNING = {"--help", "--host", "--port", "--loglevel", "--certificate", "--pr
               "--slurm-control-server-name", "--slurm-run-as", "--kubernetes",
               "--kubernetes-control-address", "--kubernetes-control-server-name",
               "--kubernetes-namespace", "--kubernetes-spool", "--kubernetes-collector-image",
-              "--kubernetes-pull-policy"}
+              "--kubernetes-pull-policy", "--kubernetes-workdir-limit"}
 
 
 def serve_parser(make: Callable[[], argparse.ArgumentParser],

@@ -14,10 +14,10 @@ from tests.support.calls import Aborted, redeem
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.control.calls import Policy
 from tuneplane.control.slurm.service import SlurmJobControl
-from tuneplane.controlplane import kube_launches, runs, slurm_launches, slurm_nodes
+from tuneplane.controlplane import job_follow, kube_launches, runs, slurm_nodes
 from tuneplane.controlplane.errors import InvalidLaunch
+from tuneplane.controlplane.job_follow import MAX_REQUEUES, JobSeen
 from tuneplane.controlplane.kube_launches import PodSpec
-from tuneplane.controlplane.slurm_launches import JobSeen
 from tuneplane.node.v1 import node_pb2 as pb
 
 ARTIFACT = {"version": 1, "sources": [
@@ -127,16 +127,19 @@ async def test_a_job_whose_pod_was_evicted_is_queued_again_as_the_next_attempt(
     launch_id = await queued(db, run_id)
     await db.execute("UPDATE slurm_launches SET state = 'submitted', job_id = 'uid-1' "
                      "WHERE launch_id = $1", launch_id)
-    assert await slurm_launches.follow(db, launch_id, JobSeen("RUNNING", 0)) == "running"
-    assert await slurm_launches.follow(db, launch_id, PREEMPTED) == "preempted"
+    assert await job_follow.follow(db, launch_id, JobSeen("RUNNING", 0)) == "running"
+    assert await job_follow.follow(db, launch_id, PREEMPTED) == "preempted"
     (first, again) = await launches_of(db, run_id)
     assert first[:4] == (launch_id, 1, "ended", "PREEMPTED")
     assert again == (again[0], 2, "queued", "", str(launch_id))
+    assert await db.fetchval("SELECT options->'requeues' FROM slurm_launches WHERE "
+                             "launch_id = $1", again[0]) == "1"
     detail = await db.fetchval("SELECT detail FROM slurm_launches WHERE launch_id = $1",
                                launch_id)
     assert detail == ("job preempted; tuneplane-launch-1-0-x: EvictionByEvictionAPI: Eviction "
                       f"API; queued again as launch {again[0]}, attempt 2")
-    copied = await db.fetch("SELECT command, environment, options - 'after' AS options, "
+    copied = await db.fetch("SELECT command, environment, options - 'after' - 'requeues' AS "
+                            "options, "
                             "nodes, member_template FROM slurm_launches WHERE run_id = $1 "
                             "ORDER BY launch_id", run_id)
     assert copied[0] == copied[1]
@@ -144,33 +147,39 @@ async def test_a_job_whose_pod_was_evicted_is_queued_again_as_the_next_attempt(
         "SELECT attempt, state FROM attempts WHERE run_id = $1 ORDER BY attempt", run_id)] == [
         (1, "preempted"), (2, "pending")]
     # Ended is ended: the preempted Job seen again queues nothing more.
-    assert await slurm_launches.follow(db, launch_id, PREEMPTED) == "preempted"
+    assert await job_follow.follow(db, launch_id, PREEMPTED) == "preempted"
     assert len(await launches_of(db, run_id)) == 2
 
 
-@pytest.mark.parametrize("why", ["no requeue", "ended by an editor", "another attempt"])
+@pytest.mark.parametrize("why", ["no requeue", "ended by an editor", "another attempt",
+                                 "preempted too often"])
 async def test_a_preempted_job_is_not_queued_again_when_it_may_not_be(
         db: asyncpg.Connection, run_id: str, why: str) -> None:
     launch_id = await queued(db, run_id)
     await db.execute("UPDATE slurm_launches SET state = 'submitted', job_id = 'uid-1' "
                      "WHERE launch_id = $1", launch_id)
-    await slurm_launches.follow(db, launch_id, JobSeen("RUNNING", 0))
+    await job_follow.follow(db, launch_id, JobSeen("RUNNING", 0))
     if why == "no requeue":
         await db.execute("UPDATE slurm_launches SET options = options || "
                          "'{\"requeue\": false}' WHERE launch_id = $1", launch_id)
     elif why == "ended by an editor":
         await runs.end_attempt(db, run_id, 1, "cancelled")
+    elif why == "preempted too often":  # the last of a chain of launches queued again
+        await db.execute("UPDATE slurm_launches SET options = options || jsonb_build_object("
+                         "'requeues', $2::int) WHERE launch_id = $1", launch_id, MAX_REQUEUES)
     else:  # the attempt preempted, and an editor's attempt begun meanwhile
         await runs.end_attempt(db, run_id, 1, "preempted")
         await runs.start_attempt(db, run_id)
-    await slurm_launches.follow(db, launch_id, PREEMPTED)
+    await job_follow.follow(db, launch_id, PREEMPTED)
     ((_, _, state, job_state, _),) = await launches_of(db, run_id)
     assert (state, job_state) == ("ended", "PREEMPTED")
     detail = await db.fetchval("SELECT detail FROM slurm_launches WHERE launch_id = $1",
                                launch_id)
     said = {"no requeue": "job preempted; tuneplane", "ended by an editor":
             "not queued again: attempt 1 had ended cancelled before",
-            "another attempt": "not queued again: the run's attempt 2 is running"}[why]
+            "another attempt": "not queued again: the run's attempt 2 is running",
+            "preempted too often": f"not queued again: preempted {MAX_REQUEUES + 1} times "
+                                   "in a row"}[why]
     assert said in detail, detail
 
 
@@ -187,14 +196,14 @@ async def test_a_sidecar_that_never_reported_is_named_with_what_its_spool_became
     await db.execute("UPDATE slurm_launches SET state = 'submitted', job_id = 'uid-1', "
                      "options = options || jsonb_build_object('spool', $2::text) "
                      "WHERE launch_id = $1", launch_id, spool)
-    await slurm_launches.follow(db, launch_id, JobSeen("RUNNING", 0))
+    await job_follow.follow(db, launch_id, JobSeen("RUNNING", 0))
     for index in (0, 1):
         await db.execute("INSERT INTO slurm_collectors (launch_id, restart, node_index, "
                          "attempt, hostname) VALUES ($1, 0, $2, 1, $3)", launch_id, index,
                          f"pod-{index}")
     await db.execute("UPDATE slurm_collectors SET reported_at = now(), undelivered = 0 "
                      "WHERE launch_id = $1 AND node_index = 0", launch_id)
-    assert await slurm_launches.follow(db, launch_id, JobSeen("FAILED", 0)) == "failed"
+    assert await job_follow.follow(db, launch_id, JobSeen("FAILED", 0)) == "failed"
     detail = await db.fetchval("SELECT detail FROM slurm_launches WHERE launch_id = $1",
                                launch_id)
     assert detail.startswith("job failed; "), detail

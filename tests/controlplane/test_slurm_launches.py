@@ -9,9 +9,10 @@ import datetime as dt
 import asyncpg
 import pytest
 
-from tuneplane.controlplane import runs, slurm_launches, slurm_nodes
+from tuneplane.controlplane import job_follow, runs, slurm_launches, slurm_nodes
 from tuneplane.controlplane.errors import AttemptStillRunning, InvalidLaunch, JobStartRefused
-from tuneplane.controlplane.slurm_launches import JobOptions, JobSeen
+from tuneplane.controlplane.job_follow import JobSeen
+from tuneplane.controlplane.slurm_launches import JobOptions
 from tuneplane.controlplane.slurm_nodes import Start
 
 ARTIFACT = {"version": 1, "sources": [
@@ -42,9 +43,9 @@ async def test_the_attempt_waits_runs_and_ends_as_the_job_does(db: asyncpg.Conne
     assert await states(db, run_id) == [(1, "pending")]
     with pytest.raises(AttemptStillRunning, match="attempt 1 is still pending"):
         await runs.start_attempt(db, run_id)
-    assert await slurm_launches.follow(db, launch_id, JobSeen("PENDING", 0)) == "pending"
-    assert await slurm_launches.follow(db, launch_id, JobSeen("RUNNING", 0)) == "running"
-    assert await slurm_launches.follow(db, launch_id, JobSeen("TIMEOUT", 0, exit_code="0:15")
+    assert await job_follow.follow(db, launch_id, JobSeen("PENDING", 0)) == "pending"
+    assert await job_follow.follow(db, launch_id, JobSeen("RUNNING", 0)) == "running"
+    assert await job_follow.follow(db, launch_id, JobSeen("TIMEOUT", 0, exit_code="0:15")
                                        ) == "timeout"
     assert await states(db, run_id) == [(1, "timeout")]
     row = await db.fetchrow("SELECT state, job_state, detail FROM slurm_launches "
@@ -52,20 +53,20 @@ async def test_the_attempt_waits_runs_and_ends_as_the_job_does(db: asyncpg.Conne
     assert row is not None
     assert tuple(row) == ("ended", "TIMEOUT", "job timeout (exit 0:15)")
     # Ended is ended: a late view changes nothing.
-    assert await slurm_launches.follow(db, launch_id, JobSeen("RUNNING", 1)) == "timeout"
+    assert await job_follow.follow(db, launch_id, JobSeen("RUNNING", 1)) == "timeout"
     assert await states(db, run_id) == [(1, "timeout")]
 
 
 async def test_each_start_of_a_requeued_job_is_the_next_attempt(db: asyncpg.Connection,
                                                                 run_id: str) -> None:
     launch_id = await submitted(db, run_id)
-    await slurm_launches.follow(db, launch_id, JobSeen("RUNNING", 0))
+    await job_follow.follow(db, launch_id, JobSeen("RUNNING", 0))
     # Preempted: the attempt ends at once; the job may still run again.
-    assert await slurm_launches.follow(db, launch_id, JobSeen("PREEMPTED", 0)) == "preempted"
-    assert await slurm_launches.follow(db, launch_id, JobSeen("PENDING", 1)) == "pending"
-    assert await slurm_launches.follow(db, launch_id, JobSeen("RUNNING", 1)) == "running"
-    assert await slurm_launches.follow(db, launch_id, JobSeen("PENDING", 2)) == "pending"
-    assert await slurm_launches.follow(db, launch_id, JobSeen("COMPLETED", 2)) == "finished"
+    assert await job_follow.follow(db, launch_id, JobSeen("PREEMPTED", 0)) == "preempted"
+    assert await job_follow.follow(db, launch_id, JobSeen("PENDING", 1)) == "pending"
+    assert await job_follow.follow(db, launch_id, JobSeen("RUNNING", 1)) == "running"
+    assert await job_follow.follow(db, launch_id, JobSeen("PENDING", 2)) == "pending"
+    assert await job_follow.follow(db, launch_id, JobSeen("COMPLETED", 2)) == "finished"
     assert await states(db, run_id) == [(1, "preempted"), (2, "preempted"), (3, "finished")]
 
 
@@ -74,13 +75,13 @@ async def test_a_job_slurm_forgot_or_that_may_not_be_requeued_ends(db: asyncpg.C
     launch_id = await submitted(db, run_id)
     await db.execute("UPDATE slurm_launches SET options = options || '{\"requeue\": false}' "
                      "WHERE launch_id = $1", launch_id)
-    await slurm_launches.follow(db, launch_id, JobSeen("RUNNING", 0))
-    assert await slurm_launches.follow(db, launch_id, JobSeen("PREEMPTED", 0)) == "preempted"
+    await job_follow.follow(db, launch_id, JobSeen("RUNNING", 0))
+    assert await job_follow.follow(db, launch_id, JobSeen("PREEMPTED", 0)) == "preempted"
     assert await db.fetchval("SELECT state FROM slurm_launches WHERE launch_id = $1",
                              launch_id) == "ended"
     other = await submitted(db, f"{run_id}-b", job_id="78")
-    assert await slurm_launches.follow(db, other, JobSeen(
-        slurm_launches.VANISHED, 0, comment="Slurm no longer shows the job")) == "failed"
+    assert await job_follow.follow(db, other, JobSeen(
+        job_follow.VANISHED, 0, comment="Slurm no longer shows the job")) == "failed"
 
 
 async def test_a_ticket_is_redeemed_once_per_node_and_start_while_the_start_runs(
@@ -101,7 +102,7 @@ async def test_a_ticket_is_redeemed_once_per_node_and_start_while_the_start_runs
         await slurm_nodes.redeem(db, Start(launch_id, "77", 1, 0), JobSeen("RUNNING", 0))
     assert await slurm_nodes.renewable(db, launch_id, 0, 1, 1) == ["rank-2", "rank-3"]
     # Requeued: the first start's credentials renew no more; the next start redeems anew.
-    await slurm_launches.follow(db, launch_id, JobSeen("PENDING", 1))
+    await job_follow.follow(db, launch_id, JobSeen("PENDING", 1))
     with pytest.raises(JobStartRefused, match="attempt 1 has ended \\(preempted\\)"):
         await slurm_nodes.renewable(db, launch_id, 0, 1, 1)
     again = await slurm_nodes.redeem(db, Start(launch_id, "77", 1, 1), JobSeen("RUNNING", 1))
@@ -124,7 +125,7 @@ async def test_a_refusal_spends_the_ticket_and_says_why(db: asyncpg.Connection,
         await slurm_nodes.redeem(db, start, JobSeen("RUNNING", 0))
     with pytest.raises(JobStartRefused, match="redeemed no ticket"):
         await slurm_nodes.renewable(db, launch_id, 0, 0, 1)
-    await slurm_launches.follow(db, launch_id, JobSeen("FAILED", 0, exit_code="1:0", comment=(
+    await job_follow.follow(db, launch_id, JobSeen("FAILED", 0, exit_code="1:0", comment=(
         "tuneplane: refused: gpu-0: spool root on NFS")))
     detail = await db.fetchval("SELECT detail FROM slurm_launches WHERE launch_id = $1",
                                launch_id)

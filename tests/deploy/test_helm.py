@@ -170,10 +170,12 @@ def test_kubernetes_launches_give_control_a_role_in_each_launch_namespace_and_no
                                         "name": "rel-tuneplane-control", "namespace": "ml"}]
     per_project = render("gateway.enabled=true", "gateway.control.kubernetesLaunches.enabled=true",
                          "gateway.control.kubernetesLaunches.namespaces={team-a}",
-                         "gateway.control.kubernetesLaunches.spool={nlp=hostPath:/scratch,emptyDir}")
+                         "gateway.control.kubernetesLaunches.spool={nlp=hostPath:/scratch,emptyDir}",
+                         "gateway.control.kubernetesLaunches.workdirSizeLimit=20Gi")
     args = container(find(per_project, "Deployment", "rel-tuneplane-control"))["args"]
     assert [a for a in args if a.startswith("--kubernetes-spool")] == [
         "--kubernetes-spool=nlp=hostPath:/scratch", "--kubernetes-spool=emptyDir"]
+    assert "--kubernetes-workdir-limit=20Gi" in args
     plain = render("gateway.enabled=true")
     assert not [d for d in plain if d["kind"] in ("Role", "RoleBinding")
                 and d["metadata"]["name"].endswith("-launches")]

@@ -44,6 +44,9 @@ DESTINATIONS_LABEL = "tuneplane.dev/release"
 #: network filesystem test mounts a network filesystem on.
 NETWORK_GRANT_PROJECT = "network-grant"
 NETWORK_GRANT = Path("/tmp/tuneplane-kube-network-grant")
+#: A project whose launches' spools are generic ephemeral volumes of a local StorageClass
+#: (``storageClass:<release namespace>-local``), which the test makes with local volumes.
+LOCAL_CLASS_PROJECT = "local-class"
 #: Seconds control's workload tokens live in the release.
 WORKLOAD_TOKEN_TTL = 12
 
@@ -132,11 +135,17 @@ def values(namespace: str, collector_digest: str) -> dict[str, object]:
         "gateway.control.kubernetesLaunches.namespaces": [f"{namespace}-jobs"],
         "gateway.control.kubernetesLaunches.pullPolicy": "Never",
         "gateway.control.kubernetesLaunches.spool": [
-            f"{NETWORK_GRANT_PROJECT}=hostPath:{NETWORK_GRANT}", "emptyDir"],
+            f"{NETWORK_GRANT_PROJECT}=hostPath:{NETWORK_GRANT}",
+            f"{LOCAL_CLASS_PROJECT}=storageClass:{local_class(namespace)}:64Mi", "emptyDir"],
         **{f"networkPolicy.stores.{store}.podSelector": {
             **stores, "app.kubernetes.io/component": store}
            for store in ("kafka", "postgresql", "s3")},
     }
+
+
+def local_class(namespace: str) -> str:
+    """The local StorageClass the release's ``LOCAL_CLASS_PROJECT`` spools are granted."""
+    return f"{namespace}-local"
 
 
 def webhook_answering(made: Release, seconds: float = 120) -> None:

@@ -1,49 +1,22 @@
 """Kubernetes launches disrupted on the local cluster: a pod evicted mid-run (the eviction
 API, as a node drain or the scheduler's preemption does it) ends its attempt preempted and
-the launch runs again as the next attempt, in a new Job; a spool grant that turns out to be
-a network filesystem (SeaweedFS's FUSE mount of the test stack's filer, a real one, mounted
-on the node where the grant's directory is) is refused by the sidecar, with no fallback."""
+the launch runs again as the next attempt, in a new Job."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import subprocess
-import time
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from scripts.stack.common import ports
-from scripts.stack.s3 import weed_binary
 from tests.kube import trainer
-from tests.kube.launching import (
-    ARTIFACT,
-    TRAINING_IMAGE,
-    call,
-    launched,
-    launches_ended,
-    pod_logs,
-    training,
-    written,
-)
-from tests.kube.release import (
-    GROUP,
-    NETWORK_GRANT,
-    NETWORK_GRANT_PROJECT,
-    TOPIC,
-    Release,
-    show_state,
-)
+from tests.kube.launching import ARTIFACT, launches_ended, pod_logs, training, written
+from tests.kube.release import GROUP, TOPIC, Release, show_state
 from tests.support.charts import projected_to_end
 from tests.support.kube import kubectl, run_kubectl
 from tuneplane.telemetry.v1.identity import MemberKey
 
-# ``endpoints``: the test stack (scripts/services) whose SeaweedFS filer is mounted.
-pytestmark = [pytest.mark.usefixtures("kube_cluster", "docker_engine", "endpoints"),
-              pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.usefixtures("kube_cluster", "docker_engine"), pytest.mark.timeout(900)]
 
 
 def evict(namespace: str, pod: str) -> None:
@@ -105,65 +78,3 @@ def test_a_pod_evicted_mid_run_preempts_its_attempt_and_a_new_job_runs_the_next(
                 assert stored >= 2 * trainer.STEPS // trainer.BURSTS, (source, stored)
             expected = trainer.truth(rank, stored)[source][("", tag)]
             web.wait_exact(member, f"{source}-{rank}", {("", tag): expected}, seconds=0)
-
-
-@contextlib.contextmanager
-def network_filesystem(where: Path) -> Iterator[str]:
-    """A real network filesystem mounted at ``where``: SeaweedFS's FUSE client on the test
-    stack's filer (``weed mount``); the mount table's type of it."""
-    where.mkdir(parents=True, exist_ok=True)
-    known = ports()
-    log = where.with_suffix(".log").open("w")
-    mount = subprocess.Popen(
-        [str(weed_binary()), "mount", f"-filer=127.0.0.1:{known['weed_filer']}."
-         f"{known['weed_filer_grpc']}", f"-dir={where}", "-dirAutoCreate", "-allowOthers",
-         f"-filer.path=/kube-network-grant-{uuid.uuid4().hex[:8]}"],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            for line in Path("/proc/self/mountinfo").read_text().splitlines():
-                fields = line.split(" - ")
-                if fields[0].split()[4] == str(where):
-                    yield fields[1].split()[0]
-                    return
-            assert mount.poll() is None, where.with_suffix(".log").read_text()
-            assert time.monotonic() < deadline, "weed mount never mounted"
-            time.sleep(0.2)
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=False, capture_output=True)
-        mount.terminate()
-        mount.wait(timeout=30)
-        log.close()
-
-
-def test_a_spool_grant_on_a_network_filesystem_is_refused_with_its_reason(
-        release: Release) -> None:
-    """The project's grant is a node directory (``hostPath``) with a network filesystem
-    mounted on it: the sidecar judges the spool from its mount table before it redeems,
-    refuses naming the filesystem, the attempt fails saying so, and nothing falls back to
-    the working volume: no training ran."""
-    web = release.web()
-    run_id = f"kube-network-{uuid.uuid4().hex[:8]}"
-    artifact = {"version": 1, "sources": [
-        {"id": "metrics-0", "kind": "jsonl", "path": "rank-0/metrics.jsonl", "owner": "rank-0"}]}
-    call(web, "POST", "/projects", {"name": NETWORK_GRANT_PROJECT})
-    call(web, "POST", "/runs", {"run_id": run_id, "project": NETWORK_GRANT_PROJECT,
-                                "integration": artifact})
-    with network_filesystem(NETWORK_GRANT) as mounted:
-        assert mounted == "fuse.seaweedfs"
-        queued = call(web, "POST", f"/runs/{run_id}/kubernetes-launches", {
-            "indexes": 1, "image": TRAINING_IMAGE,
-            "command": ["python3", "-c", Path(trainer.__file__).read_text()]})
-        launch = launched(web, run_id)
-    assert (launch["attempt_state"], launch["job_state"]) == ("failed", "FAILED"), launch
-    (collector,) = launch["collectors"]
-    assert "spool root refused: spool directory /var/spool/tuneplane is on network FUSE " \
-           "(seaweedfs) (fuse.seaweedfs" in collector["refused"], collector
-    assert "network FUSE (seaweedfs)" in launch["detail"], launch
-    deadline = time.monotonic() + 60  # the refused launch's Job is deleted
-    while kubectl("-n", release.jobs_namespace, "get", "job", "-l",
-                  f"tuneplane.dev/launch={queued['kubernetes_launch']}", "-o", "name").strip():
-        assert time.monotonic() < deadline, "the refused launch's Job was not deleted"
-        time.sleep(0.5)
-    assert web.series(MemberKey(run_id, 1, "rank-0"), "metrics-0", "loss") == []

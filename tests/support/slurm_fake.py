@@ -13,7 +13,8 @@ from tests.support.control import new_run
 from tuneplane.control.jobs import Shown
 from tuneplane.control.slurm.scheduler import Slurm, SlurmError
 from tuneplane.controlplane import slurm_launches
-from tuneplane.controlplane.slurm_launches import JobOptions, JobSeen
+from tuneplane.controlplane.job_follow import JobSeen
+from tuneplane.controlplane.slurm_launches import JobOptions
 
 
 class FakeSlurm(Slurm):

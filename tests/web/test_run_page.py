@@ -20,6 +20,7 @@ from tests.support.kafka import produce
 from tests.support.processes import Process
 from tests.support.truth import member_batch
 from tuneplane.controlplane import (
+    job_follow,
     kube_launches,
     launches,
     passwords,
@@ -145,11 +146,11 @@ async def test_a_run_page_shows_a_slurm_jobs_starts_as_attempts_and_its_ranks_as
         options=slurm_launches.JobOptions())).launch_id
     await db.execute("UPDATE slurm_launches SET state = 'submitted', job_id = '4242' "
                      "WHERE launch_id = $1", launch_id)
-    Seen = slurm_launches.JobSeen
+    Seen = job_follow.JobSeen
     for node in (0, 1):  # the first start: both nodes' collectors, then a preemption
         start = slurm_nodes.Start(launch_id, "4242", 0, node, f"gpu-{node}")
         await slurm_nodes.redeem(db, start, Seen("RUNNING", 0))
-    await slurm_launches.follow(db, launch_id, Seen("PENDING", 1, "BeginTime"))
+    await job_follow.follow(db, launch_id, Seen("PENDING", 1, "BeginTime"))
     await slurm_nodes.report(db, launch_id, 0, 0, undelivered=0, detail="",
                                   by_member={"rank-0": 0, "rank-1": 0})
     await slurm_nodes.report(db, launch_id, 0, 1, undelivered=3, detail="rank-3: 3",
@@ -159,7 +160,7 @@ async def test_a_run_page_shows_a_slurm_jobs_starts_as_attempts_and_its_ranks_as
     refused = "gpu-1: spool root refused: spool directory /local/tuneplane is on NFS"
     await slurm_nodes.refuse(db, slurm_nodes.Start(launch_id, "4242", 1, 1, "gpu-1"),
                                   Seen("RUNNING", 1), refused)
-    await slurm_launches.follow(db, launch_id, Seen("FAILED", 1, "NonZeroExitCode", "1:0",
+    await job_follow.follow(db, launch_id, Seen("FAILED", 1, "NonZeroExitCode", "1:0",
                                                     f"tuneplane: refused: {refused}"))
     async with opened_page(height=800) as opened:
         page, errors = opened.page, opened.errors
@@ -214,7 +215,7 @@ async def test_a_run_page_shows_a_kubernetes_jobs_pods_events_and_a_destroyed_sp
                                         pod=kube_launches.PodSpec("trainer:1"),
                                         command=["python", "train.py"],
                                         environment={})).launch_id
-    Seen = slurm_launches.JobSeen
+    Seen = job_follow.JobSeen
 
     async def ran(launch_id: int, job_id: str, events: list[dict[str, object]]) -> None:
         await db.execute("UPDATE slurm_launches SET state = 'submitted', job_id = $2, "
@@ -238,7 +239,7 @@ async def test_a_run_page_shows_a_kubernetes_jobs_pods_events_and_a_destroyed_sp
     for index in (0, 1):
         await slurm_nodes.report(db, first, 0, index, undelivered=0, detail="",
                                  by_member={f"rank-{index}": 0})
-    await slurm_launches.follow(db, first, Seen("PREEMPTED", 0, "DisruptionTarget", comment=(
+    await job_follow.follow(db, first, Seen("PREEMPTED", 0, "DisruptionTarget", comment=(
         f"tuneplane-launch-{first}-0-xa1: EvictionByEvictionAPI: Eviction API: evicting")))
     second = await db.fetchval("SELECT max(launch_id) FROM slurm_launches WHERE run_id = $1",
                                run_id)
@@ -249,7 +250,7 @@ async def test_a_run_page_shows_a_kubernetes_jobs_pods_events_and_a_destroyed_sp
              "container training exited 137")])
     await slurm_nodes.report(db, second, 0, 0, undelivered=0, detail="",
                              by_member={"rank-0": 0})
-    await slurm_launches.follow(db, second, Seen("FAILED", 0, "BackoffLimitExceeded"))
+    await job_follow.follow(db, second, Seen("FAILED", 0, "BackoffLimitExceeded"))
     async with opened_page(height=900) as opened:
         page = opened.page
         await page.goto(f"http://localhost:{web.port}/runs/{run_id}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -32,6 +33,11 @@ def test_an_indexed_job_of_one_pod_per_member_made_suspended_in_the_given_namesp
         ("Indexed", 3, 3)
     assert spec["suspend"] is True
     assert spec["backoffLimit"] == 0
+    volumes = {v["name"]: v for v in spec["template"]["spec"]["volumes"]}
+    assert volumes["work"] == {"name": "work", "emptyDir": {}}  # no limit unless given
+    limited = manifest.job(ROW, "team-vision", dataclasses.replace(REACH, workdir_limit="20Gi"))
+    assert limited["spec"]["template"]["spec"]["volumes"][0] == {
+        "name": "work", "emptyDir": {"sizeLimit": "20Gi"}}
     # A pod preempted or evicted fails the Job at once (queued again as the next attempt).
     assert spec["podFailurePolicy"] == {"rules": [{"action": "FailJob", "onPodConditions": [
         {"type": "DisruptionTarget", "status": "True"}]}]}

@@ -10,6 +10,7 @@ from tuneplane.control.kube.placement import (
     PlacementError,
     SpoolGrant,
     Spools,
+    workdir_limit,
 )
 
 
@@ -71,3 +72,9 @@ def test_a_spool_grant_per_project_and_empty_dir_for_the_others_unless_one_is_ba
         Spools(["a=emptyDir", "a=hostPath:/x"])
     with pytest.raises(PlacementError, match="emptyDir, hostPath:/DIR or storageClass"):
         Spools(["a=nfs:/x"])
+
+
+def test_a_working_directory_limit_is_a_size_or_none() -> None:
+    assert (workdir_limit(""), workdir_limit("20Gi")) == ("", "20Gi")
+    with pytest.raises(PlacementError, match="--kubernetes-workdir-limit 'lots'"):
+        workdir_limit("lots")

@@ -9,7 +9,7 @@ from tests.support.slurm_fake import FakeSlurm, launch_row, queue
 from tuneplane.control.jobs import Shown
 from tuneplane.control.slurm.backend import SlurmBackend
 from tuneplane.controlplane import runs
-from tuneplane.controlplane.slurm_launches import JobSeen
+from tuneplane.controlplane.job_follow import JobSeen
 
 
 async def test_the_launch_environment_never_reaches_sbatch_run_by_control(

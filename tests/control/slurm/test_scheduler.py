@@ -10,7 +10,7 @@ import pytest
 
 from tuneplane.control.settings import ControlSettings
 from tuneplane.control.slurm.scheduler import Slurm, SlurmError, exit_code, seen
-from tuneplane.controlplane.slurm_launches import JobSeen
+from tuneplane.controlplane.job_follow import JobSeen
 
 #: What squeue 22.05 prints, exiting 0, when it cannot reach the controller.
 UNREACHABLE = {"meta": {}, "errors": [{"description": "Failed while looking for jobs",

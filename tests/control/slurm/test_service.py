@@ -18,7 +18,7 @@ from tuneplane.control.jobs import Shown
 from tuneplane.control.slurm.backend import SlurmBackend
 from tuneplane.control.slurm.service import SlurmJobControl
 from tuneplane.controlplane import runs, slurm_nodes
-from tuneplane.controlplane.slurm_launches import JobSeen
+from tuneplane.controlplane.job_follow import JobSeen
 from tuneplane.node.v1 import slurm_pb2 as spb
 from tuneplane.telemetry.v1.identity import MemberKey
 

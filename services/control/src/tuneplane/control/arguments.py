@@ -73,6 +73,10 @@ def parser(description: str) -> argparse.ArgumentParser:
     s.add_argument("--kubernetes-pull-policy", default="IfNotPresent",
                    choices=("Always", "IfNotPresent", "Never"),
                    help="imagePullPolicy of the sidecar (default IfNotPresent)")
+    s.add_argument("--kubernetes-workdir-limit", metavar="SIZE", default="",
+                   help="sizeLimit of each pod's working directory (/work, an emptyDir the "
+                        "training writes its sources to; 20Gi): the kubelet evicts a pod "
+                        "past it (default: none, the node's disk)")
     s.add_argument("--loglevel", default="INFO")
     e = sub.add_parser("enrollment-token", help="print a one-time token that enrolls a node")
     e.add_argument("--node", required=True, help="the node's name")

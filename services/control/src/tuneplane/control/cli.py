@@ -33,7 +33,7 @@ from tuneplane.control.gate import CallRate
 from tuneplane.control.jobs import JobBackend
 from tuneplane.control.kube.backend import KubernetesBackend
 from tuneplane.control.kube.manifest import PodReach
-from tuneplane.control.kube.placement import Namespaces, Spools
+from tuneplane.control.kube.placement import Namespaces, Spools, workdir_limit
 from tuneplane.control.server import NodeControl, create_server
 from tuneplane.control.settings import ControlSettings
 from tuneplane.control.slurm.backend import Reach, SlurmBackend
@@ -155,6 +155,7 @@ async def kubernetes_backend(args: argparse.Namespace, settings: ControlSettings
         image=args.kubernetes_collector_image or f"tuneplane-collector:{artifact.name}",
         digest=artifact.name,
         pull_policy=args.kubernetes_pull_policy,
+        workdir_limit=workdir_limit(args.kubernetes_workdir_limit),
         spools=Spools(args.kubernetes_spool), drain_seconds=settings.drain_seconds,
         collector_environment=settings.collector_environment)
     log.info("Kubernetes backend on: Jobs in %s, sidecars from %s reach control at %s, "

@@ -4,7 +4,7 @@ launches and follows their jobs.
 Each pass submits what is queued (the launch claimed ``submitting`` first, so two controls
 never submit it twice, and a launch left ``submitting`` by a control that stopped is found
 again among the scheduler's jobs rather than submitted twice) and brings every submitted
-launch to what the scheduler shows (``slurm_launches.follow``). A job whose attempt ended
+launch to what the scheduler shows (``job_follow.follow``). A job whose attempt ended
 here (an editor's end, another attempt begun) while the job still waits or runs is
 cancelled: it must not hold its nodes with no attempt of its own. A backend says how to
 submit, list and cancel; the launches it handles are those of its ``scheduler``.
@@ -21,8 +21,8 @@ from typing import Any, Protocol
 
 import asyncpg
 
-from tuneplane.controlplane import runs, slurm_launches
-from tuneplane.controlplane.slurm_launches import VANISHED, JobSeen
+from tuneplane.controlplane import job_follow, runs
+from tuneplane.controlplane.job_follow import VANISHED, JobSeen
 
 log = logging.getLogger("tuneplane.control.jobs")
 
@@ -141,7 +141,7 @@ class JobBackend(abc.ABC):
         if found is None:
             log.error("launch %d: the scheduler no longer shows job %s", launch_id, job_id)
         async with self._pool.acquire() as conn:
-            state = await slurm_launches.follow(conn, launch_id, seen)
+            state = await job_follow.follow(conn, launch_id, seen)
         await self.shown(launch_id, job_id, seen, state)
         if found is not None and (seen.running or seen.state == "PENDING") and \
                 state not in runs.LIVE_STATES:
@@ -169,7 +169,7 @@ class JobBackend(abc.ABC):
                                    "detail = $2 WHERE launch_id = $1", launch_id,
                                    f"not submitted: {exc}"[:4000])
                 # Unless an editor ended it meanwhile (its end stands).
-                if await slurm_launches.attempt_state(
+                if await job_follow.attempt_state(
                         conn, row["run_id"], row["attempt"]) in runs.LIVE_STATES:
                     await runs.end_attempt(conn, row["run_id"], row["attempt"], "failed")
             return

@@ -1,4 +1,4 @@
-"""How a batch job's launch ended, in words (``slurm_launches.follow`` keeps them as the
+"""How a batch job's launch ended, in words (``job_follow.follow`` keeps them as the
 launch's detail): the scheduler's state and exit code, what the job wrote, and what each of
 its collectors refused, left undelivered, or never reported."""
 
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from tuneplane.common.db import Connection
 
 if TYPE_CHECKING:
-    from tuneplane.controlplane.slurm_launches import JobSeen
+    from tuneplane.controlplane.job_follow import JobSeen
 
 
 async def ending(conn: Connection, launch_id: int, seen: JobSeen) -> str:

@@ -6,11 +6,11 @@ in the project's namespace, which the operator maps (control's ``--kubernetes-na
 never the request, and so is where its spools live (control's ``--kubernetes-spool``). The
 launch is kept with the Slurm launches (``slurm_launches``, scheduler
 ``kubernetes``: a Job is a job of ``indexes`` nodes of one task each), so it is queued,
-submitted, followed and ended as they are (``slurm_launches.follow``), and its sidecars
+submitted, followed and ended as they are (``job_follow.follow``), and its sidecars
 redeem the launch's ticket once per index as a Slurm node's collector does
 (``slurm_nodes``). A Job whose pod was preempted or evicted (its ``DisruptionTarget``) ends
 its attempt ``preempted``, and the launch is queued again as a new launch, the run's next
-attempt (``slurm_launches.follow``), unless the request said ``requeue: false``.
+attempt (``job_follow.follow``), unless the request said ``requeue: false``.
 """
 
 from __future__ import annotations

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuneplane.common.db import Connection
-from tuneplane.controlplane import slurm_launches
+from tuneplane.controlplane import job_follow, slurm_launches
 from tuneplane.controlplane.errors import JobStartRefused
-from tuneplane.controlplane.slurm_launches import JobSeen
+from tuneplane.controlplane.job_follow import JobSeen
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +92,7 @@ async def _claim(conn: Connection, start: Start, seen: JobSeen,
     start is the job's current one and runs, and record the node's collector (once); the
     launch's row."""
     await check(conn, start)
-    state = await slurm_launches.follow(conn, start.launch_id, seen)
+    state = await job_follow.follow(conn, start.launch_id, seen)
     row = await conn.fetchrow(
         "SELECT l.run_id, l.attempt, l.nodes, l.tasks_per_node, l.member_template, "
         "l.state, r.project, r.artifact::text AS artifact FROM slurm_launches l "

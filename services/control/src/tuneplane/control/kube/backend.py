@@ -29,8 +29,8 @@ from tuneplane.control.kube.manifest import LAUNCH_LABEL, MANAGED_BY, RUN_ANNOTA
 from tuneplane.control.kube.placement import Namespaces, PlacementError
 from tuneplane.control.kube.seen import COLLECTOR_REFUSED, SUSPENDED, job_seen
 from tuneplane.controlplane import runs
+from tuneplane.controlplane.job_follow import JobSeen
 from tuneplane.controlplane.kube_launches import SCHEDULER
-from tuneplane.controlplane.slurm_launches import JobSeen
 
 log = logging.getLogger("tuneplane.control.kube")
 

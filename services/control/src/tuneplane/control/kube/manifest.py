@@ -63,6 +63,8 @@ class PodReach:
     spools: Spools        # the spool grant of each project
     drain_seconds: int
     collector_environment: Mapping[str, str]
+    #: The working directory's sizeLimit (the kubelet evicts a pod past it); "": none.
+    workdir_limit: str = ""
     training_uid: int = 1000
 
 
@@ -154,7 +156,9 @@ def job(row: Mapping[str, Any], namespace: str, reach: PodReach) -> dict[str, An
                                "fsGroupChangePolicy": "OnRootMismatch"},
            "initContainers": [sidecar(launch_id, reach, spool)],
            "containers": [training(row, reach)],
-           "volumes": [{"name": "work", "emptyDir": {}}, spool.volume(),
+           "volumes": [{"name": "work", "emptyDir": (
+                          {"sizeLimit": reach.workdir_limit} if reach.workdir_limit else {})},
+                       spool.volume(),
                        {"name": "ticket", "secret": {"secretName": job_name(launch_id),
                                                      "defaultMode": 0o440}},
                        {"name": "ready", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}]}

@@ -63,6 +63,14 @@ class Namespaces(ByProject[str]):
         return sorted({n for n in chosen if chosen.count(n) > 1})
 
 
+def workdir_limit(size: str) -> str:
+    """``--kubernetes-workdir-limit``: a size (512Mi, 20Gi), or "" for none."""
+    if size and not SIZE.fullmatch(size):
+        raise PlacementError(f"--kubernetes-workdir-limit {size!r}: want a size such as "
+                             "512Mi or 20Gi")
+    return size
+
+
 @dataclass(frozen=True, slots=True)
 class SpoolGrant:
     kind: str        # emptyDir, hostPath, storageClass

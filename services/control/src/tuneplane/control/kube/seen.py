@@ -1,5 +1,5 @@
 """A launch's Job as control follows it: the Job and its pods, in the words of a Slurm job
-(``JobSeen``), so ``slurm_launches.follow`` brings the attempt along the same way.
+(``JobSeen``), so ``job_follow.follow`` brings the attempt along the same way.
 
 - ``COMPLETED``: the Job's Complete condition (every index's training container ended 0);
 - ``PREEMPTED``: its Failed condition by its pod failure policy: a pod preempted or evicted
@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tuneplane.control.kube.manifest import COLLECTOR, TRAINING
-from tuneplane.controlplane.slurm_launches import JobSeen
+from tuneplane.controlplane.job_follow import JobSeen
 
 SUSPENDED = "JobSuspended"
 #: The reason of a Job failed by a sidecar's refusal (its Job must then be deleted).

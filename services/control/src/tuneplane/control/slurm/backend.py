@@ -22,7 +22,7 @@ from tuneplane.control.jobs import JobBackend, Shown
 from tuneplane.control.slurm import jobscript
 from tuneplane.control.slurm.scheduler import Slurm, SlurmError
 from tuneplane.control.slurm.users import JobUser, JobUsers
-from tuneplane.controlplane.slurm_launches import JobSeen
+from tuneplane.controlplane.job_follow import JobSeen
 
 log = logging.getLogger("tuneplane.control.slurm")
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tuneplane.control.jobs import SchedulerError, Shown
-from tuneplane.controlplane.slurm_launches import JobSeen
+from tuneplane.controlplane.job_follow import JobSeen
 
 log = logging.getLogger("tuneplane.control.slurm")
 

@@ -27,7 +27,7 @@ from tuneplane.control.jobs import SchedulerError
 from tuneplane.control.slurm.caller import JobCaller, job_caller, refuse
 from tuneplane.control.slurm.late import LateDelivery, trees
 from tuneplane.controlplane import errors, slurm_nodes
-from tuneplane.controlplane.slurm_launches import JobSeen
+from tuneplane.controlplane.job_follow import JobSeen
 from tuneplane.controlplane.slurm_nodes import Start
 from tuneplane.node.v1 import node_pb2 as pb
 from tuneplane.node.v1 import slurm_pb2 as spb
