@@ -179,7 +179,7 @@ async def test_a_preempted_job_is_not_queued_again_when_it_may_not_be(
             "not queued again: attempt 1 had ended cancelled before",
             "another attempt": "not queued again: the run's attempt 2 is running",
             "preempted too often": f"not queued again: preempted {MAX_REQUEUES + 1} times "
-                                   "in a row"}[why]
+                                   "in a row, each within 10 minutes of its start"}[why]
     assert said in detail, detail
 
 
@@ -209,3 +209,19 @@ async def test_a_sidecar_that_never_reported_is_named_with_what_its_spool_became
     assert detail.startswith("job failed; "), detail
     assert said in detail, detail
     assert "index 0" not in detail
+
+
+async def test_an_attempt_that_ran_a_while_before_its_preemption_starts_the_count_again(
+        db: asyncpg.Connection, run_id: str) -> None:
+    launch_id = await queued(db, run_id)
+    await db.execute("UPDATE slurm_launches SET state = 'submitted', job_id = 'uid-1', "
+                     "options = options || jsonb_build_object('requeues', $2::int) "
+                     "WHERE launch_id = $1", launch_id, MAX_REQUEUES)
+    await job_follow.follow(db, launch_id, JobSeen("RUNNING", 0))
+    await db.execute("UPDATE attempts SET started_at = now() - interval '2 hours' "
+                     "WHERE run_id = $1", run_id)
+    await job_follow.follow(db, launch_id, PREEMPTED)
+    (_, again) = await launches_of(db, run_id)
+    assert again[1:3] == (2, "queued")
+    assert await db.fetchval("SELECT options->'requeues' FROM slurm_launches WHERE "
+                             "launch_id = $1", again[0]) == "1"

@@ -41,9 +41,8 @@ NAME = "tuneplane"
 #: The label a TelemetryDestination carries for the release to compose it.
 DESTINATIONS_LABEL = "tuneplane.dev/release"
 #: A project whose launches' spools are granted a node directory (``hostPath``) that the
-#: network filesystem test mounts a network filesystem on.
+#: network filesystem test mounts a network filesystem on (``network_grant``).
 NETWORK_GRANT_PROJECT = "network-grant"
-NETWORK_GRANT = Path("/tmp/tuneplane-kube-network-grant")
 #: A project whose launches' spools are generic ephemeral volumes of a local StorageClass
 #: (``storageClass:<release namespace>-local``), which the test makes with local volumes.
 LOCAL_CLASS_PROJECT = "local-class"
@@ -135,12 +134,17 @@ def values(namespace: str, collector_digest: str) -> dict[str, object]:
         "gateway.control.kubernetesLaunches.namespaces": [f"{namespace}-jobs"],
         "gateway.control.kubernetesLaunches.pullPolicy": "Never",
         "gateway.control.kubernetesLaunches.spool": [
-            f"{NETWORK_GRANT_PROJECT}=hostPath:{NETWORK_GRANT}",
+            f"{NETWORK_GRANT_PROJECT}=hostPath:{network_grant(namespace)}",
             f"{LOCAL_CLASS_PROJECT}=storageClass:{local_class(namespace)}:64Mi", "emptyDir"],
         **{f"networkPolicy.stores.{store}.podSelector": {
             **stores, "app.kubernetes.io/component": store}
            for store in ("kafka", "postgresql", "s3")},
     }
+
+
+def network_grant(namespace: str) -> Path:
+    """The node directory the release's ``NETWORK_GRANT_PROJECT`` spools are granted."""
+    return Path(f"/tmp/tuneplane-{namespace}-network-grant")
 
 
 def local_class(namespace: str) -> str:

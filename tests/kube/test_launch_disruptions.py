@@ -1,6 +1,7 @@
 """Kubernetes launches disrupted on the local cluster: a pod evicted mid-run (the eviction
 API, as a node drain or the scheduler's preemption does it) ends its attempt preempted and
-the launch runs again as the next attempt, in a new Job."""
+the launch runs again as the next attempt, in a new Job; a training container killed for
+its memory fails its attempt, saying so beside what Kubernetes said of it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,16 @@ import uuid
 import pytest
 
 from tests.kube import trainer
-from tests.kube.launching import ARTIFACT, launches_ended, pod_logs, training, written
+from tests.kube.launching import (
+    ARTIFACT,
+    TRAINING_IMAGE,
+    call,
+    launched,
+    launches_ended,
+    pod_logs,
+    training,
+    written,
+)
 from tests.kube.release import GROUP, TOPIC, Release, show_state
 from tests.support.charts import projected_to_end
 from tests.support.kube import kubectl, run_kubectl
@@ -51,7 +61,7 @@ def test_a_pod_evicted_mid_run_preempts_its_attempt_and_a_new_job_runs_the_next(
         raise
     assert (first["launch_id"], first["attempt"], first["attempt_state"],
             first["job_state"]) == (first_id, 1, "preempted", "PREEMPTED"), first
-    assert "DisruptionTarget" in first["detail"] or "Eviction" in first["detail"], first
+    assert "has condition DisruptionTarget matching FailJob rule" in first["detail"], first
     assert first["detail"].endswith(
         f"queued again as launch {second['launch_id']}, attempt 2"), first
     assert sorted(c["node"] for c in first["collectors"]) == [0, 1]
@@ -61,7 +71,9 @@ def test_a_pod_evicted_mid_run_preempts_its_attempt_and_a_new_job_runs_the_next(
     assert ("job", "PodFailurePolicy") in said, first["events"]
     assert (second["attempt"], second["attempt_state"], second["job_state"]) == (
         2, "finished", "COMPLETED"), second
-    assert second["job_id"] != first["job_id"]  # a Job of its own
+    made = json.loads(kubectl("-n", release.jobs_namespace, "get", "job",
+                              f"tuneplane-launch-{second['launch_id']}", "-o", "json"))
+    assert made["metadata"]["uid"] == second["job_id"]  # a Job of its own
     # Its sidecars trained longer than half a token's life: renewed while the Job ran.
     renewed = pod_logs(release, second["launch_id"], "tuneplane-collector")
     assert renewed.count("credentials renewed") >= 2, renewed  # both indexes
@@ -78,3 +90,33 @@ def test_a_pod_evicted_mid_run_preempts_its_attempt_and_a_new_job_runs_the_next(
                 assert stored >= 2 * trainer.STEPS // trainer.BURSTS, (source, stored)
             expected = trainer.truth(rank, stored)[source][("", tag)]
             web.wait_exact(member, f"{source}-{rank}", {("", tag): expected}, seconds=0)
+
+
+def test_a_training_container_killed_for_its_memory_fails_its_attempt_saying_oomkilled(
+        release: Release) -> None:
+    """The training container allocates past its memory limit: the kernel kills it, the Job
+    fails, and the attempt with it; the launch's detail and its events (the run page's)
+    say OOMKilled, and the sidecar still drained what was written before and reported."""
+    web = release.web()
+    run_id = f"kube-oom-{uuid.uuid4().hex[:8]}"
+    artifact = {"version": 1, "sources": [
+        {"id": "metrics", "kind": "jsonl", "path": "metrics.jsonl", "owner": "rank-0"}]}
+    call(web, "POST", "/runs", {"run_id": run_id, "integration": artifact})
+    hungry = ("import json\n"
+              "with open('metrics.jsonl', 'w') as f:\n"
+              "    f.write(json.dumps({'step': 0, 'wall_time': 1.7e9, 'metrics': {'loss': 1.0}})"
+              " + '\\n')\n"
+              "held = [bytearray(1 << 20) for _ in range(1024)]\n")
+    call(web, "POST", f"/runs/{run_id}/kubernetes-launches", {
+        "indexes": 1, "image": TRAINING_IMAGE, "command": ["python3", "-c", hungry],
+        "limits": {"memory": "96Mi"}})
+    launch = launched(web, run_id)
+    assert (launch["attempt_state"], launch["job_state"]) == ("failed", "FAILED"), launch
+    assert "OOMKilled (exit 137)" in launch["detail"], launch
+    ended = [e for e in launch["events"] if e["reason"] == "OOMKilled"]
+    assert [e["message"] for e in ended] == ["container training exited 137"], launch["events"]
+    (collector,) = launch["collectors"]
+    assert (collector["reported"], collector["undelivered"]) == (True, 0), collector
+    projected_to_end(release.namespace, "stores-kafka-0", GROUP, TOPIC)
+    member = MemberKey(run_id, 1, "rank-0")
+    web.wait_exact(member, "metrics", {("", "loss"): [(0, 1.7e9, 1.0)]}, seconds=0)

@@ -24,11 +24,11 @@ from tests.kube.launching import ARTIFACT, TRAINING_IMAGE, call, launched
 from tests.kube.release import (
     GROUP,
     LOCAL_CLASS_PROJECT,
-    NETWORK_GRANT,
     NETWORK_GRANT_PROJECT,
     TOPIC,
     Release,
     local_class,
+    network_grant,
 )
 from tests.support.charts import projected_to_end
 from tests.support.kube import kubectl
@@ -66,9 +66,9 @@ def local_volumes(storage_class: str, count: int, root: Path) -> Iterator[list[P
                                                  "items": made}))
     try:
         yield directories
-    finally:
+    finally:  # the volumes' claims went with their pods (the caller deleted them)
         kubectl("delete", "pv", *(f"{storage_class}-{i}" for i in range(count)),
-                "--wait=false", "--ignore-not-found")
+                "--ignore-not-found", "--timeout=120s", seconds=180)
         kubectl("delete", "storageclass", storage_class, "--ignore-not-found")
         shutil.rmtree(root, ignore_errors=True)
 
@@ -85,11 +85,16 @@ def test_a_local_storage_class_grant_holds_each_pods_spool_and_both_ranks_arrive
     call(web, "POST", "/runs", {"run_id": run_id, "project": LOCAL_CLASS_PROJECT,
                                 "integration": ARTIFACT})
     with local_volumes(local_class(release.namespace), 2, tmp_path / "volumes") as volumes:
-        call(web, "POST", f"/runs/{run_id}/kubernetes-launches", {
+        queued = call(web, "POST", f"/runs/{run_id}/kubernetes-launches", {
             "indexes": 2, "image": TRAINING_IMAGE,
             "command": ["python3", "-c", Path(trainer.__file__).read_text()]})
-        launch = launched(web, run_id)
-        held = [p.relative_to(v) for v in volumes for p in v.rglob("*")]
+        try:
+            launch = launched(web, run_id)
+            held = [p.relative_to(v) for v in volumes for p in v.rglob("*")]
+        finally:  # its pods, and their volumes' claims with them
+            kubectl("-n", release.jobs_namespace, "delete", "job", "--cascade=foreground",
+                    f"tuneplane-launch-{queued['kubernetes_launch']}", "--timeout=120s",
+                    seconds=180)
     assert (launch["attempt_state"], launch["job_state"]) == ("finished", "COMPLETED"), launch
     for collector in launch["collectors"]:
         assert (collector["refused"], collector["reported"], collector["undelivered"]) == (
@@ -104,12 +109,13 @@ def test_a_local_storage_class_grant_holds_each_pods_spool_and_both_ranks_arrive
 
 
 @contextlib.contextmanager
-def network_filesystem(where: Path) -> Iterator[str]:
+def network_filesystem(where: Path, log_file: Path) -> Iterator[str]:
     """A real network filesystem mounted at ``where``: SeaweedFS's FUSE client on the test
-    stack's filer (``weed mount``); the mount table's type of it."""
+    stack's filer (``weed mount``, its output in ``log_file``); the mount table's type of
+    it. Unmounted, and ``where`` removed, afterwards."""
     where.mkdir(parents=True, exist_ok=True)
     known = ports()
-    log = where.with_suffix(".log").open("w")
+    log = log_file.open("w")
     mount = subprocess.Popen(
         [str(weed_binary()), "mount", f"-filer=127.0.0.1:{known['weed_filer']}."
          f"{known['weed_filer_grpc']}", f"-dir={where}", "-dirAutoCreate", "-allowOthers",
@@ -123,18 +129,24 @@ def network_filesystem(where: Path) -> Iterator[str]:
                 if fields[0].split()[4] == str(where):
                     yield fields[1].split()[0]
                     return
-            assert mount.poll() is None, where.with_suffix(".log").read_text()
+            assert mount.poll() is None, log_file.read_text()
             assert time.monotonic() < deadline, "weed mount never mounted"
             time.sleep(0.2)
     finally:
         subprocess.run(["umount", "-l", str(where)], check=False, capture_output=True)
         mount.terminate()
-        mount.wait(timeout=30)
+        try:
+            mount.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            mount.kill()
+            mount.wait()
         log.close()
+        with contextlib.suppress(OSError):
+            where.rmdir()
 
 
 def test_a_spool_grant_on_a_network_filesystem_is_refused_with_its_reason(
-        release: Release) -> None:
+        release: Release, tmp_path: Path) -> None:
     """The project's grant is a node directory (``hostPath``) with a network filesystem
     mounted on it: the sidecar judges the spool from its mount table before it redeems,
     refuses naming the filesystem, the attempt fails saying so, and nothing falls back to
@@ -146,7 +158,7 @@ def test_a_spool_grant_on_a_network_filesystem_is_refused_with_its_reason(
     call(web, "POST", "/projects", {"name": NETWORK_GRANT_PROJECT})
     call(web, "POST", "/runs", {"run_id": run_id, "project": NETWORK_GRANT_PROJECT,
                                 "integration": artifact})
-    with network_filesystem(NETWORK_GRANT) as mounted:
+    with network_filesystem(network_grant(release.namespace), tmp_path / "mount.log") as mounted:
         assert mounted == "fuse.seaweedfs"
         queued = call(web, "POST", f"/runs/{run_id}/kubernetes-launches", {
             "indexes": 1, "image": TRAINING_IMAGE,

@@ -56,6 +56,10 @@ def test_a_two_index_job_delivers_both_members_exactly_and_ends_finished(
         "kubernetes", "finished", "COMPLETED"), launch
     nodes = {c["node"]: c for c in launch["collectors"]}
     assert sorted(nodes) == [0, 1], launch
+    # What Kubernetes said of the Job and its pods: kept with the launch (the run page).
+    said = {(e["object"].split("/")[0], e["reason"]) for e in launch["events"]}
+    assert {("job", "SuccessfulCreate"), ("pod", "Scheduled"), ("pod", "Pulled"),
+            ("pod", "Started")} <= said, launch["events"]
     for collector in nodes.values():
         assert (collector["refused"], collector["reported"], collector["undelivered"]) == (
             None, True, 0), collector

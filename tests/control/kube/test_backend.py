@@ -121,7 +121,7 @@ async def submitted(pool: asyncpg.Pool, db: asyncpg.Connection, run_id: str
 
 
 def pod(job: dict[str, Any], sidecar: dict[str, Any]) -> dict[str, Any]:
-    return {"metadata": {"name": f"{job['metadata']['name']}-0-x", "labels": {
+    return {"metadata": {"name": f"{job['metadata']['name']}-0-x", "uid": "pod-uid-0", "labels": {
         **job["metadata"]["labels"], "batch.kubernetes.io/controller-uid": job["metadata"]["uid"]}},
         "status": {"phase": "Pending", "initContainerStatuses": [
             {"name": "tuneplane-collector", **sidecar}]}}
@@ -188,40 +188,58 @@ async def test_a_refusing_sidecar_fails_the_attempt_in_its_words_and_the_job_is_
 
 def event(name: str, kind: str, involved: str, uid: str, reason: str, at: str,
           kind_of: str = "Normal") -> dict[str, Any]:
-    return {"metadata": {"name": name}, "type": kind_of, "reason": reason, "count": 1,
-            "message": f"{reason} of {involved}", "lastTimestamp": at,
-            "involvedObject": {"kind": kind, "name": involved, "uid": uid}}
+    return {"metadata": {"name": name, "creationTimestamp": at}, "type": kind_of,
+            "reason": reason, "count": 1, "message": f"{reason} of {involved}",
+            "lastTimestamp": at, "involvedObject": {"kind": kind, "name": involved, "uid": uid}}
 
 
 async def test_what_kubernetes_said_of_the_job_and_its_pods_is_stored_with_the_launch(
         pool: asyncpg.Pool, db: asyncpg.Connection, run_id: str) -> None:
     api, backend, launch_id, job = await submitted(pool, db, run_id)
     name, uid = job["metadata"]["name"], job["metadata"]["uid"]
+    api.objects[("jobs", "pods", "p")] = pod(job, {"state": {"running": {}}})
     for made in (
             event("e1", "Job", name, uid, "SuccessfulCreate", "2026-01-01T00:00:01Z"),
-            event("e2", "Pod", f"{name}-0-x", "p", "FailedScheduling", "2026-01-01T00:00:02Z",
-                  "Warning"),
-            event("e3", "Pod", f"{name}0-0-x", "q", "Pulled", "2026-01-01T00:00:03Z"),
+            event("e2", "Pod", f"{name}-0-x", "pod-uid-0", "FailedScheduling",
+                  "2026-01-01T00:00:02Z", "Warning"),
+            # A pod named as the Job's would be, not the Job's: its events are not.
+            event("e3", "Pod", f"{name}-0-y", "forged", "Pulled", "2026-01-01T00:00:03Z"),
             event("e4", "Job", name, "another-uid", "Completed", "2026-01-01T00:00:04Z")):
         api.objects[("jobs", "events", made["metadata"]["name"])] = made
-    backend._events.clear()  # read again now, not in EVENTS_SECONDS
+    backend._told._events.clear()  # read again now, not in EVENTS_SECONDS
     await backend.step()
     stored = json.loads(await db.fetchval("SELECT events FROM slurm_launches WHERE "
                                           "launch_id = $1", launch_id))
     assert [(e["object"], e["reason"], e["type"]) for e in stored] == [
         (f"job/{name}", "SuccessfulCreate", "Normal"),
-        (f"pod/{name}-0-x", "FailedScheduling", "Warning")]  # not another Job's, nor its pods'
+        (f"pod/{name}-0-x", "FailedScheduling", "Warning")]
+    # The pod goes (evicted); its events are still the Job's, read once more as it ends.
+    del api.objects[("jobs", "pods", "p")]
+    api.objects[("jobs", "events", "e5")] = event(
+        "e5", "Pod", f"{name}-0-x", "pod-uid-0", "Killing", "2026-01-01T00:00:08Z")
+    job["status"] = {"conditions": [{"type": "Failed", "status": "True",
+                                     "reason": "BackoffLimitExceeded", "message": "limit"}]}
+    await backend.step()
+    stored = json.loads(await db.fetchval("SELECT events FROM slurm_launches WHERE "
+                                          "launch_id = $1", launch_id))
+    assert [e["reason"] for e in stored] == ["SuccessfulCreate", "FailedScheduling", "Killing"]
+    assert backend._told.records == {}  # nothing kept of an ended launch
+
+
+async def test_an_ended_containers_oomkilled_is_stored_as_its_launch_ends(
+        pool: asyncpg.Pool, db: asyncpg.Connection, run_id: str) -> None:
+    api, backend, launch_id, job = await submitted(pool, db, run_id)
     api.objects[("jobs", "pods", "p")] = pod(job, {"state": {"running": {}}})
     api.objects[("jobs", "pods", "p")]["status"]["containerStatuses"] = [
         {"name": "training", "state": {"terminated": {
             "exitCode": 137, "reason": "OOMKilled", "finishedAt": "2026-01-01T00:00:09Z"}}}]
     job["status"] = {"conditions": [{"type": "Failed", "status": "True",
                                      "reason": "BackoffLimitExceeded", "message": "limit"}]}
-    await backend.step()  # ended: what was said is read once more, and stored
+    await backend.step()
     stored = json.loads(await db.fetchval("SELECT events FROM slurm_launches WHERE "
                                           "launch_id = $1", launch_id))
-    assert (stored[-1]["reason"], stored[-1]["message"]) == (
-        "OOMKilled", "container training exited 137")
+    assert [(e["reason"], e["message"]) for e in stored] == [
+        ("OOMKilled", "container training exited 137")]
 
 
 async def test_a_job_whose_pod_was_evicted_is_followed_by_a_new_job_the_next_attempt(

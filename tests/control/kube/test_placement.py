@@ -54,6 +54,7 @@ def test_each_grant_gives_its_volume_and_the_sidecars_spool_root() -> None:
 
 
 @pytest.mark.parametrize("text", ["", "nfs", "hostPath:relative", "hostPath:/a/../etc",
+                                  "hostPath:/", "hostPath://",
                                   "storageClass:", "storageClass:Local", "storageClass:x:lots",
                                   "emptyDir:/x"])
 def test_a_grant_not_understood_is_refused_saying_the_forms(text: str) -> None:
@@ -72,6 +73,13 @@ def test_a_spool_grant_per_project_and_empty_dir_for_the_others_unless_one_is_ba
         Spools(["a=emptyDir", "a=hostPath:/x"])
     with pytest.raises(PlacementError, match="emptyDir, hostPath:/DIR or storageClass"):
         Spools(["a=nfs:/x"])
+    # The project is before the first "=" and a project's name; a grant may hold "=".
+    assert str(Spools(["p=hostPath:/x=y"]).of("p")) == "hostPath:/x=y"
+    assert str(Spools(["hostPath:/mnt/a=b"]).of("anyone")) == "hostPath:/mnt/a=b"
+    with pytest.raises(PlacementError, match="two values for every project not named"):
+        Spools(["emptyDir", "hostPath:/x"])
+    with pytest.raises(PlacementError, match="emptyDir, hostPath:/DIR or storageClass"):
+        Spools(["=emptyDir"])
 
 
 def test_a_working_directory_limit_is_a_size_or_none() -> None:

@@ -78,7 +78,8 @@ def test_a_job_failed_by_its_policy_for_an_evicted_pod_is_preempted_saying_how()
     seen = job_seen(job(("Failed", "PodFailurePolicy", "Pod ns/p-0 has condition "
                          "DisruptionTarget matching FailJob rule at index 0")), [evicted])
     assert (seen.state, seen.reason, seen.comment) == (
-        "PREEMPTED", "DisruptionTarget", "p-0: EvictionByEvictionAPI: Eviction API: evicting")
+        "PREEMPTED", "DisruptionTarget", "Pod ns/p-0 has condition DisruptionTarget matching "
+        "FailJob rule at index 0 (p-0: EvictionByEvictionAPI: Eviction API: evicting)")
     # Failed by the same policy for another reason, or by its backoff limit: failed.
     for reason, message in (("PodFailurePolicy", "Container training exited with 3"),
                             ("BackoffLimitExceeded", "backoff limit")):

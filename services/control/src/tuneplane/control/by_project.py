@@ -1,14 +1,24 @@
 """An operator's choice per project, from a flag given once per project: ``PROJECT=VALUE``
 for one project, a bare ``VALUE`` for every project not named (control's
-``--slurm-run-as``, ``--kubernetes-namespace``). A project named twice is refused, and one
-with no value is refused when asked for, saying which flag gives it."""
+``--slurm-run-as``, ``--kubernetes-namespace``, ``--kubernetes-spool``). The project is what
+comes before the first ``=``, a project's name (a value may hold ``=``); a project named
+twice, or two bare values, are refused, and a project with no value is refused when asked
+for, saying which flag gives it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
+from tuneplane.controlplane.projects import NAME
+
 T = TypeVar("T")
+
+
+def split(item: str) -> tuple[str, str]:
+    """``PROJECT=VALUE`` as (project, value); a bare value as ("", value)."""
+    project, sep, value = item.partition("=")
+    return (project, value) if sep and NAME.fullmatch(project) else ("", item)
 
 
 class ByProject(Generic[T]):
@@ -19,9 +29,11 @@ class ByProject(Generic[T]):
         self._by_project: dict[str, T] = {}
         self._default: T | None = None
         for item in settings:
-            project, sep, value = item.rpartition("=")
+            project, value = split(item)
             resolved = resolve(value)
-            if not sep:
+            if not project:
+                if self._default is not None:
+                    raise error(f"{flag} gives two values for every project not named")
                 self._default = resolved
             elif project in self._by_project:
                 raise error(f"{flag} names project {project!r} twice")

@@ -25,8 +25,11 @@ ENDS = {"COMPLETED": "finished", "CANCELLED": "cancelled", "TIMEOUT": "timeout",
         "BOOT_FAIL": "failed", "OUT_OF_MEMORY": "failed", "DEADLINE": "failed",
         VANISHED: "failed"}
 #: How many times in a row a launch whose scheduler does not requeue it (a Kubernetes Job)
-#: is queued again after a preemption.
+#: is queued again after a preemption that came within ``RAN_A_WHILE`` seconds of its
+#: attempt's start (a pod the node evicts as soon as it runs, for ever); an attempt that
+#: ran longer starts the count again.
 MAX_REQUEUES = 10
+RAN_A_WHILE = 600
 #: Slurm job states in which the job's processes run (its attempt is running).
 RUNS = {"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STOPPED", "SIGNALING",
         "RESIZING", "STAGE_OUT"}
@@ -105,16 +108,17 @@ async def queue_again(conn: Connection, launch_id: int) -> str:
     """In the caller's transaction: the launch whose job was preempted (and not started
     again by its scheduler: a Kubernetes Job) queued again as a new launch, the run's next
     attempt; unless its attempt ended otherwise first, or another is live. Says which."""
-    row = await conn.fetchrow("SELECT run_id, attempt, nodes, tasks_per_node, coalesce(("
-                              "options->>'requeues')::int, 0) AS requeues FROM "
-                              "slurm_launches WHERE launch_id = $1", launch_id)
+    row = await conn.fetchrow(
+        "SELECT l.run_id, l.attempt, l.nodes, l.tasks_per_node, a.state, CASE WHEN "
+        "a.ended_at - a.started_at >= make_interval(secs => $2) THEN 0 ELSE coalesce(("
+        "l.options->>'requeues')::int, 0) END AS requeues FROM slurm_launches l JOIN "
+        "attempts a USING (run_id, attempt) WHERE l.launch_id = $1", launch_id, RAN_A_WHILE)
     assert row is not None
-    ended = await attempt_state(conn, row["run_id"], row["attempt"])
-    if ended != "preempted":
-        return f"not queued again: attempt {row['attempt']} had ended {ended} before"
+    if row["state"] != "preempted":
+        return f"not queued again: attempt {row['attempt']} had ended {row['state']} before"
     if row["requeues"] >= MAX_REQUEUES:
-        return (f"not queued again: preempted {MAX_REQUEUES + 1} times in a row (a pod "
-                "evicted for exceeding its own limits is evicted again); launch it anew")
+        return (f"not queued again: preempted {MAX_REQUEUES + 1} times in a row, each "
+                f"within {RAN_A_WHILE // 60} minutes of its start; launch it anew")
     other = await live_attempt(conn, row["run_id"])
     if other is not None:
         return (f"not queued again: the run's attempt {other['attempt']} is "

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,10 +23,11 @@ import kr8s
 
 from tuneplane.common.kube import JSON_MERGE, Kubernetes, conflict, not_found
 from tuneplane.control.jobs import JobBackend, SchedulerError, Shown
-from tuneplane.control.kube import manifest, said
+from tuneplane.control.kube import manifest
 from tuneplane.control.kube.manifest import LAUNCH_LABEL, MANAGED_BY, RUN_ANNOTATION, PodReach
 from tuneplane.control.kube.placement import Namespaces, PlacementError
 from tuneplane.control.kube.seen import COLLECTOR_REFUSED, SUSPENDED, job_seen
+from tuneplane.control.kube.told import Told
 from tuneplane.controlplane import runs
 from tuneplane.controlplane.job_follow import JobSeen
 from tuneplane.controlplane.kube_launches import SCHEDULER
@@ -39,9 +39,6 @@ TICKET_TTL = 7 * 86400
 SELECTOR = f"app.kubernetes.io/managed-by={MANAGED_BY}"
 #: The label the Job controller gives a Job's own pods: the Job's uid.
 CONTROLLER_UID = "batch.kubernetes.io/controller-uid"
-#: How often a namespace's events are read again while its launches run (and once more
-#: as each ends).
-EVENTS_SECONDS = 10.0
 
 
 class KubernetesBackend(JobBackend):
@@ -55,8 +52,8 @@ class KubernetesBackend(JobBackend):
         self._reach = reach
         self._where: dict[str, tuple[str, str]] = {}  # job uid → (namespace, name)
         self._failed: set[str] = set()  # namespaces the last pass could not list
-        self._events: dict[str, tuple[float, list[dict[str, Any]]]] = {}  # by namespace
-        self._said: dict[str, list[dict[str, Any]]] = {}  # job uid → what Kubernetes said
+        self._told = Told(lambda namespace, plural, version, params: self._call(
+            "GET", version, plural, namespace, params=params))
         self._written: dict[int, list[dict[str, Any]]] = {}  # launch → as last stored
 
     async def _call(self, method: str, version: str, url: str, namespace: str,
@@ -75,11 +72,10 @@ class KubernetesBackend(JobBackend):
                                  params={"labelSelector": selector})
         return list(found.get("items", []))
 
-    def _shown(self, namespace: str, jobs: list[dict[str, Any]], pods: list[dict[str, Any]],
-               events: list[dict[str, Any]] | None = None) -> dict[str, Shown]:
+    def _shown(self, namespace: str, jobs: list[dict[str, Any]],
+               pods: list[dict[str, Any]]) -> tuple[dict[str, Shown], dict[str, Any]]:
         """``jobs`` as followed, each with its own pods (by the Job controller's uid label,
-        which only the Job's own pods carry), and what Kubernetes said of each (when
-        ``events`` are given)."""
+        which only the Job's own pods carry); and those pods by Job uid."""
         by_job: dict[str, list[dict[str, Any]]] = {}
         for pod in pods:
             uid = pod["metadata"].get("labels", {}).get(CONTROLLER_UID, "")
@@ -87,22 +83,9 @@ class KubernetesBackend(JobBackend):
         shown = {}
         for job in jobs:
             meta = job["metadata"]
-            own = by_job.get(meta["uid"], [])
-            shown[meta["uid"]] = Shown(meta["name"], -1, job_seen(job, own))
+            shown[meta["uid"]] = Shown(meta["name"], -1, job_seen(job, by_job.get(meta["uid"], [])))
             self._where[meta["uid"]] = (namespace, meta["name"])
-            if events is not None:
-                self._said[meta["uid"]] = said.said(job, events, own)
-        return shown
-
-    async def _namespace_events(self, namespace: str, *, fresh: bool = False
-                                ) -> list[dict[str, Any]]:
-        """The namespace's events, read again when ``fresh`` or ``EVENTS_SECONDS`` old."""
-        read_at, events = self._events.get(namespace, (0.0, []))
-        if fresh or time.monotonic() - read_at >= EVENTS_SECONDS:
-            listed = await self._call("GET", "v1", "events", namespace)
-            events = list(listed.get("items", []))
-            self._events[namespace] = (time.monotonic(), events)
-        return events
+        return shown, by_job
 
     async def jobs(self) -> Mapping[str, Shown]:
         """Every launch Job of every launch namespace; a namespace that cannot be listed is
@@ -117,12 +100,15 @@ class KubernetesBackend(JobBackend):
                 log.warning("launch namespace %s not listed in this pass: %s", namespace, exc)
                 self._failed.add(namespace)
                 continue
+            listed, pods_of = self._shown(namespace, jobs, pods)
+            shown.update(listed)
+            for uid in [u for u, (n, _) in self._where.items() if n == namespace
+                        and u not in listed]:
+                del self._where[uid]  # gone: nothing more to do with it
             try:
-                events = await self._namespace_events(namespace)
+                await self._told.listed(namespace, jobs, pods_of)
             except (SchedulerError, kr8s.ServerError) as exc:
                 log.warning("launch namespace %s: events not read: %s", namespace, exc)
-                events = None
-            shown.update(self._shown(namespace, jobs, pods, events))
         return shown
 
     def unseen(self, job_id: str) -> bool:
@@ -140,7 +126,7 @@ class KubernetesBackend(JobBackend):
         if job is None or job["metadata"]["uid"] != job_id:
             return None  # gone, or made again under its name: not the launch's Job
         pods = await self._listed(namespace, "pods", "v1", f"{CONTROLLER_UID}={job_id}")
-        return self._shown(namespace, [job], pods)[job_id].seen
+        return self._shown(namespace, [job], pods)[0][job_id].seen
 
     async def _job_named(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The Job ``name`` of ``namespace`` as the API holds it, or None."""
@@ -217,9 +203,9 @@ class KubernetesBackend(JobBackend):
     async def shown(self, launch_id: int, job_id: str, seen: JobSeen, state: str) -> None:
         """Resume a suspended Job, delete one whose sidecar refused, and store what
         Kubernetes said of it (read once more as its attempt ends)."""
+        records = self._told.records.get(job_id)
         if state not in runs.LIVE_STATES and job_id in self._where:
-            await self._refreshed(job_id)
-        records = self._said.get(job_id)
+            records = await self._ended(job_id)
         if records is not None and records != self._written.get(launch_id):
             async with self._pool.acquire() as conn:
                 await conn.execute("UPDATE slurm_launches SET events = $2::jsonb WHERE "
@@ -227,24 +213,23 @@ class KubernetesBackend(JobBackend):
             self._written[launch_id] = records
         if state not in runs.LIVE_STATES:  # stored for good
             self._written.pop(launch_id, None)
-            self._said.pop(job_id, None)
         if seen.state == "PENDING" and seen.reason == SUSPENDED:
             await self.submitted(job_id)
         elif seen.state == "FAILED" and seen.reason == COLLECTOR_REFUSED:
             await self.cancel(job_id)  # its sidecars would be restarted for ever
 
-    async def _refreshed(self, job_id: str) -> None:
+    async def _ended(self, job_id: str) -> list[dict[str, Any]] | None:
         """What Kubernetes said of the Job, read now (its attempt has just ended)."""
         namespace, name = self._where[job_id]
         try:
             job = await self._job_named(namespace, name)
             if job is None or job["metadata"]["uid"] != job_id:
-                return
+                return None
             pods = await self._listed(namespace, "pods", "v1", f"{CONTROLLER_UID}={job_id}")
-            self._shown(namespace, [job], pods,
-                        await self._namespace_events(namespace, fresh=True))
+            return await self._told.ending(namespace, job, pods)
         except (SchedulerError, kr8s.ServerError) as exc:
             log.warning("Job %s/%s: events not read as it ended: %s", namespace, name, exc)
+            return None
 
     async def cancel(self, job_id: str) -> None:
         where = self._where.get(job_id)

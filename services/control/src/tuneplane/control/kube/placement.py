@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tuneplane.control.by_project import ByProject
+from tuneplane.control.by_project import ByProject, split
 
 #: Where the sidecar mounts the spool volume.
 SPOOL_MOUNT = "/var/spool/tuneplane"
@@ -82,9 +82,9 @@ class SpoolGrant:
         kind, _, rest = text.partition(":")
         if kind == "emptyDir" and not rest:
             return cls(kind)
-        if kind == "hostPath" and rest.startswith("/") and "\0" not in rest \
-                and ".." not in rest.split("/"):
-            return cls(kind, rest.rstrip("/") or "/")
+        if kind == "hostPath" and rest.startswith("/") and rest.strip("/") and \
+                "\0" not in rest and ".." not in rest.split("/"):
+            return cls(kind, rest.rstrip("/"))
         if kind == "storageClass":
             name, _, size = rest.partition(":")
             if CLASS_NAME.fullmatch(name) and (not size or SIZE.fullmatch(size)):
@@ -118,7 +118,7 @@ class Spools(ByProject[SpoolGrant]):
     not named; ``emptyDir`` when no bare one is given)."""
 
     def __init__(self, settings: Sequence[str]) -> None:
-        bare = any("=" not in item for item in settings)
+        bare = any(not split(item)[0] for item in settings)
         super().__init__([*settings, *([] if bare else ["emptyDir"])],
                          flag="--kubernetes-spool", what="spool grant",
                          placeholder="GRANT", resolve=SpoolGrant.parse, error=PlacementError)

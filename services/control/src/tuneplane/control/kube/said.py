@@ -4,15 +4,18 @@ Killing, PodFailurePolicy...), and how its pods' containers ended when not with 
 an exit code), which Kubernetes keeps in the pods' status, not in events. Pure: the
 namespace's events and the Job's pods in, the launch's records out, oldest first.
 
-A pod's events are known by its name: ``<job>-<index>-<suffix>``, as the Job controller
-names its pods (they outlive the pod: an evicted pod's are kept). The namespace is the
-project's, and whoever may make events there is trusted with its launches already
-(``placement``); their words reach the page as text only.
+Events are known by the uid of what they are about: the Job's, or one of its pods' (each
+pod control has seen of the Job, by the Job controller's uid label: an evicted pod's events
+outlive it). The namespace is the project's, and whoever may make events there is trusted
+with its launches already (``placement``); their words reach the page as text only, each
+field bounded, and the newest kept by when the API server made them (not by the times an
+event's maker gives).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from tuneplane.control.kube.seen import statuses
@@ -30,25 +33,38 @@ def _at(event: Mapping[str, Any]) -> str:
                or (event.get("metadata") or {}).get("creationTimestamp") or "")
 
 
-def _record(at: str, kind: str, reason: str, what: str, message: str,
-            count: int = 1) -> dict[str, Any]:
-    return {"at": at, "type": kind, "reason": reason[:128], "object": what[:300],
-            "message": message[:MAX_MESSAGE], "count": count}
+def _record(at: str, kind: str, reason: str, what: str, message: str, count: int = 1,
+            made: str = "") -> dict[str, Any]:
+    return {"at": at[:40], "type": "Warning" if kind == "Warning" else "Normal",
+            "reason": reason[:128], "object": what[:300], "message": message[:MAX_MESSAGE],
+            "count": count, "made": made[:40] or at[:40]}
 
 
-def events_of(job: Mapping[str, Any], events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The events of ``job`` (by its uid) and of its pods (by their names)."""
-    name, uid = job["metadata"]["name"], job["metadata"]["uid"]
-    found = []
+def by_uid(events: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    """A namespace's events by the uid of what each is about."""
+    found: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for event in events:
-        involved = event.get("involvedObject") or {}
-        kind, what = str(involved.get("kind") or ""), str(involved.get("name") or "")
-        if (kind == "Job" and involved.get("uid") == uid) or \
-                (kind == "Pod" and what.startswith(f"{name}-")):
+        uid = (event.get("involvedObject") or {}).get("uid")
+        if uid:
+            found[str(uid)].append(event)
+    return found
+
+
+def events_of(job: Mapping[str, Any], events: Mapping[str, list[Mapping[str, Any]]],
+              pod_uids: Collection[str]) -> list[dict[str, Any]]:
+    """The events of ``job`` and of its pods (``pod_uids``), by uid and kind."""
+    found = []
+    for uid, kind in ((job["metadata"]["uid"], "Job"), *((p, "Pod") for p in pod_uids)):
+        for event in events.get(uid, ()):
+            involved = event.get("involvedObject") or {}
+            if involved.get("kind") != kind:
+                continue
             count = event.get("count") or (event.get("series") or {}).get("count") or 1
-            found.append(_record(_at(event), str(event.get("type") or "Normal"),
-                                 str(event.get("reason") or ""), f"{kind.lower()}/{what}",
-                                 str(event.get("message") or "").strip(), int(count)))
+            found.append(_record(
+                _at(event), str(event.get("type") or ""), str(event.get("reason") or ""),
+                f"{kind.lower()}/{involved.get('name') or ''}",
+                str(event.get("message") or "").strip(), int(count),
+                str((event.get("metadata") or {}).get("creationTimestamp") or "")))
     return found
 
 
@@ -70,10 +86,11 @@ def endings_of(pods: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return found
 
 
-def said(job: Mapping[str, Any], events: Iterable[Mapping[str, Any]],
-         pods: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The launch's records: its Job's and pods' events and its containers' endings, oldest
-    first, the newest ``MAX_RECORDS`` of them."""
-    records = [*events_of(job, events), *endings_of(pods)]
-    records.sort(key=lambda r: str(r["at"]))
+def said(job: Mapping[str, Any], events: Mapping[str, list[Mapping[str, Any]]],
+         pod_uids: Collection[str], pods: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The launch's records: its Job's and pods' events (``events`` by uid: ``by_uid``) and
+    its containers' endings, the newest ``MAX_RECORDS`` by when they were made, oldest
+    first."""
+    records = [*events_of(job, events, pod_uids), *endings_of(pods)]
+    records.sort(key=lambda r: str(r["made"]))
     return records[-MAX_RECORDS:]

@@ -106,9 +106,11 @@ def job_seen(job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> JobSe
         return JobSeen("COMPLETED", 0)
     if "Failed" in conditions:
         failed = conditions["Failed"]
-        how = disrupted(pods)
-        if failed.get("reason") == BY_POLICY and DISRUPTED in str(failed.get("message")):
-            return JobSeen("PREEMPTED", 0, DISRUPTED, comment=how or str(failed["message"]))
+        said = str(failed.get("message") or "")
+        if failed.get("reason") == BY_POLICY and DISRUPTED in said:
+            how = disrupted(pods)  # the pod, when still there, says by what
+            return JobSeen("PREEMPTED", 0, DISRUPTED,
+                           comment=f"{said} ({how})" if how else said)
         said = [str(failed.get("message") or ""), *failures(pods)]
         return JobSeen("FAILED", 0, str(failed.get("reason") or ""),
                        comment="; ".join(s for s in said if s))
