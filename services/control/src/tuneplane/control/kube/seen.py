@@ -111,9 +111,8 @@ def job_seen(job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> JobSe
             how = disrupted(pods)  # the pod, when still there, says by what
             return JobSeen("PREEMPTED", 0, DISRUPTED,
                            comment=f"{said} ({how})" if how else said)
-        said = [str(failed.get("message") or ""), *failures(pods)]
         return JobSeen("FAILED", 0, str(failed.get("reason") or ""),
-                       comment="; ".join(s for s in said if s))
+                       comment="; ".join(s for s in (said, *failures(pods)) if s))
     if (job.get("spec") or {}).get("suspend"):
         return JobSeen("PENDING", 0, SUSPENDED)
     if any(running(pod) for pod in pods):
