@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import logging
 
 import asyncpg
@@ -184,10 +185,17 @@ async def test_a_delivery_token_stands_while_the_node_it_came_through_does(
     facts.nodes["node-1"] = NodeFacts(1000, revoked=False)
     assert await standing.node_refusal(delivery("node-1")) is None
     assert await standing.node_refusal(delivery(None)) is None
-    assert facts.asked == {"node-1": 1}  # the attempt is not looked at
+    assert facts.asked == {KEY: 1, "node-1": 1}  # the attempt only for its deletion
     facts.nodes["node-2"] = NodeFacts(1000, revoked=True)
     facts.nodes["node-3"] = NodeFacts(3000, revoked=False)
     assert "node-2, which was revoked" in str(await standing.node_refusal(delivery("node-2")))
     assert "before its latest enrollment" in str(
         await standing.node_refusal(delivery("node-3")))
     assert "not enrolled" in str(await standing.node_refusal(delivery("node-4")))
+    deleted = dataclasses.replace(MEMBER, attempt=MEMBER.attempt + 1)
+    facts.attempts[(deleted.run_id, deleted.attempt)] = AttemptFacts("finished", None,
+                                                                     deleted=True)
+    for node in ("node-1", None):  # deleted: refused, whoever issued it
+        claims = dataclasses.replace(delivery(node), member=deleted)
+        assert "was deleted; its delivery tokens are refused" in str(
+            await standing.node_refusal(claims))

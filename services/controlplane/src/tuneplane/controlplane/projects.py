@@ -110,13 +110,19 @@ async def roles_of(conn: Connection, username: str) -> dict[str, Role]:
     return {r["project"]: Role.named(r["role"]) for r in rows}
 
 
+#: A run deleted (its deletion standing): ``$1`` the run.
+DELETED_RUN = "SELECT 1 FROM deletions WHERE run_id = $1 AND attempt = 0 AND undone_at IS NULL"
+
+
 async def of_run(conn: Connection, run_id: str) -> str | None:
     """The project ``run_id`` belongs to: its ``runs`` row's, or ``DEFAULT`` for a run
     known only by its telemetry (a token issued by hand); None when nothing of it is known,
-    so a run that does not exist and one of another project look alike."""
+    or it was deleted, so a run that does not exist and one of another project look
+    alike."""
     found = await conn.fetchval(
         "SELECT coalesce((SELECT project FROM runs WHERE run_id = $1), "
-        "(SELECT $2::text FROM batch_ledger WHERE run_id = $1 LIMIT 1))", run_id, DEFAULT)
+        "(SELECT $2::text FROM batch_ledger WHERE run_id = $1 LIMIT 1)) WHERE NOT EXISTS "
+        f"({DELETED_RUN})", run_id, DEFAULT)
     return None if found is None else str(found)
 
 
@@ -125,6 +131,7 @@ async def of_object(conn: Connection, object_key: str) -> set[str]:
     object may serve several runs: keys are the content's digest)."""
     rows = await conn.fetch(
         "SELECT DISTINCT coalesce(r.project, $2) AS project FROM rich_records rr "
-        "LEFT JOIN runs r ON r.run_id = rr.run_id WHERE rr.object_key = $1",
-        object_key, DEFAULT)
+        "LEFT JOIN runs r ON r.run_id = rr.run_id WHERE rr.object_key = $1 AND NOT EXISTS "
+        "(SELECT 1 FROM deletions d WHERE d.run_id = rr.run_id AND d.attempt = 0 AND "
+        "d.undone_at IS NULL)", object_key, DEFAULT)
     return {r["project"] for r in rows}

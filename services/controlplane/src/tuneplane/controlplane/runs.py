@@ -44,6 +44,9 @@ async def create_run(conn: Connection, artifact: Any, *, created_by: str, now: d
     if not RUN_ID.fullmatch(run_id):  # not .match: its $ would let a final newline by
         raise InvalidRun(f"run id {run_id!r} must be 1-128 of A-Z a-z 0-9 . _ - "
                        "(starting with a letter or digit)")
+    if await conn.fetchval("SELECT 1 FROM deletions WHERE run_id = $1 AND attempt = 0 AND "
+                           "undone_at IS NULL", run_id):
+        raise RunExists(f"run {run_id!r} was deleted: its id is not given again")
     if project != DEFAULT and await conn.fetchval(
             "SELECT 1 FROM batch_ledger WHERE run_id = $1 LIMIT 1", run_id):
         # Its telemetry came first (a token issued by hand): a run of the default project,

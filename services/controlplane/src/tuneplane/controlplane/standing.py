@@ -1,6 +1,6 @@
-"""Whether a workload token still stands: its attempt has not ended beyond the drain window,
-and the node it was issued through (if any) is enrolled, not revoked and not re-enrolled
-since.
+"""Whether a workload token still stands: its attempt has not been deleted nor ended beyond
+the drain window, and the node it was issued through (if any) is enrolled, not revoked and
+not re-enrolled since.
 
 The facts come from PostgreSQL (``attempt_facts``, ``node_facts``); ``refusal`` is the rule,
 a pure function of the token's claims and those facts. A fact that could not be looked up
@@ -40,10 +40,12 @@ UNKNOWN: Final = Unknown.UNKNOWN
 
 @dataclass(frozen=True, slots=True)
 class AttemptFacts:
-    state: str
+    state: str  # "none" for an attempt without a row whose run or attempt was deleted
     #: Seconds from its end to when the facts were read (PostgreSQL's clock on both sides,
     #: so no clock skew enters); None while running, or when its end time is not recorded.
     ended_ago: float | None
+    #: The attempt, or its run, was deleted (``deletions``).
+    deleted: bool = False
 
     def aged(self, seconds: float) -> AttemptFacts:
         """The same facts, ``seconds`` after they were read."""
@@ -63,14 +65,19 @@ Node: TypeAlias = NodeFacts | Literal[Unknown.UNKNOWN] | None
 
 
 async def attempt_facts(conn: Connection, run_id: str, attempt: int) -> AttemptFacts | None:
-    """The attempt's state and how long ago it ended; None when it has no row."""
+    """The attempt's state, how long ago it ended and whether it was deleted; None when it
+    has no row (and was not deleted)."""
     row = await conn.fetchrow(
-        "SELECT state, extract(epoch FROM clock_timestamp() - ended_at)::float8 AS ended_ago "
-        "FROM attempts WHERE run_id = $1 AND attempt = $2", run_id, attempt)
-    if row is None:
-        return None
+        "SELECT a.state, extract(epoch FROM clock_timestamp() - a.ended_at)::float8 AS "
+        "ended_ago, EXISTS (SELECT 1 FROM deletions d WHERE d.run_id = $1 AND d.attempt IN "
+        "(0, $2) AND d.undone_at IS NULL) AS deleted FROM (SELECT 1) one LEFT JOIN attempts "
+        "a ON a.run_id = $1 AND a.attempt = $2", run_id, attempt)
+    assert row is not None
+    if row["state"] is None:
+        return AttemptFacts("none", None, True) if row["deleted"] else None
     ended_ago = None if row["state"] == "running" else row["ended_ago"]
-    return AttemptFacts(str(row["state"]), None if ended_ago is None else float(ended_ago))
+    return AttemptFacts(str(row["state"]), None if ended_ago is None else float(ended_ago),
+                        bool(row["deleted"]))
 
 
 async def node_facts(conn: Connection, node_id: str) -> NodeFacts | None:
@@ -86,6 +93,8 @@ def refusal(claims: WorkloadClaims, attempt: Attempt, node: Node, *,
             drain_seconds: float) -> str | None:
     """Why the token no longer stands, or None when it does (or nothing known says not)."""
     where = f"run {claims.member.run_id!r} attempt {claims.member.attempt}"
+    if isinstance(attempt, AttemptFacts) and attempt.deleted:
+        return f"{where} was deleted; its workload tokens are refused"
     if claims.node is not None:
         through = f"workload token of {where} was issued through node {claims.node}"
         why = node_refusal(through, claims.issued_at, node)

@@ -165,8 +165,12 @@ class Standing:
         return standing.refusal(claims, attempt, node, drain_seconds=self._drain)
 
     async def node_refusal(self, claims: DeliveryClaims) -> str | None:
-        """Why a delivery token issued through a node no longer stands, or None (an admin's
-        stands until it expires)."""
+        """Why a delivery token no longer stands, or None: its attempt was deleted, or the
+        node it was issued through no longer stands (an admin's stands until it expires)."""
+        known_attempt = await self._attempts.get((claims.member.run_id, claims.member.attempt))
+        found = None if known_attempt is None else known_attempt.value
+        if found is not None and found.deleted:
+            return f"{claims.member} was deleted; its delivery tokens are refused"
         if claims.node is None:
             return None
         known = await self._nodes.get(claims.node)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -29,6 +30,7 @@ from tuneplane.common.kafka.adapter import StartAt
 from tuneplane.contract.settings import SettingsError
 from tuneplane.projector.app import create_app, object_store
 from tuneplane.projector.checksum import checksum
+from tuneplane.projector.purge import purge
 from tuneplane.projector.rebuild import rebuild
 from tuneplane.projector.replay import replay
 from tuneplane.projector.settings import ProjectorSettings
@@ -89,6 +91,16 @@ async def run_checksum(args: argparse.Namespace) -> int:
     return 0
 
 
+async def run_purge(args: argparse.Namespace) -> int:
+    conn = await asyncpg.connect(args.settings.database_url)
+    try:
+        done = await purge(conn, object_store(args.settings))
+    finally:
+        await conn.close()
+    print(json.dumps(dataclasses.asdict(done)))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tuneplane-projector", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -115,6 +127,11 @@ def parser() -> argparse.ArgumentParser:
     b = sub.add_parser("rebuild", help="project the whole topic into fresh tables and swap "
                                        "them in, reporting progress")
     b.set_defaults(func=lambda a: asyncio.run(run_rebuild(a)))
+    g = sub.add_parser("purge", help="remove what deletions whose undo window has ended "
+                                     "hold: their read-model rows, and the objects of their "
+                                     "rich records no other record references (safe to run "
+                                     "on several replicas at once, from a schedule)")
+    g.set_defaults(func=lambda a: asyncio.run(run_purge(a)))
     c = sub.add_parser("checksum", help="checksum of the read models by natural keys")
     c.add_argument("--run-prefix", default="", help="only runs whose id starts so")
     c.set_defaults(func=lambda a: asyncio.run(run_checksum(a)))

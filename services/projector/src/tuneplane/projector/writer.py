@@ -2,9 +2,12 @@
 
 One PostgreSQL transaction holds a group of batches: for each, the ledger row first
 (a batch identity already there has no effect), then its curve chunks, rich-record
-metadata and restart markers. Rich bytes are written before the transaction under
-content-addressed keys, so a crash in between leaves only an unreferenced object that
-the replay rewrites unchanged.
+metadata and restart markers. Rich bytes are written inside the transaction, before its
+rows, under content-addressed keys, so a crash in between leaves only an unreferenced
+object that the replay rewrites unchanged; the transaction holds ``OBJECTS_LOCK`` shared
+meanwhile, so a purge's sweep (exclusive) never deletes an object whose reference is about
+to commit. A batch of a run or attempt whose deletion is being purged is not written
+(``deletions``): no projection of the topic brings it back.
 """
 
 from __future__ import annotations
@@ -27,6 +30,16 @@ if TYPE_CHECKING:
 
 #: Shared by every projector transaction; a rebuild takes it exclusively to swap tables.
 SWAP_LOCK = 0x7470_7377_6170  # "tpswap"
+#: Shared by every projector transaction (a rebuild's too); a purge takes it exclusively to
+#: wait out the transactions begun before it, and to sweep objects.
+OBJECTS_LOCK = 0x7470_6f62_6a73  # "tpobjs"
+
+#: The runs and attempts of ``$1`` whose deletion is being purged (or was): attempt 0, the
+#: whole run.
+PURGED = """
+SELECT run_id, attempt FROM deletions WHERE run_id = ANY($1::text[])
+  AND purge_started_at IS NOT NULL AND undone_at IS NULL
+"""
 
 INSERT_LEDGER = """
 INSERT INTO batch_ledger (run_id, attempt, member, batch_id, kafka_partition, kafka_offset,
@@ -98,6 +111,9 @@ class S3ObjectStore:
     def put(self, key: str, data: bytes) -> None:
         self._client.put_object(Bucket=self._bucket, Key=key, Body=data)
 
+    def delete(self, key: str) -> None:
+        self._client.delete_object(Bucket=self._bucket, Key=key)
+
 
 #: The member's file was read to here: a batch of a later spool epoch (sent only once the
 #: read models held every batch of the earlier ones: GetCheckpoints) or a higher sequence of
@@ -137,12 +153,16 @@ class PostgresWriter:
 
     async def write_group(self, projections: Sequence[Projection]) -> list[bool]:
         """One transaction for the group; returns, per batch, whether it was applied."""
-        await self._store_rich(projections)
         async with self._pool.acquire() as conn, conn.transaction():
             if self._shares_swap_lock:
                 await conn.execute("SELECT pg_advisory_xact_lock_shared($1)", SWAP_LOCK)
+            await conn.execute("SELECT pg_advisory_xact_lock_shared($1)", OBJECTS_LOCK)
+            kept = await self._not_purged(conn, projections)
+            await self._store_rich([p for p, keep in zip(projections, kept, strict=True)
+                                    if keep])
             chunks: list[tuple[object, ...]] = []
-            applied = [await self._apply(conn, p, chunks) for p in projections]
+            applied = [keep and await self._apply(conn, p, chunks)
+                       for p, keep in zip(projections, kept, strict=True)]
             if chunks:  # the group's curve chunks in one binary COPY
                 await conn.copy_to_table("curve_chunks", columns=CHUNK_COLUMNS,
                                          source=pg.source(pg.rows(CHUNK_FIELDS, chunks)),
@@ -151,6 +171,17 @@ class PostgresWriter:
             await summarise(conn, fresh)
             await count_spools(conn, fresh)
             return applied
+
+    @staticmethod
+    async def _not_purged(conn: Connection, projections: Sequence[Projection]) -> list[bool]:
+        """Per batch, whether it is written: not of a deletion being purged."""
+        runs = sorted({p.key.member.run_id for p in projections})
+        purged = {(r["run_id"], r["attempt"]) for r in await conn.fetch(PURGED, runs)}
+        if not purged:
+            return [True] * len(projections)
+        return [(p.key.member.run_id, 0) not in purged
+                and (p.key.member.run_id, p.key.member.attempt) not in purged
+                for p in projections]
 
     async def _store_rich(self, projections: Sequence[Projection]) -> None:
         objects = {row.object_key: row.payload for p in projections for row in p.rich}

@@ -13,6 +13,7 @@ from tuneplane.web import exceptions, openapi, state
 from tuneplane.web.auth import admission, headers
 from tuneplane.web.routes import (
     auth,
+    deletions,
     destinations,
     export,
     launches,
@@ -56,6 +57,7 @@ def create_app(settings: WebSettings) -> FastAPI:
     app.include_router(pages.router(settings.uplot_dir))
     pages.mount(app, settings.uplot_dir)
     app.include_router(runs.router)
+    app.include_router(deletions.router)
     app.include_router(series.router(max_points_cap=settings.max_points_cap,
                                      max_series_cap=settings.max_series_cap))
     app.include_router(rich.router)

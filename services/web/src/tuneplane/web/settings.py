@@ -65,6 +65,10 @@ class WebSettings(Settings):
         help="request body a web replica reads at most (413 beyond it, before parsing); "
              "the reporting path `/report/v1` has its own bounds")
     drain_seconds: int = setting(TELEMETRY_DRAIN_SECONDS, default=DEFAULT_DRAIN_SECONDS)
+    deletion_undo_seconds: int = setting(
+        "TUNEPLANE_DELETION_UNDO_SECONDS", parse=int, default=86400,
+        help="seconds a deleted run or attempt can be taken back before `tuneplane-projector "
+             "purge` removes its data (0: at the next purge)")
     pool_size: int = 8
     uplot_dir: Path = setting(
         "TUNEPLANE_WEB_UPLOT_DIR", parse=Path, default=UPLOT_DIR,

@@ -159,3 +159,4 @@ def on_project(role: Role) -> Callable[..., Awaitable[Caller]]:
 
 Viewer = Annotated[Caller, Depends(on_run(Role.VIEWER))]
 Editor = Annotated[Caller, Depends(on_run(Role.EDITOR))]
+RunOwner = Annotated[Caller, Depends(on_run(Role.OWNER))]

@@ -19,6 +19,8 @@ SELECT l.run_id, coalesce(min(r.project), 'default') AS project,
 FROM batch_ledger l LEFT JOIN runs r ON r.run_id = l.run_id
 WHERE ($1::text IS NULL OR l.run_id > $1)
   AND ($3::text[] IS NULL OR coalesce(r.project, 'default') = ANY($3::text[]))
+  AND NOT EXISTS (SELECT 1 FROM deletions d WHERE d.run_id = l.run_id AND d.attempt = 0
+                  AND d.undone_at IS NULL)
 GROUP BY l.run_id ORDER BY l.run_id LIMIT $2
 """
 

@@ -66,6 +66,8 @@ WITH telemetry AS (
            coalesce(managed_state, 'none') AS state
     FROM listed
     WHERE ($1::text[] IS NULL OR project = ANY($1::text[]))
+      AND NOT EXISTS (SELECT 1 FROM deletions d WHERE d.run_id = listed.run_id
+                      AND d.attempt = 0 AND d.undone_at IS NULL)
       AND ($2::text IS NULL OR strpos(lower(run_id), lower($2)) > 0)
       AND ($3::text IS NULL OR project = $3)
 )

@@ -1,0 +1,135 @@
+"""Purging deletions whose undo window has ended (``tuneplane-projector purge``): their
+read-model rows leave PostgreSQL, and the objects of their rich records leave the object
+store once no rich record references them.
+
+1. Each due deletion is marked ``purge_started_at`` (committed): from then on every
+   projector transaction skips its batches (``writer.PURGED``), live or replaying or
+   rebuilding, so nothing brings them back.
+2. ``OBJECTS_LOCK`` is taken exclusively once and let go: every transaction begun before
+   the mark has ended.
+3. Its rows are deleted from ``readmodel`` (and ``readmodel_next``, while a rebuild fills
+   it); the object keys of its rich records are kept in ``object_sweep``.
+4. The sweep, under ``OBJECTS_LOCK`` exclusive: a key no rich record references is deleted
+   from the store; one still referenced (the same content in another run) is kept.
+5. The deletion is marked ``purged_at``.
+
+Safe on several replicas at once and after a purge that died: marking is one statement,
+the row deletes are idempotent, and a deletion started but not purged is taken up again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Protocol
+
+import asyncpg
+
+from tuneplane.projector.rebuild import LIVE, NEXT
+from tuneplane.projector.writer import OBJECTS_LOCK
+
+log = logging.getLogger("tuneplane.projector.purge")
+
+#: The read-model tables holding a run's rows, each by run and attempt (curve chunks by
+#: their series), rich records last: their keys are what the sweep looks at.
+BY_RUN = ("batch_ledger", "session_starts", "member_summaries", "source_checkpoints",
+          "member_spools")
+ATTEMPT = "($2 = 0 OR attempt = $2)"
+
+DUE = """
+UPDATE deletions SET purge_started_at = now()
+WHERE undone_at IS NULL AND purge_started_at IS NULL AND purge_after <= now()
+"""
+STARTED = """
+SELECT deletion_id, run_id, attempt FROM deletions
+WHERE undone_at IS NULL AND purge_started_at IS NOT NULL AND purged_at IS NULL
+ORDER BY deletion_id
+"""
+
+
+class Deleter(Protocol):
+    def delete(self, key: str) -> None: ...
+
+
+@dataclass
+class Purged:
+    deletions: int = 0
+    rows: int = 0
+    objects_deleted: int = 0
+    objects_kept: int = 0  # still referenced by another record
+
+
+async def schemas(conn: asyncpg.Connection) -> list[str]:
+    """The read-model schemas: the live one, and a rebuild's while it fills."""
+    found = await conn.fetchval("SELECT 1 FROM pg_namespace WHERE nspname = $1", NEXT)
+    return [LIVE, *([NEXT] if found else [])]
+
+
+async def purge_rows(conn: asyncpg.Connection, run_id: str, attempt: int) -> int:
+    """Delete the run's (or attempt's) read-model rows; its rich records' keys are kept
+    for the sweep. The count of rows deleted."""
+    count = 0
+    async with conn.transaction():
+        for schema in await schemas(conn):
+            count += _count(await conn.execute(
+                f"DELETE FROM {schema}.curve_chunks WHERE series_id IN (SELECT series_id "
+                f"FROM {schema}.series WHERE run_id = $1 AND {ATTEMPT})", run_id, attempt))
+            count += _count(await conn.execute(
+                f"DELETE FROM {schema}.series WHERE run_id = $1 AND {ATTEMPT}", run_id, attempt))
+            for table in BY_RUN:
+                count += _count(await conn.execute(
+                    f"DELETE FROM {schema}.{table} WHERE run_id = $1 AND {ATTEMPT}",
+                    run_id, attempt))
+            keys = await conn.fetch(
+                f"DELETE FROM {schema}.rich_records WHERE run_id = $1 AND {ATTEMPT} "
+                "RETURNING object_key", run_id, attempt)
+            count += len(keys)
+            await conn.execute("INSERT INTO object_sweep (object_key) SELECT unnest($1::text[]) "
+                               "ON CONFLICT DO NOTHING", sorted({k["object_key"] for k in keys}))
+    return count
+
+
+def _count(status: str) -> int:
+    return int(status.rsplit(" ", 1)[-1])
+
+
+async def sweep(conn: asyncpg.Connection, objects: Deleter | None) -> tuple[int, int]:
+    """Delete the swept objects no rich record references; (deleted, kept)."""
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", OBJECTS_LOCK)
+        referenced = " OR ".join(
+            f"EXISTS (SELECT 1 FROM {schema}.rich_records r WHERE r.object_key = s.object_key)"
+            for schema in await schemas(conn))
+        rows = await conn.fetch(f"SELECT s.object_key, ({referenced}) AS referenced "
+                                "FROM object_sweep s ORDER BY s.object_key")
+        gone = [r["object_key"] for r in rows if not r["referenced"]]
+        if gone and objects is None:
+            raise RuntimeError("objects to sweep but no object store configured "
+                               "(TUNEPLANE_S3_ENDPOINT, TUNEPLANE_S3_BUCKET)")
+        for key in gone:
+            assert objects is not None
+            await asyncio.to_thread(objects.delete, key)
+        await conn.execute("DELETE FROM object_sweep WHERE object_key = ANY($1::text[])",
+                           [r["object_key"] for r in rows])
+    return len(gone), len(rows) - len(gone)
+
+
+async def purge(conn: asyncpg.Connection, objects: Deleter | None) -> Purged:
+    """Purge every deletion whose undo window has ended (and any a purge left started)."""
+    done = Purged()
+    await conn.execute(DUE)
+    started = await conn.fetch(STARTED)
+    if started:
+        # Every projector transaction begun before the mark ends before rows go.
+        await conn.execute("SELECT pg_advisory_lock($1)", OBJECTS_LOCK)
+        await conn.execute("SELECT pg_advisory_unlock($1)", OBJECTS_LOCK)
+    for row in started:
+        done.rows += await purge_rows(conn, row["run_id"], int(row["attempt"]))
+        log.info("purged run %s attempt %s (deletion %d)", row["run_id"],
+                 row["attempt"] or "*", row["deletion_id"])
+    done.objects_deleted, done.objects_kept = await sweep(conn, objects)
+    await conn.execute("UPDATE deletions SET purged_at = now() WHERE deletion_id = "
+                       "ANY($1::bigint[])", [r["deletion_id"] for r in started])
+    done.deletions = len(started)
+    return done

@@ -1,0 +1,102 @@
+"""Deleting a run or an attempt over HTTP (real PostgreSQL): an owner of the run's project
+may, after naming it again; an editor may not. A deleted run is at once no run to anyone
+(its page, the lists), its id is never given again, its workload tokens are refused, and
+until its purge begins its owner may take the deletion back."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+
+import asyncpg
+
+from tests.support.credentials import user_token
+from tests.support.environment import Endpoints
+from tests.support.web import Connect
+from tuneplane.common.tokens import WorkloadClaims
+from tuneplane.controlplane import projects, standing
+from tuneplane.telemetry.v1.identity import MemberKey
+
+ARTIFACT = {"version": 1, "sources": [
+    {"id": "train", "kind": "jsonl", "path": "m.jsonl", "owner": "rank-0"}]}
+
+
+async def test_an_owner_deletes_a_run_after_naming_it_and_may_take_it_back(
+        initialised: Endpoints, api: Connect, db: asyncpg.Connection) -> None:
+    project = f"del-{uuid.uuid4().hex[:8]}"
+    await projects.create(db, project)
+    tokens = {role: await user_token(db, initialised, role, roles={project: role})
+              for role in ("editor", "owner")}
+    run_id = f"{project}-run"
+    async with api(tokens["owner"], "/api/v1") as owner, \
+            api(tokens["editor"], "/api/v1") as editor:
+        made = await owner.post("/runs", json={"run_id": run_id, "project": project,
+                                               "integration": ARTIFACT})
+        assert made.status_code == 201, made.text
+        assert (await owner.post(f"/runs/{run_id}/attempts")).status_code == 201
+        listed = (await owner.get("/run-table", params={"project": project})).json()
+        assert [r["run_id"] for r in listed["runs"]] == [run_id]
+        refused = await editor.post(f"/runs/{run_id}/deletion", json={"confirm": run_id})
+        assert refused.status_code == 403, refused.text
+        misnamed = await owner.post(f"/runs/{run_id}/deletion", json={"confirm": "other"})
+        assert misnamed.status_code == 422
+        assert run_id in misnamed.json()["detail"]
+        deleted = await owner.post(f"/runs/{run_id}/deletion", json={"confirm": run_id})
+        assert deleted.status_code == 201, deleted.text
+        purge_after = dt.datetime.fromisoformat(deleted.json()["purge_after"])
+        assert purge_after > dt.datetime.now(dt.UTC) + dt.timedelta(hours=23)  # the window
+        # At once: no run to anyone, its live attempt ended, its tokens refused.
+        assert (await owner.get(f"/runs/{run_id}")).status_code == 404
+        table = (await owner.get("/run-table", params={"project": project})).json()
+        assert (table["runs"], table["total"]) == ([], 0)
+        state = await db.fetchval("SELECT state FROM attempts WHERE run_id = $1", run_id)
+        assert state == "cancelled"
+        facts = await standing.attempt_facts(db, run_id, 1)
+        claims = WorkloadClaims(member=MemberKey(run_id, 1, "rank-0"), expires_at=0, issued_at=0)
+        assert standing.refusal(claims, facts, None, drain_seconds=30) == (
+            f"run {run_id!r} attempt 1 was deleted; its workload tokens are refused")
+        again = await owner.post("/runs", json={"run_id": run_id, "project": project,
+                                                "integration": ARTIFACT})
+        assert again.status_code == 409
+        assert "was deleted" in again.text
+        twice = await owner.post(f"/runs/{run_id}/deletion", json={"confirm": run_id})
+        assert twice.status_code == 404  # no run to delete
+        # Taken back within the window: the run is there again.
+        assert (await editor.delete(f"/runs/{run_id}/deletion")).status_code == 403
+        assert (await owner.delete(f"/runs/{run_id}/deletion")).status_code == 204
+        assert (await owner.get(f"/runs/{run_id}")).status_code == 200
+        assert (await owner.delete(f"/runs/{run_id}/deletion")).status_code == 409
+    who = await db.fetchrow("SELECT deleted_by, undone_by FROM deletions WHERE run_id = $1",
+                            run_id)
+    assert who is not None
+    assert (who["deleted_by"].startswith("owner"), who["undone_by"] == who["deleted_by"]) == (
+        True, True)
+
+
+async def test_an_attempt_is_deleted_by_name_its_run_staying(
+        initialised: Endpoints, api: Connect, db: asyncpg.Connection) -> None:
+    project = f"del-{uuid.uuid4().hex[:8]}"
+    await projects.create(db, project)
+    token = await user_token(db, initialised, "owner", roles={project: "owner"})
+    run_id = f"{project}-run"
+    async with api(token, "/api/v1") as owner:
+        await owner.post("/runs", json={"run_id": run_id, "project": project,
+                                        "integration": ARTIFACT})
+        await owner.post(f"/runs/{run_id}/attempts")
+        wrong = await owner.post(f"/runs/{run_id}/attempts/1/deletion",
+                                 json={"confirm": run_id})
+        assert wrong.status_code == 422  # an attempt is named RUN/ATTEMPT
+        absent = await owner.post(f"/runs/{run_id}/attempts/2/deletion",
+                                  json={"confirm": f"{run_id}/2"})
+        assert absent.status_code == 404
+        done = await owner.post(f"/runs/{run_id}/attempts/1/deletion",
+                                json={"confirm": f"{run_id}/1"})
+        assert done.status_code == 201, done.text
+        assert (await owner.get(f"/runs/{run_id}")).status_code == 200
+        facts = await standing.attempt_facts(db, run_id, 1)
+        assert facts is not None
+        assert facts.deleted
+        assert (await owner.delete(f"/runs/{run_id}/attempts/1/deletion")).status_code == 204
+        facts = await standing.attempt_facts(db, run_id, 1)
+        assert facts is not None
+        assert not facts.deleted
