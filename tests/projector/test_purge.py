@@ -80,13 +80,17 @@ async def test_a_purged_run_stays_gone_through_late_batches_replay_and_rebuild(
 
     await deletions.record(db, gone, "default", by="owner", undo_seconds=0)
     assert (await rows_of(db, gone))["batch_ledger"] == 6  # kept until the purge
+    # (Other tests' deletions may be purged by the same command: only this run's are read.)
     purged = projector_command("purge")
-    assert (purged["deletions"], purged["objects_deleted"], purged["objects_kept"]) == (
-        1, 1, 1), purged
+    assert isinstance(purged["deletions"], int)
+    assert purged["deletions"] >= 1
     assert set((await rows_of(db, gone)).values()) == {0}, await rows_of(db, gone)
     assert not stored(client, initialised.s3_bucket, own_key)
     assert stored(client, initialised.s3_bucket, shared_key)  # keep's still
-    assert projector_command("purge")["deletions"] == 0  # done is done
+    ended = await db.fetchval("SELECT purged_at FROM deletions WHERE run_id = $1", gone)
+    assert ended is not None
+    projector_command("purge")  # done is done
+    assert await db.fetchval("SELECT purged_at FROM deletions WHERE run_id = $1", gone) == ended
 
     # A batch of it arriving later, past the barrier: not stored.
     await produce(initialised.kafka_bootstrap, [

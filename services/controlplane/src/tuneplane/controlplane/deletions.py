@@ -4,15 +4,19 @@ deletes its read-model rows and sweeps the objects of its rich records no other 
 references). Until then ``undo`` takes it back.
 
 What a deletion does at once: a deleted run is no run anyone can see (``projects.of_run``
-knows it no longer; it leaves the runs lists) and its id is never given to a new run; a
-deleted attempt's workload tokens are refused at ingest (``standing``), and a live attempt
-is ended ``cancelled`` first. Its data stays, unseen, for the undo window.
+knows it no longer; it leaves the runs lists), starts no attempt, and its id is never given
+to a new run; a deleted attempt's workload and delivery tokens are refused at ingest
+(``standing``), and a live attempt is ended ``cancelled`` first (its job is cancelled with
+it: taking the deletion back brings back its data, not the job nor what ingest refused
+meanwhile). Its data stays, unseen, for the undo window.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+
+import asyncpg
 
 from tuneplane.common.db import Connection
 from tuneplane.controlplane import runs
@@ -67,11 +71,14 @@ async def record(conn: Connection, run_id: str, project: str, *, attempt: int = 
                 "SELECT attempt FROM attempts WHERE run_id = $1 AND ($2 = 0 OR attempt = $2) "
                 "AND state = ANY($3::text[])", run_id, attempt, list(runs.LIVE_STATES)):
             await runs.end_attempt(conn, run_id, int(live["attempt"]), "cancelled")
-        row = await conn.fetchrow(
-            "INSERT INTO deletions (run_id, project, attempt, deleted_by, purge_after) "
-            "VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5)) "
-            "RETURNING deletion_id, purge_after", run_id, project, attempt, by,
-            float(undo_seconds))
+        try:
+            row = await conn.fetchrow(
+                "INSERT INTO deletions (run_id, project, attempt, deleted_by, purge_after) "
+                "VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5)) "
+                "RETURNING deletion_id, purge_after", run_id, project, attempt, by,
+                float(undo_seconds))
+        except asyncpg.UniqueViolationError:  # a deletion of a run with no row, at once
+            raise AlreadyDeleted(f"{what(run_id, attempt)} is deleted already") from None
     assert row is not None
     return Deletion(int(row["deletion_id"]), run_id, attempt, row["purge_after"])
 

@@ -9,7 +9,6 @@ its launch ends, queued again as a new launch, the run's next attempt (``queue_a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from tuneplane.common.db import Connection
 from tuneplane.controlplane import runs
@@ -70,15 +69,13 @@ async def follow(conn: Connection, launch_id: int, seen: JobSeen) -> str:
             return await attempt_state(conn, run_id, attempt)
         if seen.restarts > row["restarts"]:  # requeued: this start is the next attempt
             await end_live(conn, run_id, attempt, "preempted")
-            other = await live_attempt(conn, run_id)
-            if other is not None:  # begun elsewhere (an editor's): this start has none
+            why = await no_next_attempt(conn, run_id)
+            if why is not None:  # begun elsewhere (an editor's), or deleted: none
                 await conn.execute(
                     "UPDATE slurm_launches SET state = 'ended', job_state = $2, restarts = $3, "
                     "ended_at = now(), detail = $4 WHERE launch_id = $1", launch_id,
                     seen.state, seen.restarts,
-                    f"job requeued (start {seen.restarts}) with no attempt of its own: the "
-                    f"run's attempt {other['attempt']} is {other['state']}, begun outside "
-                    "this launch")
+                    f"job requeued (start {seen.restarts}) with no attempt of its own: {why}")
                 return await attempt_state(conn, run_id, attempt)
             attempt = await runs.start_attempt(conn, run_id, state="pending")
             await conn.execute("UPDATE slurm_launches SET attempt = $2, restarts = $3 "
@@ -119,10 +116,9 @@ async def queue_again(conn: Connection, launch_id: int) -> str:
     if row["requeues"] >= MAX_REQUEUES:
         return (f"not queued again: preempted {MAX_REQUEUES + 1} times in a row, each "
                 f"within {RAN_A_WHILE // 60} minutes of its start; launch it anew")
-    other = await live_attempt(conn, row["run_id"])
-    if other is not None:
-        return (f"not queued again: the run's attempt {other['attempt']} is "
-                f"{other['state']}, begun outside this launch")
+    why = await no_next_attempt(conn, row["run_id"])
+    if why is not None:
+        return f"not queued again: {why}"
     attempt, _ = await next_attempt(conn, row["run_id"], row["nodes"], row["tasks_per_node"])
     again = int(await conn.fetchval(
         "INSERT INTO slurm_launches (run_id, attempt, nodes, tasks_per_node, command, "
@@ -134,10 +130,17 @@ async def queue_again(conn: Connection, launch_id: int) -> str:
     return f"queued again as launch {again}, attempt {attempt}"
 
 
-async def live_attempt(conn: Connection, run_id: str) -> Any:
-    """The run's live attempt (its number and state), if any."""
-    return await conn.fetchrow("SELECT attempt, state FROM attempts WHERE run_id = $1 AND "
-                               "state = ANY($2::text[])", run_id, list(runs.LIVE_STATES))
+async def no_next_attempt(conn: Connection, run_id: str) -> str | None:
+    """Why the run can start no next attempt now: it was deleted, or an attempt begun
+    outside the launch is live; None when it can."""
+    if await conn.fetchval("SELECT 1 FROM deletions WHERE run_id = $1 AND attempt = 0 AND "
+                           "undone_at IS NULL", run_id):
+        return "the run was deleted"
+    other = await conn.fetchrow("SELECT attempt, state FROM attempts WHERE run_id = $1 AND "
+                                "state = ANY($2::text[])", run_id, list(runs.LIVE_STATES))
+    if other is None:
+        return None
+    return f"the run's attempt {other['attempt']} is {other['state']}, begun outside this launch"
 
 
 async def end_live(conn: Connection, run_id: str, attempt: int, state: str) -> None:

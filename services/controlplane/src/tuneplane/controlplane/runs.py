@@ -44,9 +44,9 @@ async def create_run(conn: Connection, artifact: Any, *, created_by: str, now: d
     if not RUN_ID.fullmatch(run_id):  # not .match: its $ would let a final newline by
         raise InvalidRun(f"run id {run_id!r} must be 1-128 of A-Z a-z 0-9 . _ - "
                        "(starting with a letter or digit)")
-    if await conn.fetchval("SELECT 1 FROM deletions WHERE run_id = $1 AND attempt = 0 AND "
-                           "undone_at IS NULL", run_id):
-        raise RunExists(f"run {run_id!r} was deleted: its id is not given again")
+    if await conn.fetchval("SELECT 1 FROM deletions WHERE run_id = $1 AND undone_at IS NULL "
+                           "LIMIT 1", run_id):  # deleted, or an attempt of it: not again
+        raise RunExists(f"run {run_id!r} exists")
     if project != DEFAULT and await conn.fetchval(
             "SELECT 1 FROM batch_ledger WHERE run_id = $1 LIMIT 1", run_id):
         # Its telemetry came first (a token issued by hand): a run of the default project,
@@ -71,7 +71,9 @@ async def start_attempt(conn: Connection, run_id: str, *, state: str = "running"
     async with conn.transaction():
         document = await conn.fetchval("SELECT artifact::text FROM runs WHERE run_id = $1 "
                                        "FOR UPDATE", run_id)
-        if document is None:
+        if document is None or await conn.fetchval(
+                "SELECT 1 FROM deletions WHERE run_id = $1 AND attempt = 0 AND undone_at IS "
+                "NULL", run_id):
             raise RunNotFound(f"no run {run_id!r}")
         live = await conn.fetchrow("SELECT attempt, state FROM attempts WHERE run_id = $1 "
                                    "AND state = ANY($2::text[])", run_id, list(LIVE_STATES))

@@ -14,7 +14,11 @@ store once no rich record references them.
 5. The deletion is marked ``purged_at``.
 
 Safe on several replicas at once and after a purge that died: marking is one statement,
-the row deletes are idempotent, and a deletion started but not purged is taken up again.
+the row deletes are idempotent (and hold the lock shared, so a sweep never drops a key a
+purge is adding), and a deletion started but not purged is taken up again. Every projector
+must run this protocol (this release or later) before any purge runs: an older one puts
+objects outside the lock and does not skip purged deletions. Relies on READ COMMITTED,
+PostgreSQL's default: a writer's deletion check sees the marks committed before it.
 """
 
 from __future__ import annotations
@@ -48,8 +52,14 @@ ORDER BY deletion_id
 """
 
 
+#: Objects swept in one transaction (one S3 DeleteObjects call), and how long a purge waits
+#: for the object lock before it gives up (the next purge takes it up again).
+SWEEP_CHUNK = 500
+LOCK_TIMEOUT = "30s"
+
+
 class Deleter(Protocol):
-    def delete(self, key: str) -> None: ...
+    def delete_many(self, keys: list[str]) -> None: ...
 
 
 @dataclass
@@ -71,6 +81,9 @@ async def purge_rows(conn: asyncpg.Connection, run_id: str, attempt: int) -> int
     for the sweep. The count of rows deleted."""
     count = 0
     async with conn.transaction():
+        # Shared, as a writer's: a sweep (exclusive) sees this purge's keys whole or not.
+        await conn.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+        await conn.execute("SELECT pg_advisory_xact_lock_shared($1)", OBJECTS_LOCK)
         for schema in await schemas(conn):
             count += _count(await conn.execute(
                 f"DELETE FROM {schema}.curve_chunks WHERE series_id IN (SELECT series_id "
@@ -95,24 +108,33 @@ def _count(status: str) -> int:
 
 
 async def sweep(conn: asyncpg.Connection, objects: Deleter | None) -> tuple[int, int]:
-    """Delete the swept objects no rich record references; (deleted, kept)."""
-    async with conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock($1)", OBJECTS_LOCK)
-        referenced = " OR ".join(
-            f"EXISTS (SELECT 1 FROM {schema}.rich_records r WHERE r.object_key = s.object_key)"
-            for schema in await schemas(conn))
-        rows = await conn.fetch(f"SELECT s.object_key, ({referenced}) AS referenced "
-                                "FROM object_sweep s ORDER BY s.object_key")
-        gone = [r["object_key"] for r in rows if not r["referenced"]]
-        if gone and objects is None:
-            raise RuntimeError("objects to sweep but no object store configured "
-                               "(TUNEPLANE_S3_ENDPOINT, TUNEPLANE_S3_BUCKET)")
-        for key in gone:
-            assert objects is not None
-            await asyncio.to_thread(objects.delete, key)
-        await conn.execute("DELETE FROM object_sweep WHERE object_key = ANY($1::text[])",
-                           [r["object_key"] for r in rows])
-    return len(gone), len(rows) - len(gone)
+    """Delete the swept objects no rich record references, ``SWEEP_CHUNK`` at a time, each
+    chunk under ``OBJECTS_LOCK`` exclusive (writers wait one S3 call at most); (deleted,
+    kept)."""
+    deleted = kept = 0
+    after = ""
+    while True:
+        async with conn.transaction():
+            await conn.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", OBJECTS_LOCK)
+            referenced = " OR ".join(
+                f"EXISTS (SELECT 1 FROM {schema}.rich_records r "
+                "WHERE r.object_key = s.object_key)" for schema in await schemas(conn))
+            rows = await conn.fetch(
+                f"SELECT s.object_key, ({referenced}) AS referenced FROM object_sweep s "
+                "WHERE s.object_key > $1 ORDER BY s.object_key LIMIT $2", after, SWEEP_CHUNK)
+            if not rows:
+                return deleted, kept
+            gone = [r["object_key"] for r in rows if not r["referenced"]]
+            if gone:
+                if objects is None:
+                    raise RuntimeError("objects to sweep but no object store configured "
+                                       "(TUNEPLANE_S3_ENDPOINT, TUNEPLANE_S3_BUCKET)")
+                await asyncio.to_thread(objects.delete_many, gone)
+            await conn.execute("DELETE FROM object_sweep WHERE object_key = ANY($1::text[])",
+                               [r["object_key"] for r in rows])
+        deleted, kept, after = deleted + len(gone), kept + len(rows) - len(gone), \
+            rows[-1]["object_key"]
 
 
 async def purge(conn: asyncpg.Connection, objects: Deleter | None) -> Purged:
@@ -120,10 +142,10 @@ async def purge(conn: asyncpg.Connection, objects: Deleter | None) -> Purged:
     done = Purged()
     await conn.execute(DUE)
     started = await conn.fetch(STARTED)
-    if started:
-        # Every projector transaction begun before the mark ends before rows go.
-        await conn.execute("SELECT pg_advisory_lock($1)", OBJECTS_LOCK)
-        await conn.execute("SELECT pg_advisory_unlock($1)", OBJECTS_LOCK)
+    if started:  # every projector transaction begun before the mark ends before rows go
+        async with conn.transaction():
+            await conn.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", OBJECTS_LOCK)
     for row in started:
         done.rows += await purge_rows(conn, row["run_id"], int(row["attempt"]))
         log.info("purged run %s attempt %s (deletion %d)", row["run_id"],

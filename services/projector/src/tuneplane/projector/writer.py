@@ -111,8 +111,12 @@ class S3ObjectStore:
     def put(self, key: str, data: bytes) -> None:
         self._client.put_object(Bucket=self._bucket, Key=key, Body=data)
 
-    def delete(self, key: str) -> None:
-        self._client.delete_object(Bucket=self._bucket, Key=key)
+    def delete_many(self, keys: list[str]) -> None:
+        """Delete up to 1,000 objects in one call; any refusal raises."""
+        answer = self._client.delete_objects(
+            Bucket=self._bucket, Delete={"Objects": [{"Key": k} for k in keys], "Quiet": True})
+        if answer.get("Errors"):
+            raise RuntimeError(f"objects not deleted: {answer['Errors'][:5]}")
 
 
 #: The member's file was read to here: a batch of a later spool epoch (sent only once the

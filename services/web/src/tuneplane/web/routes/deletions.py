@@ -4,7 +4,8 @@ deletes again (``confirm``), as a typed confirmation. The data stays, hidden, fo
 window (``TUNEPLANE_DELETION_UNDO_SECONDS``); ``tuneplane-projector purge`` removes it then.
 
 Taking back a run's deletion asks the deletion, not the run (a deleted run is no run to
-anyone): its project is the one the run had when deleted.
+anyone): its project is the one the run had when deleted, and only its owners learn a
+deleted run is there (anyone else is answered 404, as for a run that never was).
 """
 
 from typing import Annotated, Any
@@ -30,7 +31,8 @@ async def delete(who: Who, web: State, run_id: str, attempt: int,
         raise HTTPException(422, f"confirm must name what is deleted: {named!r}")
     async with web.pool.acquire() as conn:
         project = await of_run(conn, run_id)
-        assert project is not None  # RunOwner found it
+        if project is None:  # deleted since RunOwner found it
+            raise HTTPException(404, f"no run {run_id!r}")
         done = await deletions.record(conn, run_id, project, attempt=attempt, by=who.name,
                                       undo_seconds=web.settings.deletion_undo_seconds)
     return {"deletion_id": done.deletion_id, "run_id": run_id, "attempt": attempt or None,
@@ -56,9 +58,11 @@ async def delete_attempt(who: RunOwner, web: State, run_id: str, attempt: Attemp
 async def undo_run(who: Who, pool: Pool, run_id: str) -> None:
     """Take the run's deletion back, before its purge begins."""
     async with pool.acquire() as conn:
-        project = await deletions.project_of_deleted(conn, run_id) or await of_run(conn,
-                                                                                   run_id)
-        require(who, project, Role.OWNER, f"run {run_id!r}")
+        deleted_in = await deletions.project_of_deleted(conn, run_id)
+        if deleted_in is None:  # a run there is (its deletion none to undo), or none
+            require(who, await of_run(conn, run_id), Role.OWNER, f"run {run_id!r}")
+        elif (who.role_in(deleted_in) or Role.VIEWER) < Role.OWNER:
+            raise HTTPException(404, f"no deleted run {run_id!r}")  # none they may know
         await deletions.undo(conn, run_id, by=who.name)
 
 
