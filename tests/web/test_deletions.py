@@ -1,7 +1,8 @@
 """Deleting a run or an attempt over HTTP (real PostgreSQL): an owner of the run's project
 may, after naming it again; an editor may not. A deleted run is at once no run to anyone
 (its page, the lists), its id is never given again, its workload tokens are refused, and
-until its purge begins its owner may take the deletion back."""
+until its purge begins its owner may take the deletion back; the same from the command
+line, which deletes only what is named again."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ import asyncpg
 from tests.support.credentials import user_token
 from tests.support.environment import Endpoints
 from tests.support.web import Connect
+from tests.web.test_destinations import tool
 from tuneplane.common.tokens import WorkloadClaims
-from tuneplane.controlplane import projects, standing
+from tuneplane.controlplane import deletions, projects, runs, standing
 from tuneplane.telemetry.v1.identity import MemberKey
 
 ARTIFACT = {"version": 1, "sources": [
@@ -73,16 +75,22 @@ async def test_an_owner_deletes_a_run_after_naming_it_and_may_take_it_back(
         True, True)
 
 
-async def test_an_attempt_is_deleted_by_name_its_run_staying(
-        initialised: Endpoints, api: Connect, db: asyncpg.Connection) -> None:
+async def owned_run(db: asyncpg.Connection, initialised: Endpoints) -> tuple[str, str]:
+    """A run of a new project, its attempt 1 started, and a token of the project's owner."""
     project = f"del-{uuid.uuid4().hex[:8]}"
     await projects.create(db, project)
     token = await user_token(db, initialised, "owner", roles={project: "owner"})
     run_id = f"{project}-run"
+    await runs.create_run(db, ARTIFACT, created_by="test", now=dt.datetime.now(dt.UTC),
+                          run_id=run_id, project=project)
+    await runs.start_attempt(db, run_id)
+    return run_id, token
+
+
+async def test_an_attempt_is_deleted_by_name_its_run_staying(
+        initialised: Endpoints, api: Connect, db: asyncpg.Connection) -> None:
+    run_id, token = await owned_run(db, initialised)
     async with api(token, "/api/v1") as owner:
-        await owner.post("/runs", json={"run_id": run_id, "project": project,
-                                        "integration": ARTIFACT})
-        await owner.post(f"/runs/{run_id}/attempts")
         wrong = await owner.post(f"/runs/{run_id}/attempts/1/deletion",
                                  json={"confirm": run_id})
         assert wrong.status_code == 422  # an attempt is named RUN/ATTEMPT
@@ -100,3 +108,21 @@ async def test_an_attempt_is_deleted_by_name_its_run_staying(
         facts = await standing.attempt_facts(db, run_id, 1)
         assert facts is not None
         assert not facts.deleted
+
+
+async def test_the_command_line_deletes_only_what_is_named_again_and_takes_it_back(
+        initialised: Endpoints, base_url: str, db: asyncpg.Connection) -> None:
+    run_id, token = await owned_run(db, initialised)
+    unnamed = tool(base_url, token, "runs", "delete", run_id)  # no terminal to ask on
+    assert unnamed.returncode == 1
+    assert f"give --confirm {run_id}" in unnamed.stderr
+    wrong = tool(base_url, token, "runs", "delete", run_id, "--confirm", "another")
+    assert (wrong.returncode, "nothing deleted" in wrong.stderr) == (1, True)
+    assert not await deletions.deleted(db, run_id)
+    done = tool(base_url, token, "runs", "delete", run_id, "--confirm", run_id)
+    assert done.returncode == 0, done.stderr
+    assert f"tuneplane runs undelete {run_id}" in done.stdout
+    assert await deletions.deleted(db, run_id)
+    back = tool(base_url, token, "runs", "undelete", run_id)
+    assert back.returncode == 0, back.stderr
+    assert not await deletions.deleted(db, run_id)

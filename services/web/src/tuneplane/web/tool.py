@@ -3,6 +3,8 @@
     tuneplane destinations apply -f FILE [-f FILE ...]   create or change (YAML or JSON)
     tuneplane destinations get NAME | list | delete NAME
     tuneplane destinations render [-f FILE ...]          the composed collector config
+    tuneplane runs delete RUN [--attempt N] [--confirm NAME]   delete (an owner's)
+    tuneplane runs undelete RUN [--attempt N]            take a deletion back in its window
 
 Talks to ``--url`` (TUNEPLANE_URL, default http://127.0.0.1:8080) with the user token in
 ``--token`` (TUNEPLANE_TOKEN; `tuneplane-admin user-token` prints one); destinations are
@@ -56,7 +58,7 @@ def call(args: argparse.Namespace, method: str, path: str, body: Any = None) -> 
         except ValueError:
             detail = response.text
         raise ToolError(f"{response.status_code}: {detail}")
-    return response.json()
+    return response.json() if response.content else None
 
 
 def destinations(args: argparse.Namespace) -> None:
@@ -93,6 +95,28 @@ def destinations(args: argparse.Namespace) -> None:
         print(dumps(config), end="")
 
 
+def runs(args: argparse.Namespace) -> None:
+    """Delete a run or attempt (after naming it again), or take a deletion back."""
+    named = args.run if args.attempt is None else f"{args.run}/{args.attempt}"
+    path = f"/runs/{args.run}" + ("" if args.attempt is None else f"/attempts/{args.attempt}")
+    if args.action == "undelete":
+        call(args, "DELETE", f"{path}/deletion")
+        print(f"{named}: deletion taken back")
+        return
+    confirm = args.confirm
+    if confirm is None:
+        if not sys.stdin.isatty():
+            raise ToolError(f"give --confirm {named} (no terminal to ask on)")
+        confirm = input(f"Deleting {named} hides it now and removes its data after the undo "
+                        f"window. Type {named} to confirm: ").strip()
+    if confirm != named:
+        raise ToolError(f"not confirmed: {confirm!r} is not {named!r}; nothing deleted")
+    done = call(args, "POST", f"{path}/deletion", {"confirm": confirm})
+    print(f"{named}: deleted; its data is removed after {done['purge_after']} "
+          f"(`tuneplane runs undelete {args.run}"
+          + ("" if args.attempt is None else f" --attempt {args.attempt}") + "` until then)")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tuneplane", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -113,6 +137,19 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("-f", "--file", type=Path, action="append", default=[],
                    help="compose these files offline instead of the server's destinations")
     d.set_defaults(func=destinations)
+    u = sub.add_parser("runs", help="runs: delete one, or take its deletion back")
+    run_actions = u.add_subparsers(dest="action", required=True)
+    for name, text in (("delete", "delete a run (or --attempt N): hidden at once, its data "
+                                  "removed after the undo window; owners of its project"),
+                       ("undelete", "take a deletion back before its data is removed")):
+        one = run_actions.add_parser(name, help=text)
+        one.add_argument("run")
+        one.add_argument("--attempt", type=int, help="only this attempt")
+        if name == "delete":
+            one.add_argument("--confirm", metavar="NAME",
+                             help="the run (RUN/N for an attempt) again, instead of typing "
+                                  "it when asked")
+    u.set_defaults(func=runs)
     return p
 
 

@@ -172,10 +172,47 @@ async function load() {
   document.body.dataset.ready = "true";
 }
 
+// Deleting the run behind a typed confirmation; once deleted, the page says until when it
+// can be taken back, and Undo takes it back.
+function wireDelete() {
+  const dialog = $("delete-dialog");
+  const confirm = $("delete-confirm");
+  $("delete-name").textContent = runId;
+  $("delete-run").onclick = () => {
+    confirm.value = "";
+    $("delete-go").disabled = true;
+    $("delete-error").textContent = "";
+    dialog.showModal();
+  };
+  confirm.oninput = () => { $("delete-go").disabled = confirm.value.trim() !== runId; };
+  $("delete-go").onclick = async () => {
+    try {
+      const done = await Session.change("POST", `${api}/deletion`, { confirm: runId });
+      dialog.close();
+      $("deleted-name").textContent = runId;
+      $("deleted-after").textContent = when(done.purge_after);
+      $("deleted").hidden = false;
+      document.querySelector("main").hidden = true;
+      $("delete-run").hidden = true;
+    } catch (e) {
+      $("delete-error").textContent = e.message;
+    }
+  };
+  $("undo-delete").onclick = async () => {
+    try {
+      await Session.change("DELETE", `${api}/deletion`);
+      location.reload();
+    } catch (e) {
+      status(e.message);
+    }
+  };
+}
+
 async function main() {
   $("run").textContent = runId;
   document.title = `${runId} · Tuneplane`;
   if (!(await Session.header())) return;
+  wireDelete();
   window.onpopstate = () => load().catch((e) => status(e.message));
   await load();
 }

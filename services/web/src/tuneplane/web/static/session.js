@@ -1,7 +1,20 @@
 // What every page does with the signed-in session: ask the API (the browser's session
 // cookie goes along: same origin, HttpOnly; no token in the page), go to /login when it has
-// ended, and sign out (a change: it needs the session's CSRF token).
+// ended, make a change (it needs the session's CSRF token), and sign out (one).
 import { withQuery } from "./paths.js";
+
+// A response's JSON (null for 204); off to /login on 401; otherwise an error whose message
+// is the API's detail, and ``status`` its HTTP status.
+async function answered(response) {
+  if (response.status === 401) Session.signIn();
+  if (!response.ok) {
+    const body = await response.json().catch(() => ({ detail: response.statusText }));
+    const error = new Error(`${response.status} ${body.detail}`);
+    error.status = response.status;
+    throw error;
+  }
+  return response.status === 204 ? null : response.json();
+}
 
 export const Session = {
   signIn() {
@@ -17,15 +30,19 @@ export const Session = {
   // The JSON at ``path`` with ``params`` (those undefined or null left out); an error whose
   // message is the API's detail, and ``status`` its HTTP status.
   async get(path, params = {}) {
-    const response = await fetch(withQuery(path, params, location.origin));
-    if (response.status === 401) Session.signIn();
-    if (!response.ok) {
-      const body = await response.json().catch(() => ({ detail: response.statusText }));
-      const error = new Error(`${response.status} ${body.detail}`);
-      error.status = response.status;
-      throw error;
-    }
-    return response.json();
+    return answered(await fetch(withQuery(path, params, location.origin)));
+  },
+
+  // A change (``method`` on ``path`` with the JSON ``body``) in the session's name, with its
+  // CSRF token; its JSON answer (null when none); errors as ``get``'s.
+  async change(method, path, body) {
+    const session = await (await fetch("/auth/session")).json();
+    const response = await fetch(path, {
+      method,
+      headers: { "X-CSRF-Token": session.csrf_token, "Content-Type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return answered(response);
   },
 
   // Shows who is signed in in #who and wires #sign-out; false (and off to /login) if nobody is.
