@@ -3,8 +3,9 @@
 a `file` exporter (writing in its sink's directory) and an `otlp_http` sink; the sink's
 bearer token file is rotated mid-run and the next requests carry the new token without a
 restart; the collector holds none of the exporter's secrets in its environment; a poison
-record on the way is stepped over; with no destination the exporter does no export work
-and holds no backlog; a killed exporter skips nothing."""
+record on the way is stepped over; a deleted run's batches are not exported; with no
+destination the exporter does no export work and holds no backlog; a killed exporter skips
+nothing."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ import asyncpg
 import pytest
 
 from tests.support.environment import BIN, Endpoints, free_port
-from tests.support.kafka import produce, produce_payloads
+from tests.support.kafka import produce, produce_payloads, projected_to_end
 from tests.support.otlp_file import gauge_points
 from tests.support.processes import Process, environment
 from tests.support.truth import member_batch
@@ -114,10 +115,11 @@ async def test_destinations_turn_export_on_and_off_and_a_rotated_token_is_used(
     token_file = secrets / "capture" / "token"
     token_file.write_text("token-1")
     lake, config = secrets / "lake" / "lake.jsonl", tmp_path / "otelcol.json"
+    group = f"exporter-{uuid.uuid4().hex[:8]}"
     exporter = Process(
         [str(BIN / "tuneplane-exporter"), "--config-path", str(config), "--otelcol",
          str(otelcol), "--otlp-endpoint", f"127.0.0.1:{free_port()}", "--secrets-root",
-         str(secrets), "--group", f"exporter-{uuid.uuid4().hex[:8]}", "--poll-seconds", "0.5"],
+         str(secrets), "--group", group, "--poll-seconds", "0.5"],
         tmp_path / "exporter.log", ready="exporter watching destinations",
         env={"TUNEPLANE_DATABASE_URL": fresh})
     db = await asyncpg.connect(fresh)
@@ -160,11 +162,19 @@ async def test_destinations_turn_export_on_and_off_and_a_rotated_token_is_used(
         crafted = BatchKey(MemberKey("crafted", 1, "poison"), "e", 0)
         await produce_payloads(initialised.kafka_bootstrap,
                                [(crafted, b"\x08\xff\xff not a batch")])
-        await produce(initialised.kafka_bootstrap, [member_batch(member, s, 100)
-                                                    for s in range(11, 21)])
+        # A deleted run's batches beside them: not exported (the deletion's table is what
+        # a deletion writes: the run is known to no projector in this database).
+        gone = MemberKey(f"gone-{uuid.uuid4().hex[:8]}", 1, "rank-0")
+        await db.execute("INSERT INTO deletions (run_id, project, attempt, deleted_by, "
+                         "purge_after) VALUES ($1, 'default', 0, 'test', now())", gone.run_id)
+        await produce(initialised.kafka_bootstrap, [
+            *(member_batch(gone, s, 100) for s in range(1, 6)),
+            *(member_batch(member, s, 100) for s in range(11, 21))])
         second = truth(member, range(11, 21))
         await wait_for(lambda: second.items() <= exported(lake).items(),
                        "the second half never reached the file exporter")
+        await projected_to_end(initialised.kafka_bootstrap, group)  # the barrier
+        assert not [k for k in exported(lake) if k[0] == gone.run_id]
         await wait_for(lambda: Capture.tokens[-1] == "Bearer token-2",
                        f"requests after the rotation carry {Capture.tokens[-3:]}")
         assert "exporter: stepping over poison record" in exporter.tail()

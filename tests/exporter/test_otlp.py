@@ -74,7 +74,9 @@ def test_points_whose_wall_time_no_data_point_can_carry_are_left_out_not_fatal()
                      chunks=[pb.SeriesChunk(source="s", tag="t", steps=list(range(len(walls))),
                                             wall_times=walls, values=[1.0] * len(walls))])
     data = batch.SerializeToString()
-    (request,) = decode(Message(0, 0, b"r/1/m/e-1", data))
+    decoded = decode(Message(0, 0, b"r/1/m/e-1", data))
+    assert (decoded.run_id, decoded.attempt) == ("r", 1)
+    (request,) = decoded.requests
     (metric,) = request.resource_metrics[0].scope_metrics[0].metrics
     assert [p.time_unix_nano for p in metric.gauge.data_points] == [int(1.7e9 * 1e9)]
 

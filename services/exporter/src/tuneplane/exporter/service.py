@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import asyncpg
 import grpc
@@ -43,6 +44,22 @@ from tuneplane.telemetry.v1.validation import InvalidBatch, parse, validate
 log = logging.getLogger("tuneplane.exporter")
 
 
+@dataclass(frozen=True, slots=True)
+class ToExport:
+    """A batch as the exporter sends it: whose it is, and its metrics requests."""
+
+    run_id: str
+    attempt: int
+    requests: list[ExportMetricsServiceRequest]
+
+
+#: The runs and attempts of ``$1`` whose deletion stands (attempt 0: the whole run): their
+#: batches are not exported.
+DELETED = """
+SELECT run_id, attempt FROM deletions WHERE run_id = ANY($1::text[]) AND undone_at IS NULL
+"""
+
+
 class Exporter:
     def __init__(self, settings: ExporterSettings, environ: Mapping[str, str]) -> None:
         """``environ``: the exporter's environment; the collector it runs gets only what
@@ -52,7 +69,8 @@ class Exporter:
                                            settings.config_path.with_suffix(".log"), environ)
         self.exported_points = 0
         self._consumer: KafkaGroupConsumer | None = None
-        self._pipeline: Pipeline[list[ExportMetricsServiceRequest]] | None = None
+        self._pipeline: Pipeline[ToExport] | None = None
+        self._conn: asyncpg.Connection | None = None
         self._poison = PoisonPolicy(StepOver("exporter"), settings.dead_letters_per_minute)
         self._refused: dict[str, str] = {}
         self._stop = asyncio.Event()
@@ -108,13 +126,19 @@ class Exporter:
                 conn, selector(self.settings.release.get()), self.settings.sink_secret_prefix)
         return store.PostgresDestinations(conn)
 
-    async def _export(self, batches: Sequence[list[ExportMetricsServiceRequest]]) -> list[bool]:
+    async def _export(self, batches: Sequence[ToExport]) -> list[bool]:
         """The write step: each batch's metrics to the collector, retried while it says
         it is busy or restarting; offsets are committed only after this returns. A request
         the collector refuses for good makes the pipeline send the group again batch by
-        batch and step over the one refused."""
+        batch and step over the one refused. A batch of a deleted run or attempt is not
+        sent."""
         assert self._stub is not None, "run() sets the collector's stub before consuming"
-        for request in (request for requests in batches for request in requests):
+        assert self._conn is not None, "run() connects before consuming"
+        deleted = {(r["run_id"], r["attempt"]) for r in await self._conn.fetch(
+            DELETED, sorted({b.run_id for b in batches}))}
+        kept = [b for b in batches if (b.run_id, 0) not in deleted
+                and (b.run_id, b.attempt) not in deleted]
+        for request in (request for batch in kept for request in batch.requests):
             count = points(request)
             if not count:
                 continue  # rich records and markers only: nothing to export as metrics
@@ -143,7 +167,7 @@ class Exporter:
     async def run(self, stop: asyncio.Event) -> None:
         """Export until ``stop`` is set; raises DeadLetterLimit on a flood of poison."""
         self._stop = stop
-        conn = await asyncpg.connect(self.settings.database_url)
+        conn = self._conn = await asyncpg.connect(self.settings.database_url)
         destinations = await self._destinations(conn)
         channel = grpc.aio.insecure_channel(self.settings.otlp_endpoint)
         self._stub = otlp_grpc.MetricsServiceStub(channel)  # type: ignore[no-untyped-call]
@@ -163,11 +187,11 @@ class Exporter:
             await conn.close()
 
 
-def decode(message: Message) -> list[ExportMetricsServiceRequest]:
+def decode(message: Message) -> ToExport:
     """The pure step: a batch record → its metrics requests, or InvalidMessage."""
     try:
         batch = parse(message.value)
         validate(batch, len(message.value))
     except InvalidBatch as exc:
         raise InvalidMessage(str(exc)) from None
-    return to_requests(batch)
+    return ToExport(batch.identity.run_id, batch.identity.attempt, to_requests(batch))
