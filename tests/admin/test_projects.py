@@ -4,6 +4,7 @@ for it; its old ones are refused by the web)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import subprocess
@@ -54,3 +55,24 @@ async def test_projects_roles_and_disabled_users_from_the_cli(
     assert "was disabled already" in admin("user-disable", bob).stdout
     assert f"user {bob!r} is disabled" in admin("user-token", "--user", bob, ok=False).stderr
     assert "no user 'nobody-y'" in admin("user-disable", "nobody-y", ok=False).stderr
+
+
+async def test_retention_from_the_cli_deletes_what_is_due_as_of_the_time_given(
+        initialised: Endpoints, db: asyncpg.Connection) -> None:
+    team = f"keep-{uuid.uuid4().hex[:6]}"
+    admin("project-create", team)
+    assert admin("project-retention", team, "--keep-runs-days", "7").stdout.strip() == \
+        f"project {team} keeps its runs 7 days after they end"
+    run_id = f"{team}-run"
+    await db.execute("INSERT INTO runs (run_id, artifact, created_by, project) VALUES "
+                     "($1, $2::jsonb, 'test', $3)", run_id, json.dumps(ARTIFACT), team)
+    now = await db.fetchval("SELECT now()")
+    soon = json.loads(admin("retention", "--now", now.isoformat()).stdout)
+    assert team not in soon["by_project"]  # created just now: not due
+    later = json.loads(admin("retention", "--now", (now + dt.timedelta(days=8)).isoformat(),
+                             "--undo-seconds", "0").stdout)
+    assert later["by_project"][team] == [run_id]
+    assert await db.fetchval("SELECT deleted_by FROM deletions WHERE run_id = $1",
+                             run_id) == "retention"
+    assert "at least a day" in admin("project-retention", team, "--keep-runs-days", "0",
+                                     ok=False).stderr

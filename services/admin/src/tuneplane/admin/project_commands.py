@@ -1,18 +1,21 @@
 """``tuneplane-admin`` projects and who may do what in them: create a project, grant or
-revoke a user's role in it, list its members; set a user's password; disable a user (its
-tokens and sessions are refused from that moment)."""
+revoke a user's role in it, list its members, say how long it keeps its runs and apply
+that (``retention``, from a schedule); set a user's password; disable a user (its tokens
+and sessions are refused from that moment)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime as dt
 import getpass
+import json
 import sys
 
 import asyncpg
 
 from tuneplane.admin.settings import AdminSettings
-from tuneplane.controlplane import passwords, projects, users
+from tuneplane.controlplane import passwords, projects, retention, users
 from tuneplane.controlplane.projects import Role
 
 
@@ -33,6 +36,16 @@ async def project_command(args: argparse.Namespace, database_url: str) -> int:
         elif args.command == "project-members":
             for member in await projects.members(conn, args.project):
                 print(f"{member.username}\t{member.role.label}")
+        elif args.command == "project-retention":
+            await retention.keep_runs(conn, args.project, args.keep_runs_days)
+            print(f"project {args.project} keeps its runs "
+                  + (f"{args.keep_runs_days} days after they end" if args.keep_runs_days
+                     else "until they are deleted"))
+        elif args.command == "retention":
+            now = dt.datetime.fromisoformat(args.now) if args.now else dt.datetime.now(dt.UTC)
+            done = await retention.apply(conn, now if now.tzinfo else now.replace(
+                tzinfo=dt.UTC), undo_seconds=args.undo_seconds)
+            print(json.dumps({"runs_deleted": done.runs, "by_project": done.deleted}))
         elif args.command == "user-password":
             await passwords.set_password(conn, args.user, read_password(args))
             print(f"user {args.user} signs in with its new password")
@@ -73,6 +86,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     r.add_argument("user")
     m = sub.add_parser("project-members", help="who holds which role in a project")
     m.add_argument("project")
+    k = sub.add_parser("project-retention", help="how long a project keeps its runs after "
+                                                 "they end (then `retention` deletes them)")
+    k.add_argument("project")
+    kept = k.add_mutually_exclusive_group(required=True)
+    kept.add_argument("--keep-runs-days", type=int, help="days after a run ends")
+    kept.add_argument("--keep-forever", action="store_const", dest="keep_runs_days",
+                      const=None, help="until deleted (the default)")
+    a = sub.add_parser("retention", help="delete the runs their projects' retention says are "
+                                         "due (safe on several replicas; run it from a "
+                                         "schedule, then `tuneplane-projector purge`)")
+    a.add_argument("--undo-seconds", type=float, default=86400,
+                   help="the deletions' undo window (default 86400, as the web's)")
+    a.add_argument("--now", help="judge as of this time (ISO 8601, UTC unless said)")
     d = sub.add_parser("user-disable", help="disable a user: its tokens are refused at once")
     d.add_argument("user")
     pw = sub.add_parser("user-password", help="set a user's password, for signing in at "
@@ -80,5 +106,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     pw.add_argument("--user", required=True)
     pw.add_argument("--password-stdin", action="store_true",
                     help="read it from the first line of standard input (default: prompt)")
-    for each in (c, g, r, m, d, pw):
+    for each in (c, g, r, m, k, a, d, pw):
         each.set_defaults(func=cmd_project)

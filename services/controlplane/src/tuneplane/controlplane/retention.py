@@ -1,0 +1,74 @@
+"""Retention per project: a project that keeps its runs ``N`` days (``keep_runs_days``) has
+each run deleted ``N`` days after it ended, as an owner's deletion is (``deletions.record``,
+by ``RETENTION``), then purged once the undo window ends (``tuneplane-projector purge``).
+
+A run ended when its last attempt did; a run with no attempt, when it was created; a run
+known only by its telemetry (the default project's), at its last batch. A run with a live
+attempt is never due. ``apply`` is safe on several replicas at once: a deletion recorded
+by another in the meantime is skipped (``AlreadyDeleted``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+from tuneplane.common.db import Connection
+from tuneplane.controlplane import deletions, runs
+from tuneplane.controlplane.errors import NotFound, ProjectNotFound
+from tuneplane.controlplane.projects import DEFAULT
+
+#: Who a deletion by retention names.
+RETENTION = "retention"
+
+#: Runs due at ``$1`` (now): managed runs by their last attempt's end (or creation), and the
+#: default project's runs known only by telemetry, by their last batch.
+DUE = """
+WITH ended AS (
+    SELECT r.run_id, r.project, coalesce(max(a.ended_at), r.created_at) AS ended_at,
+           bool_or(a.state = ANY($2::text[])) AS live
+    FROM runs r LEFT JOIN attempts a USING (run_id) GROUP BY r.run_id, r.project
+    UNION ALL
+    SELECT s.run_id, $3, max(s.last_batch_at), false FROM member_summaries s
+    WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.run_id = s.run_id) GROUP BY s.run_id
+)
+SELECT e.run_id, e.project FROM ended e JOIN projects p USING (project)
+WHERE p.keep_runs_days IS NOT NULL AND NOT coalesce(e.live, false)
+  AND e.ended_at < $1::timestamptz - make_interval(days => p.keep_runs_days)
+  AND NOT EXISTS (SELECT 1 FROM deletions d WHERE d.run_id = e.run_id AND d.attempt = 0
+                  AND d.undone_at IS NULL)
+ORDER BY e.run_id
+"""
+
+
+@dataclass
+class Applied:
+    """What one pass did: the runs it deleted, by project."""
+
+    deleted: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def runs(self) -> int:
+        return sum(len(v) for v in self.deleted.values())
+
+
+async def keep_runs(conn: Connection, project: str, days: int | None) -> None:
+    """Keep the project's runs ``days`` days after they end (None: until deleted)."""
+    if days is not None and days < 1:
+        raise ValueError(f"runs are kept at least a day after they end, not {days}")
+    if await conn.fetchval("UPDATE projects SET keep_runs_days = $2 WHERE project = $1 "
+                           "RETURNING 1", project, days) is None:
+        raise ProjectNotFound(f"no project {project!r}")
+
+
+async def apply(conn: Connection, now: dt.datetime, *, undo_seconds: float) -> Applied:
+    """Delete every run due at ``now``; each is purged ``undo_seconds`` later."""
+    done = Applied()
+    for row in await conn.fetch(DUE, now, list(runs.LIVE_STATES), DEFAULT):
+        try:
+            await deletions.record(conn, row["run_id"], row["project"], by=RETENTION,
+                                   undo_seconds=undo_seconds)
+        except (deletions.AlreadyDeleted, NotFound):
+            continue  # another replica's, or gone since
+        done.deleted.setdefault(row["project"], []).append(row["run_id"])
+    return done

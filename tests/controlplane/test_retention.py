@@ -1,0 +1,67 @@
+"""Retention per project (real PostgreSQL), with a clock the test controls: a project that
+keeps its runs 30 days has each deleted 30 days after it ended, by ``retention``; a live
+run never, another project's never, and a second pass deletes nothing more."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+
+import asyncpg
+import pytest
+
+from tuneplane.controlplane import deletions, projects, retention, runs
+from tuneplane.controlplane.errors import ProjectNotFound
+
+ARTIFACT = {"version": 1, "sources": [
+    {"id": "a", "kind": "jsonl", "path": "a.jsonl", "owner": "rank-0"}]}
+DAY = dt.timedelta(days=1)
+
+
+async def run_ended(db: asyncpg.Connection, project: str, name: str,
+                    ago: dt.timedelta | None) -> str:
+    """A run of ``project`` whose attempt ended ``ago`` (None: still running)."""
+    run_id = f"{project}-{name}"
+    await runs.create_run(db, ARTIFACT, created_by="test", now=dt.datetime.now(dt.UTC),
+                          run_id=run_id, project=project)
+    await runs.start_attempt(db, run_id)
+    if ago is not None:
+        await runs.end_attempt(db, run_id, 1, "finished")
+        await db.execute("UPDATE attempts SET ended_at = now() - $2::interval WHERE run_id = $1",
+                         run_id, ago)
+    return run_id
+
+
+async def test_runs_are_deleted_as_their_project_keeps_them_as_time_goes_by(
+        db: asyncpg.Connection) -> None:
+    kept, forever = (f"ret-{uuid.uuid4().hex[:8]}" for _ in range(2))
+    for project in (kept, forever):
+        await projects.create(db, project)
+    await retention.keep_runs(db, kept, 30)
+    old = await run_ended(db, kept, "old", 40 * DAY)
+    recent = await run_ended(db, kept, "recent", 10 * DAY)
+    live = await run_ended(db, kept, "live", None)
+    other = await run_ended(db, forever, "old", 400 * DAY)
+    now = dt.datetime.now(dt.UTC)
+
+    done = await retention.apply(db, now, undo_seconds=3600)
+    assert done.deleted.get(kept) == [old]
+    assert await deletions.deleted(db, old)
+    assert not any([await deletions.deleted(db, r) for r in (recent, live, other)])
+    again = await retention.apply(db, now, undo_seconds=3600)
+    assert kept not in again.deleted  # nothing more due
+
+    later = await retention.apply(db, now + 25 * DAY, undo_seconds=3600)
+    assert later.deleted.get(kept) == [recent]
+    assert not await deletions.deleted(db, live)  # running: never due
+    assert not await deletions.deleted(db, other)  # its project keeps runs until deleted
+    who = await db.fetchval("SELECT deleted_by FROM deletions WHERE run_id = $1", recent)
+    assert who == retention.RETENTION
+
+
+async def test_retention_is_a_positive_number_of_days_of_a_project_there_is(
+        db: asyncpg.Connection) -> None:
+    with pytest.raises(ValueError, match="at least a day"):
+        await retention.keep_runs(db, "default", 0)
+    with pytest.raises(ProjectNotFound):
+        await retention.keep_runs(db, f"absent-{uuid.uuid4().hex[:6]}", 3)
