@@ -78,6 +78,9 @@ async def test_a_purged_run_stays_gone_through_late_batches_replay_and_rebuild(
     client = s3_client(initialised.s3_endpoint)
     assert stored(client, initialised.s3_bucket, own_key)
 
+    await db.execute("INSERT INTO attempt_logs (run_id, attempt, member, id, line_no, at, "
+                     "level, message) VALUES ($1, 1, 'rank-0', 'x', 1, 0, 'info', 'a line')",
+                     gone)
     await deletions.record(db, gone, "default", by="owner", undo_seconds=0)
     assert (await rows_of(db, gone))["batch_ledger"] == 6  # kept until the purge
     # (Other tests' deletions may be purged by the same command: only this run's are read.)
@@ -85,6 +88,7 @@ async def test_a_purged_run_stays_gone_through_late_batches_replay_and_rebuild(
     assert isinstance(purged["deletions"], int)
     assert purged["deletions"] >= 1
     assert set((await rows_of(db, gone)).values()) == {0}, await rows_of(db, gone)
+    assert await db.fetchval("SELECT count(*) FROM attempt_logs WHERE run_id = $1", gone) == 0
     assert not stored(client, initialised.s3_bucket, own_key)
     assert stored(client, initialised.s3_bucket, shared_key)  # keep's still
     ended = await db.fetchval("SELECT purged_at FROM deletions WHERE run_id = $1", gone)

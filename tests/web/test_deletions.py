@@ -101,6 +101,9 @@ async def test_an_attempt_is_deleted_by_name_its_run_staying(
                                 json={"confirm": f"{run_id}/1"})
         assert done.status_code == 201, done.text
         assert (await owner.get(f"/runs/{run_id}")).status_code == 200
+        # The attempt is no attempt to read: not listed, its routes 404.
+        assert (await owner.get(f"/runs/{run_id}")).json()["attempts"] == []
+        assert (await owner.get(f"/runs/{run_id}/attempts/1/members")).status_code == 404
         facts = await standing.attempt_facts(db, run_id, 1)
         assert facts is not None
         assert facts.deleted
@@ -108,6 +111,7 @@ async def test_an_attempt_is_deleted_by_name_its_run_staying(
         facts = await standing.attempt_facts(db, run_id, 1)
         assert facts is not None
         assert not facts.deleted
+        assert (await owner.get(f"/runs/{run_id}/attempts/1/members")).status_code == 200
 
 
 async def test_the_command_line_deletes_only_what_is_named_again_and_takes_it_back(

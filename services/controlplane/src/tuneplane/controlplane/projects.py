@@ -132,6 +132,6 @@ async def of_object(conn: Connection, object_key: str) -> set[str]:
     rows = await conn.fetch(
         "SELECT DISTINCT coalesce(r.project, $2) AS project FROM rich_records rr "
         "LEFT JOIN runs r ON r.run_id = rr.run_id WHERE rr.object_key = $1 AND NOT EXISTS "
-        "(SELECT 1 FROM deletions d WHERE d.run_id = rr.run_id AND d.attempt = 0 AND "
-        "d.undone_at IS NULL)", object_key, DEFAULT)
+        "(SELECT 1 FROM deletions d WHERE d.run_id = rr.run_id AND d.attempt IN (0, "
+        "rr.attempt) AND d.undone_at IS NULL)", object_key, DEFAULT)
     return {r["project"] for r in rows}

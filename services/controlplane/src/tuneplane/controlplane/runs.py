@@ -113,6 +113,8 @@ async def describe(conn: Connection, run_id: str) -> dict[str, Any] | None:
                               "WHERE run_id = $1", run_id)
     if run is None:
         return None
-    attempts = await conn.fetch("SELECT attempt, state, started_at, ended_at FROM attempts "
-                                "WHERE run_id = $1 ORDER BY attempt", run_id)
+    attempts = await conn.fetch(
+        "SELECT attempt, state, started_at, ended_at FROM attempts a WHERE run_id = $1 AND "
+        "NOT EXISTS (SELECT 1 FROM deletions d WHERE d.run_id = a.run_id AND d.attempt = "
+        "a.attempt AND d.undone_at IS NULL) ORDER BY attempt", run_id)
     return {**dict(run), "attempts": [dict(a) for a in attempts]}

@@ -8,7 +8,8 @@ store once no rich record references them.
 2. ``OBJECTS_LOCK`` is taken exclusively once and let go: every transaction begun before
    the mark has ended.
 3. Its rows are deleted from ``readmodel`` (and ``readmodel_next``, while a rebuild fills
-   it); the object keys of its rich records are kept in ``object_sweep``.
+   it), and its members' reported events, logs and reports; the object keys of its rich
+   records are kept in ``object_sweep``.
 4. The sweep, under ``OBJECTS_LOCK`` exclusive: a key no rich record references is deleted
    from the store; one still referenced (the same content in another run) is kept.
 5. The deletion is marked ``purged_at``.
@@ -39,6 +40,8 @@ log = logging.getLogger("tuneplane.projector.purge")
 #: their series), rich records last: their keys are what the sweep looks at.
 BY_RUN = ("batch_ledger", "session_starts", "member_summaries", "source_checkpoints",
           "member_spools")
+#: What the reporting path holds of an attempt (public: not projections of the topic).
+REPORTED = ("attempt_events", "attempt_logs", "attempt_reports")
 ATTEMPT = "($2 = 0 OR attempt = $2)"
 
 DUE = """
@@ -100,6 +103,9 @@ async def purge_rows(conn: asyncpg.Connection, run_id: str, attempt: int) -> int
             count += len(keys)
             await conn.execute("INSERT INTO object_sweep (object_key) SELECT unnest($1::text[]) "
                                "ON CONFLICT DO NOTHING", sorted({k["object_key"] for k in keys}))
+        for table in REPORTED:  # its members' lifecycle events, logs and reports
+            count += _count(await conn.execute(
+                f"DELETE FROM public.{table} WHERE run_id = $1 AND {ATTEMPT}", run_id, attempt))
     return count
 
 

@@ -28,7 +28,10 @@ ATTEMPTS = """
 SELECT attempt, count(DISTINCT member) AS members, count(*) AS batches,
        sum(points)::bigint AS points, max(projected_at) AS last_batch_at,
        count(*) FILTER (WHERE late) AS late_batches
-FROM batch_ledger WHERE run_id = $1 GROUP BY attempt ORDER BY attempt
+FROM batch_ledger l WHERE run_id = $1 AND NOT EXISTS (
+    SELECT 1 FROM deletions d WHERE d.run_id = l.run_id AND d.attempt = l.attempt
+    AND d.undone_at IS NULL)
+GROUP BY attempt ORDER BY attempt
 """
 
 MEMBERS = """
