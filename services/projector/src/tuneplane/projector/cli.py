@@ -29,6 +29,7 @@ from tuneplane.common.kafka import topics
 from tuneplane.common.kafka.adapter import StartAt
 from tuneplane.contract.settings import SettingsError
 from tuneplane.projector.app import create_app, object_store
+from tuneplane.projector.archiver import ArchiveReader, archive, trim
 from tuneplane.projector.checksum import checksum
 from tuneplane.projector.purge import purge
 from tuneplane.projector.rebuild import rebuild
@@ -60,12 +61,14 @@ async def run_replay(args: argparse.Namespace) -> int:
     else:
         start = StartAt(offset=args.from_offset)
     pool = await asyncpg.create_pool(s.database_url, min_size=1, max_size=2)
+    conn = await asyncpg.connect(s.database_url)
+    topic = topics.BATCHES_DLQ if args.redrive else topics.BATCHES
     try:
         writer = PostgresWriter(pool, object_store(s), max_series=s.max_series)
-        report, _ = await replay(s.kafka_bootstrap, writer,
-                                 start, progress=progress,
-                                 topic=topics.BATCHES_DLQ if args.redrive else topics.BATCHES)
+        report, _ = await replay(s.kafka_bootstrap, writer, start, progress=progress,
+                                 topic=topic, archived=archived(s, conn, topic))
     finally:
+        await conn.close()
         await pool.close()
     print(json.dumps({"records": report.records, "applied": report.applied,
                       "duplicates": report.duplicates, "poison": report.poison}))
@@ -74,8 +77,13 @@ async def run_replay(args: argparse.Namespace) -> int:
 
 async def run_rebuild(args: argparse.Namespace) -> int:
     s: ProjectorSettings = args.settings
-    report = await rebuild(s.database_url, s.kafka_bootstrap, object_store(s), progress,
-                           max_series=s.max_series)
+    conn = await asyncpg.connect(s.database_url)
+    try:
+        report = await rebuild(s.database_url, s.kafka_bootstrap, object_store(s), progress,
+                               max_series=s.max_series,
+                               archived=archived(s, conn, topics.BATCHES))
+    finally:
+        await conn.close()
     print(json.dumps({"records": report.records, "applied": report.applied,
                       "duplicates": report.duplicates, "poison": report.poison,
                       "swapped": True}))
@@ -88,6 +96,31 @@ async def run_checksum(args: argparse.Namespace) -> int:
         print(json.dumps(await checksum(conn, args.run_prefix), indent=2))
     finally:
         await conn.close()
+    return 0
+
+
+def archived(settings: ProjectorSettings, conn: asyncpg.Connection,
+             topic: str) -> ArchiveReader | None:
+    """The topic's archive, read where Kafka holds nothing more (none: no object store)."""
+    objects = object_store(settings)
+    return None if objects is None else ArchiveReader(conn, objects, topic)
+
+
+async def run_archive(args: argparse.Namespace) -> int:
+    s: ProjectorSettings = args.settings
+    objects = object_store(s)
+    if objects is None:
+        raise SettingsError("archiving needs the object store (TUNEPLANE_S3_ENDPOINT, "
+                            "TUNEPLANE_S3_BUCKET)")
+    conn = await asyncpg.connect(s.database_url)
+    try:
+        done = await archive(s.kafka_bootstrap, conn, objects, topic=args.topic)
+        if args.trim:
+            done.trimmed = await trim(s.kafka_bootstrap, conn, topic=args.topic,
+                                      keep_groups=args.keep_group or [s.group_id])
+    finally:
+        await conn.close()
+    print(json.dumps(dataclasses.asdict(done)))
     return 0
 
 
@@ -127,6 +160,17 @@ def parser() -> argparse.ArgumentParser:
     b = sub.add_parser("rebuild", help="project the whole topic into fresh tables and swap "
                                        "them in, reporting progress")
     b.set_defaults(func=lambda a: asyncio.run(run_rebuild(a)))
+    a = sub.add_parser("archive", help="write what the topic holds beyond its archive to the "
+                                       "object store as Parquet segments; --trim then moves "
+                                       "each partition's log start to the archived end")
+    a.add_argument("--topic", default=topics.BATCHES)
+    a.add_argument("--trim", action="store_true",
+                   help="trim the topic below the archive, never past the committed offset "
+                        "of a --keep-group")
+    a.add_argument("--keep-group", action="append", default=[], metavar="GROUP",
+                   help="a consumer group that must not miss a record (repeatable; default "
+                        "the projectors' group; add the exporter's)")
+    a.set_defaults(func=lambda a: asyncio.run(run_archive(a)))
     g = sub.add_parser("purge", help="remove what deletions whose undo window has ended "
                                      "hold: their read-model rows, and the objects of their "
                                      "rich records no other record references (safe to run "

@@ -1,7 +1,8 @@
 """Rebuilding the read models from the whole topic into fresh tables, then swapping them in.
 
 1. ``readmodel_next`` gets empty copies of every read-model table.
-2. The topic is replayed into it while the live projectors go on writing ``readmodel``.
+2. The topic is replayed into it (what Kafka no longer holds from its archive) while the
+   live projectors go on writing ``readmodel``.
 3. Under an exclusive advisory lock (live transactions hold it shared, so they finish
    and wait) the tail written since step 2 began is replayed too, and one transaction
    renames ``readmodel`` away and ``readmodel_next`` into its place.
@@ -15,6 +16,7 @@ import logging
 import asyncpg
 
 from tuneplane.common.kafka.adapter import StartAt
+from tuneplane.projector.archiver import ArchiveReader
 from tuneplane.projector.replay import Progress, ReplayReport, replay
 from tuneplane.projector.writer import SWAP_LOCK, ObjectStore, PostgresWriter
 
@@ -43,15 +45,16 @@ async def swap(conn: asyncpg.Connection) -> None:
 
 
 async def rebuild(database_url: str, bootstrap: str, objects: ObjectStore | None,
-                  progress: Progress | None = None, *,
-                  max_series: int | None = None) -> ReplayReport:
+                  progress: Progress | None = None, *, max_series: int | None = None,
+                  archived: ArchiveReader | None = None) -> ReplayReport:
     control = await asyncpg.connect(database_url)
     pool = await asyncpg.create_pool(database_url, min_size=1, max_size=2,
                                      server_settings={"search_path": f"{NEXT}, public"})
     try:
         await prepare_next(control)
         writer = PostgresWriter(pool, objects, shares_swap_lock=False, max_series=max_series)
-        report, ends = await replay(bootstrap, writer, StartAt(offset=0), progress=progress)
+        report, ends = await replay(bootstrap, writer, StartAt(offset=0), progress=progress,
+                                    archived=archived)
         log.info("bulk replay done (%d records); locking out live projectors for the tail",
                  report.records)
         await control.execute("SELECT pg_advisory_lock($1)", SWAP_LOCK)

@@ -111,6 +111,9 @@ class S3ObjectStore:
     def put(self, key: str, data: bytes) -> None:
         self._client.put_object(Bucket=self._bucket, Key=key, Body=data)
 
+    def get(self, key: str) -> bytes:
+        return bytes(self._client.get_object(Bucket=self._bucket, Key=key)["Body"].read())
+
     def delete_many(self, keys: list[str]) -> None:
         """Delete up to 1,000 objects in one call; any refusal raises."""
         answer = self._client.delete_objects(

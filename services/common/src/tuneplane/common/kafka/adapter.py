@@ -68,6 +68,8 @@ class KafkaRangeConsumer:
                                           enable_auto_commit=False, **FETCH)
         self._todo: dict[TopicPartition, int] = {}
         self.ends: dict[int, int] = {}
+        #: Each partition's log start when the range was set (below it, Kafka holds nothing).
+        self.beginnings: dict[int, int] = {}
         self.total = 0
 
     async def start(self, start: StartAt | Mapping[int, int],
@@ -93,6 +95,7 @@ class KafkaRangeConsumer:
     async def _start_offsets(self, partitions: list[TopicPartition],
                              start: StartAt | Mapping[int, int]) -> dict[TopicPartition, int]:
         beginning = await self._consumer.beginning_offsets(partitions)
+        self.beginnings = {tp.partition: offset for tp, offset in beginning.items()}
         if not isinstance(start, StartAt):
             return {tp: max(beginning[tp], start.get(tp.partition, 0)) for tp in partitions}
         if start.timestamp_ms is not None:

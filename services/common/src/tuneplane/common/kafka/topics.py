@@ -52,8 +52,11 @@ def topic_specs(settings: TopicSettings) -> list[TopicSpec]:
         "cleanup.policy": "delete",
     }
     return [
-        # retention -1: the batches topic is replayed to rebuild read models.
-        TopicSpec(BATCHES, settings.partitions, {**common, "retention.ms": "-1"}),
+        # retention -1: the batches topic is replayed to rebuild read models; what is
+        # archived below (`tuneplane-projector archive --trim`) leaves it segment by
+        # segment, so segments are small enough to go (64 MiB).
+        TopicSpec(BATCHES, settings.partitions, {**common, "retention.ms": "-1",
+                                                 "segment.bytes": str(64 << 20)}),
         TopicSpec(BATCHES_DLQ, settings.partitions, {**common, "retention.ms": "-1"}),
     ]
 

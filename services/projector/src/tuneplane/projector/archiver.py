@@ -1,0 +1,157 @@
+"""Archiving a topic to the object store, trimming it below the archive, and reading the
+archive back (``docs/design-notes.md``, "a topic that stops growing").
+
+- ``archive``: each partition from the end of what is archived (or its log start) to its
+  end offset now, cut into segments of at most ``SEGMENT_RECORDS`` records: each segment's
+  object is put first, then recorded in ``topic_archive`` (a segment written again after
+  a crash covers offsets already archived: readers drop those).
+- ``trim``: each partition's log start moved (Kafka's DeleteRecords) to the archived end,
+  never past the committed offset of a group that must not miss a record.
+- ``ArchiveReader``: a consumer of the archived records of each partition over an offset
+  range, for replay and rebuild below Kafka's log start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import asyncpg
+from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
+from aiokafka.structs import TopicPartition
+
+from tuneplane.common.kafka.adapter import KafkaRangeConsumer
+from tuneplane.common.kafka.message import Message
+from tuneplane.projector import archive as segments
+
+SEGMENT_RECORDS = 5000
+
+
+class Objects(Protocol):
+    def put(self, key: str, data: bytes) -> None: ...
+
+    def get(self, key: str) -> bytes: ...
+
+
+@dataclass
+class Archived:
+    segments: int = 0
+    records: int = 0
+    bytes: int = 0
+    trimmed: dict[int, int] = field(default_factory=dict)  # partition → new log start
+
+
+async def archived_ends(conn: asyncpg.Connection, topic: str) -> dict[int, int]:
+    """Each partition's next offset to archive (one past its archived end)."""
+    rows = await conn.fetch("SELECT partition, max(last_offset) + 1 AS next FROM "
+                            "topic_archive WHERE topic = $1 GROUP BY partition", topic)
+    return {int(r["partition"]): int(r["next"]) for r in rows}
+
+
+async def archive(bootstrap: str, conn: asyncpg.Connection, objects: Objects, *,
+                  topic: str) -> Archived:
+    """One pass: what each partition holds beyond its archive, up to its end now."""
+    done = Archived()
+    consumer = KafkaRangeConsumer(bootstrap, topic)
+    await consumer.start(await archived_ends(conn, topic))
+    held: dict[int, list[Message]] = {}
+
+    async def sealed(records: list[Message]) -> None:
+        data = segments.encode(records)
+        first, last, partition = records[0].offset, records[-1].offset, records[0].partition
+        key = segments.segment_key(topic, partition, first, last)
+        await asyncio.to_thread(objects.put, key, data)
+        await conn.execute(
+            "INSERT INTO topic_archive (topic, partition, first_offset, last_offset, "
+            "object_key, records, bytes) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT "
+            "DO NOTHING", topic, partition, first, last, key, len(records), len(data))
+        done.segments, done.records, done.bytes = (done.segments + 1,
+                                                  done.records + len(records),
+                                                  done.bytes + len(data))
+    try:
+        while not consumer.exhausted:
+            for message in await consumer.poll(SEGMENT_RECORDS, 1.0):
+                records = held.setdefault(message.partition, [])
+                records.append(message)
+                if len(records) >= SEGMENT_RECORDS:
+                    await sealed(records)
+                    held[message.partition] = []
+        for records in held.values():
+            if records:
+                await sealed(records)
+    finally:
+        await consumer.stop()
+    return done
+
+
+async def trim(bootstrap: str, conn: asyncpg.Connection, *, topic: str,
+               keep_groups: Sequence[str]) -> dict[int, int]:
+    """Move each partition's log start to its archived end, but not past any of
+    ``keep_groups``' committed offsets (a group without one holds it where it is)."""
+    ends = await archived_ends(conn, topic)
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        limits = dict(ends)
+        for group in keep_groups:
+            committed = await admin.list_consumer_group_offsets(group)
+            for partition in list(limits):
+                at = committed.get(TopicPartition(topic, partition))
+                limits[partition] = min(limits[partition], at.offset if at else 0)
+        wanted = {TopicPartition(topic, p): RecordsToDelete(before_offset=o)
+                  for p, o in limits.items() if o > 0}
+        if not wanted:
+            return {}
+        moved = await admin.delete_records(wanted)
+        return {tp.partition: int(low) for tp, low in moved.items()}
+    finally:
+        await admin.close()
+
+
+class ArchiveReader:
+    """The archived records of each partition from ``starts`` up to (not including)
+    ``below``, in offset order, as a consumer the projector's pipeline takes."""
+
+    def __init__(self, conn: asyncpg.Connection, objects: Objects, topic: str) -> None:
+        self._conn, self._objects, self._topic = conn, objects, topic
+        self._records: Iterator[Message] = iter(())
+        self.total = 0
+        self.exhausted = False
+
+    async def start(self, starts: Mapping[int, int], below: Mapping[int, int],
+                    since_ms: int | None = None) -> None:
+        archived = await self._conn.fetch(
+            "SELECT partition, first_offset, last_offset, object_key FROM topic_archive "
+            "WHERE topic = $1 ORDER BY partition, first_offset", self._topic)
+        wanted = [s for s in archived if s["partition"] in below and s["last_offset"]
+                  >= starts.get(s["partition"], 0) and s["first_offset"] < below[s["partition"]]]
+        self.total = len(wanted)
+        self._records = self._read(wanted, starts, below, since_ms)
+
+    def _read(self, wanted: list[asyncpg.Record], starts: Mapping[int, int],
+              below: Mapping[int, int], since_ms: int | None) -> Iterator[Message]:
+        after: dict[int, int] = {}  # the last offset given, by partition
+        for segment in wanted:
+            for m in segments.decode(self._objects.get(segment["object_key"])):
+                if m.offset < starts.get(m.partition, 0) or m.offset >= below[m.partition]:
+                    continue
+                if m.offset <= after.get(m.partition, -1):
+                    continue  # a segment written again covers it
+                if since_ms is not None and m.timestamp_ms < since_ms:
+                    continue
+                after[m.partition] = m.offset
+                yield m
+
+    async def poll(self, max_records: int, within: float) -> Sequence[Message]:
+        taken: list[Message] = []
+        for m in self._records:
+            taken.append(m)
+            if len(taken) >= max_records:
+                break
+        self.exhausted = not taken
+        return taken
+
+    async def commit(self) -> None:
+        """Nothing to commit: a replay has no group."""

@@ -1,0 +1,116 @@
+"""The topic's archive on the real Kafka, PostgreSQL and object store, on a topic of the
+test's own (the shared batches topic is never trimmed): what a topic holds goes to Parquet
+segments, a second pass adds nothing, a trim moves each partition's log start to the
+archived end (never past a group that has not consumed), and a replay from offset 0 then
+reads the archive below the log start: every batch once."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import asyncpg
+import pytest
+from aiokafka import AIOKafkaConsumer
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.structs import TopicPartition
+
+from tests.projector.test_stream import ledger, stored_points
+from tests.support.environment import Endpoints
+from tests.support.kafka import produce_payloads
+from tests.support.truth import member_batch
+from tuneplane.common.kafka.adapter import StartAt
+from tuneplane.common.objectstore import s3_client
+from tuneplane.projector import archive as segments
+from tuneplane.projector.archiver import ArchiveReader, archive, trim
+from tuneplane.projector.replay import replay
+from tuneplane.projector.writer import PostgresWriter, S3ObjectStore
+from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1.identity import BatchKey, MemberKey
+
+
+@pytest.fixture
+async def topic(initialised: Endpoints) -> AsyncIterator[str]:
+    name = f"tuneplane.test.archive-{uuid.uuid4().hex[:8]}"
+    admin = AIOKafkaAdminClient(bootstrap_servers=initialised.kafka_bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(name, num_partitions=2, replication_factor=1)])
+        yield name
+        await admin.delete_topics([name])
+    finally:
+        await admin.close()
+
+
+async def offsets(bootstrap: str, topic: str) -> tuple[dict[int, int], dict[int, int]]:
+    """Each partition's log start and end."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap)
+    await consumer.start()
+    try:
+        parts = [TopicPartition(topic, p) for p in (0, 1)]
+        start, end = await consumer.beginning_offsets(parts), await consumer.end_offsets(parts)
+        return ({tp.partition: o for tp, o in start.items()},
+                {tp.partition: o for tp, o in end.items()})
+    finally:
+        await consumer.stop()
+
+
+async def put(bootstrap: str, topic: str, batches: list[pb.Batch]) -> None:
+    await produce_payloads(bootstrap, [(BatchKey.from_proto(b.identity),
+                                        b.SerializeToString()) for b in batches], topic=topic)
+
+
+def test_a_segment_keeps_each_record_as_it_was_with_its_batch_identity() -> None:
+    from tuneplane.common.kafka.message import Message
+    records = [Message(1, 7, b"run-a/2/rank-0/e-1", b"\x01batch", 1700000000000, late=True),
+               Message(1, 8, b"not a key", b"poison", 0)]
+    assert segments.decode(segments.encode(records)) == records
+    assert segments.identity(b"run-a/2/rank-0/e-1") == ("run-a", 2, "rank-0", "e-1")
+    assert segments.segment_key("t", 1, 7, 8) == \
+        "archive/t/p0001/00000000000000000007-00000000000000000008.parquet"
+
+
+async def test_a_trimmed_topic_replays_from_its_archive_every_batch_once(
+        initialised: Endpoints, db: asyncpg.Connection, topic: str) -> None:
+    bootstrap = initialised.kafka_bootstrap
+    objects = S3ObjectStore(s3_client(initialised.s3_endpoint), initialised.s3_bucket)
+    run_id = f"archive-{uuid.uuid4().hex[:8]}"
+    members = [MemberKey(run_id, 1, f"rank-{m}") for m in (0, 1)]
+    first = [member_batch(member, seq, 500) for member in members for seq in range(1, 7)]
+    first[0].rich.add(source="tb", tag="img", step=1, wall_time=1.0, payload=b"PNG archived",
+                      kind=pb.RichRecord.KIND_IMAGE, plugin_name="images", file="f", offset=0)
+    await put(bootstrap, topic, first)
+    done = await archive(bootstrap, db, objects, topic=topic)
+    filled = [p for p, end in (await offsets(bootstrap, topic))[1].items() if end]
+    assert (done.records, done.segments) == (12, len(filled))  # one a partition written to
+    assert (await archive(bootstrap, db, objects, topic=topic)).records == 0
+    later = [member_batch(member, seq, 500) for member in members for seq in (7, 8)]
+    await put(bootstrap, topic, later)
+    assert (await archive(bootstrap, db, objects, topic=topic)).records == 4
+
+    # A group that has consumed nothing holds the log start where it is.
+    assert await trim(bootstrap, db, topic=topic,
+                      keep_groups=[f"never-{uuid.uuid4().hex[:6]}"]) == {}
+    assert (await offsets(bootstrap, topic))[0] == {0: 0, 1: 0}
+    moved = await trim(bootstrap, db, topic=topic, keep_groups=[])
+    starts, ends = await offsets(bootstrap, topic)
+    assert starts == ends  # Kafka holds none of them now
+    assert moved == {p: ends[p] for p in filled}
+    assert sum(ends.values()) == 16
+
+    pool = await asyncpg.create_pool(initialised.database_url, min_size=1, max_size=2)
+    try:
+        writer = PostgresWriter(pool, objects)
+        report: Any
+        report, _ = await replay(bootstrap, writer, StartAt(offset=0), topic=topic,
+                                 archived=ArchiveReader(db, objects, topic))
+        assert (report.records, report.applied) == (16, 16)
+        assert await ledger(db, run_id) == (16, 16 * 500)
+        assert await stored_points(db, run_id) == (16 * 500, 16 * 500)  # each once
+        again, _ = await replay(bootstrap, writer, StartAt(offset=0), topic=topic,
+                                archived=ArchiveReader(db, objects, topic))
+        assert (again.records, again.applied) == (16, 0)
+    finally:
+        await pool.close()
+    assert await db.fetchval("SELECT count(*) FROM rich_records WHERE run_id = $1", run_id) == 1
