@@ -13,7 +13,13 @@ from pathlib import Path
 
 import asyncpg
 
+from tests.projector.test_stream import wait_ledger
 from tests.support.environment import BIN, Endpoints
+from tests.support.kafka import produce
+from tests.support.processes import Process
+from tests.support.truth import member_batch
+from tuneplane.telemetry.v1 import telemetry_pb2 as pb
+from tuneplane.telemetry.v1.identity import MemberKey
 
 ARTIFACT = {"version": 1,
             "sources": [{"id": "train", "kind": "jsonl", "path": "m.jsonl", "owner": "rank-0"}]}
@@ -76,3 +82,36 @@ async def test_retention_from_the_cli_deletes_what_is_due_as_of_the_time_given(
                              run_id) == "retention"
     assert "at least a day" in admin("project-retention", team, "--keep-runs-days", "0",
                                      ok=False).stderr
+
+
+async def test_a_runs_whole_data_exports_to_parquet_and_its_objects(
+        initialised: Endpoints, projector: Process, db: asyncpg.Connection,
+        tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    run_id = f"export-{uuid.uuid4().hex[:8]}"
+    batches = [member_batch(MemberKey(run_id, 1, f"rank-{m}"), seq, 100)
+               for m in (0, 1) for seq in (1, 2, 3)]
+    batches[0].rich.add(source="train", tag="img", step=1, wall_time=1.0, payload=b"PNG x",
+                        kind=pb.RichRecord.KIND_IMAGE, plugin_name="images", file="f",
+                        offset=0)
+    await produce(initialised.kafka_bootstrap, batches)
+    await wait_ledger(db, run_id, 6)
+    out = tmp_path / "export"
+    said = json.loads(admin("run-export", run_id, "--out", str(out)).stdout)
+    assert (said["points"], said["rich_records"], said["objects"]) == (600, 1, 1)
+    stored = {(r["member"], r["tag"], r["step"], r["value"]) for r in await db.fetch(
+        "SELECT s.member, s.tag, p.step, p.value FROM series s JOIN curve_chunks c "
+        'USING (series_id), unnest(c.steps, c."values") p(step, value) '
+        "WHERE s.run_id = $1", run_id)}
+    exported = set()
+    for member in ("rank-0", "rank-1"):
+        (group,) = (out / "series" / "attempt-1" / member).glob("*.parquet")
+        rows = pq.read_table(group).to_pydict()
+        exported |= set(zip([member] * len(rows["tag"]), rows["tag"], rows["step"],
+                            rows["value"], strict=True))
+    assert exported == stored  # every point, exactly
+    (image,) = (out / "objects").iterdir()
+    assert image.read_bytes() == b"PNG x"
+    assert pq.read_table(out / "rich.parquet").to_pydict()["tag"] == ["img"]
+    assert "is not empty" in admin("run-export", run_id, "--out", str(out), ok=False).stderr

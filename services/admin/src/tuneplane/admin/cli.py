@@ -7,7 +7,14 @@ import argparse
 import os
 import sys
 
-from tuneplane.admin import credentials, curves, project_commands, run_commands, storage
+from tuneplane.admin import (
+    credentials,
+    curves,
+    project_commands,
+    run_commands,
+    run_export,
+    storage,
+)
 from tuneplane.admin.durability import command as durability
 from tuneplane.admin.settings import AdminSettings
 from tuneplane.contract.settings import SettingsError
@@ -16,7 +23,8 @@ from tuneplane.contract.settings import SettingsError
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tuneplane-admin", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
-    for commands in (storage, credentials, project_commands, run_commands, curves, durability):
+    for commands in (storage, credentials, project_commands, run_commands, run_export, curves,
+                     durability):
         commands.register(sub)
     return p
 

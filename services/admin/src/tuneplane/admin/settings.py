@@ -19,10 +19,10 @@ from tuneplane.contract.variables import (
 
 USER_COMMANDS = ("bootstrap-admin", "user-add", "user-token")
 PROJECT_COMMANDS = ("project-create", "project-grant", "project-revoke", "project-members",
-                    "user-disable", "user-password")
+                    "project-retention", "retention", "user-disable", "user-password")
 DATABASE_COMMANDS = ("init", "migrate", "gateway-ca", "run-create", "attempt-start",
                      "attempt-end", "run-show", "freeze-mapping", *USER_COMMANDS,
-                     *PROJECT_COMMANDS, "curves", "sign-in-link", "durability")
+                     *PROJECT_COMMANDS, "curves", "sign-in-link", "durability", "run-export")
 
 
 class AdminSettings(Settings):
@@ -30,8 +30,10 @@ class AdminSettings(Settings):
     kafka_bootstrap: Needed[str] = needed(KAFKA_BOOTSTRAP,
                                              needed_for=("init", "topics", "durability"))
     topics: TopicSettings = section(TopicSettings)
-    s3_endpoint: Needed[str] = needed(S3_ENDPOINT, needed_for=("init", "bucket", "durability"))
-    s3_bucket: Needed[str] = needed(S3_BUCKET, needed_for=("init", "bucket", "durability"))
+    s3_endpoint: Needed[str] = needed(S3_ENDPOINT, needed_for=("init", "bucket", "durability",
+                                                                       "run-export"))
+    s3_bucket: Needed[str] = needed(S3_BUCKET, needed_for=("init", "bucket", "durability",
+                                                           "run-export"))
     jwt_secret: Needed[str] = needed(WEB_JWT_SECRET, needed_for=("token", "delivery-token",
                                                                 *USER_COMMANDS))
     #: Set with an externally managed gateway certificate: ``gateway-ca`` prints it.

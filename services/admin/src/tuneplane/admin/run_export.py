@@ -1,0 +1,97 @@
+"""``tuneplane-admin run-export RUN --out DIR``: a run's whole data as files, to archive it
+before deleting it.
+
+- ``series/attempt-<n>/<member>/<source>.parquet``, one per series group: every stored
+  point (``run_path``, ``tag``, ``step``, ``wall_time``, ``value``), in step order;
+- ``rich.parquet``: every rich record (attempt, member, source, tag, step, wall time,
+  kind, plugin, file, its object's key and size), and ``objects/<sha256>``, each object's
+  bytes once;
+- ``manifest.json``: what was exported, and counts to check it by.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tuneplane.admin.settings import AdminSettings
+from tuneplane.common import objectstore
+
+POINTS = """
+SELECT s.attempt, s.member, s.source, s.run_path, s.tag, p.step, p.wall_time, p.value
+FROM series s JOIN curve_chunks c USING (series_id),
+     unnest(c.steps, c.wall_times, c."values") AS p(step, wall_time, value)
+WHERE s.run_id = $1 ORDER BY s.attempt, s.member, s.source, s.run_path, s.tag, p.step
+"""
+RICH = """
+SELECT attempt, member, source, tag, step, wall_time, kind, plugin_name, file, object_key,
+       bytes FROM rich_records WHERE run_id = $1
+ORDER BY attempt, member, source, tag, step, batch_id, record_index
+"""
+
+
+def read(client: Any, bucket: str, key: str) -> bytes:
+    return bytes(client.get_object(Bucket=bucket, Key=key)["Body"].read())
+
+
+async def export(conn: asyncpg.Connection, client: object, bucket: str, run_id: str,
+                 out: Path) -> dict[str, object]:
+    groups: dict[tuple[int, str, str], dict[str, list[object]]] = {}
+    for r in await conn.fetch(POINTS, run_id):
+        columns = groups.setdefault((r["attempt"], r["member"], r["source"]), {
+            "run_path": [], "tag": [], "step": [], "wall_time": [], "value": []})
+        for name in columns:
+            columns[name].append(r[name])
+    for (attempt, member, source), columns in groups.items():
+        path = out / "series" / f"attempt-{attempt}" / member / f"{source}.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table(columns), path, compression="zstd")
+    rich = [dict(r) for r in await conn.fetch(RICH, run_id)]
+    if rich:
+        pq.write_table(pa.table({k: [r[k] for r in rich] for k in rich[0]}),
+                       out / "rich.parquet", compression="zstd")
+    objects = out / "objects"
+    for key in sorted({r["object_key"] for r in rich}):
+        objects.mkdir(parents=True, exist_ok=True)
+        body = await asyncio.to_thread(read, client, bucket, key)
+        (objects / key.rsplit("/", 1)[-1]).write_bytes(body)
+    manifest: dict[str, object] = {
+        "run_id": run_id, "series_groups": len(groups),
+        "points": sum(len(c["step"]) for c in groups.values()),
+        "rich_records": len(rich), "objects": len({r["object_key"] for r in rich})}
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest
+
+
+def cmd_export(args: argparse.Namespace, settings: AdminSettings) -> int:
+    async def run() -> dict[str, object]:
+        conn = await asyncpg.connect(settings.database_url.get())
+        try:
+            if not await conn.fetchval("SELECT 1 FROM batch_ledger WHERE run_id = $1 LIMIT 1",
+                                       args.run):
+                raise ValueError(f"run {args.run!r} holds no telemetry (or does not exist)")
+            return await export(conn, objectstore.s3_client(settings.s3_endpoint.get()),
+                                settings.s3_bucket.get(), args.run, args.out)
+        finally:
+            await conn.close()
+    if args.out.exists() and any(args.out.iterdir()):
+        raise ValueError(f"{args.out} is not empty: export into a new directory")
+    args.out.mkdir(parents=True, exist_ok=True)
+    print(json.dumps(asyncio.run(run())))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    e = sub.add_parser("run-export", help="write a run's curves (Parquet, one file per series "
+                                          "group) and rich records (their index and objects) "
+                                          "to a new directory, to archive it before deleting")
+    e.add_argument("run")
+    e.add_argument("--out", type=Path, required=True, help="a new (or empty) directory")
+    e.set_defaults(func=cmd_export)
