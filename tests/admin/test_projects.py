@@ -115,3 +115,12 @@ async def test_a_runs_whole_data_exports_to_parquet_and_its_objects(
     assert image.read_bytes() == b"PNG x"
     assert pq.read_table(out / "rich.parquet").to_pydict()["tag"] == ["img"]
     assert "is not empty" in admin("run-export", run_id, "--out", str(out), ok=False).stderr
+
+
+def test_exported_file_names_are_never_paths() -> None:
+    from tuneplane.admin.run_export import safe
+    for hostile in ("../../etc/x", "/etc/cron.d/x", "..", ".", "", "a/b"):
+        name = safe(hostile)
+        assert "/" not in name, (hostile, name)
+        assert name not in ("", ".", ".."), (hostile, name)
+    assert safe("rank-0") == "rank-0"

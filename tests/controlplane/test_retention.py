@@ -65,3 +65,19 @@ async def test_retention_is_a_positive_number_of_days_of_a_project_there_is(
         await retention.keep_runs(db, "default", 0)
     with pytest.raises(ProjectNotFound):
         await retention.keep_runs(db, f"absent-{uuid.uuid4().hex[:6]}", 3)
+
+
+async def test_a_run_retention_deleted_and_taken_back_is_kept_and_a_live_one_never_goes(
+        db: asyncpg.Connection) -> None:
+    project = f"ret-{uuid.uuid4().hex[:8]}"
+    await projects.create(db, project)
+    await retention.keep_runs(db, project, 1)
+    old = await run_ended(db, project, "old", 5 * DAY)
+    now = dt.datetime.now(dt.UTC)
+    assert (await retention.apply(db, now, undo_seconds=3600)).deleted[project] == [old]
+    await deletions.undo(db, old, by="owner")
+    assert project not in (await retention.apply(db, now, undo_seconds=3600)).deleted  # kept
+    live = await run_ended(db, project, "live", None)
+    with pytest.raises(deletions.StillLive):  # started again since it was found due
+        await deletions.record(db, live, project, by=retention.RETENTION, undo_seconds=0,
+                               ended_only=True)

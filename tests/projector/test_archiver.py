@@ -1,8 +1,9 @@
 """The topic's archive on the real Kafka, PostgreSQL and object store, on a topic of the
 test's own (the shared batches topic is never trimmed): what a topic holds goes to Parquet
 segments, a second pass adds nothing, a trim moves each partition's log start to the
-archived end (never past a group that has not consumed), and a replay from offset 0 then
-reads the archive below the log start: every batch once."""
+archived end (never past a group that has not consumed, nor past a gap in the archive), a
+replay from offset 0 then reads the archive below the log start: every batch once; and no
+two archive passes or trims run at once."""
 
 from __future__ import annotations
 
@@ -23,7 +24,14 @@ from tests.support.truth import member_batch
 from tuneplane.common.kafka.adapter import StartAt
 from tuneplane.common.objectstore import s3_client
 from tuneplane.projector import archive as segments
-from tuneplane.projector.archiver import ArchiveReader, archive, trim
+from tuneplane.projector.archiver import (
+    ARCHIVE_LOCK,
+    ArchiveBusy,
+    ArchiveReader,
+    archive,
+    archived_ends,
+    trim,
+)
 from tuneplane.projector.replay import replay
 from tuneplane.projector.writer import PostgresWriter, S3ObjectStore
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
@@ -114,3 +122,24 @@ async def test_a_trimmed_topic_replays_from_its_archive_every_batch_once(
     finally:
         await pool.close()
     assert await db.fetchval("SELECT count(*) FROM rich_records WHERE run_id = $1", run_id) == 1
+
+
+async def test_archivers_never_race_and_a_gap_ends_the_archived_prefix(
+        initialised: Endpoints, db: asyncpg.Connection) -> None:
+    topic = f"tuneplane.test.gap-{uuid.uuid4().hex[:8]}"
+    for first, last in ((0, 9), (10, 19), (30, 39)):  # 20..29 missing
+        await db.execute("INSERT INTO topic_archive (topic, partition, first_offset, "
+                         "last_offset, object_key, records, bytes) VALUES ($1, 0, $2, $3, "
+                         "'k', 1, 1)", topic, first, last)
+    # Nothing past the gap counts: archiving resumes at 20, trimming stops there.
+    assert await archived_ends(db, topic) == {0: 20}
+    other = await asyncpg.connect(initialised.database_url)
+    try:
+        await other.execute("SELECT pg_advisory_lock($1)", ARCHIVE_LOCK)  # a pass under way
+        objects = S3ObjectStore(s3_client(initialised.s3_endpoint), initialised.s3_bucket)
+        with pytest.raises(ArchiveBusy, match="try again"):
+            await archive(initialised.kafka_bootstrap, db, objects, topic=topic)
+        with pytest.raises(ArchiveBusy):
+            await trim(initialised.kafka_bootstrap, db, topic=topic, keep_groups=[])
+    finally:
+        await other.close()

@@ -1,12 +1,14 @@
 """``tuneplane-admin run-export RUN --out DIR``: a run's whole data as files, to archive it
 before deleting it.
 
-- ``series/attempt-<n>/<member>/<source>.parquet``, one per series group: every stored
-  point (``run_path``, ``tag``, ``step``, ``wall_time``, ``value``), in step order;
+- ``series/attempt-<n>/<member>/<source>.parquet``, one per series group (names
+  percent-encoded: a collector chose them): every stored point (``run_path``, ``tag``,
+  ``step``, ``wall_time``, ``value``), in step order;
 - ``rich.parquet``: every rich record (attempt, member, source, tag, step, wall time,
   kind, plugin, file, its object's key and size), and ``objects/<sha256>``, each object's
   bytes once;
-- ``manifest.json``: what was exported, and counts to check it by.
+- ``manifest.json``: what was exported (each series file with its member and source),
+  and counts to check it by.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import asyncio
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import asyncpg
 import pyarrow as pa
@@ -37,6 +40,12 @@ ORDER BY attempt, member, source, tag, step, batch_id, record_index
 """
 
 
+def safe(name: str) -> str:
+    """A member's or source's name (a collector's words) as one file name: percent-encoded,
+    dots too, so no name is a path, ``..``, or another's file."""
+    return quote(name, safe="").replace(".", "%2E") or "%"
+
+
 def read(client: Any, bucket: str, key: str) -> bytes:
     return bytes(client.get_object(Bucket=bucket, Key=key)["Body"].read())
 
@@ -49,10 +58,13 @@ async def export(conn: asyncpg.Connection, client: object, bucket: str, run_id: 
             "run_path": [], "tag": [], "step": [], "wall_time": [], "value": []})
         for name in columns:
             columns[name].append(r[name])
+    files = []
     for (attempt, member, source), columns in groups.items():
-        path = out / "series" / f"attempt-{attempt}" / member / f"{source}.parquet"
+        path = out / "series" / f"attempt-{attempt}" / safe(member) / f"{safe(source)}.parquet"
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.table(columns), path, compression="zstd")
+        files.append({"attempt": attempt, "member": member, "source": source,
+                      "file": str(path.relative_to(out))})
     rich = [dict(r) for r in await conn.fetch(RICH, run_id)]
     if rich:
         pq.write_table(pa.table({k: [r[k] for r in rich] for k in rich[0]}),
@@ -65,7 +77,8 @@ async def export(conn: asyncpg.Connection, client: object, bucket: str, run_id: 
     manifest: dict[str, object] = {
         "run_id": run_id, "series_groups": len(groups),
         "points": sum(len(c["step"]) for c in groups.values()),
-        "rich_records": len(rich), "objects": len({r["object_key"] for r in rich})}
+        "rich_records": len(rich), "objects": len({r["object_key"] for r in rich}),
+        "series_files": files}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest
 

@@ -36,6 +36,10 @@ class NotUndoable(Conflict):
     pass
 
 
+class StillLive(Conflict):
+    pass
+
+
 @dataclass(frozen=True, slots=True)
 class Deletion:
     deletion_id: int
@@ -49,9 +53,10 @@ def what(run_id: str, attempt: int) -> str:
 
 
 async def record(conn: Connection, run_id: str, project: str, *, attempt: int = WHOLE_RUN,
-                 by: str, undo_seconds: float) -> Deletion:
+                 by: str, undo_seconds: float, ended_only: bool = False) -> Deletion:
     """Delete the run (``attempt`` 0) or one attempt of it, for ``by``; its data is removed
-    ``undo_seconds`` from now. A live attempt it takes is ended ``cancelled`` first."""
+    ``undo_seconds`` from now. A live attempt it takes is ended ``cancelled`` first, or, when
+    ``ended_only`` (retention's), the deletion is refused (``StillLive``)."""
     async with conn.transaction():
         if await conn.fetchval("SELECT 1 FROM runs WHERE run_id = $1 FOR UPDATE",
                                run_id) is None and await conn.fetchval(
@@ -67,9 +72,12 @@ async def record(conn: Connection, run_id: str, project: str, *, attempt: int = 
             f"{STANDING} LIMIT 1", run_id, attempt)
         if standing is not None:
             raise AlreadyDeleted(f"{what(run_id, standing)} is deleted already")
-        for live in await conn.fetch(
-                "SELECT attempt FROM attempts WHERE run_id = $1 AND ($2 = 0 OR attempt = $2) "
-                "AND state = ANY($3::text[])", run_id, attempt, list(runs.LIVE_STATES)):
+        live_attempts = await conn.fetch(
+            "SELECT attempt FROM attempts WHERE run_id = $1 AND ($2 = 0 OR attempt = $2) "
+            "AND state = ANY($3::text[])", run_id, attempt, list(runs.LIVE_STATES))
+        if live_attempts and ended_only:
+            raise StillLive(f"{what(run_id, attempt)} has a live attempt")
+        for live in live_attempts:
             await runs.end_attempt(conn, run_id, int(live["attempt"]), "cancelled")
         try:
             row = await conn.fetchrow(

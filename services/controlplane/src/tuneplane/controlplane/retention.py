@@ -4,8 +4,9 @@ by ``RETENTION``), then purged once the undo window ends (``tuneplane-projector 
 
 A run ended when its last attempt did; a run with no attempt, when it was created; a run
 known only by its telemetry (the default project's), at its last batch. A run with a live
-attempt is never due. ``apply`` is safe on several replicas at once: a deletion recorded
-by another in the meantime is skipped (``AlreadyDeleted``).
+attempt is never due (checked again under the run's lock as it is deleted), and a run whose
+deletion by retention was taken back is kept. ``apply`` is safe on several replicas at
+once: a deletion recorded by another in the meantime is skipped (``AlreadyDeleted``).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ SELECT e.run_id, e.project FROM ended e JOIN projects p USING (project)
 WHERE p.keep_runs_days IS NOT NULL AND NOT coalesce(e.live, false)
   AND e.ended_at < $1::timestamptz - make_interval(days => p.keep_runs_days)
   AND NOT EXISTS (SELECT 1 FROM deletions d WHERE d.run_id = e.run_id AND d.attempt = 0
-                  AND d.undone_at IS NULL)
+                  AND (d.undone_at IS NULL OR d.deleted_by = $4))
 ORDER BY e.run_id
 """
 
@@ -64,11 +65,11 @@ async def keep_runs(conn: Connection, project: str, days: int | None) -> None:
 async def apply(conn: Connection, now: dt.datetime, *, undo_seconds: float) -> Applied:
     """Delete every run due at ``now``; each is purged ``undo_seconds`` later."""
     done = Applied()
-    for row in await conn.fetch(DUE, now, list(runs.LIVE_STATES), DEFAULT):
+    for row in await conn.fetch(DUE, now, list(runs.LIVE_STATES), DEFAULT, RETENTION):
         try:
             await deletions.record(conn, row["run_id"], row["project"], by=RETENTION,
-                                   undo_seconds=undo_seconds)
-        except (deletions.AlreadyDeleted, NotFound):
-            continue  # another replica's, or gone since
+                                   undo_seconds=undo_seconds, ended_only=True)
+        except (deletions.AlreadyDeleted, deletions.StillLive, NotFound):
+            continue  # another replica's, started again, or gone since
         done.deleted.setdefault(row["project"], []).append(row["run_id"])
     return done

@@ -26,7 +26,18 @@ from tuneplane.common.kafka.adapter import KafkaRangeConsumer
 from tuneplane.common.kafka.message import Message
 from tuneplane.projector import archive as segments
 
+#: A segment holds at most this many records, or about this many bytes.
 SEGMENT_RECORDS = 5000
+SEGMENT_BYTES = 256 << 20
+#: Held by one archive pass or trim at a time: no two race over a partition's ranges.
+ARCHIVE_LOCK = 0x7470_6172_6368  # "tparch"
+#: Held shared by every replay and rebuild while it reads, exclusively by a trim: no trim
+#: moves a log start under a replay.
+TRIM_LOCK = 0x7470_7472_696d  # "tptrim"
+
+
+class ArchiveBusy(RuntimeError):
+    """Another archive pass, trim or replay holds the archive lock."""
 
 
 class Objects(Protocol):
@@ -44,29 +55,62 @@ class Archived:
 
 
 async def archived_ends(conn: asyncpg.Connection, topic: str) -> dict[int, int]:
-    """Each partition's next offset to archive (one past its archived end)."""
-    rows = await conn.fetch("SELECT partition, max(last_offset) + 1 AS next FROM "
-                            "topic_archive WHERE topic = $1 GROUP BY partition", topic)
-    return {int(r["partition"]): int(r["next"]) for r in rows}
+    """Each partition's next offset to archive: one past the end of its contiguous archived
+    prefix (a gap, which no pass leaves but a failure might, ends it)."""
+    ends: dict[int, int] = {}
+    gapped: set[int] = set()
+    for r in await conn.fetch("SELECT partition, first_offset, last_offset FROM "
+                              "topic_archive WHERE topic = $1 ORDER BY partition, "
+                              "first_offset", topic):
+        partition = int(r["partition"])
+        end = ends.get(partition, int(r["first_offset"]))
+        if partition in gapped or r["first_offset"] > end:
+            gapped.add(partition)  # the prefix ends before this segment
+            continue
+        ends[partition] = max(end, int(r["last_offset"]) + 1)
+    return ends
+
+
+async def exclusive(conn: asyncpg.Connection, lock: int = ARCHIVE_LOCK) -> None:
+    """``lock``, exclusively, for the session; ``ArchiveBusy`` when another holds it."""
+    if not await conn.fetchval("SELECT pg_try_advisory_lock($1)", lock):
+        raise ArchiveBusy("another archive pass or trim, or a replay or rebuild, holds the "
+                          "archive's lock; try again when it is done")
 
 
 async def archive(bootstrap: str, conn: asyncpg.Connection, objects: Objects, *,
                   topic: str) -> Archived:
-    """One pass: what each partition holds beyond its archive, up to its end now."""
+    """One pass: what each partition holds beyond its archive, up to its end now (under the
+    archive lock, exclusively)."""
     done = Archived()
+    await exclusive(conn)
+    try:
+        return await _archive(bootstrap, conn, objects, topic, done)
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock($1)", ARCHIVE_LOCK)
+
+
+async def _archive(bootstrap: str, conn: asyncpg.Connection, objects: Objects, topic: str,
+                   done: Archived) -> Archived:
     consumer = KafkaRangeConsumer(bootstrap, topic)
     await consumer.start(await archived_ends(conn, topic))
     held: dict[int, list[Message]] = {}
+    size: dict[int, int] = {}
 
     async def sealed(records: list[Message]) -> None:
         data = segments.encode(records)
         first, last, partition = records[0].offset, records[-1].offset, records[0].partition
         key = segments.segment_key(topic, partition, first, last)
         await asyncio.to_thread(objects.put, key, data)
-        await conn.execute(
+        stored = await conn.fetchval(
             "INSERT INTO topic_archive (topic, partition, first_offset, last_offset, "
             "object_key, records, bytes) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT "
-            "DO NOTHING", topic, partition, first, last, key, len(records), len(data))
+            "(topic, partition, first_offset) DO UPDATE SET last_offset = topic_archive."
+            "last_offset RETURNING last_offset", topic, partition, first, last, key,
+            len(records), len(data))
+        if stored != last:  # written by another pass, over another range: never hidden
+            raise ArchiveBusy(f"partition {partition}: a segment from offset {first} is "
+                              f"archived to {stored}, this one to {last}")
         done.segments, done.records, done.bytes = (done.segments + 1,
                                                   done.records + len(records),
                                                   done.bytes + len(data))
@@ -75,9 +119,10 @@ async def archive(bootstrap: str, conn: asyncpg.Connection, objects: Objects, *,
             for message in await consumer.poll(SEGMENT_RECORDS, 1.0):
                 records = held.setdefault(message.partition, [])
                 records.append(message)
-                if len(records) >= SEGMENT_RECORDS:
+                size[message.partition] = size.get(message.partition, 0) + len(message.value)
+                if len(records) >= SEGMENT_RECORDS or size[message.partition] >= SEGMENT_BYTES:
                     await sealed(records)
-                    held[message.partition] = []
+                    held[message.partition], size[message.partition] = [], 0
         for records in held.values():
             if records:
                 await sealed(records)
@@ -89,7 +134,21 @@ async def archive(bootstrap: str, conn: asyncpg.Connection, objects: Objects, *,
 async def trim(bootstrap: str, conn: asyncpg.Connection, *, topic: str,
                keep_groups: Sequence[str]) -> dict[int, int]:
     """Move each partition's log start to its archived end, but not past any of
-    ``keep_groups``' committed offsets (a group without one holds it where it is)."""
+    ``keep_groups``' committed offsets (a group without one holds it where it is); under the
+    archive lock, exclusively (no replay reads meanwhile)."""
+    await exclusive(conn)
+    try:
+        await exclusive(conn, TRIM_LOCK)
+        try:
+            return await _trim(bootstrap, conn, topic, keep_groups)
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock($1)", TRIM_LOCK)
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock($1)", ARCHIVE_LOCK)
+
+
+async def _trim(bootstrap: str, conn: asyncpg.Connection, topic: str,
+                keep_groups: Sequence[str]) -> dict[int, int]:
     ends = await archived_ends(conn, topic)
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()

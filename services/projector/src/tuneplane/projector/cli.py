@@ -29,7 +29,7 @@ from tuneplane.common.kafka import topics
 from tuneplane.common.kafka.adapter import StartAt
 from tuneplane.contract.settings import SettingsError
 from tuneplane.projector.app import create_app, object_store
-from tuneplane.projector.archiver import ArchiveReader, archive, trim
+from tuneplane.projector.archiver import TRIM_LOCK, ArchiveReader, archive, trim
 from tuneplane.projector.checksum import checksum
 from tuneplane.projector.purge import purge
 from tuneplane.projector.rebuild import rebuild
@@ -62,6 +62,7 @@ async def run_replay(args: argparse.Namespace) -> int:
         start = StartAt(offset=args.from_offset)
     pool = await asyncpg.create_pool(s.database_url, min_size=1, max_size=2)
     conn = await asyncpg.connect(s.database_url)
+    await conn.execute("SELECT pg_advisory_lock_shared($1)", TRIM_LOCK)  # no trim meanwhile
     topic = topics.BATCHES_DLQ if args.redrive else topics.BATCHES
     try:
         writer = PostgresWriter(pool, object_store(s), max_series=s.max_series)
@@ -78,6 +79,7 @@ async def run_replay(args: argparse.Namespace) -> int:
 async def run_rebuild(args: argparse.Namespace) -> int:
     s: ProjectorSettings = args.settings
     conn = await asyncpg.connect(s.database_url)
+    await conn.execute("SELECT pg_advisory_lock_shared($1)", TRIM_LOCK)  # no trim meanwhile
     try:
         report = await rebuild(s.database_url, s.kafka_bootstrap, object_store(s), progress,
                                max_series=s.max_series,
@@ -117,7 +119,7 @@ async def run_archive(args: argparse.Namespace) -> int:
         done = await archive(s.kafka_bootstrap, conn, objects, topic=args.topic)
         if args.trim:
             done.trimmed = await trim(s.kafka_bootstrap, conn, topic=args.topic,
-                                      keep_groups=args.keep_group or [s.group_id])
+                                      keep_groups=[s.group_id, *args.keep_group])
     finally:
         await conn.close()
     print(json.dumps(dataclasses.asdict(done)))
@@ -168,8 +170,8 @@ def parser() -> argparse.ArgumentParser:
                    help="trim the topic below the archive, never past the committed offset "
                         "of a --keep-group")
     a.add_argument("--keep-group", action="append", default=[], metavar="GROUP",
-                   help="a consumer group that must not miss a record (repeatable; default "
-                        "the projectors' group; add the exporter's)")
+                   help="a consumer group that must not miss a record, besides the "
+                        "projectors' (repeatable): the exporter's, when export is on")
     a.set_defaults(func=lambda a: asyncio.run(run_archive(a)))
     g = sub.add_parser("purge", help="remove what deletions whose undo window has ended "
                                      "hold: their read-model rows, and the objects of their "

@@ -19,6 +19,7 @@ import os
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import yaml
@@ -98,7 +99,8 @@ def destinations(args: argparse.Namespace) -> None:
 def runs(args: argparse.Namespace) -> None:
     """Delete a run or attempt (after naming it again), or take a deletion back."""
     named = args.run if args.attempt is None else f"{args.run}/{args.attempt}"
-    path = f"/runs/{args.run}" + ("" if args.attempt is None else f"/attempts/{args.attempt}")
+    path = f"/runs/{quote(args.run, safe='')}" + (
+        "" if args.attempt is None else f"/attempts/{args.attempt}")
     if args.action == "undelete":
         call(args, "DELETE", f"{path}/deletion")
         print(f"{named}: deletion taken back")

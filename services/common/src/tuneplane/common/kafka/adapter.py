@@ -64,8 +64,11 @@ class KafkaRangeConsumer:
     def __init__(self, bootstrap: str, topic: str = topics.BATCHES) -> None:
         self._bootstrap = bootstrap
         self._topic = topic
+        # "none": a range whose start the log has passed (trimmed under it) fails loudly;
+        # it is never skipped to the end.
         self._consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
-                                          enable_auto_commit=False, **FETCH)
+                                          enable_auto_commit=False, auto_offset_reset="none",
+                                          **FETCH)
         self._todo: dict[TopicPartition, int] = {}
         self.ends: dict[int, int] = {}
         #: Each partition's log start when the range was set (below it, Kafka holds nothing).

@@ -141,14 +141,17 @@ def on_run(role: Role) -> Callable[..., Awaitable[Caller]]:
     """The caller when it holds ``role`` in the project of the path's ``run_id``; a path's
     ``attempt`` that was deleted is no attempt (404, as one that never was)."""
     async def check(who: Who, pool: Pool, run_id: str, request: Request) -> Caller:
-        attempt = request.path_params.get("attempt")
+        attempt = str(request.path_params.get("attempt", ""))
+        number = int(attempt) if attempt.isdecimal() and len(attempt) < 10 else None
         async with pool.acquire() as conn:
             project = await projects.of_run(conn, run_id)
-            gone = attempt is not None and str(attempt).isdigit() and await conn.fetchval(
+            gone = number is not None and await conn.fetchval(
                 "SELECT 1 FROM deletions WHERE run_id = $1 AND attempt = $2 AND undone_at "
-                "IS NULL", run_id, int(attempt))
+                "IS NULL", run_id, number)
         require(who, project, role, f"run {run_id!r}")
-        if gone and not request.url.path.endswith("/deletion"):  # (its undo asks for it)
+        undo = request.scope.get("route") is not None and getattr(
+            request.scope["route"], "path", "").endswith("/attempts/{attempt}/deletion")
+        if gone and not undo:  # (taking its deletion back asks for it)
             raise HTTPException(404, f"run {run_id!r} has no attempt {attempt}")
         return who
     return check
