@@ -463,3 +463,26 @@ def test_the_stores_chart_makes_the_secrets_and_labels_the_chart_is_given() -> N
         service = find(documents, "Service", f"stores-{store}")["spec"]
         assert service["selector"] == labels
         assert service["ports"][0]["port"] == port
+
+
+def test_the_data_lifecycle_runs_on_schedules_with_the_release_settings() -> None:
+    jobs = {d["metadata"]["name"]: d for d in render() if d["kind"] == "CronJob"}
+    assert sorted(jobs) == ["rel-tuneplane-archive", "rel-tuneplane-purge",
+                            "rel-tuneplane-retention"]
+    specs = {name: d["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+             for name, d in jobs.items()}
+    assert [c["args"] for c in specs["rel-tuneplane-retention"]["containers"]] == [
+        ["retention", "--undo-seconds", "86400"]]
+    assert specs["rel-tuneplane-purge"]["containers"][0]["args"] == ["purge"]
+    assert specs["rel-tuneplane-archive"]["containers"][0]["args"] == [
+        "archive", "--trim", "--keep-group-if-consumed", "tuneplane-exporter"]
+    for name, job in jobs.items():
+        assert job["spec"]["concurrencyPolicy"] == "Forbid", name
+        assert specs[name]["automountServiceAccountToken"] is False
+    assert not [d for d in render("lifecycle.enabled=false") if d["kind"] == "CronJob"]
+    untrimmed = {d["metadata"]["name"]: d for d in render("lifecycle.trim=false",
+                                                          "lifecycle.purgeSchedule=")
+                 if d["kind"] == "CronJob"}
+    assert sorted(untrimmed) == ["rel-tuneplane-archive", "rel-tuneplane-retention"]
+    archive = untrimmed["rel-tuneplane-archive"]["spec"]["jobTemplate"]["spec"]["template"]
+    assert archive["spec"]["containers"][0]["args"] == ["archive"]

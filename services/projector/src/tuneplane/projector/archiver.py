@@ -132,15 +132,17 @@ async def _archive(bootstrap: str, conn: asyncpg.Connection, objects: Objects, t
 
 
 async def trim(bootstrap: str, conn: asyncpg.Connection, *, topic: str,
-               keep_groups: Sequence[str]) -> dict[int, int]:
+               keep_groups: Sequence[str], if_consumed: Sequence[str] = ()) -> dict[int, int]:
     """Move each partition's log start to its archived end, but not past any of
-    ``keep_groups``' committed offsets (a group without one holds it where it is); under the
+    ``keep_groups``' committed offsets (a group without one holds it where it is), nor past
+    ``if_consumed``' (groups that start at the topic's end when they first consume, as the
+    exporter's: one that never committed holds nothing back); under the
     archive lock, exclusively (no replay reads meanwhile)."""
     await exclusive(conn)
     try:
         await exclusive(conn, TRIM_LOCK)
         try:
-            return await _trim(bootstrap, conn, topic, keep_groups)
+            return await _trim(bootstrap, conn, topic, keep_groups, if_consumed)
         finally:
             await conn.execute("SELECT pg_advisory_unlock($1)", TRIM_LOCK)
     finally:
@@ -148,14 +150,16 @@ async def trim(bootstrap: str, conn: asyncpg.Connection, *, topic: str,
 
 
 async def _trim(bootstrap: str, conn: asyncpg.Connection, topic: str,
-                keep_groups: Sequence[str]) -> dict[int, int]:
+                keep_groups: Sequence[str], if_consumed: Sequence[str]) -> dict[int, int]:
     ends = await archived_ends(conn, topic)
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
     try:
         limits = dict(ends)
-        for group in keep_groups:
+        for group in (*keep_groups, *if_consumed):
             committed = await admin.list_consumer_group_offsets(group)
+            if group in if_consumed and not committed:
+                continue
             for partition in list(limits):
                 at = committed.get(TopicPartition(topic, partition))
                 limits[partition] = min(limits[partition], at.offset if at else 0)

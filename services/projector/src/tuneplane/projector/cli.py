@@ -119,7 +119,8 @@ async def run_archive(args: argparse.Namespace) -> int:
         done = await archive(s.kafka_bootstrap, conn, objects, topic=args.topic)
         if args.trim:
             done.trimmed = await trim(s.kafka_bootstrap, conn, topic=args.topic,
-                                      keep_groups=[s.group_id, *args.keep_group])
+                                      keep_groups=[s.group_id, *args.keep_group],
+                                      if_consumed=args.keep_group_if_consumed)
     finally:
         await conn.close()
     print(json.dumps(dataclasses.asdict(done)))
@@ -172,6 +173,10 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("--keep-group", action="append", default=[], metavar="GROUP",
                    help="a consumer group that must not miss a record, besides the "
                         "projectors' (repeatable): the exporter's, when export is on")
+    a.add_argument("--keep-group-if-consumed", action="append", default=[], metavar="GROUP",
+                   help="as --keep-group, for a group that starts at the topic's end when it "
+                        "first consumes (the exporter's): one that never committed holds "
+                        "nothing back")
     a.set_defaults(func=lambda a: asyncio.run(run_archive(a)))
     g = sub.add_parser("purge", help="remove what deletions whose undo window has ended "
                                      "hold: their read-model rows, and the objects of their "
