@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tuneplane.common.db import Connection
-from tuneplane.controlplane import runs
+from tuneplane.controlplane import deletions, runs
 from tuneplane.controlplane.errors import InvalidLaunch
 from tuneplane.controlplane.job_endings import ending
 from tuneplane.controlplane.slurm_launches import next_attempt
@@ -133,8 +133,7 @@ async def queue_again(conn: Connection, launch_id: int) -> str:
 async def no_next_attempt(conn: Connection, run_id: str) -> str | None:
     """Why the run can start no next attempt now: it was deleted, or an attempt begun
     outside the launch is live; None when it can."""
-    if await conn.fetchval("SELECT 1 FROM deletions WHERE run_id = $1 AND attempt = 0 AND "
-                           "undone_at IS NULL", run_id):
+    if await deletions.deleted(conn, run_id):
         return "the run was deleted"
     other = await conn.fetchrow("SELECT attempt, state FROM attempts WHERE run_id = $1 AND "
                                 "state = ANY($2::text[])", run_id, list(runs.LIVE_STATES))

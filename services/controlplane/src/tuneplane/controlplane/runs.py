@@ -22,7 +22,7 @@ from tuneplane.controlplane.errors import (
     RunExists,
     RunNotFound,
 )
-from tuneplane.controlplane.projects import DEFAULT
+from tuneplane.controlplane.projects import DEFAULT, DELETED_RUN
 from tuneplane.telemetry.v1.integration import check_document
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -71,9 +71,7 @@ async def start_attempt(conn: Connection, run_id: str, *, state: str = "running"
     async with conn.transaction():
         document = await conn.fetchval("SELECT artifact::text FROM runs WHERE run_id = $1 "
                                        "FOR UPDATE", run_id)
-        if document is None or await conn.fetchval(
-                "SELECT 1 FROM deletions WHERE run_id = $1 AND attempt = 0 AND undone_at IS "
-                "NULL", run_id):
+        if document is None or await conn.fetchval(DELETED_RUN, run_id):
             raise RunNotFound(f"no run {run_id!r}")
         live = await conn.fetchrow("SELECT attempt, state FROM attempts WHERE run_id = $1 "
                                    "AND state = ANY($2::text[])", run_id, list(LIVE_STATES))

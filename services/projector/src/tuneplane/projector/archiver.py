@@ -186,11 +186,11 @@ class ArchiveReader:
     async def start(self, starts: Mapping[int, int], below: Mapping[int, int],
                     since_ms: int | None = None) -> None:
         archived = await self._conn.fetch(
-            "SELECT partition, first_offset, last_offset, object_key FROM topic_archive "
+            "SELECT partition, first_offset, last_offset, object_key, records FROM topic_archive "
             "WHERE topic = $1 ORDER BY partition, first_offset", self._topic)
         wanted = [s for s in archived if s["partition"] in below and s["last_offset"]
                   >= starts.get(s["partition"], 0) and s["first_offset"] < below[s["partition"]]]
-        self.total = len(wanted)
+        self.total = sum(int(s["records"]) for s in wanted)  # as progress counts: records
         self._records = self._read(wanted, starts, below, since_ms)
 
     def _read(self, wanted: list[asyncpg.Record], starts: Mapping[int, int],

@@ -29,7 +29,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
-from tuneplane.controlplane import api_tokens, projects, sessions
+from tuneplane.controlplane import api_tokens, deletions, projects, sessions
 from tuneplane.controlplane.projects import Role
 from tuneplane.web.auth import browser
 from tuneplane.web.auth.admission import query_slot
@@ -145,9 +145,7 @@ def on_run(role: Role) -> Callable[..., Awaitable[Caller]]:
         number = int(attempt) if attempt.isdecimal() and len(attempt) < 10 else None
         async with pool.acquire() as conn:
             project = await projects.of_run(conn, run_id)
-            gone = number is not None and await conn.fetchval(
-                "SELECT 1 FROM deletions WHERE run_id = $1 AND attempt = $2 AND undone_at "
-                "IS NULL", run_id, number)
+            gone = number is not None and await deletions.deleted(conn, run_id, number)
         require(who, project, role, f"run {run_id!r}")
         undo = request.scope.get("route") is not None and getattr(
             request.scope["route"], "path", "").endswith("/attempts/{attempt}/deletion")
