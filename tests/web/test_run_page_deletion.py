@@ -64,7 +64,8 @@ async def test_an_owner_deletes_a_run_by_typing_its_id_and_undoes_it(
         assert await deletions.deleted(db, run_id)
         assert await db.fetchval("SELECT state FROM attempts WHERE run_id = $1",
                                  run_id) == "cancelled"
-        await page.click("#undo-delete")
+        async with page.expect_navigation():  # Undo reloads the page
+            await page.click("#undo-delete")
         await page.wait_for_selector("body[data-ready=true]")
         assert await page.locator("#deleted").is_hidden()
         assert await page.locator("#run").inner_text() == run_id
