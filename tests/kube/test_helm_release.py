@@ -113,10 +113,14 @@ def sent_exactly_through(release: Release, web: Web, member: MemberKey, work: Pa
 
 
 def images_running(release: Release) -> set[str]:
+    """The image tags of the release's serving pods. A pod of a Job (a lifecycle CronJob's
+    run, the migration hook) is left out: one that began before an upgrade finishes on the
+    image it began with, as it should."""
     pods = json.loads(kubectl("-n", release.namespace, "get", "pods", "-l",
                               "app.kubernetes.io/name=tuneplane", "-o", "json"))["items"]
     return {c["image"].rsplit(":", 1)[1] for p in pods
             if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
+            and not any(o.get("kind") == "Job" for o in p["metadata"].get("ownerReferences", []))
             for c in p["spec"]["containers"]}
 
 
