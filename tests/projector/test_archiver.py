@@ -2,8 +2,10 @@
 test's own (the shared batches topic is never trimmed): what a topic holds goes to Parquet
 segments, a second pass adds nothing, a trim moves each partition's log start to the
 archived end (never past a group that has not consumed, nor past a gap in the archive), a
-replay from offset 0 then reads the archive below the log start: every batch once; and no
-two archive passes or trims run at once."""
+replay from offset 0 then reads the archive below the log start: every batch once; no two
+archive passes or trims run at once; and a purge rewrites the segments holding a deleted
+run (or attempt) without it, waits when a replay holds the archive, and no later archive
+pass takes it."""
 
 from __future__ import annotations
 
@@ -17,21 +19,25 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.structs import TopicPartition
 
+from tests.projector.test_purge import stored
 from tests.projector.test_stream import ledger, stored_points
 from tests.support.environment import Endpoints
 from tests.support.kafka import produce_payloads
 from tests.support.truth import member_batch
 from tuneplane.common.kafka.adapter import StartAt
 from tuneplane.common.objectstore import s3_client
+from tuneplane.controlplane import deletions
 from tuneplane.projector import archive as segments
 from tuneplane.projector.archiver import (
     ARCHIVE_LOCK,
+    TRIM_LOCK,
     ArchiveBusy,
     ArchiveReader,
     archive,
     archived_ends,
     trim,
 )
+from tuneplane.projector.purge import purge
 from tuneplane.projector.replay import replay
 from tuneplane.projector.writer import PostgresWriter, S3ObjectStore
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
@@ -132,8 +138,8 @@ async def test_archivers_never_race_and_a_gap_ends_the_archived_prefix(
     topic = f"tuneplane.test.gap-{uuid.uuid4().hex[:8]}"
     for first, last in ((0, 9), (10, 19), (30, 39)):  # 20..29 missing
         await db.execute("INSERT INTO topic_archive (topic, partition, first_offset, "
-                         "last_offset, object_key, records, bytes) VALUES ($1, 0, $2, $3, "
-                         "'k', 1, 1)", topic, first, last)
+                         "last_offset, object_key, records, bytes, runs) VALUES ($1, 0, $2, "
+                         "$3, 'k', 1, 1, '{}')", topic, first, last)  # no run: no purge reads it
     # Nothing past the gap counts: archiving resumes at 20, trimming stops there.
     assert await archived_ends(db, topic) == {0: 20}
     other = await asyncpg.connect(initialised.database_url)
@@ -146,3 +152,92 @@ async def test_archivers_never_race_and_a_gap_ends_the_archived_prefix(
             await trim(initialised.kafka_bootstrap, db, topic=topic, keep_groups=[])
     finally:
         await other.close()
+
+
+async def archived_runs(db: asyncpg.Connection, objects: S3ObjectStore,
+                        topic: str) -> tuple[dict[str, int], set[str]]:
+    """The records of each run the topic's archive holds (read from its segments), and the
+    runs its rows name."""
+    held: dict[str, int] = {}
+    named: set[str] = set()
+    for row in await db.fetch("SELECT object_key, runs FROM topic_archive WHERE topic = $1",
+                              topic):
+        named.update(row["runs"])
+        for m in segments.decode(objects.get(row["object_key"])):
+            run = segments.identity(m.key)[0]
+            held[run] = held.get(run, 0) + 1
+    return held, named
+
+
+async def test_a_purge_prunes_the_archive_and_no_later_archive_takes_the_deleted_run(
+        initialised: Endpoints, db: asyncpg.Connection, topic: str) -> None:
+    bootstrap = initialised.kafka_bootstrap
+    objects = S3ObjectStore(s3_client(initialised.s3_endpoint), initialised.s3_bucket)
+    prefix = f"prune-{uuid.uuid4().hex[:8]}"
+    keep, gone = f"{prefix}-keep", f"{prefix}-gone"
+    await put(bootstrap, topic, [member_batch(MemberKey(run, attempt, "rank-0"), seq, 100)
+                                 for run in (keep, gone) for attempt in (1, 2)
+                                 for seq in range(1, 4)])
+    await archive(bootstrap, db, objects, topic=topic)
+    await trim(bootstrap, db, topic=topic, keep_groups=[])
+    assert await archived_runs(db, objects, topic) == ({keep: 6, gone: 6}, {keep, gone})
+    old = {r["object_key"] for r in await db.fetch(  # those holding the run to delete
+        "SELECT object_key FROM topic_archive WHERE topic = $1 AND $2 = ANY(runs)", topic, gone)}
+    assert old
+
+    await db.execute("INSERT INTO runs (run_id, artifact, created_by, project) VALUES "
+                     "($1, '{}', 'test', 'default')", gone)
+    await db.execute("INSERT INTO attempts (run_id, attempt, state, ended_at) VALUES "
+                     "($1, 1, 'finished', now()), ($1, 2, 'finished', now())", gone)
+    await db.execute("INSERT INTO slurm_launches (run_id, attempt, nodes, tasks_per_node, "
+                     "command, environment, spool_root, state) VALUES ($1, 1, 1, 1, "
+                     "'[\"train\"]', '{\"SECRET\": \"s\"}', '/spool', 'ended'), ($1, 2, 1, 1, "
+                     "'[\"train\"]', '{\"SECRET\": \"s\"}', '/spool', 'ended')", gone)
+    # An attempt deleted alone: only its batches leave the archive, and its launch forgets
+    # what it ran.
+    await deletions.record(db, gone, "default", by="owner", undo_seconds=0, attempt=2)
+    done = await purge(db, objects)
+    assert not done.archive.busy
+    assert done.archive.records_removed == 3
+    assert await archived_runs(db, objects, topic) == ({keep: 6, gone: 3}, {keep, gone})
+    assert [tuple(r) for r in await db.fetch(
+        "SELECT attempt, command::text, environment::text, state FROM slurm_launches WHERE "
+        "run_id = $1 ORDER BY attempt", gone)] == [
+            (1, '["train"]', '{"SECRET": "s"}', "ended"), (2, "[]", "{}", "ended")]
+    # Then the whole run; meanwhile a replay holds the archive: the prune waits for a later
+    # purge, and the deletion is purged all the same.
+    await deletions.record(db, gone, "default", by="owner", undo_seconds=0)
+    other = await asyncpg.connect(initialised.database_url)
+    try:
+        await other.execute("SELECT pg_advisory_lock_shared($1)", TRIM_LOCK)
+        held = await purge(db, objects)
+        assert held.archive.busy
+        assert held.deletions >= 1
+    finally:
+        await other.close()
+    assert (await archived_runs(db, objects, topic))[0][gone] == 3
+    assert (await purge(db, objects)).archive.records_removed == 3
+    assert await archived_runs(db, objects, topic) == ({keep: 6}, {keep})
+    assert await db.fetchval("SELECT count(*) FROM slurm_launches WHERE run_id = $1 AND "
+                             "environment = '{}'", gone) == 2
+    for key in old:  # the first objects of the segments rewritten are swept
+        assert not stored(s3_client(initialised.s3_endpoint), initialised.s3_bucket, key)
+    assert await db.fetchval("SELECT count(*) FROM deletions WHERE run_id = $1 AND "
+                             "archive_pruned_at IS NULL", gone) == 0
+
+    # A batch of it that Kafka still holds is never archived; a replay from 0 reads the
+    # kept run's batches once, from the pruned archive, and none of the deleted run's.
+    await put(bootstrap, topic, [member_batch(MemberKey(run, 1, "rank-0"), 9, 100)
+                                 for run in (keep, gone)])
+    assert (await archive(bootstrap, db, objects, topic=topic)).records == 1
+    assert await archived_runs(db, objects, topic) == ({keep: 7}, {keep})
+    pool = await asyncpg.create_pool(initialised.database_url, min_size=1, max_size=2)
+    try:
+        report: Any
+        report, _ = await replay(bootstrap, PostgresWriter(pool, objects), StartAt(offset=0),
+                                 topic=topic, archived=ArchiveReader(db, objects, topic))
+    finally:
+        await pool.close()
+    assert report.records == 6 + 2  # the archived 6 of keep, then Kafka's tail of 2
+    assert await ledger(db, keep) == (7, 700)
+    assert await ledger(db, gone) == (0, 0)

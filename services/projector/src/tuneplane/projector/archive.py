@@ -35,6 +35,11 @@ def identity(key: bytes | None) -> tuple[str, int, str, str]:
     return "", 0, "", ""
 
 
+def runs_of(records: Sequence[Message]) -> list[str]:
+    """The run ids a segment's records name, sorted (what ``topic_archive.runs`` holds)."""
+    return sorted({run for run, _, _, _ in map(identity, (m.key for m in records)) if run})
+
+
 def encode(records: Sequence[Message]) -> bytes:
     ids = [identity(m.key) for m in records]
     table = pa.table({

@@ -25,6 +25,7 @@ from aiokafka.structs import TopicPartition
 from tuneplane.common.kafka.adapter import KafkaRangeConsumer
 from tuneplane.common.kafka.message import Message
 from tuneplane.projector import archive as segments
+from tuneplane.projector.writer import PURGED
 
 #: A segment holds at most this many records, or about this many bytes.
 SEGMENT_RECORDS = 5000
@@ -98,16 +99,17 @@ async def _archive(bootstrap: str, conn: asyncpg.Connection, objects: Objects, t
     size: dict[int, int] = {}
 
     async def sealed(records: list[Message]) -> None:
-        data = segments.encode(records)
         first, last, partition = records[0].offset, records[-1].offset, records[0].partition
+        records = await unpurged(conn, records)  # the range stays whole: readers skip gaps
+        data = segments.encode(records)
         key = segments.segment_key(topic, partition, first, last)
         await asyncio.to_thread(objects.put, key, data)
         stored = await conn.fetchval(
             "INSERT INTO topic_archive (topic, partition, first_offset, last_offset, "
-            "object_key, records, bytes) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT "
-            "(topic, partition, first_offset) DO UPDATE SET last_offset = topic_archive."
-            "last_offset RETURNING last_offset", topic, partition, first, last, key,
-            len(records), len(data))
+            "object_key, records, bytes, runs) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON "
+            "CONFLICT (topic, partition, first_offset) DO UPDATE SET last_offset = "
+            "topic_archive.last_offset RETURNING last_offset", topic, partition, first, last,
+            key, len(records), len(data), segments.runs_of(records))
         if stored != last:  # written by another pass, over another range: never hidden
             raise ArchiveBusy(f"partition {partition}: a segment from offset {first} is "
                               f"archived to {stored}, this one to {last}")
@@ -129,6 +131,21 @@ async def _archive(bootstrap: str, conn: asyncpg.Connection, objects: Objects, t
     finally:
         await consumer.stop()
     return done
+
+
+async def unpurged(conn: asyncpg.Connection, records: list[Message]) -> list[Message]:
+    """``records`` without the batches of deletions being purged: the archive never takes
+    what a purge removes (nor what it pruned from the archive already)."""
+    purged = {(r["run_id"], r["attempt"]) for r in await conn.fetch(
+        PURGED, segments.runs_of(records))}
+    if not purged:
+        return records
+    kept = []
+    for m in records:
+        run, attempt, _, _ = segments.identity(m.key)
+        if (run, 0) not in purged and (run, attempt) not in purged:
+            kept.append(m)
+    return kept
 
 
 async def trim(bootstrap: str, conn: asyncpg.Connection, *, topic: str,

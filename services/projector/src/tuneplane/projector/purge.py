@@ -8,11 +8,16 @@ store once no rich record references them.
 2. ``OBJECTS_LOCK`` is taken exclusively once and let go: every transaction begun before
    the mark has ended.
 3. Its rows are deleted from ``readmodel`` (and ``readmodel_next``, while a rebuild fills
-   it), and its members' reported events, logs and reports; the object keys of its rich
-   records are kept in ``object_sweep``.
-4. The sweep, under ``OBJECTS_LOCK`` exclusive: a key no rich record references is deleted
+   it), and its members' reported events, logs and reports; its launches keep their state
+   and times but lose their commands, environments and options (which may hold secrets)
+   and the cluster's events; the object keys of its rich records are kept in
+   ``object_sweep``.
+4. The topic's archive segments holding its batches are rewritten without them
+   (``archive_prune``; their old objects go to the sweep). When an archive pass, trim or
+   replay holds the archive, a later purge does this.
+5. The sweep, under ``OBJECTS_LOCK`` exclusive: a key no rich record references is deleted
    from the store; one still referenced (the same content in another run) is kept.
-5. The deletion is marked ``purged_at``.
+6. The deletion is marked ``purged_at``.
 
 Safe on several replicas at once and after a purge that died: marking is one statement,
 the row deletes are idempotent (and hold the lock shared, so a sweep never drops a key a
@@ -26,11 +31,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import asyncpg
 
+from tuneplane.projector.archive_prune import Pruned, prune_archive
+from tuneplane.projector.archiver import Objects as Segments
 from tuneplane.projector.rebuild import LIVE, NEXT
 from tuneplane.projector.writer import OBJECTS_LOCK
 
@@ -43,6 +50,17 @@ BY_RUN = ("batch_ledger", "session_starts", "member_summaries", "source_checkpoi
 #: What the reporting path holds of an attempt (public: not projections of the topic).
 REPORTED = ("attempt_events", "attempt_logs", "attempt_reports")
 ATTEMPT = "($2 = 0 OR attempt = $2)"
+#: Its ended launches are kept (their state, times and exit codes) without what they were
+#: asked to run (one not ended yet, which deleting cancelled, keeps it: control still reads
+#: it). A Slurm or Kubernetes launch's attempt is that of its latest start.
+FORGOTTEN = (
+    "UPDATE public.launches SET command = '[]', environment = '{}' WHERE run_id = $1 AND "
+    f"{ATTEMPT} AND state IN ('finished', 'failed', 'refused') AND (command <> '[]' OR "
+    "environment <> '{}')",
+    "UPDATE public.slurm_launches SET command = '[]', environment = '{}', options = '{}', "
+    f"events = '[]' WHERE run_id = $1 AND {ATTEMPT} AND state = 'ended' AND (command <> "
+    "'[]' OR environment <> '{}' OR options <> '{}' OR events <> '[]')",
+)
 
 DUE = """
 UPDATE deletions SET purge_started_at = now()
@@ -65,12 +83,17 @@ class Deleter(Protocol):
     def delete_many(self, keys: list[str]) -> None: ...
 
 
+class Objects(Deleter, Segments, Protocol):
+    """The object store as the purge uses it: sweeping, and pruning the topic's archive."""
+
+
 @dataclass
 class Purged:
     deletions: int = 0
     rows: int = 0
     objects_deleted: int = 0
     objects_kept: int = 0  # still referenced by another record
+    archive: Pruned = field(default_factory=Pruned)
 
 
 async def schemas(conn: asyncpg.Connection) -> list[str]:
@@ -106,6 +129,8 @@ async def purge_rows(conn: asyncpg.Connection, run_id: str, attempt: int) -> int
         for table in REPORTED:  # its members' lifecycle events, logs and reports
             count += _count(await conn.execute(
                 f"DELETE FROM public.{table} WHERE run_id = $1 AND {ATTEMPT}", run_id, attempt))
+        for statement in FORGOTTEN:  # what its launches were asked to run
+            count += _count(await conn.execute(statement, run_id, attempt))
     return count
 
 
@@ -143,7 +168,7 @@ async def sweep(conn: asyncpg.Connection, objects: Deleter | None) -> tuple[int,
             rows[-1]["object_key"]
 
 
-async def purge(conn: asyncpg.Connection, objects: Deleter | None) -> Purged:
+async def purge(conn: asyncpg.Connection, objects: Objects | None) -> Purged:
     """Purge every deletion whose undo window has ended (and any a purge left started)."""
     done = Purged()
     await conn.execute(DUE)
@@ -156,6 +181,10 @@ async def purge(conn: asyncpg.Connection, objects: Deleter | None) -> Purged:
         done.rows += await purge_rows(conn, row["run_id"], int(row["attempt"]))
         log.info("purged run %s attempt %s (deletion %d)", row["run_id"],
                  row["attempt"] or "*", row["deletion_id"])
+    done.archive = await prune_archive(conn, objects)  # its old segments go in the sweep
+    if done.archive.busy:
+        log.info("the topic's archive is busy (an archive pass, trim or replay): its "
+                 "segments are pruned by a later purge")
     done.objects_deleted, done.objects_kept = await sweep(conn, objects)
     await conn.execute("UPDATE deletions SET purged_at = now() WHERE deletion_id = "
                        "ANY($1::bigint[])", [r["deletion_id"] for r in started])
