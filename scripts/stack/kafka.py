@@ -147,6 +147,10 @@ def server_properties(node: Node, cluster: Sequence[Node]) -> str:
         "auto.create.topics.enable=false",
         "group.initial.rebalance.delay.ms=0",
         "message.max.bytes=16777216",
+        # Segments below a trimmed log start go within seconds (Kafka's defaults: a check
+        # every 5 minutes, files deleted 1 minute later).
+        "log.retention.check.interval.ms=5000",
+        "log.segment.delete.delay.ms=1000",
         "",
     ])
 
