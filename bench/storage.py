@@ -49,9 +49,10 @@ from tests.support.truth import member_batch
 from tuneplane.common.kafka import topics
 from tuneplane.common.objectstore import s3_client
 from tuneplane.controlplane import projects, retention, runs
-from tuneplane.projector.archiver import archive, trim
+from tuneplane.projector.archiver import archive
 from tuneplane.projector.purge import purge
 from tuneplane.projector.rebuild import TABLES
+from tuneplane.projector.trim import trim
 from tuneplane.projector.writer import S3ObjectStore
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.identity import BatchKey, MemberKey

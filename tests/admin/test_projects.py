@@ -82,6 +82,16 @@ async def test_retention_from_the_cli_deletes_what_is_due_as_of_the_time_given(
                              run_id) == "retention"
     assert "at least a day" in admin("project-retention", team, "--keep-runs-days", "0",
                                      ok=False).stderr
+    # Rich records kept less long than their runs; said alone, the runs' days stay.
+    assert admin("project-retention", team, "--keep-rich-days", "2").stdout.strip() == \
+        f"project {team} keeps its runs 7 days after they end, their rich records 2 days"
+    assert admin("project-retention", team, "--keep-forever").stdout.strip() == \
+        f"project {team} keeps its runs until they are deleted, their rich records 2 days"
+    assert "--keep-rich-days M" in admin("project-retention", team, ok=False).stderr
+    assert "not allowed with" in admin("project-retention", team, "--keep-rich-days", "2",
+                                       "--keep-rich-with-runs", ok=False).stderr
+    assert admin("project-retention", team, "--keep-rich-with-runs").stdout.strip() == \
+        f"project {team} keeps its runs until they are deleted"
 
 
 async def test_a_runs_whole_data_exports_to_parquet_and_its_objects(

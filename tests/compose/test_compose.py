@@ -69,7 +69,8 @@ def test_a_fallback_for_a_setting_with_a_default_is_that_default() -> None:
 def test_gateway_profile_and_ports() -> None:
     services = compose()["services"]
     assert {n for n, s in services.items() if "gateway" in s.get("profiles", [])} == \
-        {"init", "ingest", "control", "projector", "web", "exporter"}
+        {"init", "ingest", "control", "projector", "web", "exporter", "retention", "purge",
+         "archive"}
     assert services["ingest"]["ports"] == ["${TUNEPLANE_COMPOSE_TELEMETRY_PORT:-8444}:8444"]
     assert services["control"]["ports"] == ["${TUNEPLANE_COMPOSE_CONTROL_PORT:-8443}:8443"]
     assert services["web"]["ports"] == ["${TUNEPLANE_COMPOSE_WEB_PORT:-8080}:8080"]
@@ -151,7 +152,17 @@ def test_docker_compose_config_accepts_the_gateway_profile() -> None:
     assert done.returncode == 0, done.stderr
     resolved = json.loads(done.stdout)
     assert set(resolved["services"]) == {"postgres", "kafka", "s3", "init", "ingest",
-                                         "control", "projector", "web", "exporter"}
+                                         "control", "projector", "web", "exporter",
+                                         "retention", "purge", "archive"}
+    # The data lifecycle on a schedule: an hour apart unless TUNEPLANE_LIFECYCLE_EVERY says.
+    lifecycle = {name: resolved["services"][name]["command"]
+                 for name in ("retention", "purge", "archive")}
+    assert lifecycle == {
+        "retention": ["retention", "--every", "3600", "--undo-seconds", "86400",
+                      "--heartbeat", "/tmp/lifecycle"],
+        "purge": ["purge", "--every", "3600", "--heartbeat", "/tmp/lifecycle"],
+        "archive": ["archive", "--trim", "--keep-group-if-consumed", "tuneplane-exporter",
+                    "--every", "3600", "--heartbeat", "/tmp/lifecycle"]}
     ingest = resolved["services"]["ingest"]
     assert ingest["environment"]["TUNEPLANE_WEB_JWT_SECRET"] == REQUIRED_ENV[
         "TUNEPLANE_WEB_JWT_SECRET"]

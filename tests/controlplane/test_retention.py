@@ -1,6 +1,7 @@
 """Retention per project (real PostgreSQL), with a clock the test controls: a project that
 keeps its runs 30 days has each deleted 30 days after it ended, by ``retention``; a live
-run never, another project's never, and a second pass deletes nothing more."""
+run never, another project's never, and a second pass deletes nothing more; a project that
+keeps rich records 7 days has each run's expired 7 days after it ended (its run kept)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,12 @@ async def run_ended(db: asyncpg.Connection, project: str, name: str,
         await db.execute("UPDATE attempts SET ended_at = now() - $2::interval WHERE run_id = $1",
                          run_id, ago)
     return run_id
+
+
+async def new_project(db: asyncpg.Connection, prefix: str) -> str:
+    project = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    await projects.create(db, project)
+    return project
 
 
 async def test_runs_are_deleted_as_their_project_keeps_them_as_time_goes_by(
@@ -69,8 +76,7 @@ async def test_retention_is_a_positive_number_of_days_of_a_project_there_is(
 
 async def test_a_run_retention_deleted_and_taken_back_is_kept_and_a_live_one_never_goes(
         db: asyncpg.Connection) -> None:
-    project = f"ret-{uuid.uuid4().hex[:8]}"
-    await projects.create(db, project)
+    project = await new_project(db, "ret")
     await retention.keep_runs(db, project, 1)
     old = await run_ended(db, project, "old", 5 * DAY)
     now = dt.datetime.now(dt.UTC)
@@ -81,3 +87,30 @@ async def test_a_run_retention_deleted_and_taken_back_is_kept_and_a_live_one_nev
     with pytest.raises(deletions.StillLive):  # started again since it was found due
         await deletions.record(db, live, project, by=retention.RETENTION, undo_seconds=0,
                                ended_only=True)
+
+
+async def test_rich_records_expire_as_their_project_keeps_them_and_the_runs_stay(
+        db: asyncpg.Connection) -> None:
+    project = await new_project(db, "rich")
+    await retention.keep_rich(db, project, 7)
+    old = await run_ended(db, project, "old", 10 * DAY)
+    recent = await run_ended(db, project, "recent", 3 * DAY)
+    live = await run_ended(db, project, "live", None)
+    deleted = await run_ended(db, project, "deleted", 30 * DAY)
+    await deletions.record(db, deleted, project, by="owner", undo_seconds=3600)
+    now = dt.datetime.now(dt.UTC)
+
+    done = await retention.apply(db, now, undo_seconds=60)
+    assert done.rich_expired.get(project) == [old]
+    assert project not in done.deleted  # the runs are kept as long as the project keeps runs
+    assert not await deletions.deleted(db, old)
+    due = await db.fetchval("SELECT purge_after - expired_at FROM rich_expiries WHERE "
+                            "run_id = $1", old)
+    assert due == dt.timedelta(seconds=60)  # the undo window, as for deletions
+    assert project not in (await retention.apply(db, now, undo_seconds=60)).rich_expired
+    later = await retention.apply(db, now + 5 * DAY, undo_seconds=60)
+    assert later.rich_expired.get(project) == [recent]  # not the live one, nor the deleted
+    assert await db.fetchval("SELECT count(*) FROM rich_expiries WHERE run_id = ANY($1)",
+                             [live, deleted]) == 0
+    with pytest.raises(ValueError, match="rich records are kept at least a day"):
+        await retention.keep_rich(db, project, 0)

@@ -57,8 +57,16 @@ def find(documents: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any
     raise AssertionError(f"no {kind} {name} in {present}")
 
 
-def container(deployment: dict[str, Any]) -> dict[str, Any]:
-    (only,) = deployment["spec"]["template"]["spec"]["containers"]
+def pod_template(workload: dict[str, Any]) -> dict[str, Any]:
+    """A Deployment's, Job's or CronJob's pod template."""
+    spec = workload["spec"]
+    if workload["kind"] == "CronJob":
+        spec = spec["jobTemplate"]["spec"]
+    return dict(spec["template"])
+
+
+def container(workload: dict[str, Any]) -> dict[str, Any]:
+    (only,) = pod_template(workload)["spec"]["containers"]
     return dict(only)
 
 
@@ -71,7 +79,7 @@ def env(c: dict[str, Any]) -> dict[str, Any]:
 def test_every_workload_sets_what_its_deployable_requires(settings: tuple[str, ...]) -> None:
     checked = set()
     for document in render(*settings):
-        if document["kind"] not in ("Deployment", "Job"):
+        if document["kind"] not in WORKLOADS:
             continue
         c = container(document)
         image = c["image"].rsplit(":", 1)[0].removeprefix(REPOSITORY + "-")
@@ -271,8 +279,11 @@ def decoded(secret: dict[str, Any]) -> dict[str, str]:
     return {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
 
 
+WORKLOADS = ("Deployment", "Job", "CronJob")
+
+
 def workloads(documents: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [d for d in documents if d["kind"] in ("Deployment", "Job")]
+    return [d for d in documents if d["kind"] in WORKLOADS]
 
 
 def test_no_password_or_key_is_a_default_or_a_value_in_a_pod_spec() -> None:
@@ -316,7 +327,7 @@ def policies(documents: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def pod_labels(document: dict[str, Any]) -> dict[str, str]:
-    return dict(document["spec"]["template"]["metadata"]["labels"])
+    return dict(pod_template(document)["metadata"]["labels"])
 
 
 @pytest.mark.parametrize("settings", [(), ("gateway.enabled=true",)])
@@ -357,8 +368,10 @@ def test_web_peers_can_be_narrowed() -> None:
 
 
 #: The chart's component for each image, where they differ (the migration job).
-#: The admin image runs as two components: the migration job and the admin pod.
-COMPONENTS = {"admin": ("init", "admin")}
+#: The admin image runs as the migration job, the admin pod and retention's CronJob; the
+#: projector's as the projectors and the purge's and archive's CronJobs.
+COMPONENTS = {"admin": ("init", "admin", "retention"),
+              "projector": ("projector", "purge", "archive")}
 STORES = {"kafka": ("TUNEPLANE_KAFKA_BOOTSTRAP", 9092),
           "postgresql": ("TUNEPLANE_DATABASE_URL", 5432),
           "s3": ("TUNEPLANE_S3_ENDPOINT", 8333)}
@@ -478,8 +491,11 @@ def test_the_data_lifecycle_runs_on_schedules_with_the_release_settings() -> Non
         "archive", "--trim", "--keep-group-if-consumed", "tuneplane-exporter"]
     for name, job in jobs.items():
         assert job["spec"]["concurrencyPolicy"] == "Forbid", name
+        assert job["spec"]["suspend"] is False, name
         assert specs[name]["automountServiceAccountToken"] is False
     assert not [d for d in render("lifecycle.enabled=false") if d["kind"] == "CronJob"]
+    assert {d["spec"]["suspend"] for d in render("lifecycle.suspend=true")
+            if d["kind"] == "CronJob"} == {True}
     untrimmed = {d["metadata"]["name"]: d for d in render("lifecycle.trim=false",
                                                           "lifecycle.purgeSchedule=")
                  if d["kind"] == "CronJob"}

@@ -136,6 +136,8 @@ def values(namespace: str, collector_digest: str) -> dict[str, object]:
         "gateway.control.kubernetesLaunches.spool": [
             f"{NETWORK_GRANT_PROJECT}=hostPath:{network_grant(namespace)}",
             f"{LOCAL_CLASS_PROJECT}=storageClass:{local_class(namespace)}:64Mi", "emptyDir"],
+        # The lifecycle's CronJobs start nothing on their own (a test makes their Jobs).
+        "lifecycle.suspend": True,
         **{f"networkPolicy.stores.{store}.podSelector": {
             **stores, "app.kubernetes.io/component": store}
            for store in ("kafka", "postgresql", "s3")},

@@ -35,10 +35,10 @@ from tuneplane.projector.archiver import (
     ArchiveReader,
     archive,
     archived_ends,
-    trim,
 )
 from tuneplane.projector.purge import purge
 from tuneplane.projector.replay import replay
+from tuneplane.projector.trim import trim
 from tuneplane.projector.writer import PostgresWriter, S3ObjectStore
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.identity import BatchKey, MemberKey
@@ -241,3 +241,80 @@ async def test_a_purge_prunes_the_archive_and_no_later_archive_takes_the_deleted
     assert report.records == 6 + 2  # the archived 6 of keep, then Kafka's tail of 2
     assert await ledger(db, keep) == (7, 700)
     assert await ledger(db, gone) == (0, 0)
+
+
+def rich_in_archive(db_rows: list[Any], objects: S3ObjectStore) -> dict[str, int]:
+    """The rich records the archive's batches hold, by run."""
+    held: dict[str, int] = {}
+    for row in db_rows:
+        for m in segments.decode(objects.get(row["object_key"])):
+            run = segments.identity(m.key)[0]
+            held[run] = held.get(run, 0) + len(pb.Batch.FromString(m.value).rich)
+    return held
+
+
+async def test_expired_rich_records_leave_the_read_model_the_store_and_the_archive(
+        initialised: Endpoints, db: asyncpg.Connection, topic: str) -> None:
+    """Retention's rich-record expiry, purged: the run's rich rows go and the objects only
+    it referenced, its curves stay; the archive's batches of it lose their rich records; a
+    replay from 0 and a later batch bring none back."""
+    bootstrap = initialised.kafka_bootstrap
+    objects = S3ObjectStore(s3_client(initialised.s3_endpoint), initialised.s3_bucket)
+    prefix = f"expire-{uuid.uuid4().hex[:8]}"
+    expired, other = f"{prefix}-expired", f"{prefix}-other"
+    shared, own = f"PNG shared {prefix}".encode(), f"PNG own {prefix}".encode()
+    batches = [member_batch(MemberKey(run, 1, "rank-0"), seq, 100)
+               for run in (expired, other) for seq in range(1, 4)]
+    for batch, payload in ((batches[0], own), (batches[1], shared), (batches[3], shared)):
+        batch.rich.add(source="tb", tag="img", step=1, wall_time=1.0, payload=payload,
+                       kind=pb.RichRecord.KIND_IMAGE, plugin_name="images", file="f", offset=0)
+    await put(bootstrap, topic, batches)
+    pool = await asyncpg.create_pool(initialised.database_url, min_size=1, max_size=2)
+    try:
+        writer = PostgresWriter(pool, objects)
+        await replay(bootstrap, writer, StartAt(offset=0), topic=topic)
+        keys = {r["object_key"]: r["run_id"] for r in await db.fetch(
+            "SELECT object_key, run_id FROM rich_records WHERE run_id = ANY($1)",
+            [expired, other])}
+        own_key = next(k for k, run in keys.items() if run == expired
+                       and k not in {k2 for k2, r2 in keys.items() if r2 == other})
+        await archive(bootstrap, db, objects, topic=topic)
+        await trim(bootstrap, db, topic=topic, keep_groups=[])
+        await db.execute("INSERT INTO rich_expiries (run_id, project, purge_after) VALUES "
+                         "($1, 'default', now())", expired)
+
+        done = await purge(db, objects)
+        assert done.rich_expiries >= 1
+        assert done.archive.records_stripped == 2, done.archive  # its two batches with some
+        assert await db.fetchval("SELECT count(*) FROM rich_records WHERE run_id = $1",
+                                 expired) == 0
+        assert await db.fetchval("SELECT count(*) FROM rich_records WHERE run_id = $1",
+                                 other) == 1
+        assert await ledger(db, expired) == (3, 300)  # its curves stay
+        assert await stored_points(db, expired) == (300, 300)
+        client = s3_client(initialised.s3_endpoint)
+        assert not stored(client, initialised.s3_bucket, own_key)
+        assert stored(client, initialised.s3_bucket, next(k for k, r in keys.items()
+                                                           if r == other))  # shared: kept
+        archived = await db.fetch("SELECT object_key FROM topic_archive WHERE topic = $1",
+                                  topic)
+        assert rich_in_archive(archived, objects) == {expired: 0, other: 1}
+
+        # A later batch of it with an image, then a replay from 0 (the archive, then
+        # Kafka): no rich record of it comes back, its curves are whole.
+        late = member_batch(MemberKey(expired, 1, "rank-0"), 4, 100)
+        late.rich.add(source="tb", tag="img", step=4, wall_time=4.0, payload=own,
+                      kind=pb.RichRecord.KIND_IMAGE, plugin_name="images", file="f", offset=4)
+        await put(bootstrap, topic, [late])
+        report: Any
+        report, _ = await replay(bootstrap, writer, StartAt(offset=0), topic=topic,
+                                 archived=ArchiveReader(db, objects, topic))
+        assert report.records == 7
+    finally:
+        await pool.close()
+    assert await db.fetchval("SELECT count(*) FROM rich_records WHERE run_id = $1", expired) == 0
+    assert not stored(s3_client(initialised.s3_endpoint), initialised.s3_bucket, own_key)
+    assert await ledger(db, expired) == (4, 400)
+    await archive(bootstrap, db, objects, topic=topic)  # the later batch, stripped
+    archived = await db.fetch("SELECT object_key FROM topic_archive WHERE topic = $1", topic)
+    assert rich_in_archive(archived, objects) == {expired: 0, other: 1}

@@ -15,6 +15,7 @@ import sys
 import asyncpg
 
 from tuneplane.admin.settings import AdminSettings
+from tuneplane.common import schedule
 from tuneplane.controlplane import passwords, projects, retention, users
 from tuneplane.controlplane.projects import Role
 
@@ -37,15 +38,13 @@ async def project_command(args: argparse.Namespace, database_url: str) -> int:
             for member in await projects.members(conn, args.project):
                 print(f"{member.username}\t{member.role.label}")
         elif args.command == "project-retention":
-            await retention.keep_runs(conn, args.project, args.keep_runs_days)
-            print(f"project {args.project} keeps its runs "
-                  + (f"{args.keep_runs_days} days after they end" if args.keep_runs_days
-                     else "until they are deleted"))
+            await project_retention(conn, args)
         elif args.command == "retention":
             now = dt.datetime.fromisoformat(args.now) if args.now else dt.datetime.now(dt.UTC)
             done = await retention.apply(conn, now if now.tzinfo else now.replace(
                 tzinfo=dt.UTC), undo_seconds=args.undo_seconds)
-            print(json.dumps({"runs_deleted": done.runs, "by_project": done.deleted}))
+            print(json.dumps({"runs_deleted": done.runs, "by_project": done.deleted,
+                              "rich_expired": done.rich_expired}))
         elif args.command == "user-password":
             await passwords.set_password(conn, args.user, read_password(args))
             print(f"user {args.user} signs in with its new password")
@@ -58,6 +57,26 @@ async def project_command(args: argparse.Namespace, database_url: str) -> int:
     return 0
 
 
+async def project_retention(conn: asyncpg.Connection, args: argparse.Namespace) -> None:
+    said = {"keep_runs_days", "keep_rich_days"} & set(vars(args))
+    if not said:
+        raise ValueError("say how long the project keeps its runs (--keep-runs-days N or "
+                         "--keep-forever), its rich records (--keep-rich-days M or "
+                         "--keep-rich-with-runs), or both")
+    async with conn.transaction():
+        if "keep_runs_days" in said:
+            await retention.keep_runs(conn, args.project, args.keep_runs_days)
+        if "keep_rich_days" in said:
+            await retention.keep_rich(conn, args.project, args.keep_rich_days)
+    row = await conn.fetchrow("SELECT keep_runs_days, keep_rich_days FROM projects WHERE "
+                              "project = $1", args.project)
+    assert row is not None
+    runs_days, rich_days = row["keep_runs_days"], row["keep_rich_days"]
+    print(f"project {args.project} keeps its runs "
+          + (f"{runs_days} days after they end" if runs_days else "until they are deleted")
+          + (f", their rich records {rich_days} days" if rich_days else ""))
+
+
 def read_password(args: argparse.Namespace) -> str:
     if args.password_stdin:
         return sys.stdin.readline().rstrip("\n")
@@ -68,7 +87,10 @@ def read_password(args: argparse.Namespace) -> str:
 
 
 def cmd_project(args: argparse.Namespace, settings: AdminSettings) -> int:
-    return asyncio.run(project_command(args, settings.database_url.get()))
+    url = settings.database_url.get()
+    if args.command == "retention":  # from a schedule, or --every
+        return asyncio.run(schedule.repeat(args, lambda: project_command(args, url)))
+    return asyncio.run(project_command(args, url))
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -86,19 +108,30 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     r.add_argument("user")
     m = sub.add_parser("project-members", help="who holds which role in a project")
     m.add_argument("project")
-    k = sub.add_parser("project-retention", help="how long a project keeps its runs after "
-                                                 "they end (then `retention` deletes them)")
+    k = sub.add_parser("project-retention", help="how long a project keeps its runs, and "
+                                                 "their rich records, after they end (then "
+                                                 "`retention` deletes or expires them)")
     k.add_argument("project")
-    kept = k.add_mutually_exclusive_group(required=True)
-    kept.add_argument("--keep-runs-days", type=int, help="days after a run ends")
+    kept = k.add_mutually_exclusive_group()
+    kept.add_argument("--keep-runs-days", type=int, default=argparse.SUPPRESS,
+                      help="days after a run ends")
     kept.add_argument("--keep-forever", action="store_const", dest="keep_runs_days",
-                      const=None, help="until deleted (the default)")
+                      const=None, default=argparse.SUPPRESS,
+                      help="until deleted (the default)")
+    rich = k.add_mutually_exclusive_group()
+    rich.add_argument("--keep-rich-days", type=int, default=argparse.SUPPRESS,
+                      help="days after a run ends that its rich records (images, audio, "
+                           "histograms, text) are kept; its curves stay as long as the run")
+    rich.add_argument("--keep-rich-with-runs", action="store_const", dest="keep_rich_days",
+                      const=None, default=argparse.SUPPRESS,
+                      help="rich records as long as their run (the default)")
     a = sub.add_parser("retention", help="delete the runs their projects' retention says are "
                                          "due (safe on several replicas; run it from a "
                                          "schedule, then `tuneplane-projector purge`)")
     a.add_argument("--undo-seconds", type=float, default=86400,
                    help="the deletions' undo window (default 86400, as the web's)")
     a.add_argument("--now", help="judge as of this time (ISO 8601, UTC unless said)")
+    schedule.add_arguments(a)
     d = sub.add_parser("user-disable", help="disable a user: its tokens are refused at once")
     d.add_argument("user")
     pw = sub.add_parser("user-password", help="set a user's password, for signing in at "

@@ -8,13 +8,16 @@ batch id: the key's parts) so the archive can be read by run without decoding a 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from google.protobuf.message import DecodeError
 
 from tuneplane.common.kafka.message import Message
+from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 
 SCHEMA = pa.schema([("partition", pa.int32()), ("offset", pa.int64()),
                     ("timestamp_ms", pa.int64()), ("key", pa.binary()), ("value", pa.binary()),
@@ -38,6 +41,20 @@ def identity(key: bytes | None) -> tuple[str, int, str, str]:
 def runs_of(records: Sequence[Message]) -> list[str]:
     """The run ids a segment's records name, sorted (what ``topic_archive.runs`` holds)."""
     return sorted({run for run, _, _, _ in map(identity, (m.key for m in records)) if run})
+
+
+def without_rich(message: Message) -> Message:
+    """The record with its batch's rich records left out (a value that is no batch, poison,
+    as it is)."""
+    batch = pb.Batch()
+    try:
+        batch.ParseFromString(message.value)
+    except DecodeError:
+        return message
+    if not batch.rich:
+        return message
+    del batch.rich[:]
+    return dataclasses.replace(message, value=batch.SerializeToString())
 
 
 def encode(records: Sequence[Message]) -> bytes:

@@ -5,8 +5,7 @@ archive back (``docs/design-notes.md``, "a topic that stops growing").
   end offset now, cut into segments of at most ``SEGMENT_RECORDS`` records: each segment's
   object is put first, then recorded in ``topic_archive`` (a segment written again after
   a crash covers offsets already archived: readers drop those).
-- ``trim``: each partition's log start moved (Kafka's DeleteRecords) to the archived end,
-  never past the committed offset of a group that must not miss a record.
+- ``trim`` (``projector/trim.py``): each partition's log start moved to the archived end.
 - ``ArchiveReader``: a consumer of the archived records of each partition over an offset
   range, for replay and rebuild below Kafka's log start.
 """
@@ -19,13 +18,11 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import asyncpg
-from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
-from aiokafka.structs import TopicPartition
 
 from tuneplane.common.kafka.adapter import KafkaRangeConsumer
 from tuneplane.common.kafka.message import Message
 from tuneplane.projector import archive as segments
-from tuneplane.projector.writer import PURGED
+from tuneplane.projector import withheld
 
 #: A segment holds at most this many records, or about this many bytes.
 SEGMENT_RECORDS = 5000
@@ -134,60 +131,18 @@ async def _archive(bootstrap: str, conn: asyncpg.Connection, objects: Objects, t
 
 
 async def unpurged(conn: asyncpg.Connection, records: list[Message]) -> list[Message]:
-    """``records`` without the batches of deletions being purged: the archive never takes
-    what a purge removes (nor what it pruned from the archive already)."""
-    purged = {(r["run_id"], r["attempt"]) for r in await conn.fetch(
-        PURGED, segments.runs_of(records))}
-    if not purged:
-        return records
+    """``records`` without what a purge removes (``withheld``): the batches of deletions
+    being purged, and the rich records of expired runs. The archive never takes them, nor
+    takes back what a purge pruned from it."""
+    runs = segments.runs_of(records)
+    gone, expired = await withheld.purged(conn, runs), await withheld.rich_expired(conn, runs)
     kept = []
     for m in records:
         run, attempt, _, _ = segments.identity(m.key)
-        if (run, 0) not in purged and (run, attempt) not in purged:
-            kept.append(m)
+        if withheld.of_purged(gone, run, attempt):
+            continue
+        kept.append(segments.without_rich(m) if run in expired else m)
     return kept
-
-
-async def trim(bootstrap: str, conn: asyncpg.Connection, *, topic: str,
-               keep_groups: Sequence[str], if_consumed: Sequence[str] = ()) -> dict[int, int]:
-    """Move each partition's log start to its archived end, but not past any of
-    ``keep_groups``' committed offsets (a group without one holds it where it is), nor past
-    ``if_consumed``' (groups that start at the topic's end when they first consume, as the
-    exporter's: one that never committed holds nothing back); under the
-    archive lock, exclusively (no replay reads meanwhile)."""
-    await exclusive(conn)
-    try:
-        await exclusive(conn, TRIM_LOCK)
-        try:
-            return await _trim(bootstrap, conn, topic, keep_groups, if_consumed)
-        finally:
-            await conn.execute("SELECT pg_advisory_unlock($1)", TRIM_LOCK)
-    finally:
-        await conn.execute("SELECT pg_advisory_unlock($1)", ARCHIVE_LOCK)
-
-
-async def _trim(bootstrap: str, conn: asyncpg.Connection, topic: str,
-                keep_groups: Sequence[str], if_consumed: Sequence[str]) -> dict[int, int]:
-    ends = await archived_ends(conn, topic)
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        limits = dict(ends)
-        for group in (*keep_groups, *if_consumed):
-            committed = await admin.list_consumer_group_offsets(group)
-            if group in if_consumed and not committed:
-                continue
-            for partition in list(limits):
-                at = committed.get(TopicPartition(topic, partition))
-                limits[partition] = min(limits[partition], at.offset if at else 0)
-        wanted = {TopicPartition(topic, p): RecordsToDelete(before_offset=o)
-                  for p, o in limits.items() if o > 0}
-        if not wanted:
-            return {}
-        moved = await admin.delete_records(wanted)
-        return {tp.partition: int(low) for tp, low in moved.items()}
-    finally:
-        await admin.close()
 
 
 class ArchiveReader:

@@ -25,16 +25,18 @@ import asyncpg
 import faust
 import prometheus_client
 
+from tuneplane.common import schedule
 from tuneplane.common.kafka import topics
 from tuneplane.common.kafka.adapter import StartAt
 from tuneplane.contract.settings import SettingsError
 from tuneplane.projector.app import create_app, object_store
-from tuneplane.projector.archiver import TRIM_LOCK, ArchiveReader, archive, trim
+from tuneplane.projector.archiver import TRIM_LOCK, ArchiveReader, archive
 from tuneplane.projector.checksum import checksum
 from tuneplane.projector.purge import purge
 from tuneplane.projector.rebuild import rebuild
 from tuneplane.projector.replay import replay
 from tuneplane.projector.settings import ProjectorSettings
+from tuneplane.projector.trim import trim
 from tuneplane.projector.writer import PostgresWriter
 
 
@@ -177,12 +179,14 @@ def parser() -> argparse.ArgumentParser:
                    help="as --keep-group, for a group that starts at the topic's end when it "
                         "first consumes (the exporter's): one that never committed holds "
                         "nothing back")
-    a.set_defaults(func=lambda a: asyncio.run(run_archive(a)))
+    schedule.add_arguments(a)
+    a.set_defaults(func=lambda a: asyncio.run(schedule.repeat(a, lambda: run_archive(a))))
     g = sub.add_parser("purge", help="remove what deletions whose undo window has ended "
                                      "hold: their read-model rows, and the objects of their "
                                      "rich records no other record references (safe to run "
                                      "on several replicas at once, from a schedule)")
-    g.set_defaults(func=lambda a: asyncio.run(run_purge(a)))
+    schedule.add_arguments(g)
+    g.set_defaults(func=lambda a: asyncio.run(schedule.repeat(a, lambda: run_purge(a))))
     c = sub.add_parser("checksum", help="checksum of the read models by natural keys")
     c.add_argument("--run-prefix", default="", help="only runs whose id starts so")
     c.set_defaults(func=lambda a: asyncio.run(run_checksum(a)))

@@ -1,9 +1,10 @@
 """Purging deletions whose undo window has ended (``tuneplane-projector purge``): their
 read-model rows leave PostgreSQL, and the objects of their rich records leave the object
-store once no rich record references them.
+store once no rich record references them. Rich records' expiries (retention's
+``keep_rich_days``) are purged the same way, of the run's rich records only.
 
 1. Each due deletion is marked ``purge_started_at`` (committed): from then on every
-   projector transaction skips its batches (``writer.PURGED``), live or replaying or
+   projector transaction skips its batches (``withheld``), live or replaying or
    rebuilding, so nothing brings them back.
 2. ``OBJECTS_LOCK`` is taken exclusively once and let go: every transaction begun before
    the mark has ended.
@@ -71,6 +72,15 @@ SELECT deletion_id, run_id, attempt FROM deletions
 WHERE undone_at IS NULL AND purge_started_at IS NOT NULL AND purged_at IS NULL
 ORDER BY deletion_id
 """
+#: Rich records' expiries, as deletions are.
+DUE_RICH = """
+UPDATE rich_expiries SET purge_started_at = now()
+WHERE purge_started_at IS NULL AND purge_after <= now()
+"""
+STARTED_RICH = """
+SELECT run_id FROM rich_expiries WHERE purge_started_at IS NOT NULL AND purged_at IS NULL
+ORDER BY run_id
+"""
 
 
 #: Objects swept in one transaction (one S3 DeleteObjects call), and how long a purge waits
@@ -93,6 +103,7 @@ class Purged:
     rows: int = 0
     objects_deleted: int = 0
     objects_kept: int = 0  # still referenced by another record
+    rich_expiries: int = 0  # runs whose rich records expired (retention)
     archive: Pruned = field(default_factory=Pruned)
 
 
@@ -120,18 +131,33 @@ async def purge_rows(conn: asyncpg.Connection, run_id: str, attempt: int) -> int
                 count += _count(await conn.execute(
                     f"DELETE FROM {schema}.{table} WHERE run_id = $1 AND {ATTEMPT}",
                     run_id, attempt))
-            keys = await conn.fetch(
-                f"DELETE FROM {schema}.rich_records WHERE run_id = $1 AND {ATTEMPT} "
-                "RETURNING object_key", run_id, attempt)
-            count += len(keys)
-            await conn.execute("INSERT INTO object_sweep (object_key) SELECT unnest($1::text[]) "
-                               "ON CONFLICT DO NOTHING", sorted({k["object_key"] for k in keys}))
+            count += await _drop_rich(conn, schema, run_id, attempt)
         for table in REPORTED:  # its members' lifecycle events, logs and reports
             count += _count(await conn.execute(
                 f"DELETE FROM public.{table} WHERE run_id = $1 AND {ATTEMPT}", run_id, attempt))
         for statement in FORGOTTEN:  # what its launches were asked to run
             count += _count(await conn.execute(statement, run_id, attempt))
     return count
+
+
+async def _drop_rich(conn: asyncpg.Connection, schema: str, run_id: str, attempt: int) -> int:
+    """Delete the run's (or attempt's) rich-record rows, keeping their keys for the sweep
+    (inside a transaction holding ``OBJECTS_LOCK`` shared)."""
+    keys = await conn.fetch(f"DELETE FROM {schema}.rich_records WHERE run_id = $1 AND "
+                            f"{ATTEMPT} RETURNING object_key", run_id, attempt)
+    await conn.execute("INSERT INTO object_sweep (object_key) SELECT unnest($1::text[]) "
+                       "ON CONFLICT DO NOTHING", sorted({k["object_key"] for k in keys}))
+    return len(keys)
+
+
+async def expire_rich(conn: asyncpg.Connection, run_id: str) -> int:
+    """Delete an expired run's rich-record rows (its curves stay); their keys are kept for
+    the sweep. The count of rows deleted."""
+    async with conn.transaction():
+        await conn.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+        await conn.execute("SELECT pg_advisory_xact_lock_shared($1)", OBJECTS_LOCK)
+        return sum([await _drop_rich(conn, schema, run_id, 0)
+                    for schema in await schemas(conn)])
 
 
 def _count(status: str) -> int:
@@ -172,8 +198,9 @@ async def purge(conn: asyncpg.Connection, objects: Objects | None) -> Purged:
     """Purge every deletion whose undo window has ended (and any a purge left started)."""
     done = Purged()
     await conn.execute(DUE)
-    started = await conn.fetch(STARTED)
-    if started:  # every projector transaction begun before the mark ends before rows go
+    await conn.execute(DUE_RICH)
+    started, expired = await conn.fetch(STARTED), await conn.fetch(STARTED_RICH)
+    if started or expired:  # every projector transaction begun before the marks ends first
         async with conn.transaction():
             await conn.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
             await conn.execute("SELECT pg_advisory_xact_lock($1)", OBJECTS_LOCK)
@@ -181,6 +208,9 @@ async def purge(conn: asyncpg.Connection, objects: Objects | None) -> Purged:
         done.rows += await purge_rows(conn, row["run_id"], int(row["attempt"]))
         log.info("purged run %s attempt %s (deletion %d)", row["run_id"],
                  row["attempt"] or "*", row["deletion_id"])
+    for row in expired:
+        done.rows += await expire_rich(conn, row["run_id"])
+        log.info("expired the rich records of run %s", row["run_id"])
     done.archive = await prune_archive(conn, objects)  # its old segments go in the sweep
     if done.archive.busy:
         log.info("the topic's archive is busy (an archive pass, trim or replay): its "
@@ -188,5 +218,7 @@ async def purge(conn: asyncpg.Connection, objects: Objects | None) -> Purged:
     done.objects_deleted, done.objects_kept = await sweep(conn, objects)
     await conn.execute("UPDATE deletions SET purged_at = now() WHERE deletion_id = "
                        "ANY($1::bigint[])", [r["deletion_id"] for r in started])
-    done.deletions = len(started)
+    await conn.execute("UPDATE rich_expiries SET purged_at = now() WHERE run_id = "
+                       "ANY($1::text[])", [r["run_id"] for r in expired])
+    done.deletions, done.rich_expiries = len(started), len(expired)
     return done

@@ -20,6 +20,7 @@ import asyncpg
 
 from tuneplane.common.db import Connection
 from tuneplane.projector import pgbinary as pg
+from tuneplane.projector import withheld
 from tuneplane.projector.projection import ChunkRow, Projection
 from tuneplane.projector.summaries import count_spools, summarise
 from tuneplane.telemetry.v1.identity import SeriesKey
@@ -33,13 +34,6 @@ SWAP_LOCK = 0x7470_7377_6170  # "tpswap"
 #: Shared by every projector transaction (a rebuild's too); a purge takes it exclusively to
 #: wait out the transactions begun before it, and to sweep objects.
 OBJECTS_LOCK = 0x7470_6f62_6a73  # "tpobjs"
-
-#: The runs and attempts of ``$1`` whose deletion is being purged (or was): attempt 0, the
-#: whole run.
-PURGED = """
-SELECT run_id, attempt FROM deletions WHERE run_id = ANY($1::text[])
-  AND purge_started_at IS NOT NULL AND undone_at IS NULL
-"""
 
 INSERT_LEDGER = """
 INSERT INTO batch_ledger (run_id, attempt, member, batch_id, kafka_partition, kafka_offset,
@@ -164,7 +158,8 @@ class PostgresWriter:
             if self._shares_swap_lock:
                 await conn.execute("SELECT pg_advisory_xact_lock_shared($1)", SWAP_LOCK)
             await conn.execute("SELECT pg_advisory_xact_lock_shared($1)", OBJECTS_LOCK)
-            kept = await self._not_purged(conn, projections)
+            projections = await withheld.without_expired_rich(conn, projections)
+            kept = await withheld.not_purged(conn, projections)
             await self._store_rich([p for p, keep in zip(projections, kept, strict=True)
                                     if keep])
             chunks: list[tuple[object, ...]] = []
@@ -178,17 +173,6 @@ class PostgresWriter:
             await summarise(conn, fresh)
             await count_spools(conn, fresh)
             return applied
-
-    @staticmethod
-    async def _not_purged(conn: Connection, projections: Sequence[Projection]) -> list[bool]:
-        """Per batch, whether it is written: not of a deletion being purged."""
-        runs = sorted({p.key.member.run_id for p in projections})
-        purged = {(r["run_id"], r["attempt"]) for r in await conn.fetch(PURGED, runs)}
-        if not purged:
-            return [True] * len(projections)
-        return [(p.key.member.run_id, 0) not in purged
-                and (p.key.member.run_id, p.key.member.attempt) not in purged
-                for p in projections]
 
     async def _store_rich(self, projections: Sequence[Projection]) -> None:
         objects = {row.object_key: row.payload for p in projections for row in p.rich}
