@@ -89,3 +89,12 @@ async def test_after_a_failed_pass_the_next_comes_sooner_than_the_period(
             parsed("--every", "3600", "--heartbeat", str(heartbeat)), one), timeout=0.5)
     assert len(passes) == 2  # retried within a moment, then an hour's wait
     assert heartbeat.read_text() == "3600\n"
+
+
+async def test_a_fatal_failure_ends_the_schedule() -> None:
+    async def one() -> int:
+        raise KeyError("a setting is wrong")
+
+    with pytest.raises(KeyError):
+        await asyncio.wait_for(schedule.repeat(parsed("--every", "0.05"), one,
+                                               fatal=(KeyError,)), timeout=2)

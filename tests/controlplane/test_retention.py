@@ -112,5 +112,14 @@ async def test_rich_records_expire_as_their_project_keeps_them_and_the_runs_stay
     assert later.rich_expired.get(project) == [recent]  # not the live one, nor the deleted
     assert await db.fetchval("SELECT count(*) FROM rich_expiries WHERE run_id = ANY($1)",
                              [live, deleted]) == 0
+    assert await db.fetchval("SELECT attempt_upto FROM rich_expiries WHERE run_id = $1",
+                             old) == 1  # the attempts it had: a later one's are kept
+    # The setting changed before any purge started: those expiries are taken back, and the
+    # next pass expires what is due under the new one (nothing, at 30 days).
+    await retention.keep_rich(db, project, 30)
+    assert await db.fetchval("SELECT count(*) FROM rich_expiries WHERE project = $1",
+                             project) == 0
+    assert project not in (await retention.apply(db, now + 5 * DAY,
+                                                 undo_seconds=60)).rich_expired
     with pytest.raises(ValueError, match="rich records are kept at least a day"):
         await retention.keep_rich(db, project, 0)

@@ -28,6 +28,7 @@ from tuneplane.common.kafka.adapter import StartAt
 from tuneplane.common.objectstore import s3_client
 from tuneplane.controlplane import deletions
 from tuneplane.projector import archive as segments
+from tuneplane.projector import archive_prune
 from tuneplane.projector.archiver import (
     ARCHIVE_LOCK,
     TRIM_LOCK,
@@ -36,6 +37,7 @@ from tuneplane.projector.archiver import (
     archive,
     archived_ends,
 )
+from tuneplane.projector.projection import object_key
 from tuneplane.projector.purge import purge
 from tuneplane.projector.replay import replay
 from tuneplane.projector.trim import trim
@@ -170,7 +172,9 @@ async def archived_runs(db: asyncpg.Connection, objects: S3ObjectStore,
 
 
 async def test_a_purge_prunes_the_archive_and_no_later_archive_takes_the_deleted_run(
-        initialised: Endpoints, db: asyncpg.Connection, topic: str) -> None:
+        initialised: Endpoints, db: asyncpg.Connection, topic: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(archive_prune, "LOCK_WAIT", "1s")  # a replay's hold outlasts it
     bootstrap = initialised.kafka_bootstrap
     objects = S3ObjectStore(s3_client(initialised.s3_endpoint), initialised.s3_bucket)
     prefix = f"prune-{uuid.uuid4().hex[:8]}"
@@ -193,17 +197,30 @@ async def test_a_purge_prunes_the_archive_and_no_later_archive_takes_the_deleted
                      "command, environment, spool_root, state) VALUES ($1, 1, 1, 1, "
                      "'[\"train\"]', '{\"SECRET\": \"s\"}', '/spool', 'ended'), ($1, 2, 1, 1, "
                      "'[\"train\"]', '{\"SECRET\": \"s\"}', '/spool', 'ended')", gone)
-    # An attempt deleted alone: only its batches leave the archive, and its launch forgets
-    # what it ran.
+    node = f"node-{prefix}"
+    await db.execute("INSERT INTO nodes (node_id, name) VALUES ($1, $1)", node)
+    await db.execute("INSERT INTO launches (run_id, attempt, member, node_id, command, "
+                     "environment, state) SELECT $1, a, 'rank-0', $2, '[\"train\"]', "
+                     "'{\"SECRET\": \"s\"}', 'finished' FROM unnest('{1,2}'::int[]) a",
+                     gone, node)
+    # What a rewrite that died between its put and its commit left behind: swept with the
+    # segment's next rewrite.
+    stray = f"{sorted(old)[0].removesuffix('.parquet')}.d0.parquet"
+    objects.put(stray, b"a rewrite that never committed")
+    # An attempt deleted alone: only its batches leave the archive, and its node launch
+    # forgets what it ran (a Slurm launch spans attempts: only the whole run's deletion).
     await deletions.record(db, gone, "default", by="owner", undo_seconds=0, attempt=2)
     done = await purge(db, objects)
     assert not done.archive.busy
     assert done.archive.records_removed == 3
     assert await archived_runs(db, objects, topic) == ({keep: 6, gone: 3}, {keep, gone})
+    assert done.launches_forgotten == 1
     assert [tuple(r) for r in await db.fetch(
-        "SELECT attempt, command::text, environment::text, state FROM slurm_launches WHERE "
+        "SELECT attempt, command::text, environment::text, state FROM launches WHERE "
         "run_id = $1 ORDER BY attempt", gone)] == [
-            (1, '["train"]', '{"SECRET": "s"}', "ended"), (2, "[]", "{}", "ended")]
+            (1, '["train"]', '{"SECRET": "s"}', "finished"), (2, "[]", "{}", "finished")]
+    assert await db.fetchval("SELECT count(*) FROM slurm_launches WHERE run_id = $1 AND "
+                             "environment = '{}'", gone) == 0
     # Then the whole run; meanwhile a replay holds the archive: the prune waits for a later
     # purge, and the deletion is purged all the same.
     await deletions.record(db, gone, "default", by="owner", undo_seconds=0)
@@ -218,8 +235,10 @@ async def test_a_purge_prunes_the_archive_and_no_later_archive_takes_the_deleted
     assert (await archived_runs(db, objects, topic))[0][gone] == 3
     assert (await purge(db, objects)).archive.records_removed == 3
     assert await archived_runs(db, objects, topic) == ({keep: 6}, {keep})
-    assert await db.fetchval("SELECT count(*) FROM slurm_launches WHERE run_id = $1 AND "
-                             "environment = '{}'", gone) == 2
+    for table in ("launches", "slurm_launches"):
+        assert await db.fetchval(f"SELECT count(*) FROM {table} WHERE run_id = $1 AND "
+                                 "environment = '{}'", gone) == 2, table
+    assert not stored(s3_client(initialised.s3_endpoint), initialised.s3_bucket, stray)
     for key in old:  # the first objects of the segments rewritten are swept
         assert not stored(s3_client(initialised.s3_endpoint), initialised.s3_bucket, key)
     assert await db.fetchval("SELECT count(*) FROM deletions WHERE run_id = $1 AND "
@@ -244,12 +263,13 @@ async def test_a_purge_prunes_the_archive_and_no_later_archive_takes_the_deleted
 
 
 def rich_in_archive(db_rows: list[Any], objects: S3ObjectStore) -> dict[str, int]:
-    """The rich records the archive's batches hold, by run."""
+    """The rich records with content the archive's batches hold, by run."""
     held: dict[str, int] = {}
     for row in db_rows:
         for m in segments.decode(objects.get(row["object_key"])):
             run = segments.identity(m.key)[0]
-            held[run] = held.get(run, 0) + len(pb.Batch.FromString(m.value).rich)
+            held[run] = held.get(run, 0) + sum(
+                1 for r in pb.Batch.FromString(m.value).rich if r.payload)
     return held
 
 
@@ -268,20 +288,20 @@ async def test_expired_rich_records_leave_the_read_model_the_store_and_the_archi
     for batch, payload in ((batches[0], own), (batches[1], shared), (batches[3], shared)):
         batch.rich.add(source="tb", tag="img", step=1, wall_time=1.0, payload=payload,
                        kind=pb.RichRecord.KIND_IMAGE, plugin_name="images", file="f", offset=0)
+    del batches[0].chunks[:]  # rich records only: still a batch once they are emptied
     await put(bootstrap, topic, batches)
     pool = await asyncpg.create_pool(initialised.database_url, min_size=1, max_size=2)
     try:
         writer = PostgresWriter(pool, objects)
         await replay(bootstrap, writer, StartAt(offset=0), topic=topic)
-        keys = {r["object_key"]: r["run_id"] for r in await db.fetch(
-            "SELECT object_key, run_id FROM rich_records WHERE run_id = ANY($1)",
-            [expired, other])}
-        own_key = next(k for k, run in keys.items() if run == expired
-                       and k not in {k2 for k2, r2 in keys.items() if r2 == other})
+        own_key, shared_key = object_key(own), object_key(shared)
+        assert {r["object_key"] for r in await db.fetch(
+            "SELECT object_key FROM rich_records WHERE run_id = $1", expired)} == {
+                own_key, shared_key}
         await archive(bootstrap, db, objects, topic=topic)
         await trim(bootstrap, db, topic=topic, keep_groups=[])
-        await db.execute("INSERT INTO rich_expiries (run_id, project, purge_after) VALUES "
-                         "($1, 'default', now())", expired)
+        await db.execute("INSERT INTO rich_expiries (run_id, project, attempt_upto, "
+                         "purge_after) VALUES ($1, 'default', 1, now())", expired)
 
         done = await purge(db, objects)
         assert done.rich_expiries >= 1
@@ -290,12 +310,11 @@ async def test_expired_rich_records_leave_the_read_model_the_store_and_the_archi
                                  expired) == 0
         assert await db.fetchval("SELECT count(*) FROM rich_records WHERE run_id = $1",
                                  other) == 1
-        assert await ledger(db, expired) == (3, 300)  # its curves stay
-        assert await stored_points(db, expired) == (300, 300)
+        assert await ledger(db, expired) == (3, 200)  # its curves stay
+        assert await stored_points(db, expired) == (200, 200)
         client = s3_client(initialised.s3_endpoint)
         assert not stored(client, initialised.s3_bucket, own_key)
-        assert stored(client, initialised.s3_bucket, next(k for k, r in keys.items()
-                                                           if r == other))  # shared: kept
+        assert stored(client, initialised.s3_bucket, shared_key)  # the other's too: kept
         archived = await db.fetch("SELECT object_key FROM topic_archive WHERE topic = $1",
                                   topic)
         assert rich_in_archive(archived, objects) == {expired: 0, other: 1}
@@ -305,16 +324,22 @@ async def test_expired_rich_records_leave_the_read_model_the_store_and_the_archi
         late = member_batch(MemberKey(expired, 1, "rank-0"), 4, 100)
         late.rich.add(source="tb", tag="img", step=4, wall_time=4.0, payload=own,
                       kind=pb.RichRecord.KIND_IMAGE, plugin_name="images", file="f", offset=4)
-        await put(bootstrap, topic, [late])
+        newer = member_batch(MemberKey(expired, 2, "rank-0"), 1, 100)  # an attempt after
+        newer.rich.add(source="tb", tag="img", step=1, wall_time=5.0, payload=own + b" 2",
+                       kind=pb.RichRecord.KIND_IMAGE, plugin_name="images", file="f", offset=0)
+        await put(bootstrap, topic, [late, newer])
         report: Any
         report, _ = await replay(bootstrap, writer, StartAt(offset=0), topic=topic,
                                  archived=ArchiveReader(db, objects, topic))
-        assert report.records == 7
+        assert (report.records, report.poison) == (8, 0)  # the emptied batch is no poison
     finally:
         await pool.close()
-    assert await db.fetchval("SELECT count(*) FROM rich_records WHERE run_id = $1", expired) == 0
+    # The expiry took the attempts it had: the later attempt's image is kept.
+    assert [tuple(r) for r in await db.fetch(
+        "SELECT attempt, count(*) FROM rich_records WHERE run_id = $1 GROUP BY attempt",
+        expired)] == [(2, 1)]
     assert not stored(s3_client(initialised.s3_endpoint), initialised.s3_bucket, own_key)
-    assert await ledger(db, expired) == (4, 400)
-    await archive(bootstrap, db, objects, topic=topic)  # the later batch, stripped
+    assert await ledger(db, expired) == (5, 400)
+    await archive(bootstrap, db, objects, topic=topic)  # the later batch, stripped; not 2's
     archived = await db.fetch("SELECT object_key FROM topic_archive WHERE topic = $1", topic)
-    assert rich_in_archive(archived, objects) == {expired: 0, other: 1}
+    assert rich_in_archive(archived, objects) == {expired: 1, other: 1}

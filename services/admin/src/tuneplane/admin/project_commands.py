@@ -16,6 +16,7 @@ import asyncpg
 
 from tuneplane.admin.settings import AdminSettings
 from tuneplane.common import schedule
+from tuneplane.contract.settings import SettingsError
 from tuneplane.controlplane import passwords, projects, retention, users
 from tuneplane.controlplane.projects import Role
 
@@ -89,7 +90,8 @@ def read_password(args: argparse.Namespace) -> str:
 def cmd_project(args: argparse.Namespace, settings: AdminSettings) -> int:
     url = settings.database_url.get()
     if args.command == "retention":  # from a schedule, or --every
-        return asyncio.run(schedule.repeat(args, lambda: project_command(args, url)))
+        return asyncio.run(schedule.repeat(args, lambda: project_command(args, url),
+                                           fatal=(SettingsError,)))
     return asyncio.run(project_command(args, url))
 
 

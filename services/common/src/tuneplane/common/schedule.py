@@ -40,8 +40,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "health check: python -m tuneplane.common.schedule PATH)")
 
 
-async def repeat(args: argparse.Namespace, one_pass: Callable[[], Awaitable[int]]) -> int:
-    """``one_pass()`` once (its exit code), or for good with ``args.every``."""
+async def repeat(args: argparse.Namespace, one_pass: Callable[[], Awaitable[int]],
+                 fatal: tuple[type[Exception], ...] = ()) -> int:
+    """``one_pass()`` once (its exit code), or for good with ``args.every``; a ``fatal``
+    failure (a setting wrong: no later pass would do better) ends it."""
     every: float | None = args.every
     if every is None:
         return await one_pass()
@@ -50,6 +52,8 @@ async def repeat(args: argparse.Namespace, one_pass: Callable[[], Awaitable[int]
         started = time.monotonic()
         try:
             code = await one_pass()
+        except fatal:
+            raise
         except Exception:  # the next pass may well succeed (a store back, a lock let go)
             log.exception("the pass failed; the next in %g s", min(every, RETRY_AFTER))
             code = 1

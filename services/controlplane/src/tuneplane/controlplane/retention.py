@@ -47,10 +47,13 @@ WHERE p.keep_runs_days IS NOT NULL AND NOT coalesce(e.live, false)
 ORDER BY e.run_id
 """
 #: Runs whose rich records are due at ``$1``, expired there and then (purged ``$4`` seconds
-#: later); a deleted run is purged whole instead.
+#: later), those of the attempts it has had; a deleted run is purged whole instead.
 EXPIRE_RICH = ENDED + """
-INSERT INTO rich_expiries (run_id, project, purge_after)
-SELECT e.run_id, e.project, now() + make_interval(secs => $4)
+INSERT INTO rich_expiries (run_id, project, attempt_upto, purge_after)
+SELECT e.run_id, e.project,
+       greatest((SELECT max(a.attempt) FROM attempts a WHERE a.run_id = e.run_id),
+                (SELECT max(b.attempt) FROM batch_ledger b WHERE b.run_id = e.run_id), 0),
+       now() + make_interval(secs => $4)
 FROM ended e JOIN projects p USING (project)
 WHERE p.keep_rich_days IS NOT NULL AND NOT coalesce(e.live, false)
   AND e.ended_at < $1::timestamptz - make_interval(days => p.keep_rich_days)
@@ -80,8 +83,12 @@ async def keep_runs(conn: Connection, project: str, days: int | None) -> None:
 
 async def keep_rich(conn: Connection, project: str, days: int | None) -> None:
     """Keep the rich records of the project's runs ``days`` days after the runs end (None:
-    as long as the runs)."""
-    await _keep(conn, project, "keep_rich_days", "rich records", days)
+    as long as the runs). Expiries whose purge has not started are taken back: the next
+    pass expires what is due then."""
+    async with conn.transaction():
+        await _keep(conn, project, "keep_rich_days", "rich records", days)
+        await conn.execute("DELETE FROM rich_expiries WHERE project = $1 AND "
+                           "purge_started_at IS NULL", project)
 
 
 async def _keep(conn: Connection, project: str, column: str, what: str,

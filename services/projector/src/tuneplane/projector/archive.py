@@ -33,7 +33,7 @@ def identity(key: bytes | None) -> tuple[str, int, str, str]:
     """The batch identity a record's key names (``run/attempt/member/batch``); blanks when
     the key is not one (a poison record is archived as it is)."""
     parts = (key or b"").decode("utf-8", "replace").split("/", 3)
-    if len(parts) == 4 and parts[1].isdigit():
+    if len(parts) == 4 and parts[1].isascii() and parts[1].isdigit():
         return parts[0], int(parts[1]), parts[2], parts[3]
     return "", 0, "", ""
 
@@ -44,16 +44,18 @@ def runs_of(records: Sequence[Message]) -> list[str]:
 
 
 def without_rich(message: Message) -> Message:
-    """The record with its batch's rich records left out (a value that is no batch, poison,
-    as it is)."""
+    """The record with its batch's rich records emptied of their content (payload, plugin
+    content); what they were stays, so a batch of rich records only is still a batch (a
+    value that is no batch, poison, as it is)."""
     batch = pb.Batch()
     try:
         batch.ParseFromString(message.value)
     except DecodeError:
         return message
-    if not batch.rich:
+    if not any(r.payload or r.plugin_content for r in batch.rich):
         return message
-    del batch.rich[:]
+    for record in batch.rich:
+        record.payload, record.plugin_content = b"", b""
     return dataclasses.replace(message, value=batch.SerializeToString())
 
 

@@ -43,6 +43,8 @@ class Objects(Protocol):
 
     def get(self, key: str) -> bytes: ...
 
+    def keys(self, prefix: str) -> list[str]: ...
+
 
 @dataclass
 class Archived:
@@ -141,7 +143,8 @@ async def unpurged(conn: asyncpg.Connection, records: list[Message]) -> list[Mes
         run, attempt, _, _ = segments.identity(m.key)
         if withheld.of_purged(gone, run, attempt):
             continue
-        kept.append(segments.without_rich(m) if run in expired else m)
+        kept.append(segments.without_rich(m) if withheld.of_expired(expired, run, attempt)
+                    else m)
     return kept
 
 

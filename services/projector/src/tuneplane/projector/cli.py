@@ -180,13 +180,15 @@ def parser() -> argparse.ArgumentParser:
                         "first consumes (the exporter's): one that never committed holds "
                         "nothing back")
     schedule.add_arguments(a)
-    a.set_defaults(func=lambda a: asyncio.run(schedule.repeat(a, lambda: run_archive(a))))
+    a.set_defaults(func=lambda a: asyncio.run(schedule.repeat(a, lambda: run_archive(a),
+                                                              fatal=(SettingsError,))))
     g = sub.add_parser("purge", help="remove what deletions whose undo window has ended "
                                      "hold: their read-model rows, and the objects of their "
                                      "rich records no other record references (safe to run "
                                      "on several replicas at once, from a schedule)")
     schedule.add_arguments(g)
-    g.set_defaults(func=lambda a: asyncio.run(schedule.repeat(a, lambda: run_purge(a))))
+    g.set_defaults(func=lambda a: asyncio.run(schedule.repeat(a, lambda: run_purge(a),
+                                                              fatal=(SettingsError,))))
     c = sub.add_parser("checksum", help="checksum of the read models by natural keys")
     c.add_argument("--run-prefix", default="", help="only runs whose id starts so")
     c.set_defaults(func=lambda a: asyncio.run(run_checksum(a)))

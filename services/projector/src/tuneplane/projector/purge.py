@@ -9,10 +9,10 @@ store once no rich record references them. Rich records' expiries (retention's
 2. ``OBJECTS_LOCK`` is taken exclusively once and let go: every transaction begun before
    the mark has ended.
 3. Its rows are deleted from ``readmodel`` (and ``readmodel_next``, while a rebuild fills
-   it), and its members' reported events, logs and reports; its launches keep their state
-   and times but lose their commands, environments and options (which may hold secrets)
-   and the cluster's events; the object keys of its rich records are kept in
-   ``object_sweep``.
+   it), and its members' reported events, logs and reports; the object keys of its rich
+   records are kept in ``object_sweep``. Its ended launches keep their state and times but
+   lose their commands, environments and options (which may hold secrets) and the
+   cluster's events (``FORGOTTEN``, every pass).
 4. The topic's archive segments holding its batches are rewritten without them
    (``archive_prune``; their old objects go to the sweep). When an archive pass, trim or
    replay holds the archive, a later purge does this.
@@ -51,16 +51,22 @@ BY_RUN = ("batch_ledger", "session_starts", "member_summaries", "source_checkpoi
 #: What the reporting path holds of an attempt (public: not projections of the topic).
 REPORTED = ("attempt_events", "attempt_logs", "attempt_reports")
 ATTEMPT = "($2 = 0 OR attempt = $2)"
-#: Its ended launches are kept (their state, times and exit codes) without what they were
-#: asked to run (one not ended yet, which deleting cancelled, keeps it: control still reads
-#: it). A Slurm or Kubernetes launch's attempt is that of its latest start.
+#: The ended launches of purged deletions keep their state, times and exit codes, not what
+#: they were asked to run (a launch that ends later is forgotten by the next purge). A node
+#: launch is one attempt's; a Slurm or Kubernetes launch spans its run's requeued attempts,
+#: so only a whole run's deletion forgets it.
 FORGOTTEN = (
-    "UPDATE public.launches SET command = '[]', environment = '{}' WHERE run_id = $1 AND "
-    f"{ATTEMPT} AND state IN ('finished', 'failed', 'refused') AND (command <> '[]' OR "
-    "environment <> '{}')",
-    "UPDATE public.slurm_launches SET command = '[]', environment = '{}', options = '{}', "
-    f"events = '[]' WHERE run_id = $1 AND {ATTEMPT} AND state = 'ended' AND (command <> "
-    "'[]' OR environment <> '{}' OR options <> '{}' OR events <> '[]')",
+    """UPDATE public.launches l SET command = '[]', environment = '{}' FROM deletions d
+       WHERE d.purge_started_at IS NOT NULL AND d.undone_at IS NULL AND l.run_id = d.run_id
+         AND (d.attempt = 0 OR l.attempt = d.attempt)
+         AND l.state IN ('finished', 'failed', 'refused')
+         AND (l.command <> '[]' OR l.environment <> '{}')""",
+    """UPDATE public.slurm_launches l SET command = '[]', environment = '{}', options = '{}',
+              events = '[]' FROM deletions d
+       WHERE d.purge_started_at IS NOT NULL AND d.undone_at IS NULL AND l.run_id = d.run_id
+         AND d.attempt = 0 AND l.state = 'ended'
+         AND (l.command <> '[]' OR l.environment <> '{}' OR l.options <> '{}'
+              OR l.events <> '[]')""",
 )
 
 DUE = """
@@ -78,8 +84,8 @@ UPDATE rich_expiries SET purge_started_at = now()
 WHERE purge_started_at IS NULL AND purge_after <= now()
 """
 STARTED_RICH = """
-SELECT run_id FROM rich_expiries WHERE purge_started_at IS NOT NULL AND purged_at IS NULL
-ORDER BY run_id
+SELECT run_id, attempt_upto FROM rich_expiries
+WHERE purge_started_at IS NOT NULL AND purged_at IS NULL ORDER BY run_id
 """
 
 
@@ -104,6 +110,7 @@ class Purged:
     objects_deleted: int = 0
     objects_kept: int = 0  # still referenced by another record
     rich_expiries: int = 0  # runs whose rich records expired (retention)
+    launches_forgotten: int = 0
     archive: Pruned = field(default_factory=Pruned)
 
 
@@ -135,28 +142,28 @@ async def purge_rows(conn: asyncpg.Connection, run_id: str, attempt: int) -> int
         for table in REPORTED:  # its members' lifecycle events, logs and reports
             count += _count(await conn.execute(
                 f"DELETE FROM public.{table} WHERE run_id = $1 AND {ATTEMPT}", run_id, attempt))
-        for statement in FORGOTTEN:  # what its launches were asked to run
-            count += _count(await conn.execute(statement, run_id, attempt))
     return count
 
 
-async def _drop_rich(conn: asyncpg.Connection, schema: str, run_id: str, attempt: int) -> int:
-    """Delete the run's (or attempt's) rich-record rows, keeping their keys for the sweep
-    (inside a transaction holding ``OBJECTS_LOCK`` shared)."""
+async def _drop_rich(conn: asyncpg.Connection, schema: str, run_id: str, attempt: int,
+                     which: str = ATTEMPT) -> int:
+    """Delete the run's rich-record rows of the attempts ``which`` says ($2: ``attempt``),
+    keeping their keys for the sweep (inside a transaction holding ``OBJECTS_LOCK``
+    shared)."""
     keys = await conn.fetch(f"DELETE FROM {schema}.rich_records WHERE run_id = $1 AND "
-                            f"{ATTEMPT} RETURNING object_key", run_id, attempt)
+                            f"{which} RETURNING object_key", run_id, attempt)
     await conn.execute("INSERT INTO object_sweep (object_key) SELECT unnest($1::text[]) "
                        "ON CONFLICT DO NOTHING", sorted({k["object_key"] for k in keys}))
     return len(keys)
 
 
-async def expire_rich(conn: asyncpg.Connection, run_id: str) -> int:
-    """Delete an expired run's rich-record rows (its curves stay); their keys are kept for
-    the sweep. The count of rows deleted."""
+async def expire_rich(conn: asyncpg.Connection, run_id: str, upto: int) -> int:
+    """Delete an expired run's rich-record rows of its attempts up to ``upto`` (its curves
+    stay); their keys are kept for the sweep. The count of rows deleted."""
     async with conn.transaction():
         await conn.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
         await conn.execute("SELECT pg_advisory_xact_lock_shared($1)", OBJECTS_LOCK)
-        return sum([await _drop_rich(conn, schema, run_id, 0)
+        return sum([await _drop_rich(conn, schema, run_id, upto, "attempt <= $2")
                     for schema in await schemas(conn)])
 
 
@@ -174,9 +181,10 @@ async def sweep(conn: asyncpg.Connection, objects: Deleter | None) -> tuple[int,
         async with conn.transaction():
             await conn.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
             await conn.execute("SELECT pg_advisory_xact_lock($1)", OBJECTS_LOCK)
-            referenced = " OR ".join(
-                f"EXISTS (SELECT 1 FROM {schema}.rich_records r "
-                "WHERE r.object_key = s.object_key)" for schema in await schemas(conn))
+            referenced = " OR ".join([
+                *(f"EXISTS (SELECT 1 FROM {schema}.rich_records r "
+                  "WHERE r.object_key = s.object_key)" for schema in await schemas(conn)),
+                "EXISTS (SELECT 1 FROM topic_archive t WHERE t.object_key = s.object_key)"])
             rows = await conn.fetch(
                 f"SELECT s.object_key, ({referenced}) AS referenced FROM object_sweep s "
                 "WHERE s.object_key > $1 ORDER BY s.object_key LIMIT $2", after, SWEEP_CHUNK)
@@ -209,8 +217,10 @@ async def purge(conn: asyncpg.Connection, objects: Objects | None) -> Purged:
         log.info("purged run %s attempt %s (deletion %d)", row["run_id"],
                  row["attempt"] or "*", row["deletion_id"])
     for row in expired:
-        done.rows += await expire_rich(conn, row["run_id"])
+        done.rows += await expire_rich(conn, row["run_id"], int(row["attempt_upto"]))
         log.info("expired the rich records of run %s", row["run_id"])
+    for statement in FORGOTTEN:  # what their launches were asked to run
+        done.launches_forgotten += _count(await conn.execute(statement))
     done.archive = await prune_archive(conn, objects)  # its old segments go in the sweep
     if done.archive.busy:
         log.info("the topic's archive is busy (an archive pass, trim or replay): its "

@@ -21,9 +21,11 @@ PURGED = """
 SELECT run_id, attempt FROM deletions WHERE run_id = ANY($1::text[])
   AND purge_started_at IS NOT NULL AND undone_at IS NULL
 """
-#: The runs of ``$1`` whose rich records' expiry is being purged (or was).
+#: The runs of ``$1`` whose rich records' expiry is being purged (or was), and the last
+#: attempt it takes.
 RICH_EXPIRED = """
-SELECT run_id FROM rich_expiries WHERE run_id = ANY($1::text[]) AND purge_started_at IS NOT NULL
+SELECT run_id, attempt_upto FROM rich_expiries WHERE run_id = ANY($1::text[])
+  AND purge_started_at IS NOT NULL
 """
 
 Purged = set[tuple[str, int]]
@@ -38,8 +40,17 @@ def of_purged(withheld: Purged, run_id: str, attempt: int) -> bool:
     return (run_id, 0) in withheld or (run_id, attempt) in withheld
 
 
-async def rich_expired(conn: Connection, runs: Sequence[str]) -> set[str]:
-    return {r["run_id"] for r in await conn.fetch(RICH_EXPIRED, sorted(set(runs)))}
+Expired = dict[str, int]  # run → the last attempt whose rich records expired
+
+
+async def rich_expired(conn: Connection, runs: Sequence[str]) -> Expired:
+    return {r["run_id"]: r["attempt_upto"]
+            for r in await conn.fetch(RICH_EXPIRED, sorted(set(runs)))}
+
+
+def of_expired(expired: Expired, run_id: str, attempt: int) -> bool:
+    """Whether a batch's rich records are of an expiry being purged."""
+    return attempt <= expired.get(run_id, -1)
 
 
 async def not_purged(conn: Connection, projections: Sequence[Projection]) -> list[bool]:
@@ -56,5 +67,6 @@ async def without_expired_rich(conn: Connection,
     if not runs:
         return projections
     expired = await rich_expired(conn, runs)
-    return [dataclasses.replace(p, rich=[]) if p.key.member.run_id in expired else p
+    return [dataclasses.replace(p, rich=[])
+            if of_expired(expired, p.key.member.run_id, p.key.member.attempt) else p
             for p in projections]

@@ -108,6 +108,12 @@ class S3ObjectStore:
     def get(self, key: str) -> bytes:
         return bytes(self._client.get_object(Bucket=self._bucket, Key=key)["Body"].read())
 
+    def keys(self, prefix: str) -> list[str]:
+        """The keys that start with ``prefix``."""
+        pages = self._client.get_paginator("list_objects_v2").paginate(
+            Bucket=self._bucket, Prefix=prefix)
+        return [o["Key"] for page in pages for o in page.get("Contents", [])]
+
     def delete_many(self, keys: list[str]) -> None:
         """Delete up to 1,000 objects in one call; any refusal raises."""
         answer = self._client.delete_objects(

@@ -7,4 +7,6 @@
 
 ALTER TABLE public.topic_archive ADD COLUMN runs text[];
 CREATE INDEX topic_archive_runs ON public.topic_archive USING gin (runs);
+-- The sweep never deletes an object a segment is (its object key in use).
+CREATE INDEX topic_archive_object ON public.topic_archive (object_key);
 ALTER TABLE public.deletions ADD COLUMN archive_pruned_at timestamptz;
