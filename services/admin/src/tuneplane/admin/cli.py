@@ -10,6 +10,7 @@ import sys
 from tuneplane.admin import (
     credentials,
     curves,
+    lifecycle_status,
     project_commands,
     run_commands,
     run_export,
@@ -23,8 +24,8 @@ from tuneplane.contract.settings import SettingsError
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tuneplane-admin", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
-    for commands in (storage, credentials, project_commands, run_commands, run_export, curves,
-                     durability):
+    for commands in (storage, credentials, project_commands, lifecycle_status, run_commands,
+                     run_export, curves, durability):
         commands.register(sub)
     return p
 

@@ -22,7 +22,8 @@ PROJECT_COMMANDS = ("project-create", "project-grant", "project-revoke", "projec
                     "project-retention", "retention", "user-disable", "user-password")
 DATABASE_COMMANDS = ("init", "migrate", "gateway-ca", "run-create", "attempt-start",
                      "attempt-end", "run-show", "freeze-mapping", *USER_COMMANDS,
-                     *PROJECT_COMMANDS, "curves", "sign-in-link", "durability", "run-export")
+                     *PROJECT_COMMANDS, "lifecycle", "curves", "sign-in-link", "durability",
+                     "run-export")
 
 
 class AdminSettings(Settings):
