@@ -59,6 +59,8 @@ def test_each_deployable_builds_its_settings_in_its_cli_entry_only() -> None:
     calls = sorted(str(path.relative_to(ROOT)) for source in SOURCES
                    for path in source.rglob("*.py") if builds_settings(path))
     assert calls == ["services/admin/src/tuneplane/admin/cli.py",
+                     # the Python client's entry is Client(): a library, not a command
+                     "services/client/src/tuneplane/client/client.py",
                      "services/control/src/tuneplane/control/cli.py",
                      "services/exporter/src/tuneplane/exporter/cli.py",
                      "services/exporter/src/tuneplane/exporter/kube/cli.py",

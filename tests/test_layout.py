@@ -37,6 +37,8 @@ PACKAGES = {p.directory: p for p in (
     *(Package(f"services/{name}", (f"tuneplane.{name}",),
               ("contract", "services/common", "services/controlplane"))
       for name in ("admin", "ingest", "control", "exporter", "projector", "web")),
+    # The Python client stands alone: a notebook installs httpx (and pyarrow), no service.
+    Package("services/client", ("tuneplane.client",), ()),
 )}
 
 
