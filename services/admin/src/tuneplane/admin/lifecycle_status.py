@@ -56,8 +56,10 @@ async def status(conn: asyncpg.Connection) -> dict[str, Any]:
         "deletions": {**dict(deletions or {}), "undone": undone},
         "rich_expiries": dict(expiries or {}),
         "object_sweep": dict(await conn.fetchrow(SWEEP, now) or {}),
-        "archive": {r["topic"]: {**dict(r), "last_archived_at": r["last_archived_at"]
-                                 .isoformat()} for r in await conn.fetch(ARCHIVE)},
+        "archive": {r["topic"]: {"segments": r["segments"], "records": r["records"],
+                                 "bytes": r["bytes"],
+                                 "last_archived_at": r["last_archived_at"].isoformat()}
+                    for r in await conn.fetch(ARCHIVE)},
         "projects": dict(await conn.fetchrow(RETENTION) or {}),
     }
 
@@ -68,8 +70,6 @@ async def run(database_url: str) -> int:
         found = await status(conn)
     finally:
         await conn.close()
-    for entry in found["archive"].values():
-        del entry["topic"]
     print(json.dumps(found, indent=2))
     return 0
 

@@ -99,6 +99,7 @@ class Run:
         """The tags side by side, one row per step (a step read twice, a restart's, keeps
         its last value), as W&B's ``history()``: a pandas frame by default."""
         pa = arrow()
+        attempt = attempt or self.latest()  # once, not once a tag
         wide = None
         for tag in tags:
             table = self.scalars(tag, attempt=attempt, member=member)

@@ -79,24 +79,18 @@ async def prune_archive(conn: asyncpg.Connection, objects: Objects | None) -> Pr
         if not await _waited_for(conn, TRIM_LOCK):
             return Pruned(busy=True)
         try:
-            work = [(d["run_id"], f"d{d['deletion_id']}", dropping(d["run_id"], d["attempt"]),
-                     "deletions", "deletion_id", d["deletion_id"]) for d in deletions]
-            work += [(e["run_id"], "x" + hashlib.sha256(e["run_id"].encode()).hexdigest()[:12],
-                      stripping(e["run_id"], e["attempt_upto"]), "rich_expiries", "run_id",
-                      e["run_id"]) for e in expiries]
-            for run_id, tag, change, table, column, value in work:
-                try:
-                    await _prune(conn, objects, run_id, tag, change, done)
-                except Exception:  # one segment's failure stops no other prune, nor the sweep
-                    log.exception("pruning the archive of run %s failed; a later purge "
-                                  "tries again", run_id)
-                    done.failed += 1
-                    continue
-                await conn.execute(f"UPDATE {table} SET archive_pruned_at = now() WHERE "
-                                   f"{column} = $1", value)
-                if table == "deletions":
+            for d in deletions:
+                if await _pruned(conn, objects, d["run_id"], f"d{d['deletion_id']}",
+                                 dropping(d["run_id"], d["attempt"]), done):
+                    await conn.execute("UPDATE deletions SET archive_pruned_at = now() "
+                                       "WHERE deletion_id = $1", d["deletion_id"])
                     done.deletions += 1
-                else:
+            for e in expiries:
+                tag = "x" + hashlib.sha256(e["run_id"].encode()).hexdigest()[:12]
+                if await _pruned(conn, objects, e["run_id"], tag,
+                                 stripping(e["run_id"], e["attempt_upto"]), done):
+                    await conn.execute("UPDATE rich_expiries SET archive_pruned_at = now() "
+                                       "WHERE run_id = $1", e["run_id"])
                     done.rich_expiries += 1
         finally:
             await conn.execute("SELECT pg_advisory_unlock($1)", TRIM_LOCK)
@@ -118,10 +112,26 @@ async def _waited_for(conn: asyncpg.Connection, lock: int) -> bool:
     return True
 
 
+async def _pruned(conn: asyncpg.Connection, objects: Objects | None, run_id: str, tag: str,
+                  change: Change, done: Pruned) -> bool:
+    """``_prune``, its failure logged and counted: one run's stops no other, nor the sweep."""
+    try:
+        await _prune(conn, objects, run_id, tag, change, done)
+    except Exception:
+        log.exception("pruning the archive of run %s failed; a later purge tries again",
+                      run_id)
+        done.failed += 1
+        return False
+    return True
+
+
 def dropping(run_id: str, attempt: int) -> Change:
     """The records without the batches of the deletion (attempt 0: of any attempt)."""
+    deleted = {(run_id, attempt)}
+
     def change(records: list[Message]) -> list[Message]:
-        return [m for m in records if not _of(m.key, run_id, attempt)]
+        return [m for m in records
+                if not withheld.of_purged(deleted, *segments.identity(m.key)[:2])]
     return change
 
 
@@ -173,9 +183,3 @@ async def _prune(conn: asyncpg.Connection, objects: Objects | None, run_id: str,
         done.records_removed += len(records) - len(kept)
         if len(kept) == len(records):
             done.records_stripped += sum(a != b for a, b in zip(records, kept, strict=True))
-
-
-def _of(key: bytes | None, run_id: str, attempt: int) -> bool:
-    """Whether a record is a batch of the run (of its ``attempt``; 0: of any attempt)."""
-    run, its_attempt, _, _ = segments.identity(key)
-    return run == run_id and attempt in (0, its_attempt)
