@@ -21,7 +21,7 @@ from tuneplane.exporter.kube.settings import ControllerSettings
 from tuneplane.exporter.settings import ExporterSettings
 from tuneplane.ingest.settings import IngestSettings
 from tuneplane.projector.settings import ProjectorSettings
-from tuneplane.web.settings import ToolSettings, WebSettings
+from tuneplane.web.settings import WebSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "settings.md"
@@ -36,7 +36,6 @@ DEPLOYABLES: dict[str, type[Settings]] = {
     "exporter": ExporterSettings,
     "destinations": ControllerSettings,
     "web": WebSettings,
-    "tuneplane": ToolSettings,
 }
 
 HEAD = """\
@@ -51,8 +50,8 @@ deployable's command, which then replaces the variable's value.
 
 Deployables: `collector` is `tuneplane-collector run` on execution hosts, `ingest`
 `tuneplane-ingest`, `control` `tuneplane-control`, `admin` `tuneplane-admin`, `projector`
-`tuneplane-projector`, `exporter` `tuneplane-exporter`, `web` `tuneplane-web`, and
-`tuneplane` the command-line client of the web service. *Required* is `yes`, `no`, or the
+`tuneplane-projector`, `exporter` `tuneplane-exporter`, `destinations` the
+TelemetryDestination controller, and `web` `tuneplane-web`. *Required* is `yes`, `no`, or the
 commands or modes that need the setting (it may stay unset for the others).
 
 | variable | read by | default | required | meaning |
@@ -71,6 +70,10 @@ Not in the table:
   `TUNEPLANE_RUN_ID`, `TUNEPLANE_ATTEMPT` and `TUNEPLANE_MEMBER`.
 - The collector artifact's `tuneplane-collector` is a static binary: it needs no Python, and
   no library of the host.
+- The `tuneplane` command and the Python client (`tuneplane-client`) read `TUNEPLANE_URL`,
+  the web service (`--url`, `Client(url=)`; the command's default is
+  `http://127.0.0.1:8080`), and `TUNEPLANE_TOKEN`, a user or API token (`--token`,
+  `Client(token=)`; `tuneplane-admin user-token` prints one).
 - The object store credentials are the standard AWS variables (`AWS_ACCESS_KEY_ID`,
   `AWS_SECRET_ACCESS_KEY`, `AWS_DEFAULT_REGION`, ...), read by boto3.
 """

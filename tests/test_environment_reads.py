@@ -61,10 +61,10 @@ def test_each_deployable_builds_its_settings_in_its_cli_entry_only() -> None:
     assert calls == ["services/admin/src/tuneplane/admin/cli.py",
                      # the Python client's entry is Client(): a library, not a command
                      "services/client/src/tuneplane/client/client.py",
+                     "services/client/src/tuneplane/client/tool.py",
                      "services/control/src/tuneplane/control/cli.py",
                      "services/exporter/src/tuneplane/exporter/cli.py",
                      "services/exporter/src/tuneplane/exporter/kube/cli.py",
                      "services/ingest/src/tuneplane/ingest/cli.py",
                      "services/projector/src/tuneplane/projector/cli.py",
-                     "services/web/src/tuneplane/web/cli.py",
-                     "services/web/src/tuneplane/web/tool.py"]
+                     "services/web/src/tuneplane/web/cli.py"]

@@ -32,13 +32,16 @@ class Package:
 PACKAGES = {p.directory: p for p in (
     Package("contract", CONTRACT, ()),
     Package("services/common", ("tuneplane.common",), ("contract",)),
+    # The TelemetryDestination resource is pure: the services apply it, the client checks it.
+    Package("services/destinations", ("tuneplane.destinations",), ()),
     Package("services/controlplane", ("tuneplane.controlplane",),
-            ("contract", "services/common")),
+            ("contract", "services/common", "services/destinations")),
     *(Package(f"services/{name}", (f"tuneplane.{name}",),
-              ("contract", "services/common", "services/controlplane"))
+              ("contract", "services/common", "services/destinations", "services/controlplane"))
       for name in ("admin", "ingest", "control", "exporter", "projector", "web")),
-    # The Python client stands alone: a notebook installs httpx (and pyarrow), no service.
-    Package("services/client", ("tuneplane.client",), ()),
+    # The Python client and the `tuneplane` command stand apart from every service: a
+    # notebook installs httpx (and pyarrow), the command also the resource's checks.
+    Package("services/client", ("tuneplane.client",), ("services/destinations",)),
 )}
 
 
@@ -162,4 +165,4 @@ def test_web_modules_live_in_their_layer() -> None:
     """Nothing of auth or of the read path is left at the top of the web package."""
     top = {p.stem for p in WEB.glob("*.py")}
     assert top == {"__init__", "app", "cli", "dependencies", "exceptions", "logs", "models",
-                   "openapi", "posts", "settings", "state", "tool"}, sorted(top)
+                   "openapi", "posts", "settings", "state"}, sorted(top)

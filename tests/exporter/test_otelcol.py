@@ -11,8 +11,8 @@ from pathlib import Path
 
 from tests.support.environment import free_port
 from tests.support.processes import environment
-from tuneplane.controlplane.destinations.compose import dumps, render
-from tuneplane.controlplane.destinations.resource import parse
+from tuneplane.destinations.compose import dumps, render
+from tuneplane.destinations.resource import parse
 from tuneplane.exporter.otelcol import PASSED, ComposedCollector
 
 

@@ -183,7 +183,7 @@ def test_the_command_line_applies_lists_renders_and_deletes(
         assert tool(base_url, admin_token, "destinations", "delete", each).returncode == 0
     missing = tool(base_url, admin_token, "destinations", "delete", name)
     assert missing.returncode == 1
-    assert f"404: no destination '{name}'" in missing.stderr
+    assert f"404 no destination '{name}'" in missing.stderr
     bad = tmp_path / "bad.yaml"
     bad.write_text("apiVersion: tuneplane.dev/v1\nkind: TelemetryDestination\n"
                    f"metadata: {{name: {name}}}\nspec: {{sinks: []}}\n")

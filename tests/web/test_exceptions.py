@@ -10,7 +10,7 @@ import pytest
 from fastapi import FastAPI
 
 from tuneplane.controlplane import errors
-from tuneplane.controlplane.destinations.resource import DestinationError
+from tuneplane.destinations.resource import DestinationError
 from tuneplane.telemetry.v1.integration import IntegrationError
 from tuneplane.web.exceptions import HANDLERS
 

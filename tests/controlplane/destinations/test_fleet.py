@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from tests.controlplane.destinations.test_resource import VALID, nested
-from tuneplane.controlplane.destinations import compose
+from tests.destinations.test_resource import VALID, nested
 from tuneplane.controlplane.destinations import fleet as fleet_module
 from tuneplane.controlplane.destinations.fleet import usable
-from tuneplane.controlplane.destinations.resource import Destination
+from tuneplane.destinations import compose
+from tuneplane.destinations.resource import Destination
 
 
 def named(name: str, sink: str = "gw") -> dict[str, Any]:

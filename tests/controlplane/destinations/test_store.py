@@ -8,7 +8,7 @@ import copy
 
 import asyncpg
 
-from tests.controlplane.destinations.test_resource import VALID
+from tests.destinations.test_resource import VALID
 from tuneplane.controlplane.destinations import store
 
 

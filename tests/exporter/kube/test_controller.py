@@ -12,7 +12,7 @@ from typing import Any, cast
 import httpx
 import kr8s
 
-from tests.controlplane.destinations.test_resource import VALID, nested
+from tests.destinations.test_resource import VALID, nested
 from tests.exporter.kube.test_workload import TEMPLATE
 from tuneplane.exporter.kube.controller import Controller
 from tuneplane.exporter.kube.resources import Kubernetes

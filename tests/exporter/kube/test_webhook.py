@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from tests.controlplane.destinations.test_resource import VALID as UNLABELLED
-from tests.controlplane.destinations.test_resource import nested
+from tests.destinations.test_resource import VALID as UNLABELLED
+from tests.destinations.test_resource import nested
 from tuneplane.exporter.kube import webhook
 from tuneplane.exporter.kube.scope import RELEASE_LABEL
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.controlplane.destinations.test_resource import VALID
-from tuneplane.controlplane.destinations.resource import parse
+from tests.destinations.test_resource import VALID
+from tuneplane.destinations.resource import parse
 from tuneplane.exporter.kube import workload
 
 OWNER = workload.Owner("rel-tuneplane-destinations", "uid-1")

@@ -91,16 +91,25 @@ class Client:
         ``Link``); a refusal raises ``ClientError`` with the service's reason."""
         query = None if params is None else {k: v for k, v in params.items() if v is not None}
         # (A Link's path carries its query: params, even empty, would replace it.)
+        return self.call("GET", path, params=query)
+
+    def call(self, method: str, path: str, *, json: Any = None,
+             params: Mapping[str, Any] | None = None) -> httpx.Response:
+        """One request of ``method`` to ``path`` (under ``/api/v1`` unless it starts there),
+        with a JSON body when given; a refusal raises ``ClientError`` naming the call, the
+        status and the service's reason."""
         try:
-            answer = self._http.get(path if path.startswith(API) else API + path, params=query)
+            answer = self._http.request(method, path if path.startswith(API) else API + path,
+                                        params=params, json=json)
         except httpx.HTTPError as exc:  # no answer at all: the address, the network
             raise ClientError(f"{self.url}: {exc}") from None
         if answer.status_code >= 400:
             try:
                 reason = answer.json().get("detail", answer.text)
-            except ValueError:
+            except (ValueError, AttributeError):
                 reason = answer.text
-            raise ClientError(f"GET {answer.request.url.path}: {answer.status_code} {reason}")
+            raise ClientError(f"{method} {answer.request.url.path}: {answer.status_code} "
+                              f"{reason}")
         return answer
 
     def runs(self, *, project: str | None = None, state: str | list[str] | None = None,

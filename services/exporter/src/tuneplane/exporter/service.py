@@ -34,8 +34,8 @@ from tuneplane.common.kafka.pipeline import Pipeline
 from tuneplane.common.kafka.poison import PoisonPolicy, StepOver
 from tuneplane.contract.errors import retryable
 from tuneplane.controlplane.destinations import store
-from tuneplane.controlplane.destinations.compose import dumps, render
 from tuneplane.controlplane.destinations.fleet import DestinationStore, usable
+from tuneplane.destinations.compose import dumps, render
 from tuneplane.exporter.otelcol import ComposedCollector
 from tuneplane.exporter.otlp import points, to_requests
 from tuneplane.exporter.settings import ExporterSettings

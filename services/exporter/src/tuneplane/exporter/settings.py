@@ -8,7 +8,7 @@ from pathlib import Path
 from tuneplane.contract.parsers import positive, seconds
 from tuneplane.contract.settings import Needed, Settings, Variable, needed, setting
 from tuneplane.contract.variables import DATABASE_URL, KAFKA_BOOTSTRAP
-from tuneplane.controlplane.destinations.resource import SECRETS_ROOT
+from tuneplane.destinations.resource import SECRETS_ROOT
 from tuneplane.exporter.kube.scope import DEFAULT_SECRET_PREFIX, RELEASE, SINK_SECRET_PREFIX
 
 GROUP = "tuneplane-exporter"

@@ -1,5 +1,5 @@
 """How typed errors become HTTP answers, by kind and never by message text: a control-plane
-``NotFound`` is 404, ``Conflict`` 409, ``Invalid`` 422 (a ``DestinationError`` is one); an
+``NotFound`` is 404, ``Conflict`` 409, ``Invalid`` 422 (and so is a ``DestinationError``); an
 integration artifact refused is 422. The error's message is the answer's ``detail``, as with
 ``HTTPException``. Database errors are answered without their text (it is logged): a
 value PostgreSQL cannot take is 400, PostgreSQL away 503, any other database error 500."""
@@ -15,6 +15,7 @@ from fastapi import Request, Response
 from fastapi.responses import JSONResponse
 
 from tuneplane.controlplane import errors
+from tuneplane.destinations.resource import DestinationError
 from tuneplane.telemetry.v1.integration import IntegrationError
 
 log = logging.getLogger("tuneplane.web")
@@ -59,6 +60,7 @@ HANDLERS: dict[int | type[Exception], Handler] = {
     errors.Conflict: answer(409),
     errors.Invalid: answer(422),
     IntegrationError: answer(422),
+    DestinationError: answer(422),
     asyncpg.DataError: bad_value,
     asyncpg.PostgresError: database_error,
     **{error: database_away for error in DATABASE_AWAY},

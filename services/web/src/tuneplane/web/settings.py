@@ -1,7 +1,5 @@
-"""What ``tuneplane-web`` and the ``tuneplane`` command line read from their environment,
-each parsed once at its start; a setting with a flag is overridden by it
-(``tuneplane.contract.flags``). ``ToolSettings`` stands in for the argparse defaults of
-``tool`` (``--url``, ``--token``) that read the environment.
+"""What ``tuneplane-web`` reads from its environment, parsed once at its start; a setting
+with a flag is overridden by it (``tuneplane.contract.flags``).
 """
 
 from __future__ import annotations
@@ -10,10 +8,8 @@ from pathlib import Path
 
 from tuneplane.contract.parsers import positive
 from tuneplane.contract.settings import (
-    Needed,
     Settings,
     SettingsError,
-    needed,
     section,
     setting,
 )
@@ -87,11 +83,3 @@ class WebSettings(Settings):
         if (self.tls_cert is None) != (self.tls_key is None):
             raise SettingsError(f"{TLS_CERT} and {TLS_KEY} go together: set both or neither",
                                 (TLS_CERT, TLS_KEY))
-
-
-class ToolSettings(Settings):
-    url: str = setting("TUNEPLANE_URL", default="http://127.0.0.1:8080",
-                       help="the web service `tuneplane` talks to (`--url`)")
-    token: Needed[str] = needed(
-        "TUNEPLANE_TOKEN", secret=True, needed_for=("calls to the web service without --token",),
-        help="a user token for `tuneplane` (`--token`; `tuneplane-admin user-token` prints one)")

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from tuneplane.controlplane.destinations.compose import check_together, render
-from tuneplane.controlplane.destinations.resource import (
+from tuneplane.destinations.compose import check_together, render
+from tuneplane.destinations.resource import (
     SECRETS_ROOT,
     Destination,
     DestinationError,

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuneplane.common.db import Connection
-from tuneplane.controlplane.destinations.compose import check_together
-from tuneplane.controlplane.destinations.resource import Destination, parse
+from tuneplane.destinations.compose import check_together
+from tuneplane.destinations.resource import Destination, parse
 
 LOCK = 0x7470_6465_7374  # "tpdest"
 

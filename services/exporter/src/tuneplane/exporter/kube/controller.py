@@ -16,8 +16,8 @@ import logging
 from typing import Any
 
 from tuneplane.common.kube import conflict
-from tuneplane.controlplane.destinations.compose import dumps, render
 from tuneplane.controlplane.destinations.fleet import usable
+from tuneplane.destinations.compose import dumps, render
 from tuneplane.exporter.kube import scope, status, workload
 from tuneplane.exporter.kube.resources import GROUP_VERSION, PLURAL, Kubernetes, document
 from tuneplane.exporter.kube.settings import ControllerSettings

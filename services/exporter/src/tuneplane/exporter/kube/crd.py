@@ -23,7 +23,7 @@ import json
 import sys
 from typing import Any
 
-from tuneplane.controlplane.destinations.resource import API_VERSION, KIND, SCHEMA
+from tuneplane.destinations.resource import API_VERSION, KIND, SCHEMA
 
 GROUP, VERSION = API_VERSION.split("/")
 PLURAL, SINGULAR = "telemetrydestinations", "telemetrydestination"

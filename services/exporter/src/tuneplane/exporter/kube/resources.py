@@ -17,7 +17,7 @@ from tuneplane.common.db import Connection
 from tuneplane.common.kube import APPLY, JSON_MERGE
 from tuneplane.common.kube import Kubernetes as BaseKubernetes
 from tuneplane.controlplane.destinations import store
-from tuneplane.controlplane.destinations.resource import API_VERSION
+from tuneplane.destinations.resource import API_VERSION
 
 GROUP_VERSION = API_VERSION
 PLURAL = "telemetrydestinations"

@@ -9,7 +9,7 @@ from typing import Any
 
 from tuneplane.contract.parsers import positive, seconds
 from tuneplane.contract.settings import Settings, setting
-from tuneplane.controlplane.destinations.resource import SECRETS_ROOT
+from tuneplane.destinations.resource import SECRETS_ROOT
 from tuneplane.exporter.kube.scope import DEFAULT_SECRET_PREFIX, RELEASE, SINK_SECRET_PREFIX
 from tuneplane.exporter.settings import SECRETS_ROOT_VARIABLE
 

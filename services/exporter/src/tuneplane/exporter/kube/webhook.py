@@ -23,9 +23,9 @@ from typing import Any
 from aiohttp import web
 
 from tuneplane.controlplane.destinations.fleet import composable, name_of, usable
-from tuneplane.controlplane.destinations.passthrough import values
-from tuneplane.controlplane.destinations.redaction import secret_key
-from tuneplane.controlplane.destinations.resource import SECRETS_ROOT, DestinationError
+from tuneplane.destinations.passthrough import values
+from tuneplane.destinations.redaction import secret_key
+from tuneplane.destinations.resource import SECRETS_ROOT, DestinationError
 from tuneplane.exporter.kube.resources import document
 from tuneplane.exporter.kube.scope import selected
 

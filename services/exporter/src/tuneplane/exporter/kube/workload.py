@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tuneplane.controlplane.destinations.resource import Destination
+from tuneplane.destinations.resource import Destination
 
 CONFIG_KEY = "config.json"
 DIGEST = "tuneplane.dev/config-sha256"

@@ -9,8 +9,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, HTTPException
 
-from tuneplane.controlplane.destinations import redaction, store
-from tuneplane.controlplane.destinations.compose import render
+from tuneplane.controlplane.destinations import store
+from tuneplane.destinations import redaction
+from tuneplane.destinations.compose import render
 from tuneplane.web.auth.access import Caller, admin_only
 from tuneplane.web.dependencies import Pool
 

@@ -15,13 +15,13 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from tuneplane.controlplane.destinations.passthrough import (
+from tuneplane.destinations.passthrough import (
     Refused,
     component_id,
     resolve,
     values,
 )
-from tuneplane.controlplane.destinations.resource import SECRETS_ROOT, Destination, DestinationError
+from tuneplane.destinations.resource import SECRETS_ROOT, Destination, DestinationError
 
 #: Where the exporter service sends OTLP to the composed collector.
 RECEIVER_ENDPOINT = "127.0.0.1:4317"

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tuneplane.controlplane.destinations.resource import DestinationError, parse
+from tuneplane.destinations.resource import DestinationError, parse
 
 VALID: dict[str, Any] = {
     "apiVersion": "tuneplane.dev/v1", "kind": "TelemetryDestination",

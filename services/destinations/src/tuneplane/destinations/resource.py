@@ -25,10 +25,9 @@ from urllib.parse import urlsplit
 
 import fastjsonschema
 
-from tuneplane.controlplane.destinations import limits
-from tuneplane.controlplane.destinations.passthrough import Refused, check, check_text
-from tuneplane.controlplane.destinations.redaction import redacted
-from tuneplane.controlplane.errors import Invalid
+from tuneplane.destinations import limits
+from tuneplane.destinations.passthrough import Refused, check, check_text
+from tuneplane.destinations.redaction import redacted
 
 API_VERSION = "tuneplane.dev/v1"
 KIND = "TelemetryDestination"
@@ -42,11 +41,11 @@ DEBUG_VERBOSITY = "basic"
 
 #: The resource's JSON Schema (``destination-v1.json``); the CRD is made from it too.
 SCHEMA: dict[str, Any] = json.loads(
-    (resources.files("tuneplane.controlplane.destinations") / "destination-v1.json").read_text())
+    (resources.files("tuneplane.destinations") / "destination-v1.json").read_text())
 _validate = fastjsonschema.compile(SCHEMA)
 
 
-class DestinationError(Invalid):
+class DestinationError(ValueError):
     """The resource breaks its contract; the message names the field's path."""
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from tuneplane.controlplane.destinations import redaction
-from tuneplane.controlplane.destinations.compose import render
-from tuneplane.controlplane.destinations.redaction import MARK
-from tuneplane.controlplane.destinations.resource import parse
+from tuneplane.destinations import redaction
+from tuneplane.destinations.compose import render
+from tuneplane.destinations.redaction import MARK
+from tuneplane.destinations.resource import parse
 
 STORED: dict[str, Any] = {
     "apiVersion": "tuneplane.dev/v1", "kind": "TelemetryDestination",

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tuneplane.controlplane.destinations.compose import dumps, render
-from tuneplane.controlplane.destinations.resource import Destination, DestinationError, parse
+from tuneplane.destinations.compose import dumps, render
+from tuneplane.destinations.resource import Destination, DestinationError, parse
 
 GOLDEN = Path(__file__).parent / "golden"
 

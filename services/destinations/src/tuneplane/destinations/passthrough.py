@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from tuneplane.controlplane.destinations.redaction import MARK
+from tuneplane.destinations.redaction import MARK
 
 #: Keys whose value is a file or directory the component reads or writes.
 FILE_KEY = re.compile(r"^(filename|file|directory|dir)$|_(file|files|dir|directory)$")

@@ -9,7 +9,8 @@
 Talks to ``--url`` (TUNEPLANE_URL, default http://127.0.0.1:8080) with the user token in
 ``--token`` (TUNEPLANE_TOKEN; `tuneplane-admin user-token` prints one); destinations are
 read and changed by admins only, and the server shows their secret values redacted.
-``render -f`` composes the given files offline, without a server (nothing redacted).
+``render -f`` checks and composes the given files offline, without a server (nothing
+redacted). Ships in ``tuneplane-client``, with the Python client it calls through.
 """
 
 from __future__ import annotations
@@ -21,13 +22,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import httpx
 import yaml
 
-from tuneplane.contract.settings import SettingsError
-from tuneplane.controlplane.destinations.compose import dumps, render
-from tuneplane.controlplane.destinations.resource import DestinationError, parse
-from tuneplane.web.settings import ToolSettings
+from tuneplane.client.client import Client, ClientError, Defaults
+from tuneplane.destinations.compose import dumps, render
+from tuneplane.destinations.resource import DestinationError, parse
+
+#: Where ``tuneplane`` looks without ``--url`` or ``TUNEPLANE_URL``: a web service started
+#: on this host (``tuneplane-web``, compose).
+LOCAL = "http://127.0.0.1:8080"
 
 
 class ToolError(Exception):
@@ -48,17 +51,8 @@ def documents(path: Path) -> list[Any]:
 def call(args: argparse.Namespace, method: str, path: str, body: Any = None) -> Any:
     if not args.token:
         raise ToolError("give --token or set TUNEPLANE_TOKEN (a user token)")
-    try:
-        response = httpx.request(method, f"{args.url.rstrip('/')}/api/v1{path}", json=body,
-                                 headers={"Authorization": f"Bearer {args.token}"}, timeout=30)
-    except httpx.HTTPError as exc:
-        raise ToolError(f"{args.url}: {exc}") from None
-    if response.status_code >= 400:
-        try:
-            detail = response.json().get("detail", response.text)
-        except ValueError:
-            detail = response.text
-        raise ToolError(f"{response.status_code}: {detail}")
+    with Client(args.url, args.token, timeout=30) as client:
+        response = client.call(method, path, json=body)
     return response.json() if response.content else None
 
 
@@ -158,11 +152,11 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        settings = ToolSettings.from_environ(os.environ)
-        args.url = args.url or settings.url
-        args.token = args.token or settings.token.value
+        given = Defaults.from_environ(os.environ)
+        args.url = args.url or given.url or LOCAL
+        args.token = args.token or given.token
         args.func(args)
-    except (ToolError, DestinationError, SettingsError) as exc:
+    except (ToolError, ClientError, DestinationError) as exc:
         print(f"tuneplane {args.resource} {args.action}: {exc}", file=sys.stderr)
         return 1
     return 0
