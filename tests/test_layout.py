@@ -164,5 +164,5 @@ def test_web_auth_and_read_import_no_route() -> None:
 def test_web_modules_live_in_their_layer() -> None:
     """Nothing of auth or of the read path is left at the top of the web package."""
     top = {p.stem for p in WEB.glob("*.py")}
-    assert top == {"__init__", "app", "cli", "dependencies", "exceptions", "logs", "models",
-                   "openapi", "posts", "settings", "state"}, sorted(top)
+    assert top == {"__init__", "app", "cli", "dependencies", "exceptions", "logs", "metrics",
+                   "models", "openapi", "posts", "settings", "state"}, sorted(top)

@@ -11,7 +11,6 @@ import struct
 import uuid
 
 import asyncpg
-import httpx
 import pytest
 
 from tests.projector.test_stream import wait_ledger
@@ -82,12 +81,13 @@ async def test_a_million_point_series_reads_back_bit_exact_across_pages(
         assert [a["attempt"] for a in run.attempts()] == [1]
         assert {s["tag"] for s in run.series()} == {"loss", "acc"}
         asked: list[str] = []
-        ask = client.get
+        ask = client.body
 
-        def counted(path: str, params: dict[str, object] | None = None) -> httpx.Response:
+        def counted(path: str, params: dict[str, object] | None = None
+                    ) -> tuple[bytes, str | None]:
             asked.append(path)
             return ask(path, params)
-        monkeypatch.setattr(client, "get", counted)
+        monkeypatch.setattr(client, "body", counted)
         pages = list(run.iter_scalars("loss"))
         assert sum("scalars/export" in path for path in asked) == 2  # the Link followed
         monkeypatch.undo()

@@ -100,7 +100,7 @@ def test_long_running_services_are_health_checked_and_wait_on_conditions() -> No
     services = compose()["services"]
     for name, service in services.items():
         if name != "init":
-            assert "healthcheck" in service or name == "projector" or name == "exporter", name
+            assert "healthcheck" in service, name
         for dependency, condition in service.get("depends_on", {}).items():
             assert condition["condition"] in ("service_healthy",
                                               "service_completed_successfully"), (name,
@@ -108,6 +108,35 @@ def test_long_running_services_are_health_checked_and_wait_on_conditions() -> No
     for name in ("postgres", "kafka", "s3"):  # durable data lives in named volumes
         (volume,) = services[name]["volumes"]
         assert volume.split(":")[0] in compose()["volumes"]
+
+
+#: Each long-running Tuneplane service's metrics port setting.
+METRICS_PORTS = {"ingest": "TUNEPLANE_INGEST_METRICS_PORT",
+                 "control": "TUNEPLANE_CONTROL_METRICS_PORT",
+                 "projector": "TUNEPLANE_PROJECTOR_METRICS_PORT",
+                 "web": "TUNEPLANE_WEB_METRICS_PORT",
+                 "exporter": "TUNEPLANE_EXPORTER_METRICS_PORT"}
+
+
+def test_every_service_serves_metrics_where_the_example_prometheus_scrapes() -> None:
+    """Each service's metrics port is set, never published, and is the one
+    deploy/prometheus/prometheus.yaml scrapes on the compose network, in the job the alert
+    rules expect (``tuneplane-<service>``)."""
+    services = compose()["services"]
+    ports = {name: int(services[name]["environment"][variable])
+             for name, variable in METRICS_PORTS.items()}
+    scraped: dict[str, int] = {}
+    config = yaml.safe_load((ROOT / "deploy" / "prometheus" / "prometheus.yaml").read_text())
+    for job in config["scrape_configs"]:
+        found = {host: int(port) for static in job.get("static_configs", [])
+                 for host, port in (t.split(":") for t in static["targets"])}
+        found |= {host: int(dns["port"]) for dns in job.get("dns_sd_configs", [])
+                  for host in dns["names"]}
+        assert [f"tuneplane-{host}" for host in found] == [job["job_name"]]
+        scraped |= found
+    assert scraped == ports
+    for name, port in ports.items():
+        assert not any(str(port) in str(p) for p in services[name].get("ports", [])), name
 
 
 def stages() -> dict[str, list[str]]:

@@ -93,3 +93,23 @@ def test_an_artifact_may_say_how_a_ranks_member_is_named() -> None:
                             ("w/{rank}", "must match pattern")):
         with pytest.raises(IntegrationError, match=words):
             check_document({**plain, "members": {"rank": template}}, "artifact.yaml")
+
+
+def test_a_static_config_is_flattened_and_each_setting_must_be_one_a_batch_takes() -> None:
+    from tuneplane.telemetry.v1.config import static_config
+    config = {"optimizer": {"name": "adam", "lr": 1e-3, "betas": [0.9, 0.999]}, "seed": 7,
+              "amp": True, "note": None, "when": "2024-01-01"}
+    check_document(artifact(config=config), "a")
+    assert static_config(artifact(config=config)) == {
+        "optimizer.name": "adam", "optimizer.lr": 0.001, "optimizer.betas": "[0.9,0.999]",
+        "seed": 7.0, "amp": True, "when": "2024-01-01"}
+    assert static_config(artifact()) == {}
+    for bad, words in (
+            ({"lr": float("nan")}, "config 'lr' is nan, not a finite number"),
+            ({"a": {"b": "x" * 4097}},
+             "config 'a.b' is a text of 4097 bytes, over the 4096 byte bound"),
+            ({"a\tb": 1}, "config key holds the control character '\\t' at 1"),
+            ({"t": "a\0b"}, "config 't' is a text holding a NUL character"),
+            ({f"k{n}": n for n in range(1001)}, "config declares 1001 keys, over the 1000 bound"),
+            ([1], "artifact.config must be object")):
+        refused(artifact(config=bad), f"run r1 artifact: {words}")

@@ -27,6 +27,7 @@ from tests.support.environment import BIN, Endpoints, free_port
 from tests.support.kafka import produce, produce_payloads, projected_to_end
 from tests.support.otlp_file import gauge_points
 from tests.support.processes import Process, environment
+from tests.support.prometheus import scraped
 from tests.support.truth import member_batch
 from tuneplane.controlplane.destinations import store
 from tuneplane.telemetry.v1.identity import BatchKey, MemberKey
@@ -116,10 +117,12 @@ async def test_destinations_turn_export_on_and_off_and_a_rotated_token_is_used(
     token_file.write_text("token-1")
     lake, config = secrets / "lake" / "lake.jsonl", tmp_path / "otelcol.json"
     group = f"exporter-{uuid.uuid4().hex[:8]}"
+    metrics = free_port()
     exporter = Process(
         [str(BIN / "tuneplane-exporter"), "--config-path", str(config), "--otelcol",
          str(otelcol), "--otlp-endpoint", f"127.0.0.1:{free_port()}", "--secrets-root",
-         str(secrets), "--group", group, "--poll-seconds", "0.5"],
+         str(secrets), "--group", group, "--poll-seconds", "0.5", "--metrics-port",
+         str(metrics)],
         tmp_path / "exporter.log", ready="exporter watching destinations",
         env={"TUNEPLANE_DATABASE_URL": fresh})
     db = await asyncpg.connect(fresh)
@@ -179,6 +182,16 @@ async def test_destinations_turn_export_on_and_off_and_a_rotated_token_is_used(
                        f"requests after the rotation carry {Capture.tokens[-3:]}")
         assert "exporter: stepping over poison record" in exporter.tail()
         assert exporter.tail().count("composed collector started") == 1  # no restart
+        # Its metrics say the same (at least: batches other tests produce count too).
+        figures = scraped(metrics)
+        assert figures["tuneplane_exporter_export_enabled"] == 1
+        assert figures["tuneplane_exporter_destinations{state=composed}"] == 1
+        assert figures["tuneplane_exporter_batches_total{outcome=deleted}"] == 5
+        assert figures["tuneplane_exporter_batches_total{outcome=poison}"] >= 1
+        assert figures["tuneplane_exporter_batches_total{outcome=exported}"] >= 20
+        assert figures["tuneplane_exporter_exported_points_total"] >= 2000
+        assert figures["tuneplane_exporter_otlp_requests_total{outcome=accepted}"] >= 20
+        assert any(k.startswith("tuneplane_exporter_consumer_lag_records{") for k in figures)
 
         # The exporter killed; batches produced while it is down are exported after its
         # restart (same export epoch: it resumes from its committed offsets).

@@ -33,13 +33,16 @@ def with_image(batch: pb.Batch, payload: bytes) -> pb.Batch:
 
 
 async def rows_of(db: asyncpg.Connection, run_id: str) -> dict[str, int]:
-    """The run's rows in every read-model table (curve chunks through its series)."""
+    """The run's rows in every read-model table (curve chunks and series summaries through
+    their series)."""
+    by_series = ("curve_chunks", "series_stats")
     found = {table: int(await db.fetchval(f"SELECT count(*) FROM {table} WHERE run_id = $1",
                                           run_id))
-             for table in TABLES if table != "curve_chunks"}
-    found["curve_chunks"] = int(await db.fetchval(
-        "SELECT count(*) FROM curve_chunks c JOIN series s USING (series_id) WHERE "
-        "s.run_id = $1", run_id))
+             for table in TABLES if table not in by_series}
+    for table in by_series:
+        found[table] = int(await db.fetchval(
+            f"SELECT count(*) FROM {table} c JOIN series s USING (series_id) WHERE "
+            "s.run_id = $1", run_id))
     return found
 
 
@@ -63,8 +66,10 @@ async def test_a_purged_run_stays_gone_through_late_batches_replay_and_rebuild(
     with_image(batches[0], shared)  # keep's
     with_image(batches[6], shared)  # gone's: the same content, one object
     with_image(batches[7], own)
-    for index in (1, 8):  # a restart marker each
+    for index in (1, 8):  # a restart marker and a setting each
         batches[index].session_starts.add(source="tb", file="f", offset=0, step=0)
+        batches[index].config.add(source="train", key="optimizer.lr", number=0.01,
+                                  wall_time=1.7e9, origin=pb.ConfigEntry.ORIGIN_JSONL)
     await produce(initialised.kafka_bootstrap, batches)
     for run in (keep, gone):
         assert await wait_ledger(db, run, 6) == (6, 1200)

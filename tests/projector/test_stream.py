@@ -134,21 +134,31 @@ async def test_rebuild_and_replay_from_the_topic_give_identical_read_models(
                         kind=pb.RichRecord.KIND_IMAGE, payload=image, plugin_name="images",
                         file="events.out.tfevents.1", offset=40)
     batches[0].session_starts.add(source="tb", file="events.out.tfevents.1", offset=0, step=0)
+    batches[0].config.add(source="tb", key="lr", number=0.1, wall_time=1.7e9,
+                          origin=pb.ConfigEntry.ORIGIN_HPARAMS, run_path="1700000000.5")
+    batches[8].config.add(source="tb", key="lr", number=0.2, wall_time=1.7e9 + 9,
+                          origin=pb.ConfigEntry.ORIGIN_HPARAMS)  # rank-0, sealed later
+    batches[1].config.add(key="model", text="resnet", wall_time=1.7e9,
+                          origin=pb.ConfigEntry.ORIGIN_ARTIFACT)
     await produce(initialised.kafka_bootstrap, batches)
     assert await wait_ledger(db, run_id, len(batches)) == (len(batches), 300 * len(batches))
     from tuneplane.projector.checksum import checksum
     before = await checksum(db, run_id)
     assert "empty" not in before.values()
+    kept = {(r["member"], r["key"]): r["value"] for r in await db.fetch(
+        "SELECT member, key, value::text FROM run_config WHERE run_id = $1", run_id)}
+    assert kept == {("rank-0", "lr"): "0.2", ("rank-1", "model"): '"resnet"'}
 
     rebuilt = projector_command("rebuild")
     assert rebuilt["swapped"] is True
     assert await checksum(db, run_id) == before
     assert await ledger(db, run_id) == (len(batches), 300 * len(batches))
 
-    for table in ("curve_chunks", "batch_ledger", "rich_records", "session_starts"):
-        if table == "curve_chunks":
-            await db.execute("DELETE FROM curve_chunks USING series WHERE "
-                             "curve_chunks.series_id = series.series_id AND run_id = $1", run_id)
+    for table in ("curve_chunks", "series_stats", "batch_ledger", "rich_records",
+                  "session_starts", "run_config"):
+        if table in ("curve_chunks", "series_stats"):
+            await db.execute(f"DELETE FROM {table} USING series WHERE "
+                             f"{table}.series_id = series.series_id AND run_id = $1", run_id)
         else:
             await db.execute(f"DELETE FROM {table} WHERE run_id = $1", run_id)
     assert await ledger(db, run_id) == (0, 0)

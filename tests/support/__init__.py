@@ -10,5 +10,6 @@
 ``web`` (clients of the web application);
 ``users`` (real, separate users for what training code can reach; root needed);
 ``schemaserver`` (an HTTP server counting fetches of a JSON Schema);
-``oidc`` (the OpenID Connect provider scripts/oidc starts, and a browser's part in signing in).
+``oidc`` (the OpenID Connect provider scripts/oidc starts, and a browser's part in signing in);
+``prometheus`` (a real Prometheus scraping the services a test started, PromQL polled).
 """

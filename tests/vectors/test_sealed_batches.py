@@ -1,9 +1,10 @@
 """The golden sealed batches (tests/vectors/sealed.json): what the collector seals from a
 fixed set of sources, byte for byte, on both targets.
 
-The sources (``write_sources``) are a JSONL file with NaN, infinities and a damaged line, and
-a TensorBoard log directory with a run below it, scalars (TF1 ``simple_value`` and a TF2
-scalar tensor), an image, a histogram and a text. Each batch the binary seals is read from
+The sources (``write_sources``) are a JSONL file with NaN, infinities, a damaged line and
+config records, and a TensorBoard log directory with a run below it, scalars (TF1
+``simple_value`` and a TF2 scalar tensor), an image, a histogram, a text, and in the run an
+HParams session start (TensorBoard's ``hparams_pb``). Each batch the binary seals is read from
 its spool, its fields that differ by nature cleared (the spool's random epoch, the seal's
 wall time, and the wall times of a chunk stamped when read: line 9 gives none), and
 compared with the corpus: the identity, every chunk's columns, every
@@ -26,6 +27,8 @@ from pathlib import Path
 import pytest
 from google.protobuf.json_format import MessageToDict
 from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2
+from tensorboard.plugins.hparams import plugin_data_pb2
+from tensorboard.plugins.hparams.summary_v2 import hparams_pb
 
 from tests.support.collector_binary import TARGETS, unreachable_run
 from tests.support.truth import frame
@@ -43,6 +46,16 @@ def event(step: int, *values: summary_pb2.Summary.Value) -> bytes:
                  .SerializeToString())
 
 
+def session_start() -> summary_pb2.Summary.Value:
+    """TensorBoard's ``hparams_pb`` value, its plugin data encoded deterministically (a
+    map's order is protobuf's choice, and the rich record keeps the value's bytes)."""
+    (value,) = hparams_pb({"lr": 0.01, "layers": 4, "optimizer": "sgd", "amp": False},
+                          trial_id="t1", start_time_secs=1.7e9).value
+    data = plugin_data_pb2.HParamsPluginData.FromString(value.metadata.plugin_data.content)
+    value.metadata.plugin_data.content = data.SerializeToString(deterministic=True)
+    return value
+
+
 def write_sources(place: Path) -> tuple[Path, Path, list[Path]]:
     jsonl = place / "metrics.jsonl"
     lines = [json.dumps({"step": s, "wall_time": 1.7e9 + s,
@@ -51,6 +64,10 @@ def write_sources(place: Path) -> tuple[Path, Path, list[Path]]:
     lines[7] = '{"step": 7, "wall_time": 1.7e9, "metrics": {"loss": NaN, "acc": Infinity}}'
     lines[8] = '{"step": 8, "metrics": {"loss": -Infinity}}'
     lines[9] = '{"step": 9, "wall_time": "x", "metrics": {"loss": 1}'  # damaged
+    lines += ['{"wall_time": 1700000040.5, "config": {"optimizer": {"lr": 0.001, '
+              '"betas": [0.9, 0.999]}, "amp": true, "note": null}}',
+              '{"step": 40, "wall_time": 1700000041, "metrics": {"loss": 0.5}, '
+              '"config": {"epochs": 10, "name": "exp-1"}}']
     jsonl.write_text("\n".join(lines) + "\n")
     logdir = place / "tb"
     (logdir / "eval" / "fold_1").mkdir(parents=True)
@@ -78,7 +95,8 @@ def write_sources(place: Path) -> tuple[Path, Path, list[Path]]:
     evaluation = logdir / "eval" / "fold_1" / "events.out.tfevents.1700000001.host.2.v2"
     evaluation.write_bytes(version + b"".join(
         event(s, summary_pb2.Summary.Value(tag="score", simple_value=struct.unpack(
-            "<f", struct.pack("<f", s / 3))[0])) for s in range(25)))
+            "<f", struct.pack("<f", s / 3))[0])) for s in range(25))
+        + event(25, session_start()))
     return jsonl, logdir, [train, evaluation]
 
 

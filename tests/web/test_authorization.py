@@ -58,6 +58,7 @@ REQUIRED = {
     ("GET", "/api/v1/runs/{run_id}/launches"): "viewer",
     ("GET", "/api/v1/runs"): "user",
     ("GET", "/api/v1/run-table"): "user",
+    ("GET", "/api/v1/run-columns"): "user",
     ("POST", "/api/v1/runs"): "editor",
     ("GET", "/api/v1/runs/{run_id}"): "viewer",
     ("POST", "/api/v1/runs/{run_id}/attempts"): "editor",

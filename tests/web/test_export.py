@@ -1,6 +1,7 @@
 """One series as a file: every stored point in the step range, as CSV or JSON Lines,
-non-finite values spelled out; a range past the bound is cut at a chunk's edge with a
-``Link`` to the rest, and following the links gives every point once, in order."""
+non-finite values spelled out, or as an Arrow stream, bit for bit; a range past the bound
+is cut at a chunk's edge with a ``Link`` to the rest, and following the links gives every
+point once, in order."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import io
 import json
 import math
 import re
+import struct
 
 import asyncpg
 import httpx
+import pyarrow as pa
 import pytest
 
 from tests.support.environment import Endpoints
@@ -62,6 +65,14 @@ async def test_csv_and_json_lines_hold_every_point(client: httpx.AsyncClient, ru
     parsed = [json.loads(line) for line in lines]
     assert [p["step"] for p in parsed] == [t[0] for t in stored]
     assert {p["value"] for p in parsed if isinstance(p["value"], str)} == {"NaN", "-Infinity"}
+    arrow = await client.get(url, params={**KEY, "format": "arrow"})
+    assert arrow.headers["content-type"] == "application/vnd.apache.arrow.stream"
+    table = pa.ipc.open_stream(arrow.content).read_all()
+    assert table.schema.names == ["step", "wall_time", "value"]
+    columns = [table.column(k).to_pylist() for k in table.schema.names]
+    assert columns[:2] == [[t[0] for t in stored], [t[1] for t in stored]]
+    assert [struct.pack("<d", v) for v in columns[2]] == [struct.pack("<d", t[2])
+                                                          for t in stored]  # NaN's bits too
     narrow = await client.get(url, params={**KEY, "step_min": stored[10][0],
                                            "step_max": stored[19][0]})
     assert len(narrow.text.splitlines()) == 11

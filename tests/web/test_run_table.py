@@ -87,7 +87,7 @@ async def test_the_table_lists_a_projects_runs_with_their_latest_attempt(
                                                    runs["done"]]
     assert rows[runs["fresh"]] | {"created_at": None} == {
         "run_id": runs["fresh"], "project": projects["a"], "created_at": None, "attempt": None,
-        "state": "none", "members": 0, "points": 0, "last_batch_at": None}
+        "state": "none", "members": 0, "points": 0, "last_batch_at": None, "columns": []}
     live = rows[runs["live"]]
     assert (live["attempt"], live["state"], live["members"], live["points"]) == (
         2, "running", 3, 70)

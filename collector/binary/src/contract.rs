@@ -35,6 +35,13 @@ pub const MAX_POSITION_STATE_BYTES: usize = 256 * 1024;
 pub const MAX_POSITION_FILE_BYTES: usize = 1024;
 /// A run path's bound in UTF-8 bytes.
 pub const MAX_RUN_PATH_BYTES: usize = 512;
+/// Config entries (hyperparameters) of one batch, at most.
+pub const MAX_BATCH_CONFIG: usize = 1_000;
+/// A config entry's text, at most, in UTF-8 bytes.
+pub const MAX_CONFIG_TEXT_BYTES: usize = 4_096;
+/// Distinct config keys the read models keep per attempt and member: a source declaring
+/// more has the rest skipped, said.
+pub const MAX_CONFIG_KEYS: usize = 1_000;
 
 /// gRPC's name of a status code, as logs and the contract name them.
 pub fn code_name(code: Code) -> &'static str {
@@ -81,4 +88,52 @@ pub fn transient(code: Code) -> bool {
             code,
             Code::Unauthenticated | Code::PermissionDenied | Code::Cancelled
         )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The contract's own bounds (`limits.py`), as `NAME: Final = EXPRESSION` lines.
+    const LIMITS: &str = include_str!("../../../contract/src/tuneplane/telemetry/v1/limits.py");
+
+    /// The value of a limit whose expression is a product of integers and earlier limits.
+    fn limit(name: &str) -> Option<usize> {
+        let mut known: std::collections::HashMap<&str, usize> = Default::default();
+        for line in LIMITS.lines() {
+            let Some((left, expression)) = line.split_once(": Final = ") else {
+                continue;
+            };
+            let value = expression.split('*').try_fold(1usize, |product, factor| {
+                let factor = factor.trim();
+                let value =
+                    (factor.replace('_', "").parse().ok()).or_else(|| known.get(factor).copied());
+                value.map(|v| product * v)
+            });
+            if let Some(value) = value {
+                known.insert(left.trim(), value);
+            }
+        }
+        known.get(name).copied()
+    }
+
+    #[test]
+    fn bounds_are_the_contracts() {
+        for (name, ours) in [
+            ("MAX_BATCH_POINTS", MAX_BATCH_POINTS),
+            ("MAX_BATCH_BYTES", MAX_BATCH_BYTES),
+            ("MAX_BATCH_RICH", MAX_BATCH_RICH),
+            ("MAX_BATCH_SESSION_STARTS", MAX_BATCH_SESSION_STARTS),
+            ("MAX_BATCH_SERIES", MAX_BATCH_SERIES),
+            ("MAX_POSITION_STATE_BYTES", MAX_POSITION_STATE_BYTES),
+            ("MAX_POSITION_FILE_BYTES", MAX_POSITION_FILE_BYTES),
+            ("MAX_RUN_PATH_BYTES", MAX_RUN_PATH_BYTES),
+            ("MAX_BATCH_CONFIG", MAX_BATCH_CONFIG),
+            ("MAX_CONFIG_TEXT_BYTES", MAX_CONFIG_TEXT_BYTES),
+            ("MAX_CONFIG_KEYS", MAX_CONFIG_KEYS),
+            ("MAX_NAME_BYTES", crate::sources::names::MAX_NAME_BYTES),
+        ] {
+            assert_eq!(limit(name), Some(ours), "{name}");
+        }
+    }
 }

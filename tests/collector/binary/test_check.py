@@ -70,6 +70,10 @@ REFUSED: list[tuple[Change, str]] = [
     (lambda d: d.update(extra=1), "Additional properties are not allowed ('extra'"),
     (lambda d: d.update(sources=[], mappings=[]), "artifact.sources [] has less than 1 item"),
     (lambda d: d.update(members={"rank": "{rank}/x"}), "artifact.members.rank"),
+    (lambda d: d.update(config=[1]), "artifact.config [1] is not of type \"object\""),
+    (lambda d: d.update(config={"opt": {"lr": "x" * 4097}}),
+     "config 'opt.lr' is a text of 4097 bytes, over the 4096 byte bound"),
+    (lambda d: d.update(config={"": 1}), "config key is empty"),
 ]
 
 
@@ -85,6 +89,14 @@ def test_bad_artifacts_are_refused_naming_the_place(tmp_path: Path, change: Chan
     said = done.stderr.decode()
     assert said.startswith(f"tuneplane-collector check: {path}: "), said
     assert message in said, said
+
+
+def test_a_static_config_is_counted(tmp_path: Path) -> None:
+    path = tmp_path / "integration.yaml"
+    path.write_text(YAML + "config: {optimizer: {lr: 0.1, name: adam}, layers: [64, 32]}\n")
+    done = run(HOST_TARGET, "check", str(path))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == b"4 sources and channels, 2 mappings, 3 config keys: valid\n"
 
 
 def test_unreadable_yaml_and_missing_files_name_the_file(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ const STATIC = join(ROOT, "services/web/src/tuneplane/web/static");
 const UPLOT = join(ROOT, "services/web/ui/node_modules/uplot/dist");  // served at /ui/uplot
 const PAGES = { "runs.html": "runs.js", "run.html": "run.js", "charts.html": "charts.js", "media.html": "media.js" };
 // No DOM, no browser: what tests/web/static tests directly.
-const PURE = ["attempts.js", "chartsview.js", "format.js", "lines.js", "offsetview.js", "paths.js", "runsview.js",
+const PURE = ["attempts.js", "chartsview.js", "format.js", "lines.js", "offsetview.js", "parallelaxes.js", "paths.js",
   "smoothing.js", "ticks.js"];
 const BROWSER = /\b(document|window|location|history|fetch|navigator|localStorage|sessionStorage|IntersectionObserver|ResizeObserver|HTMLElement|Node)\b/;
 

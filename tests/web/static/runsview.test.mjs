@@ -1,11 +1,11 @@
 // runsview.js: the runs list's view read from and written to its URL, and its run-table query.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { DEFAULTS, dayStart, nextDayStart, pageOf, parseView, pathFor, sortBy, tableParams } from
-  "../../../services/web/src/tuneplane/web/static/runsview.js";
+import { DEFAULTS, columnLabel, dayStart, filterParam, nextDayStart, pageOf, parseView, pathFor, sortBy,
+  tableParams, withColumn, withoutColumn } from "../../../services/web/src/tuneplane/web/static/runsview.js";
 
 const defaults = { q: "", project: "", state: "", time: "created", since: "", until: "", size: "50",
-  sort: "created", dir: "desc", page: 1 };
+  sort: "created", dir: "desc", page: 1, col: [], filter: [], parallel: false };
 
 describe("parseView", () => {
   test("defaults", () => {
@@ -89,5 +89,42 @@ describe("pageOf", () => {
 
   test("none at all", () => {
     assert.deepEqual(pageOf(defaults, 0, 0), { range: "0 runs", previous: false, next: false });
+  });
+});
+
+describe("added columns", () => {
+  const cols = ["config:optimizer.lr", "metric:eval/loss:min", "config:opt"];
+
+  test("columns, their filters and the parallel view read back from the URL, in order", () => {
+    const path = pathFor(defaults, { col: cols, filter: ["", "<0.5", ""], parallel: true, sort: "col1",
+      dir: "asc" });
+    assert.equal(path, "/runs?sort=col1&dir=asc&col=config%3Aoptimizer.lr&col=metric%3Aeval%2Floss%3Amin"
+      + "&col=config%3Aopt&filter=&filter=%3C0.5&filter=&parallel=1");
+    assert.deepEqual(parseView(path.slice("/runs".length)),
+      { ...defaults, col: cols, filter: ["", "<0.5", ""], parallel: true, sort: "col1", dir: "asc" });
+    assert.equal(pathFor(defaults, { col: cols, filter: ["", "", ""] }),
+      "/runs?col=config%3Aoptimizer.lr&col=metric%3Aeval%2Floss%3Amin&col=config%3Aopt");
+  });
+
+  test("the table's query carries the columns and each typed filter as index, operator, value", () => {
+    const params = tableParams({ ...defaults, col: cols, filter: ["0.01", " >= 2", "~ada"] });
+    assert.deepEqual(params.col, cols);
+    assert.deepEqual(params.filter, ["0=0.01", "1>=2", "2~ada"]);
+    assert.equal(tableParams(defaults).col, undefined);
+    assert.equal(filterParam(3, "  "), null);
+    assert.equal(filterParam(0, "!=sgd"), "0!=sgd");
+  });
+
+  test("labels, adding and removing keep sorts and filters on their columns", () => {
+    assert.equal(columnLabel("config:optimizer.lr"), "optimizer.lr");
+    assert.equal(columnLabel("metric:eval/loss:min"), "eval/loss (min)");
+    const v = { ...defaults, col: cols, filter: ["a", "b", "c"], sort: "col2", dir: "asc" };
+    assert.deepEqual(withColumn(v, "config:opt"), {});  // already there
+    assert.deepEqual(withColumn(v, "metric:acc:max").col, [...cols, "metric:acc:max"]);
+    assert.deepEqual(withoutColumn(v, 0), { col: cols.slice(1), filter: ["b", "c"], sort: "col1" });
+    assert.deepEqual(withoutColumn(v, 2), { col: cols.slice(0, 2), filter: ["a", "b"], sort: "created",
+      dir: "desc" });
+    const full = { ...defaults, col: Array.from({ length: 8 }, (_, i) => `config:k${i}`) };
+    assert.deepEqual(withColumn(full, "config:k9"), {});
   });
 });

@@ -1,13 +1,16 @@
 //! What one read step gathers for a batch: scalar columns per tag in read order, rich
-//! records and purge markers of one source, with an upper bound of their encoded size kept
-//! as they are added (a batch is sealed before it would pass a bound of the contract).
+//! records, purge markers and config entries of one source, with an upper bound of their
+//! encoded size kept as they are added (a batch is sealed before it would pass a bound of
+//! the contract).
 
 use std::collections::HashMap;
 
 use prost::Message;
 
-use crate::contract::proto::{RichRecord, SeriesChunk, SessionStart};
-use crate::contract::{MAX_BATCH_RICH, MAX_BATCH_SERIES, MAX_BATCH_SESSION_STARTS};
+use crate::contract::proto::{ConfigEntry, RichRecord, SeriesChunk, SessionStart};
+use crate::contract::{
+    MAX_BATCH_CONFIG, MAX_BATCH_RICH, MAX_BATCH_SERIES, MAX_BATCH_SESSION_STARTS,
+};
 
 /// Upper bound of the encoded size of one point (three packed 8-byte numbers, varint slack).
 pub const POINT_BYTES: usize = 30;
@@ -54,6 +57,7 @@ pub struct BatchDraft {
     last: usize,
     pub rich: Vec<RichRecord>,
     pub session_starts: Vec<SessionStart>,
+    pub config: Vec<ConfigEntry>,
     pub points: usize,
     pub approx_bytes: usize,
     spare: Spare,
@@ -196,8 +200,39 @@ impl BatchDraft {
         self.tags.len() + new.len() > MAX_BATCH_SERIES
     }
 
+    pub fn config_cost(entries: &[ConfigEntry]) -> usize {
+        entries.iter().map(|e| e.encoded_len() + ENTRY_BYTES).sum()
+    }
+
+    /// Adding `count` config entries would pass the contract's bound: seal the batch before.
+    pub fn config_crowded(&self, count: usize) -> bool {
+        self.config.len() + count > MAX_BATCH_CONFIG
+    }
+
+    /// Adds the first of `entries` that keep the batch within `max_bytes` and the config
+    /// bound; returns the rest.
+    pub fn add_config_within(
+        &mut self,
+        entries: Vec<ConfigEntry>,
+        max_bytes: usize,
+    ) -> Vec<ConfigEntry> {
+        let mut entries = entries.into_iter();
+        for entry in entries.by_ref() {
+            let cost = Self::config_cost(std::slice::from_ref(&entry));
+            if self.config_crowded(1) || self.approx_bytes + cost > max_bytes {
+                return std::iter::once(entry).chain(entries).collect();
+            }
+            self.approx_bytes += cost;
+            self.config.push(entry);
+        }
+        Vec::new()
+    }
+
     pub fn is_empty(&self) -> bool {
-        self.points == 0 && self.rich.is_empty() && self.session_starts.is_empty()
+        self.points == 0
+            && self.rich.is_empty()
+            && self.session_starts.is_empty()
+            && self.config.is_empty()
     }
 
     /// Keeps the columns of `chunks` (sealed: their points are encoded) for the next draft.
@@ -294,5 +329,28 @@ mod tests {
         assert!(!draft.crowded(["t1", "t2"].into_iter(), 0, 0));
         assert!(draft.crowded(["new"].into_iter(), 0, 0));
         assert!(draft.crowded(std::iter::empty(), MAX_BATCH_RICH + 1, 0));
+    }
+
+    #[test]
+    fn config_entries_fill_a_batch_up_to_its_bounds_and_no_further() {
+        use crate::contract::proto::config_entry::Value;
+        let entry = |n: usize| ConfigEntry {
+            key: format!("k{n:04}"),
+            value: Some(Value::Flag(true)),
+            ..ConfigEntry::default()
+        };
+        let mut draft = BatchDraft::new("s", "");
+        let entries = (0..MAX_BATCH_CONFIG + 5).map(entry).collect();
+        let rest = draft.add_config_within(entries, usize::MAX);
+        assert_eq!((draft.config.len(), rest.len()), (MAX_BATCH_CONFIG, 5));
+        assert_eq!(rest[0].key, format!("k{MAX_BATCH_CONFIG:04}"));
+        assert!(!draft.is_empty() && draft.config_crowded(1));
+        let mut small = BatchDraft::new("s", "");
+        let cost = BatchDraft::config_cost(&[entry(0)]);
+        let rest = small.add_config_within(vec![entry(0), entry(1), entry(2)], 2 * cost + 1);
+        assert_eq!(
+            (small.config.len(), rest.len(), small.approx_bytes),
+            (2, 1, 2 * cost)
+        );
     }
 }

@@ -1,15 +1,20 @@
 //! One read step of a JSONL metric file: complete lines from the saved position until a
-//! batch bound or the end of the file. A damaged line is a problem with its file and line
-//! and is passed over; a line still being written (no newline yet) waits for the next step.
+//! batch bound or the end of the file, each line's metrics and config entries taken whole
+//! or not at all. A damaged line is a problem with its file and line and is passed over; a
+//! setting that cannot be sent is skipped, said the same way; a line still being written
+//! (no newline yet) waits for the next step.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
+use super::config::{entries, Declaring};
 use super::reader::now;
 use super::{Kept, Position, ReadStep};
 use crate::collect::draft::{BatchDraft, Wall};
-use crate::sources::jsonl::{is_blank, parse_line};
+use crate::contract::proto::config_entry::Origin;
+use crate::sources::config::{wall_time, KeyBudget};
+use crate::sources::jsonl::{is_blank, parse_line, Line};
 
 /// One read's worth of a JSONL file; a longer line is skipped, said.
 pub const READ_BYTES: usize = 4 * 1024 * 1024;
@@ -50,12 +55,75 @@ pub fn skip_overlong(
     }
 }
 
+/// What one line adds to the batch: whether it fit (a line that does not wait for the next
+/// batch, unless it is over the bounds of one on its own).
+struct Lines<'a> {
+    path: &'a Path,
+    source: &'a str,
+    max_points: usize,
+    max_bytes: usize,
+    read_at: f64,
+    keys: &'a mut KeyBudget,
+}
+
+impl Lines<'_> {
+    /// Adds the line numbered `line` to the step's batch; false when it waits for the next.
+    fn add(&mut self, step: &mut ReadStep, parsed: Line, line: u64) -> bool {
+        let (wall_time_given, wall) = match parsed.wall_time {
+            Some(given) => (given, Wall::Written),
+            None => (self.read_at, Wall::Read),
+        };
+        let mut skipped = parsed.skipped;
+        let settings = self.keys.within(self.source, parsed.config, &mut skipped);
+        let by = Declaring {
+            source: self.source,
+            origin: Origin::Jsonl,
+            run_path: "",
+            wall_time: wall_time(parsed.wall_time, self.read_at),
+        };
+        let config = entries(settings, by);
+        let draft = &step.draft;
+        let cost = draft.cost(&parsed.metrics, wall);
+        let tags = parsed.metrics.iter().map(|(t, _)| t.as_str());
+        let metrics_over = draft.points + parsed.metrics.len() > self.max_points
+            || draft.approx_bytes + cost > self.max_bytes
+            || draft.crowded(tags, 0, 0);
+        let config_over = draft.config_crowded(config.len())
+            || draft.approx_bytes + cost + BatchDraft::config_cost(&config) > self.max_bytes;
+        if (metrics_over || config_over) && !draft.is_empty() {
+            return false;
+        }
+        let shown = self.path.display();
+        if metrics_over {
+            step.problems.push(format!(
+                "{shown}:{line}: {} metrics ({cost} bytes) on one line, over the bounds of \
+                 one batch",
+                parsed.metrics.len()
+            ));
+            return true;
+        }
+        step.draft
+            .add_line(parsed.step, wall_time_given, wall, &parsed.metrics);
+        let left = step.draft.add_config_within(config, self.max_bytes).len();
+        if left > 0 {
+            skipped.push(format!(
+                "{left} config entries over the bounds of one batch with the line's metrics"
+            ));
+        }
+        let said = skipped
+            .into_iter()
+            .map(|why| format!("{shown}:{line}: {why}; skipped"));
+        step.problems.extend(said);
+        true
+    }
+}
+
 /// Reads complete lines of `file` (shown as `path`) from `start` up to the batch bounds,
-/// with `kept`'s buffer and columns.
+/// with `kept`'s buffer and columns; `keys` are the config keys `source` declared so far.
 pub fn read(
     file: &mut File,
     path: &Path,
-    source: &str,
+    (source, keys): (&str, &mut KeyBudget),
     start: &Position,
     max_points: usize,
     max_bytes: usize,
@@ -64,7 +132,14 @@ pub fn read(
     let draft = BatchDraft::reusing(source, "", std::mem::take(&mut kept.columns));
     let mut step = ReadStep::new(draft, start.clone());
     // A line that gives no wall time is stamped with the collector's clock as it reads it.
-    let read_at = now();
+    let mut lines = Lines {
+        path,
+        source,
+        max_points,
+        max_bytes,
+        read_at: now(),
+        keys,
+    };
     let (mut offset, mut line, mut begin) = (start.offset, start.line, 0usize);
     file.seek(SeekFrom::Start(start.offset))?;
     // A batch's lines are most often far fewer bytes than a whole read: read that much
@@ -94,29 +169,8 @@ pub fn read(
         if !is_blank(raw) {
             match parse_line(raw) {
                 Ok(parsed) => {
-                    let (wall_time, wall) = match parsed.wall_time {
-                        Some(given) => (given, Wall::Written),
-                        None => (read_at, Wall::Read),
-                    };
-                    let draft = &step.draft;
-                    let cost = draft.cost(&parsed.metrics, wall);
-                    let tags = parsed.metrics.iter().map(|(t, _)| t.as_str());
-                    if draft.points + parsed.metrics.len() > max_points
-                        || draft.approx_bytes + cost > max_bytes
-                        || draft.crowded(tags, 0, 0)
-                    {
-                        if draft.points != 0 {
-                            break;
-                        }
-                        step.problems.push(format!(
-                            "{}:{line}: {} metrics ({cost} bytes) on one line, over the \
-                             bounds of one batch",
-                            path.display(),
-                            parsed.metrics.len()
-                        ));
-                    } else {
-                        step.draft
-                            .add_line(parsed.step, wall_time, wall, &parsed.metrics);
+                    if !lines.add(&mut step, parsed, line) {
+                        break;
                     }
                 }
                 Err(problem) => step

@@ -5,6 +5,7 @@
 
 pub mod channel;
 mod choose;
+pub mod config;
 pub mod draft;
 pub mod eventfile;
 pub mod fence;

@@ -10,6 +10,7 @@ use super::{channel, Kept, SourceKind, SourceSpec};
 use crate::collect::fence::Fence;
 use crate::collect::generation::{count_held, held_full, Held, HELD_FILES};
 use crate::collect::logdir;
+use crate::sources::config::KeyBudget;
 use crate::sources::names::escape_controls;
 use crate::spool::{room, Shared};
 
@@ -50,6 +51,8 @@ pub struct SourceReader {
     /// The last step's buffers, kept for the next.
     pub(super) kept: Kept,
     pub(super) said: HashSet<(String, String)>,
+    /// The config keys each source declared so far (by source id).
+    pub(super) config_keys: HashMap<String, KeyBudget>,
     /// Each file read so far, by (source, file), held open (`generation::Held`), and the
     /// steps taken (which says which was read last).
     pub(super) held: HashMap<(String, String), Held>,
@@ -80,6 +83,7 @@ impl SourceReader {
             budgets: HashMap::new(),
             kept: Kept::default(),
             said: HashSet::new(),
+            config_keys: HashMap::new(),
             held: HashMap::new(),
             steps: 0,
             stored: None,

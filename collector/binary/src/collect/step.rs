@@ -43,11 +43,12 @@ impl SourceReader {
             line: start.line,
             state: start.state,
         };
+        let keys = self.config_keys.entry(source.id.clone()).or_default();
         let read = match source.kind {
             SourceKind::Jsonl => jsonl::read(
                 &mut file,
                 path,
-                &source.id,
+                (&source.id, keys),
                 &resume,
                 self.bounds.max_points,
                 self.bounds.max_bytes,
@@ -86,7 +87,7 @@ impl SourceReader {
                 tensorboard::read(
                     &mut file,
                     relative,
-                    &source.id,
+                    (&source.id, keys),
                     &resume,
                     self.bounds,
                     before.as_deref().unwrap_or(""),

@@ -4,24 +4,29 @@
 //!
 //! A file's saved state is what its tags declared (plugin metadata comes with a tag's
 //! first value only) and its run's purge state, handed on to the run's next file. A file's
-//! directory below the log directory is its run, which its scalars' series carry as their
-//! `run_path`; a run path that is not a name is refused, never escaped.
+//! directory below the log directory is its run, which its scalars' series and its HParams
+//! config entries carry as their `run_path`; a run path that is not a name is refused,
+//! never escaped.
 
 use std::fs::File;
 use std::io;
 
 use prost::bytes::Bytes;
 
+use super::config::{entries, Declaring};
+use super::reader::now;
 use super::tbstate::{dump_state, load_state};
 use super::{Bounds, Kept, Position, ReadStep};
 use crate::collect::draft::BatchDraft;
 use crate::collect::eventfile::{frame_at, READ_BYTES};
 use crate::collect::logdir::run_of;
-use crate::contract::proto::{rich_record::Kind, RichRecord, SessionStart};
+use crate::contract::proto::{config_entry::Origin, rich_record::Kind};
+use crate::contract::proto::{ConfigEntry, RichRecord, SessionStart};
 use crate::contract::MAX_BATCH_SERIES;
+use crate::sources::config::{wall_time, KeyBudget, Setting};
 use crate::sources::names::{escape_controls, name_problem, run_path_problem};
 use crate::sources::repr::py_str;
-use crate::sources::tensorboard::events::{decode, Plugins, PurgeState, RichKind};
+use crate::sources::tensorboard::events::{decode, Decoded, Plugins, PurgeState, RichKind};
 use crate::sources::tensorboard::framing::{FOOTER, HEADER};
 use crate::sources::tensorboard::simple::simple;
 
@@ -49,6 +54,9 @@ struct Fill<'a> {
     max_points: usize,
     max_bytes: usize,
     skipped: u64,
+    /// The config keys the source declared so far, and the clock as the step began.
+    keys: &'a mut KeyBudget,
+    read_at: f64,
 }
 
 impl Fill<'_> {
@@ -105,6 +113,12 @@ impl Fill<'_> {
             0
         };
         let mut problems = std::mem::take(&mut decoded.problems);
+        let config = self.config(
+            std::mem::take(&mut decoded.config),
+            &decoded,
+            offset,
+            &mut problems,
+        );
         let mut refused = 0u64;
         let mut rich = Vec::with_capacity(decoded.rich.len());
         for r in decoded.rich {
@@ -155,7 +169,9 @@ impl Fill<'_> {
             || draft.approx_bytes + cost > self.max_bytes
             || ((!rich.is_empty()
                 || draft.series_count() + decoded.scalars.len() > MAX_BATCH_SERIES)
-                && draft.crowded(tags, rich.len(), markers.len()));
+                && draft.crowded(tags, rich.len(), markers.len()))
+            || draft.config_crowded(config.len())
+            || draft.approx_bytes + cost + BatchDraft::config_cost(&config) > self.max_bytes;
         if over && !draft.is_empty() {
             (self.purge.file_version, self.purge.most_recent_step) = before;
             return false;
@@ -171,18 +187,62 @@ impl Fill<'_> {
         }
         rich.into_iter().for_each(|r| draft.add_rich(r));
         markers.into_iter().for_each(|m| draft.add_session_start(m));
+        let left = draft.add_config_within(config, self.max_bytes).len();
+        if left > 0 {
+            self.step.problems.push(format!(
+                "{}@{offset}: {left} config entries over the bounds of one batch with the \
+                 record's other values; skipped",
+                self.file
+            ));
+        }
         true
+    }
+
+    /// The record's `settings` as config entries of the file's run, within the source's key
+    /// budget; each one skipped said in `problems`.
+    fn config(
+        &mut self,
+        settings: Vec<Setting>,
+        decoded: &Decoded,
+        offset: u64,
+        problems: &mut Vec<String>,
+    ) -> Vec<ConfigEntry> {
+        if settings.is_empty() {
+            return Vec::new();
+        }
+        if self.run_refused {
+            problems.push(format!(
+                "{}@{offset}: run path not a name; {} config entries skipped",
+                self.file,
+                settings.len()
+            ));
+            return Vec::new();
+        }
+        let mut skipped = Vec::new();
+        let settings = self.keys.within(self.source, settings, &mut skipped);
+        let said = skipped
+            .into_iter()
+            .map(|why| format!("{}@{offset}: {why}; skipped", self.file));
+        problems.extend(said);
+        let by = Declaring {
+            source: self.source,
+            origin: Origin::Hparams,
+            run_path: &self.step.draft.run_path,
+            wall_time: wall_time(Some(decoded.wall_time), self.read_at),
+        };
+        entries(settings, by)
     }
 }
 
 /// Reads complete records of one event file from `start` up to the batch bounds;
-/// `previous` is the saved state of the run's file read before it, if any. The records are
+/// `previous` is the saved state of the run's file read before it, if any; `keys` are the
+/// config keys `source` declared so far. The records are
 /// read into `kept`'s buffer, returned as the `Bytes` the step's records are views of: once
 /// they are sealed, it can be had back for the next step.
 pub fn read(
     file: &mut File,
     relative: &str,
-    source: &str,
+    (source, keys): (&str, &mut KeyBudget),
     start: &Position,
     bounds: Bounds,
     previous: &str,
@@ -220,6 +280,8 @@ pub fn read(
         max_points,
         max_bytes,
         skipped: 0,
+        keys,
+        read_at: now(),
     };
     let whole = Bytes::from(buffer);
     let mut stop = None;

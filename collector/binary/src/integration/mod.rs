@@ -4,11 +4,13 @@
 //! YAML (`.yaml`/`.yml`) or JSON, validated against the contract's own schema
 //! (`integration-v1.json`, compiled in), then the rules a schema cannot say: ids and paths
 //! declared once, mappings naming declared sources (and a run path only of a TensorBoard
-//! source), one mapping per (source, run path, tag). The artifact is data, not
-//! instructions: owners and ids are names (they become path components), and a channel
-//! schema's `$ref` must stay inside the schema (`channel_schema`): nothing is fetched.
+//! source), one mapping per (source, run path, tag), a static config whose every setting can
+//! be sent (`config`). The artifact is data, not instructions: owners and ids are names
+//! (they become path components), and a channel schema's `$ref` must stay inside the schema
+//! (`channel_schema`): nothing is fetched.
 
 pub mod channel_schema;
+mod config;
 mod rules;
 
 use std::collections::HashMap;
@@ -21,16 +23,19 @@ use serde_json::Value;
 
 use crate::collect::fence::{Fence, Refusal};
 use crate::collect::{Channel, SourceKind, SourceSpec};
+use crate::sources::config::Setting;
 use crate::sources::names::bounded;
 
 /// The artifact contract's schema, as the services check it.
 const SCHEMA: &str =
     include_str!("../../../../contract/src/tuneplane/telemetry/v1/integration-v1.json");
 
-/// What an artifact declares: each source or channel with its owner member.
+/// What an artifact declares: each source or channel with its owner member, and the run's
+/// static config (each member's collector sends it as it starts).
 pub struct Integration {
     pub sources: Vec<(SourceSpec, String)>,
     pub mappings: usize,
+    pub config: Vec<Setting>,
 }
 
 impl Integration {
@@ -185,6 +190,7 @@ fn checked(document: Value, origin: &str, compile: Compile) -> Result<Integratio
         return Err(bounded(format!("{origin}: {place} {error}")));
     }
     rules::check(&document, origin)?;
+    let config = config::settings(&document).map_err(|why| bounded(format!("{origin}: {why}")))?;
     let mut channels = Vec::new();
     for (at, entry) in rules::entries(&document, "channels").iter().enumerate() {
         let number = |key: &str| entry.get(key).and_then(Value::as_u64).unwrap_or(1);
@@ -231,7 +237,11 @@ fn checked(document: Value, origin: &str, compile: Compile) -> Result<Integratio
         })
         .collect();
     let mappings = rules::entries(&document, "mappings").len();
-    Ok(Integration { sources, mappings })
+    Ok(Integration {
+        sources,
+        mappings,
+        config,
+    })
 }
 
 /// `check FILE`: each source and channel with its owner, or why the artifact is refused.
@@ -252,8 +262,12 @@ pub fn check(path: &Path) -> u8 {
                     spec.path.display()
                 );
             }
+            let config = match found.config.len() {
+                0 => String::new(),
+                keys => format!(", {keys} config keys"),
+            };
             eprintln!(
-                "{} sources and channels, {} mappings: valid",
+                "{} sources and channels, {} mappings{config}: valid",
                 found.sources.len(),
                 found.mappings
             );

@@ -5,7 +5,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::config::{self, Declared};
 use super::{emit, open_regular, JsonNumber};
+use crate::sources::config::KeyBudget;
 use crate::sources::jsonl::{is_blank, parse_line};
 
 /// A scalar of a JSONL line, as `read` prints it.
@@ -62,6 +64,7 @@ pub fn records(
     };
     let mut reader = BufReader::new(file);
     let (mut offset, mut number) = (0u64, 0u64);
+    let mut keys = KeyBudget::default();
     let mut raw = Vec::new();
     loop {
         raw.clear();
@@ -113,6 +116,20 @@ pub fn records(
                             },
                         )?;
                     }
+                    let at = format!("{shown_path}:{number}");
+                    for why in &line.skipped {
+                        writeln!(problems, "{at}: {why}; skipped")?;
+                    }
+                    let declared = Declared {
+                        file: &name,
+                        offset,
+                        line: Some(number),
+                        run_path: "",
+                        wall_time: line.wall_time,
+                        origin: "jsonl",
+                    };
+                    let keys = (&mut keys, shown_path);
+                    config::write(line.config, &declared, keys, &at, out, problems)?;
                 }
             }
         }

@@ -1,8 +1,9 @@
 //! `tuneplane-collector read PATH...`: every record of each path decoded (JSONL for a
 //! `*.jsonl` file, TensorBoard for a log directory or an event file), one JSON object a line
-//! on standard output; each damaged or
-//! incomplete record said on standard error with its file and its line or offset.
+//! on standard output, config entries (`config`) too; each damaged or incomplete record, and
+//! each config entry skipped, said on standard error with its file and its line or offset.
 
+mod config;
 mod jsonl;
 mod summary;
 mod tensorboard;

@@ -17,6 +17,7 @@ use super::{emit, open_regular};
 use crate::collect::logdir;
 use crate::collect::{jsonl, tensorboard, Bounds, Kept, Position};
 use crate::contract::MAX_BATCH_BYTES;
+use crate::sources::config::KeyBudget;
 
 mod tally;
 
@@ -32,7 +33,7 @@ fn read_file(
     file: &mut File,
     path: &Path,
     relative: Option<(&str, &str)>,
-    tally: &mut Tally,
+    (tally, keys): (&mut Tally, &mut KeyBudget),
     problems: &mut impl Write,
 ) -> io::Result<String> {
     let bounds = Bounds {
@@ -49,13 +50,16 @@ fn read_file(
     loop {
         let (mut step, records) = match relative {
             Some((relative, previous)) => {
-                tensorboard::read(file, relative, "", &position, bounds, previous, &mut kept)?
+                let source = ("", &mut *keys);
+                tensorboard::read(
+                    file, relative, source, &position, bounds, previous, &mut kept,
+                )?
             }
             None => (
                 jsonl::read(
                     file,
                     path,
-                    "",
+                    ("", &mut *keys),
                     &position,
                     STEP_POINTS,
                     MAX_BATCH_BYTES,
@@ -99,11 +103,11 @@ fn summarize(
     jsonl_file: bool,
     problems: &mut impl Write,
 ) -> io::Result<Tally> {
-    let mut tally = Tally::default();
+    let (mut tally, mut keys) = (Tally::default(), KeyBudget::default());
     if jsonl_file {
         let mut file = open_regular(path)?
             .ok_or_else(|| io::Error::other(format!("{}: not a regular file", path.display())))?;
-        read_file(&mut file, path, None, &mut tally, problems)?;
+        read_file(&mut file, path, None, (&mut tally, &mut keys), problems)?;
         return Ok(tally);
     }
     let mut last_state: HashMap<String, String> = HashMap::new();
@@ -121,7 +125,7 @@ fn summarize(
             &mut file,
             &file_path,
             Some((&relative, &previous)),
-            &mut tally,
+            (&mut tally, &mut keys),
             problems,
         )?;
         last_state.insert(run, state);

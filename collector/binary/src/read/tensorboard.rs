@@ -9,9 +9,11 @@ use prost::bytes::Bytes;
 use serde::Serialize;
 use serde_json::json;
 
+use super::config::{self, Declared};
 use super::{emit, open_regular, JsonNumber};
 use crate::collect::eventfile::{frame_at, READ_BYTES};
 use crate::collect::logdir;
+use crate::sources::config::KeyBudget;
 use crate::sources::tensorboard::events::{decode, Plugins, PurgeState};
 
 /// A scalar of an event, as `read` prints it (the hot path: no map built per record).
@@ -26,11 +28,12 @@ struct EventScalar<'a> {
     value: JsonNumber,
 }
 
-/// Reads the event file at `path`; `Ok(false)` when it could not be opened (said).
+/// Reads the event file at `path` (its config keys within `keys`); `Ok(false)` when it
+/// could not be opened (said).
 fn file_records(
     path: &Path,
     relative: &str,
-    state: &mut PurgeState,
+    (state, keys): (&mut PurgeState, (&mut KeyBudget, &str)),
     out: &mut impl Write,
     problems: &mut impl Write,
 ) -> io::Result<bool> {
@@ -70,7 +73,7 @@ fn file_records(
             } else {
                 Bytes::new()
             };
-            let event = decode(data, relative, record.offset, &mut plugins, state);
+            let mut event = decode(data, relative, record.offset, &mut plugins, state);
             for problem in &event.problems {
                 writeln!(problems, "{problem}")?;
             }
@@ -106,6 +109,18 @@ fn file_records(
                 };
                 emit(out, &record)?;
             }
+            let declared = Declared {
+                file: relative,
+                offset: at,
+                line: None,
+                run_path: logdir::run_of(relative),
+                wall_time: Some(wall),
+                origin: "hparams",
+            };
+            let settings = std::mem::take(&mut event.config);
+            let keys = (&mut *keys.0, keys.1);
+            let place = format!("{relative}@{at}");
+            config::write(settings, &declared, keys, &place, out, problems)?;
         }
         if found.consumed == 0 {
             if covered > 0 {
@@ -163,12 +178,13 @@ pub fn records(
 ) -> io::Result<()> {
     // A run's files are read in name order, as TensorBoard reads them.
     let mut runs: HashMap<String, PurgeState> = HashMap::new();
-    let mut unopened = 0usize;
+    let (mut unopened, mut keys) = (0usize, KeyBudget::default());
     for (path, relative) in event_files(root, shown_root, problems)? {
         let state = runs
             .entry(logdir::run_of(&relative).to_owned())
             .or_default();
-        unopened += usize::from(!file_records(&path, &relative, state, out, problems)?);
+        let read = (state, (&mut keys, shown_root));
+        unopened += usize::from(!file_records(&path, &relative, read, out, problems)?);
     }
     // Said file by file above; the path still counts as not read whole (exit status 1).
     match unopened {

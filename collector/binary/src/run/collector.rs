@@ -1,6 +1,7 @@
-//! The collector process: a reader thread fills the spool, a sender thread drains it, and
-//! the main thread waits for SIGTERM (or idleness, when asked), then drains: the sources
-//! read to their current end, sending kept up for the drain time, the rest left spooled.
+//! The collector process: the integration artifact's static config sealed as it starts, a
+//! reader thread fills the spool, a sender thread drains it, and the main thread waits for
+//! SIGTERM (or idleness, when asked), then drains: the sources read to their current end,
+//! sending kept up for the drain time, the rest left spooled.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -12,7 +13,8 @@ use signal_hook::iterator::Signals;
 
 use super::flag::Flag;
 use super::Config;
-use crate::collect::SourceReader;
+use crate::collect::config::seal_artifact;
+use crate::collect::{now, SourceReader};
 use crate::follow::{Follower, POLL};
 use crate::send::Sender;
 use crate::spool::{lock, Shared, Spool};
@@ -293,6 +295,14 @@ pub fn collect_with(config: &Config, flags: &Arc<Flags>) -> Result<Ended, String
     // The reader and the sender share one connection (`Shared`); the main thread's counts
     // are read through one of its own.
     let shared = Shared::new(spool(config)?);
+    // Once per start: a setting of the artifact's is sent again, its latest value kept.
+    seal_artifact(
+        &mut shared.get(),
+        &config.artifact_config,
+        config.bounds.max_bytes,
+        now(),
+    )
+    .map_err(|e| format!("spool {}: {e}", config.spool.display()))?;
     let sender = Sender::new(shared.clone(), &config.target, config.in_flight)?;
     let status = spool(config)?;
     let reader = SourceReader::new(

@@ -22,6 +22,7 @@ use crate::contract::{MAX_BATCH_BYTES, MAX_BATCH_POINTS};
 use crate::runas::Identity;
 use crate::send::target::{Target, Token};
 use crate::settings::{self, Settings};
+use crate::sources::config::Setting;
 use crate::sources::names::name_problem;
 use crate::sources::repr::py_str;
 use crate::spool::{place, MemberKey};
@@ -141,6 +142,8 @@ pub struct Config {
     pub mountinfo: String,
     pub target: Target,
     pub sources: Vec<SourceSpec>,
+    /// The integration artifact's static config, sealed as the collector starts.
+    pub artifact_config: Vec<Setting>,
     pub bounds: Bounds,
     pub drain_seconds: u64,
     /// How long one round of sending retries a failing batch.
@@ -152,11 +155,13 @@ pub struct Config {
 
 fn config(args: RunArgs, settings: Settings) -> Result<Config, String> {
     let mut sources: Vec<SourceSpec> = args.sources.into_iter().chain(args.tensorboard).collect();
+    let mut artifact_config = Vec::new();
     if let Some(artifact) = &args.integration {
         // Named inside the agent's state directory (fenced for sources) it is the agent's;
         // through a link into it, refused.
-        let owned = crate::integration::load(artifact, &Fence::of(&args.never_read))?
-            .sources_of(&args.member, &args.workdir);
+        let integration = crate::integration::load(artifact, &Fence::of(&args.never_read))?;
+        let owned = integration.sources_of(&args.member, &args.workdir);
+        artifact_config = integration.config;
         if owned.is_empty() {
             return Err(format!(
                 "member {} owns no source in {}",
@@ -206,6 +211,7 @@ fn config(args: RunArgs, settings: Settings) -> Result<Config, String> {
         spool,
         mountinfo,
         sources,
+        artifact_config,
         target: Target {
             address,
             ca_file,

@@ -82,6 +82,7 @@ fn configs(
             mountinfo: mountinfo.to_owned(),
             target: target(&config, &ca_file, Arc::new(move || held.token(&member))),
             sources,
+            artifact_config: owners.config.clone(),
             bounds: Bounds {
                 max_points: BATCH_POINTS,
                 max_bytes: MAX_BATCH_BYTES * 3 / 4,

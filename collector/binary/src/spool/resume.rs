@@ -18,7 +18,15 @@ use rusqlite::{params, OptionalExtension, TransactionBehavior};
 use serde_json::{json, Value};
 
 use super::{record_event, save_generation, save_position, SavedPosition, Spool};
-use crate::contract::proto::{Batch, SourcePosition};
+use crate::contract::proto::SourcePosition;
+
+/// A sealed batch read for its position only (`Batch.position`, field 6): the rest of its
+/// payload is passed over, not decoded.
+#[derive(Clone, PartialEq, Message)]
+struct Positioned {
+    #[prost(message, optional, tag = "6")]
+    position: Option<SourcePosition>,
+}
 
 /// The meta key of where the spool's beginning stands: "pending", "answered", or (settled)
 /// what was learnt, as JSON. A spool made before it was written has none: settled.
@@ -134,7 +142,7 @@ impl Spool {
             let mut sealed = tx.prepare("SELECT sequence, payload FROM batches")?;
             let mut rows = sealed.query([])?;
             while let Some(row) = rows.next()? {
-                let of_a_file = Batch::decode(row.get_ref(1)?.as_blob()?)
+                let of_a_file = Positioned::decode(row.get_ref(1)?.as_blob()?)
                     .ok()
                     .and_then(|b| b.position)
                     .is_some_and(|p| files.contains(&(p.source.as_str(), p.file.as_str())));

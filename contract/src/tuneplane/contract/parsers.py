@@ -50,3 +50,14 @@ def nice_increment(raw: str) -> int:
     if not 0 <= value <= 19:
         raise ValueError(f"must be from 0 to 19, got {value}")
     return value
+
+
+def port(raw: str) -> int:
+    """A TCP port, 1 to 65535, or 0 for none (what it would serve stays off)."""
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"must be a port number (0: off), got {raw!r}") from None
+    if not 0 <= value <= 65535:
+        raise ValueError(f"must be from 0 (off) to 65535, got {value}")
+    return value

@@ -101,7 +101,7 @@ impl<'a> Marks<'a> {
     }
 
     /// The second decoding's elements of this array (empty unless `Twice`).
-    fn elements(self) -> Vec<&'a Value> {
+    pub(super) fn elements(self) -> Vec<&'a Value> {
         match self {
             Self::Twice(Value::Array(items)) => items.iter().collect(),
             _ => Vec::new(),

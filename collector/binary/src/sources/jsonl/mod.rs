@@ -10,9 +10,14 @@
 //! it reads it, and says so), each metric a number; `NaN`, `Infinity` and `-Infinity` are taken as bare tokens (as Python's
 //! `json.dumps` writes them) or as strings. A malformed line is a `LineError` saying why.
 //!
+//! A line may also declare config (`config`), with its metrics or alone
+//! (`{"config": {"optimizer": {"lr": 0.1}}}`, which needs no step): its settings are read
+//! by `config`, and a setting that cannot be sent is skipped, said, the rest of the line kept.
+//!
 //! Most lines are read by the typed fast path (`plain`); any other is decoded to a value
 //! (`decode`, with the bare tokens as `marks`) and checked rule by rule by `parse_exactly`.
 
+mod config;
 mod decode;
 mod marks;
 mod plain;
@@ -20,8 +25,10 @@ mod plain;
 use serde_json::Value;
 use thiserror::Error;
 
+use crate::sources::config::Setting;
 use crate::sources::names::name_problem;
 use crate::sources::repr::py_str;
+pub use config::declared_by;
 use decode::{decode, nesting, DEEP_STACK, MAX_NESTING, SERDE_NESTING};
 use marks::Marks;
 use plain::parse_plain;
@@ -31,13 +38,18 @@ use plain::parse_plain;
 #[error("{0}")]
 pub struct LineError(pub String);
 
-/// One metric line's columns.
-#[derive(Debug, PartialEq)]
+/// One line's columns.
+#[derive(Debug, Default, PartialEq)]
 pub struct Line {
+    /// 0 on a line of config alone.
     pub step: i64,
     /// None: the line gives none (absent or null).
     pub wall_time: Option<f64>,
     pub metrics: Vec<(String, f64)>,
+    /// The settings of its config record, if it has one.
+    pub config: Vec<Setting>,
+    /// Why each part of its config record that is skipped was.
+    pub skipped: Vec<String>,
 }
 
 /// The strings a metric may be written as for a non-finite value.
@@ -115,6 +127,22 @@ fn parse_exactly(raw: &[u8], deep: bool) -> Result<Line, LineError> {
         (Some(value), marks) => marks.repr(value),
         (None, _) => "None".to_owned(),
     };
+    let (config, config_marks) = field("config");
+    let config = config::declared(config, config_marks);
+    if matches!(record.get("metrics"), None | Some(Value::Null)) {
+        match config {
+            Some(Err(why)) => return Err(LineError(why)),
+            Some(Ok(declared)) => {
+                return Ok(Line {
+                    wall_time: wall_time(field("wall_time"), &shown)?,
+                    config: declared.settings,
+                    skipped: declared.skipped,
+                    ..Line::default()
+                })
+            }
+            None => {}
+        }
+    }
     let step = match record.get("step") {
         Some(Value::Number(n)) if n.is_i64() => n.as_i64(),
         _ => None,
@@ -125,16 +153,7 @@ fn parse_exactly(raw: &[u8], deep: bool) -> Result<Line, LineError> {
             shown("step")
         ))
     })?;
-    let wall_time = match field("wall_time") {
-        (None | Some(Value::Null), _) => None,
-        (Some(Value::Number(n)), _) => n.as_f64(),
-        (Some(value), marks) => Some(marks.bare(value).ok_or_else(|| {
-            LineError(format!(
-                "'wall_time' must be a number of seconds, got {}",
-                shown("wall_time")
-            ))
-        })?),
-    };
+    let wall_time = wall_time(field("wall_time"), &shown)?;
     let (metrics, metric_marks) = match field("metrics") {
         (Some(Value::Object(metrics)), marks) if !metrics.is_empty() => (metrics, marks),
         _ => {
@@ -155,10 +174,34 @@ fn parse_exactly(raw: &[u8], deep: bool) -> Result<Line, LineError> {
             Ok((name.clone(), metric_value(name, value, marks)?))
         })
         .collect::<Result<Vec<_>, LineError>>()?;
+    let (config, skipped) = match config {
+        None => (Vec::new(), Vec::new()),
+        Some(Ok(declared)) => (declared.settings, declared.skipped),
+        Some(Err(why)) => (Vec::new(), vec![why]),
+    };
     Ok(Line {
         step,
         wall_time,
         metrics,
+        config,
+        skipped,
+    })
+}
+
+/// A line's wall time (`field`: its value and marks), `shown` as the line holds it.
+fn wall_time(
+    field: (Option<&Value>, Marks<'_>),
+    shown: &dyn Fn(&str) -> String,
+) -> Result<Option<f64>, LineError> {
+    Ok(match field {
+        (None | Some(Value::Null), _) => None,
+        (Some(Value::Number(n)), _) => n.as_f64(),
+        (Some(value), marks) => Some(marks.bare(value).ok_or_else(|| {
+            LineError(format!(
+                "'wall_time' must be a number of seconds, got {}",
+                shown("wall_time")
+            ))
+        })?),
     })
 }
 

@@ -1,7 +1,7 @@
 //! The typed fast path for a JSONL line as most lines are: `step`, `wall_time` and
-//! `metrics` once each, plain numbers, names that are names, decoded straight into a `Line`
-//! with no `Value` built. A line it does not take is read again, rule by rule, by
-//! `parse_exactly`.
+//! `metrics` once each, plain numbers, names that are names, no config record, decoded
+//! straight into a `Line` with no `Value` built. A line it does not take is read again, rule
+//! by rule, by `parse_exactly`.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -26,6 +26,9 @@ struct Plain<'a> {
     wall_time: Option<f64>,
     #[serde(borrow)]
     metrics: PlainMetrics<'a>,
+    /// A config record: the line is read by `parse_exactly` (null: none).
+    #[serde(default)]
+    config: Option<de::IgnoredAny>,
 }
 
 struct PlainMetrics<'a>(Vec<(Cow<'a, str>, f64)>);
@@ -67,7 +70,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for PlainMetrics<'a> {
 /// The line by the typed fast path, if it is a plain line.
 pub(super) fn parse_plain(raw: &[u8], deep: bool) -> Option<Line> {
     match from_slice::<Plain<'_>>(raw, deep) {
-        Ok(plain) if !plain.metrics.0.is_empty() => Some(Line {
+        Ok(plain) if !plain.metrics.0.is_empty() && plain.config.is_none() => Some(Line {
             step: plain.step,
             wall_time: plain.wall_time,
             metrics: plain
@@ -76,6 +79,7 @@ pub(super) fn parse_plain(raw: &[u8], deep: bool) -> Option<Line> {
                 .into_iter()
                 .map(|(k, v)| (k.into_owned(), v))
                 .collect(),
+            ..Line::default()
         }),
         _ => None,
     }

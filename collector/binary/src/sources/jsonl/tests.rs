@@ -1,9 +1,10 @@
 //! `parse_line`: what it gives and says of a line: its columns, its non-finite values bare
 //! or quoted, and each refusal worded as Python would word it. Hostile
-//! lines (very many metrics, deep nesting) are in `hostile`.
+//! lines (very many metrics, deep nesting) are in `hostile`, config records in `config`.
 
 use super::*;
 
+mod config;
 mod hostile;
 
 fn refusal(raw: &str) -> String {
@@ -21,7 +22,8 @@ fn a_line_gives_its_step_wall_time_and_metrics_in_order() {
         Ok(Line {
             step: 3,
             wall_time: Some(10.5),
-            metrics: vec![("z".into(), 0.25), ("a".into(), 2.0)]
+            metrics: vec![("z".into(), 0.25), ("a".into(), 2.0)],
+            ..Line::default()
         })
     );
 }

@@ -1,5 +1,6 @@
-//! TensorBoard `Event` records decoded into scalars, rich records and purge markers, from
-//! bytes only, as TensorBoard's accumulator reads them.
+//! TensorBoard `Event` records decoded into scalars, rich records, purge markers and the
+//! config a session start of the HParams plugin declares, from bytes only, as TensorBoard's
+//! accumulator reads them.
 //!
 //! Only the first value of a tag carries its plugin metadata, so a file's decoder keeps what
 //! each tag declared (`Plugins`). Scalars are TF1 `simple_value` and rank-0 numeric tensors
@@ -15,6 +16,7 @@ use prost::Message;
 use super::proto::{self, event::What, summary};
 use super::{value, wire};
 pub use crate::contract::MAX_BATCH_SERIES;
+use crate::sources::config::Setting;
 use crate::sources::names::name_problem;
 
 /// Problems said of one record, at most (each of its values could have one).
@@ -108,6 +110,8 @@ pub struct Decoded {
     pub scalars: Vec<(String, f64)>,
     pub rich: Vec<Rich>,
     pub markers: Vec<Marker>,
+    /// The hyperparameters of HParams session starts.
+    pub config: Vec<Setting>,
     pub problems: Vec<String>,
 }
 

@@ -1,8 +1,9 @@
 //! TensorBoard event files: TFRecord framing, and the events it frames decoded (a scalar
-//! tensor's value read by `tensor`).
+//! tensor's value read by `tensor`, a session's hyperparameters by `hparams`).
 
 pub mod events;
 pub mod framing;
+mod hparams;
 pub mod simple;
 mod tensor;
 mod value;

@@ -1,12 +1,14 @@
 //! One `Summary.Value` of an event decoded: a scalar (TF1 `simple_value`, or a rank-0
 //! numeric tensor of the scalars plugin or data class), a rich record (image, histogram,
 //! audio, text, any other tensor) with its bytes as written, or a problem; a tag's first
-//! value declares its plugin for the rest.
+//! value declares its plugin for the rest. A session start of the HParams plugin declares
+//! its hyperparameters as config too (`hparams`), whatever else it is.
 
 use prost::bytes::Bytes;
 use prost::Message;
 
 use super::events::{Decoded, Plugins, Rich, RichKind};
+use super::hparams;
 use super::proto::{summary, DataClass};
 use super::tensor::tensor_scalar;
 use crate::sources::names::name_problem;
@@ -55,6 +57,17 @@ pub fn decode_value(
         Bytes::new(),
         DataClass::Unknown as i32,
     ));
+    let session_start = plugin == hparams::PLUGIN && tag == hparams::SESSION_START_INFO;
+    if session_start {
+        // Each session start writes its own plugin data; a value without any, the tag's.
+        let own = value
+            .metadata
+            .as_ref()
+            .and_then(|m| m.plugin_data.as_ref())
+            .filter(|p| p.plugin_name == hparams::PLUGIN);
+        let content = own.map_or(&plugin_content, |p| &p.content);
+        declare_hparams(content, file, offset, out);
+    }
     let kind = match &value.value {
         Some(summary::value::Value::SimpleValue(v)) => {
             out.scalars.push((tag.clone(), f64::from(*v)));
@@ -75,6 +88,8 @@ pub fn decode_value(
             }
             RichKind::of_plugin(&plugin)
         }
+        // tensorboardX's session start holds its plugin data only: read above, not skipped.
+        None if session_start => return,
         None | Some(summary::value::Value::ObsoleteOldStyleHistogram(_)) => {
             out.problems.push(format!(
                 "{file}@{offset}: tag {} has no readable value; skipped",
@@ -96,4 +111,21 @@ pub fn decode_value(
             .cloned()
             .unwrap_or_else(|| Bytes::from(value.encode_to_vec())),
     });
+}
+
+/// The hyperparameters of the HParams plugin data `content` into `out.config`; each one
+/// skipped, and data that does not decode, said.
+fn declare_hparams(content: &[u8], file: &str, offset: u64, out: &mut Decoded) {
+    match hparams::session_start(content) {
+        Ok(declared) => {
+            out.config.extend(declared.settings);
+            out.problems.extend(
+                (declared.skipped.iter()).map(|why| format!("{file}@{offset}: {why}; skipped")),
+            );
+        }
+        Err(refused) => out.problems.push(format!(
+            "{file}@{offset}: tag {}: not HParams plugin data ({refused}); its config not read",
+            py_str(hparams::SESSION_START_INFO)
+        )),
+    }
 }

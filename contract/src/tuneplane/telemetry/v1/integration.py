@@ -4,7 +4,8 @@
 YAML (``.yaml``/``.yml``) or JSON, validated against ``integration-v1.json``
 (fastjsonschema), then the rules a schema cannot say: ids and paths declared once,
 mappings naming declared sources (and a run path only of a TensorBoard source), one mapping
-per (source, run path, tag). The artifact is data, not
+per (source, run path, tag), a static config whose every setting can be sent (``config``).
+The artifact is data, not
 instructions: owners and ids are names (they become path components), and a channel
 schema's ``$ref`` must stay inside the schema (``channelschema``): nothing is fetched.
 """
@@ -21,6 +22,7 @@ import fastjsonschema
 import yaml
 
 from tuneplane.telemetry.v1.channelschema import SchemaRefused, check_schema
+from tuneplane.telemetry.v1.config import static_config
 from tuneplane.telemetry.v1.names import NAME_PATTERN, NAME_RULE, is_name
 from tuneplane.telemetry.v1.validation import run_path_problem
 
@@ -102,6 +104,10 @@ def check_document(document: Any, origin: str) -> list[MetricMapping]:
     except fastjsonschema.JsonSchemaValueException as exc:
         raise IntegrationError(f"{origin}: {_schema_error(exc)}") from None
     check_names_and_paths(document, origin)
+    try:
+        static_config(document)
+    except ValueError as exc:
+        raise IntegrationError(f"{origin}: {exc}") from None
     declared = [*document["sources"], *document.get("channels", [])]
     for what in ("id", "path"):
         values = [str(entry[what]) for entry in declared]

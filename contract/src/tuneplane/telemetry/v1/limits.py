@@ -14,6 +14,12 @@ TOPIC_MAX_MESSAGE_BYTES: Final = 8 * 1024 * 1024
 #: Rich records, and TensorBoard restart markers, one batch may carry.
 MAX_BATCH_RICH: Final = 5_000
 MAX_BATCH_SESSION_STARTS: Final = 5_000
+#: Config entries (hyperparameters) one batch may carry, and the longest text value, in
+#: UTF-8 bytes. The read models keep at most MAX_CONFIG_KEYS keys per attempt and member;
+#: the collector stops declaring new keys of a source past it, and says so.
+MAX_BATCH_CONFIG: Final = 1_000
+MAX_CONFIG_TEXT_BYTES: Final = 4_096
+MAX_CONFIG_KEYS: Final = 1_000
 #: Longest TensorBoard run path (a series chunk's ``run_path``), in UTF-8 bytes: a name's
 #: bound, so the series table's unique key (five names and the run path) stays within what
 #: a PostgreSQL index entry holds.

@@ -15,6 +15,11 @@ RICH_KIND_NAMES: Final = {
     pb.RichRecord.KIND_AUDIO: "audio", pb.RichRecord.KIND_TEXT: "text",
     pb.RichRecord.KIND_TENSOR: "tensor", pb.RichRecord.KIND_JSON: "json"}
 
+#: ConfigEntry.Origin → its name in the read models and the API.
+CONFIG_ORIGIN_NAMES: Final = {
+    pb.ConfigEntry.ORIGIN_HPARAMS: "hparams", pb.ConfigEntry.ORIGIN_JSONL: "jsonl",
+    pb.ConfigEntry.ORIGIN_ARTIFACT: "artifact"}
+
 #: A name that is safe as one path component (a spool directory, a file): runs, members,
 #: nodes, sources and channels. ``fullmatch``: ``$`` alone would let a final newline by.
 NAME_PATTERN: Final = "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"

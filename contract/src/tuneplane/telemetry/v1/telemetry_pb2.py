@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&tuneplane/telemetry/v1/telemetry.proto\x12\x16tuneplane.telemetry.v1\"g\n\rBatchIdentity\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\r\x12\x0e\n\x06member\x18\x03 \x01(\t\x12\x13\n\x0bspool_epoch\x18\x04 \x01(\t\x12\x10\n\x08sequence\x18\x05 \x01(\x04\"\x88\x01\n\x0bSeriesChunk\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x0b\n\x03tag\x18\x02 \x01(\t\x12\r\n\x05steps\x18\x03 \x03(\x03\x12\x12\n\nwall_times\x18\x04 \x03(\x01\x12\x0e\n\x06values\x18\x05 \x03(\x01\x12\x10\n\x08run_path\x18\x06 \x01(\t\x12\x17\n\x0fwall_times_read\x18\x07 \x01(\x08\"\xde\x02\n\nRichRecord\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x0b\n\x03tag\x18\x02 \x01(\t\x12\x0c\n\x04step\x18\x03 \x01(\x03\x12\x11\n\twall_time\x18\x04 \x01(\x01\x12\x35\n\x04kind\x18\x05 \x01(\x0e\x32\'.tuneplane.telemetry.v1.RichRecord.Kind\x12\x0f\n\x07payload\x18\x06 \x01(\x0c\x12\x13\n\x0bplugin_name\x18\x07 \x01(\t\x12\x16\n\x0eplugin_content\x18\x08 \x01(\x0c\x12\x0c\n\x04\x66ile\x18\t \x01(\t\x12\x0e\n\x06offset\x18\n \x01(\x04\"\x7f\n\x04Kind\x12\x14\n\x10KIND_UNSPECIFIED\x10\x00\x12\x0e\n\nKIND_IMAGE\x10\x01\x12\x12\n\x0eKIND_HISTOGRAM\x10\x02\x12\x0e\n\nKIND_AUDIO\x10\x03\x12\r\n\tKIND_TEXT\x10\x04\x12\x0f\n\x0bKIND_TENSOR\x10\x05\x12\r\n\tKIND_JSON\x10\x06\"k\n\x0cSessionStart\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x0c\n\x04\x66ile\x18\x02 \x01(\t\x12\x0e\n\x06offset\x18\x03 \x01(\x04\x12\x0c\n\x04step\x18\x04 \x01(\x03\x12\x11\n\twall_time\x18\x05 \x01(\x01\x12\x0c\n\x04tags\x18\x06 \x03(\t\"\x84\x01\n\x0eSourcePosition\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x0c\n\x04\x66ile\x18\x02 \x01(\t\x12\x13\n\x0b\x66ingerprint\x18\x03 \x01(\t\x12\x12\n\ngeneration\x18\x04 \x01(\x04\x12\x0e\n\x06offset\x18\x05 \x01(\x04\x12\x0c\n\x04line\x18\x06 \x01(\x04\x12\r\n\x05state\x18\x07 \x01(\t\"\xb2\x02\n\x05\x42\x61tch\x12\x37\n\x08identity\x18\x01 \x01(\x0b\x32%.tuneplane.telemetry.v1.BatchIdentity\x12\x33\n\x06\x63hunks\x18\x02 \x03(\x0b\x32#.tuneplane.telemetry.v1.SeriesChunk\x12\x11\n\tsealed_at\x18\x03 \x01(\x01\x12\x30\n\x04rich\x18\x04 \x03(\x0b\x32\".tuneplane.telemetry.v1.RichRecord\x12<\n\x0esession_starts\x18\x05 \x03(\x0b\x32$.tuneplane.telemetry.v1.SessionStart\x12\x38\n\x08position\x18\x06 \x01(\x0b\x32&.tuneplane.telemetry.v1.SourcePosition\"!\n\x10PushBatchRequest\x12\r\n\x05\x62\x61tch\x18\x01 \x01(\x0c\"\xdc\x01\n\x0ePushBatchReply\x12?\n\x07outcome\x18\x01 \x01(\x0e\x32..tuneplane.telemetry.v1.PushBatchReply.Outcome\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x0e\n\x06points\x18\x03 \x01(\x04\"i\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x13\n\x0fOUTCOME_DURABLE\x10\x01\x12\x1a\n\x16OUTCOME_DUPLICATE_SAFE\x10\x02\x12\x14\n\x10OUTCOME_REJECTED\x10\x03\"A\n\x15GetCheckpointsRequest\x12\x14\n\x0c\x61\x66ter_source\x18\x01 \x01(\t\x12\x12\n\nafter_file\x18\x02 \x01(\t\"t\n\x13GetCheckpointsReply\x12\x39\n\tpositions\x18\x01 \x03(\x0b\x32&.tuneplane.telemetry.v1.SourcePosition\x12\x0c\n\x04more\x18\x02 \x01(\x08\x12\x14\n\x0cspool_epochs\x18\x03 \x03(\t2\xde\x01\n\x0fTelemetryIngest\x12]\n\tPushBatch\x12(.tuneplane.telemetry.v1.PushBatchRequest\x1a&.tuneplane.telemetry.v1.PushBatchReply\x12l\n\x0eGetCheckpoints\x12-.tuneplane.telemetry.v1.GetCheckpointsRequest\x1a+.tuneplane.telemetry.v1.GetCheckpointsReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&tuneplane/telemetry/v1/telemetry.proto\x12\x16tuneplane.telemetry.v1\"g\n\rBatchIdentity\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\r\x12\x0e\n\x06member\x18\x03 \x01(\t\x12\x13\n\x0bspool_epoch\x18\x04 \x01(\t\x12\x10\n\x08sequence\x18\x05 \x01(\x04\"\x88\x01\n\x0bSeriesChunk\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x0b\n\x03tag\x18\x02 \x01(\t\x12\r\n\x05steps\x18\x03 \x03(\x03\x12\x12\n\nwall_times\x18\x04 \x03(\x01\x12\x0e\n\x06values\x18\x05 \x03(\x01\x12\x10\n\x08run_path\x18\x06 \x01(\t\x12\x17\n\x0fwall_times_read\x18\x07 \x01(\x08\"\xde\x02\n\nRichRecord\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x0b\n\x03tag\x18\x02 \x01(\t\x12\x0c\n\x04step\x18\x03 \x01(\x03\x12\x11\n\twall_time\x18\x04 \x01(\x01\x12\x35\n\x04kind\x18\x05 \x01(\x0e\x32\'.tuneplane.telemetry.v1.RichRecord.Kind\x12\x0f\n\x07payload\x18\x06 \x01(\x0c\x12\x13\n\x0bplugin_name\x18\x07 \x01(\t\x12\x16\n\x0eplugin_content\x18\x08 \x01(\x0c\x12\x0c\n\x04\x66ile\x18\t \x01(\t\x12\x0e\n\x06offset\x18\n \x01(\x04\"\x7f\n\x04Kind\x12\x14\n\x10KIND_UNSPECIFIED\x10\x00\x12\x0e\n\nKIND_IMAGE\x10\x01\x12\x12\n\x0eKIND_HISTOGRAM\x10\x02\x12\x0e\n\nKIND_AUDIO\x10\x03\x12\r\n\tKIND_TEXT\x10\x04\x12\x0f\n\x0bKIND_TENSOR\x10\x05\x12\r\n\tKIND_JSON\x10\x06\"k\n\x0cSessionStart\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x0c\n\x04\x66ile\x18\x02 \x01(\t\x12\x0e\n\x06offset\x18\x03 \x01(\x04\x12\x0c\n\x04step\x18\x04 \x01(\x03\x12\x11\n\twall_time\x18\x05 \x01(\x01\x12\x0c\n\x04tags\x18\x06 \x03(\t\"\xa3\x02\n\x0b\x43onfigEntry\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x10\n\x06number\x18\x03 \x01(\x01H\x00\x12\x0e\n\x04text\x18\x04 \x01(\tH\x00\x12\x0e\n\x04\x66lag\x18\x05 \x01(\x08H\x00\x12\x11\n\twall_time\x18\x06 \x01(\x01\x12:\n\x06origin\x18\x07 \x01(\x0e\x32*.tuneplane.telemetry.v1.ConfigEntry.Origin\x12\x10\n\x08run_path\x18\x08 \x01(\t\"[\n\x06Origin\x12\x16\n\x12ORIGIN_UNSPECIFIED\x10\x00\x12\x12\n\x0eORIGIN_HPARAMS\x10\x01\x12\x10\n\x0cORIGIN_JSONL\x10\x02\x12\x13\n\x0fORIGIN_ARTIFACT\x10\x03\x42\x07\n\x05value\"\x84\x01\n\x0eSourcePosition\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x0c\n\x04\x66ile\x18\x02 \x01(\t\x12\x13\n\x0b\x66ingerprint\x18\x03 \x01(\t\x12\x12\n\ngeneration\x18\x04 \x01(\x04\x12\x0e\n\x06offset\x18\x05 \x01(\x04\x12\x0c\n\x04line\x18\x06 \x01(\x04\x12\r\n\x05state\x18\x07 \x01(\t\"\xe7\x02\n\x05\x42\x61tch\x12\x37\n\x08identity\x18\x01 \x01(\x0b\x32%.tuneplane.telemetry.v1.BatchIdentity\x12\x33\n\x06\x63hunks\x18\x02 \x03(\x0b\x32#.tuneplane.telemetry.v1.SeriesChunk\x12\x11\n\tsealed_at\x18\x03 \x01(\x01\x12\x30\n\x04rich\x18\x04 \x03(\x0b\x32\".tuneplane.telemetry.v1.RichRecord\x12<\n\x0esession_starts\x18\x05 \x03(\x0b\x32$.tuneplane.telemetry.v1.SessionStart\x12\x38\n\x08position\x18\x06 \x01(\x0b\x32&.tuneplane.telemetry.v1.SourcePosition\x12\x33\n\x06\x63onfig\x18\x07 \x03(\x0b\x32#.tuneplane.telemetry.v1.ConfigEntry\"!\n\x10PushBatchRequest\x12\r\n\x05\x62\x61tch\x18\x01 \x01(\x0c\"\xdc\x01\n\x0ePushBatchReply\x12?\n\x07outcome\x18\x01 \x01(\x0e\x32..tuneplane.telemetry.v1.PushBatchReply.Outcome\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x0e\n\x06points\x18\x03 \x01(\x04\"i\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x13\n\x0fOUTCOME_DURABLE\x10\x01\x12\x1a\n\x16OUTCOME_DUPLICATE_SAFE\x10\x02\x12\x14\n\x10OUTCOME_REJECTED\x10\x03\"A\n\x15GetCheckpointsRequest\x12\x14\n\x0c\x61\x66ter_source\x18\x01 \x01(\t\x12\x12\n\nafter_file\x18\x02 \x01(\t\"t\n\x13GetCheckpointsReply\x12\x39\n\tpositions\x18\x01 \x03(\x0b\x32&.tuneplane.telemetry.v1.SourcePosition\x12\x0c\n\x04more\x18\x02 \x01(\x08\x12\x14\n\x0cspool_epochs\x18\x03 \x03(\t2\xde\x01\n\x0fTelemetryIngest\x12]\n\tPushBatch\x12(.tuneplane.telemetry.v1.PushBatchRequest\x1a&.tuneplane.telemetry.v1.PushBatchReply\x12l\n\x0eGetCheckpoints\x12-.tuneplane.telemetry.v1.GetCheckpointsRequest\x1a+.tuneplane.telemetry.v1.GetCheckpointsReplyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -41,20 +41,24 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RICHRECORD_KIND']._serialized_end=661
   _globals['_SESSIONSTART']._serialized_start=663
   _globals['_SESSIONSTART']._serialized_end=770
-  _globals['_SOURCEPOSITION']._serialized_start=773
-  _globals['_SOURCEPOSITION']._serialized_end=905
-  _globals['_BATCH']._serialized_start=908
-  _globals['_BATCH']._serialized_end=1214
-  _globals['_PUSHBATCHREQUEST']._serialized_start=1216
-  _globals['_PUSHBATCHREQUEST']._serialized_end=1249
-  _globals['_PUSHBATCHREPLY']._serialized_start=1252
-  _globals['_PUSHBATCHREPLY']._serialized_end=1472
-  _globals['_PUSHBATCHREPLY_OUTCOME']._serialized_start=1367
-  _globals['_PUSHBATCHREPLY_OUTCOME']._serialized_end=1472
-  _globals['_GETCHECKPOINTSREQUEST']._serialized_start=1474
-  _globals['_GETCHECKPOINTSREQUEST']._serialized_end=1539
-  _globals['_GETCHECKPOINTSREPLY']._serialized_start=1541
-  _globals['_GETCHECKPOINTSREPLY']._serialized_end=1657
-  _globals['_TELEMETRYINGEST']._serialized_start=1660
-  _globals['_TELEMETRYINGEST']._serialized_end=1882
+  _globals['_CONFIGENTRY']._serialized_start=773
+  _globals['_CONFIGENTRY']._serialized_end=1064
+  _globals['_CONFIGENTRY_ORIGIN']._serialized_start=964
+  _globals['_CONFIGENTRY_ORIGIN']._serialized_end=1055
+  _globals['_SOURCEPOSITION']._serialized_start=1067
+  _globals['_SOURCEPOSITION']._serialized_end=1199
+  _globals['_BATCH']._serialized_start=1202
+  _globals['_BATCH']._serialized_end=1561
+  _globals['_PUSHBATCHREQUEST']._serialized_start=1563
+  _globals['_PUSHBATCHREQUEST']._serialized_end=1596
+  _globals['_PUSHBATCHREPLY']._serialized_start=1599
+  _globals['_PUSHBATCHREPLY']._serialized_end=1819
+  _globals['_PUSHBATCHREPLY_OUTCOME']._serialized_start=1714
+  _globals['_PUSHBATCHREPLY_OUTCOME']._serialized_end=1819
+  _globals['_GETCHECKPOINTSREQUEST']._serialized_start=1821
+  _globals['_GETCHECKPOINTSREQUEST']._serialized_end=1886
+  _globals['_GETCHECKPOINTSREPLY']._serialized_start=1888
+  _globals['_GETCHECKPOINTSREPLY']._serialized_end=2004
+  _globals['_TELEMETRYINGEST']._serialized_start=2007
+  _globals['_TELEMETRYINGEST']._serialized_end=2229
 # @@protoc_insertion_point(module_scope)

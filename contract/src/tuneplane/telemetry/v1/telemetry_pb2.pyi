@@ -242,6 +242,81 @@ class SessionStart(_message.Message):
 Global___SessionStart: _TypeAlias = SessionStart  # noqa: Y015
 
 @_typing.final
+class ConfigEntry(_message.Message):
+    """A setting of the run as one member declared it: a hyperparameter of TensorBoard's HParams
+    plugin (a session start's hparams), a field of a JSONL config record ({"config": {...}};
+    nested objects' keys joined with "."), or the integration artifact's static config. The
+    read models keep each key's latest entry per attempt and member.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    class _Origin:
+        ValueType = _typing.NewType("ValueType", _builtins.int)
+        V: _TypeAlias = ValueType  # noqa: Y015
+
+    class _OriginEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[ConfigEntry._Origin.ValueType], _builtins.type):
+        DESCRIPTOR: _descriptor.EnumDescriptor
+        ORIGIN_UNSPECIFIED: ConfigEntry._Origin.ValueType  # 0
+        ORIGIN_HPARAMS: ConfigEntry._Origin.ValueType  # 1
+        """TensorBoard's HParams plugin"""
+        ORIGIN_JSONL: ConfigEntry._Origin.ValueType  # 2
+        """a JSONL config record"""
+        ORIGIN_ARTIFACT: ConfigEntry._Origin.ValueType  # 3
+        """the integration artifact's static config"""
+
+    class Origin(_Origin, metaclass=_OriginEnumTypeWrapper): ...
+    ORIGIN_UNSPECIFIED: ConfigEntry.Origin.ValueType  # 0
+    ORIGIN_HPARAMS: ConfigEntry.Origin.ValueType  # 1
+    """TensorBoard's HParams plugin"""
+    ORIGIN_JSONL: ConfigEntry.Origin.ValueType  # 2
+    """a JSONL config record"""
+    ORIGIN_ARTIFACT: ConfigEntry.Origin.ValueType  # 3
+    """the integration artifact's static config"""
+
+    SOURCE_FIELD_NUMBER: _builtins.int
+    KEY_FIELD_NUMBER: _builtins.int
+    NUMBER_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    FLAG_FIELD_NUMBER: _builtins.int
+    WALL_TIME_FIELD_NUMBER: _builtins.int
+    ORIGIN_FIELD_NUMBER: _builtins.int
+    RUN_PATH_FIELD_NUMBER: _builtins.int
+    source: _builtins.str
+    """the declaring source; "" for the artifact"""
+    key: _builtins.str
+    number: _builtins.float
+    """finite"""
+    text: _builtins.str
+    """at most MAX_CONFIG_TEXT_BYTES; a JSON list as its text"""
+    flag: _builtins.bool
+    wall_time: _builtins.float
+    origin: Global___ConfigEntry.Origin.ValueType
+    run_path: _builtins.str
+    """TensorBoard: the run directory the plugin wrote in"""
+    def __init__(
+        self,
+        *,
+        source: _builtins.str = ...,
+        key: _builtins.str = ...,
+        number: _builtins.float = ...,
+        text: _builtins.str = ...,
+        flag: _builtins.bool = ...,
+        wall_time: _builtins.float = ...,
+        origin: Global___ConfigEntry.Origin.ValueType = ...,
+        run_path: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["flag", b"flag", "number", b"number", "text", b"text", "value", b"value"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["flag", b"flag", "key", b"key", "number", b"number", "origin", b"origin", "run_path", b"run_path", "source", b"source", "text", b"text", "value", b"value", "wall_time", b"wall_time"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_value: _TypeAlias = _typing.Literal["number", "text", "flag"]  # noqa: Y015
+    _WhichOneofArgType_value: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_value) -> _WhichOneofReturnType_value | None: ...
+
+Global___ConfigEntry: _TypeAlias = ConfigEntry  # noqa: Y015
+
+@_typing.final
 class SourcePosition(_message.Message):
     """Where one file of a source was read to when a batch was sealed: the batch holds what was
     read of the file before this place (a batch reads one file). The read models keep each
@@ -302,6 +377,7 @@ class Batch(_message.Message):
     RICH_FIELD_NUMBER: _builtins.int
     SESSION_STARTS_FIELD_NUMBER: _builtins.int
     POSITION_FIELD_NUMBER: _builtins.int
+    CONFIG_FIELD_NUMBER: _builtins.int
     sealed_at: _builtins.float
     """collector wall time at seal, seconds"""
     @_builtins.property
@@ -318,6 +394,8 @@ class Batch(_message.Message):
         bound (MAX_POSITION_STATE_BYTES): such a batch moves no checkpoint.
         """
 
+    @_builtins.property
+    def config(self) -> _containers.RepeatedCompositeFieldContainer[Global___ConfigEntry]: ...
     def __init__(
         self,
         *,
@@ -327,10 +405,11 @@ class Batch(_message.Message):
         rich: _abc.Iterable[Global___RichRecord] | None = ...,
         session_starts: _abc.Iterable[Global___SessionStart] | None = ...,
         position: Global___SourcePosition | None = ...,
+        config: _abc.Iterable[Global___ConfigEntry] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity", "position", b"position"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunks", b"chunks", "identity", b"identity", "position", b"position", "rich", b"rich", "sealed_at", b"sealed_at", "session_starts", b"session_starts"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunks", b"chunks", "config", b"config", "identity", b"identity", "position", b"position", "rich", b"rich", "sealed_at", b"sealed_at", "session_starts", b"session_starts"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

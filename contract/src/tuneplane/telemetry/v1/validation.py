@@ -11,6 +11,7 @@ the read models' columns.
 
 from __future__ import annotations
 
+import math
 import re
 
 from google.protobuf.message import DecodeError
@@ -19,10 +20,12 @@ from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.limits import (
     MAX_ATTEMPT,
     MAX_BATCH_BYTES,
+    MAX_BATCH_CONFIG,
     MAX_BATCH_POINTS,
     MAX_BATCH_RICH,
     MAX_BATCH_SERIES,
     MAX_BATCH_SESSION_STARTS,
+    MAX_CONFIG_TEXT_BYTES,
     MAX_NAME_BYTES,
     MAX_OFFSET,
     MAX_PATH_BYTES,
@@ -30,7 +33,7 @@ from tuneplane.telemetry.v1.limits import (
     MAX_POSITION_STATE_BYTES,
     MAX_RUN_PATH_BYTES,
 )
-from tuneplane.telemetry.v1.names import RICH_KIND_NAMES
+from tuneplane.telemetry.v1.names import CONFIG_ORIGIN_NAMES, RICH_KIND_NAMES
 from tuneplane.telemetry.v1.wire import Malformed, bad_utf8
 
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -183,6 +186,32 @@ def check_session_starts(batch: pb.Batch) -> None:
             check_name(f"session_starts[{i}].tags", tag)
 
 
+def check_config(batch: pb.Batch) -> None:
+    if len(batch.config) > MAX_BATCH_CONFIG:
+        raise InvalidBatch(f"batch has {len(batch.config)} config entries, over the "
+                           f"{MAX_BATCH_CONFIG} bound")
+    for i, entry in enumerate(batch.config):
+        check_name(f"config[{i}].source", entry.source,
+                   required=entry.origin != pb.ConfigEntry.ORIGIN_ARTIFACT)
+        check_name(f"config[{i}].key", entry.key)
+        where = f"config[{i}] ({entry.key})"
+        if entry.origin not in CONFIG_ORIGIN_NAMES:
+            raise InvalidBatch(f"{where}.origin {entry.origin} is not an origin this service "
+                               "knows")
+        if (problem := run_path_problem(entry.run_path)) is not None:
+            raise InvalidBatch(f"{where}.run_path {problem}")
+        check_time(f"{where}.wall_time", entry.wall_time)
+        held = entry.WhichOneof("value")
+        if held is None:
+            raise InvalidBatch(f"{where} has no value")
+        if held == "number" and not math.isfinite(entry.number):
+            raise InvalidBatch(f"{where}.number {entry.number!r} is not finite")
+        if held == "text" and (len(entry.text.encode()) > MAX_CONFIG_TEXT_BYTES
+                               or "\x00" in entry.text):
+            raise InvalidBatch(f"{where}.text is over {MAX_CONFIG_TEXT_BYTES} bytes or holds "
+                               "a NUL character")
+
+
 def check_position(batch: pb.Batch) -> None:
     """A source position is stored as the projector's checkpoint row (its file part of the
     row's key) and given back to a collector, which joins its file to a source root: the
@@ -212,7 +241,8 @@ def validate(batch: pb.Batch, size: int) -> int:
     points = check_chunks(batch)
     check_rich(batch)
     check_session_starts(batch)
+    check_config(batch)
     check_position(batch)
-    if not (batch.chunks or batch.rich or batch.session_starts):
+    if not (batch.chunks or batch.rich or batch.session_starts or batch.config):
         raise InvalidBatch("batch is empty")
     return points

@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import httpx
 
@@ -62,6 +62,21 @@ class Defaults:
         return cls(environ.get("TUNEPLANE_URL") or None, environ.get("TUNEPLANE_TOKEN") or None)
 
 
+def given(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The parameters set (None values left out); None for none at all: a ``Link``'s path
+    carries its query, which parameters, even empty ones, would replace."""
+    return None if params is None else {k: v for k, v in params.items() if v is not None}
+
+
+def refused(answer: httpx.Response, method: str) -> NoReturn:
+    """The service's refusal as a ``ClientError``: the call, the status and its reason."""
+    try:
+        reason = answer.json().get("detail", answer.text)
+    except (ValueError, AttributeError):
+        reason = answer.text
+    raise ClientError(f"{method} {answer.request.url.path}: {answer.status_code} {reason}")
+
+
 class Client:
     def __init__(self, url: str | None = None, token: str | None = None, *,
                  timeout: float = 120.0, transport: httpx.BaseTransport | None = None) -> None:
@@ -89,9 +104,24 @@ class Client:
     def get(self, path: str, params: Mapping[str, Any] | None = None) -> httpx.Response:
         """``GET`` of ``path`` (under ``/api/v1``, or a whole path the service gave, as a
         ``Link``); a refusal raises ``ClientError`` with the service's reason."""
-        query = None if params is None else {k: v for k, v in params.items() if v is not None}
-        # (A Link's path carries its query: params, even empty, would replace it.)
-        return self.call("GET", path, params=query)
+        return self.call("GET", path, params=given(params))
+
+    def body(self, path: str, params: Mapping[str, Any] | None = None) -> tuple[bytes, str | None]:
+        """``GET`` of ``path`` read whole: its bytes and its ``Link: rel="next"``. The bytes are
+        the caller's alone: httpx keeps a response in reference cycles until Python's
+        collector runs, so a response holding a page would keep it (a page at a time is the
+        whole point of paging)."""
+        try:
+            with self._http.stream("GET", path if path.startswith(API) else API + path,
+                                   params=given(params)) as answer:
+                if answer.status_code >= 400:
+                    answer.read()
+                    refused(answer, "GET")
+                parts = list(answer.iter_bytes())
+                following: str | None = answer.links.get("next", {}).get("url")
+        except httpx.HTTPError as exc:
+            raise ClientError(f"{self.url}: {exc}") from None
+        return b"".join(parts), following
 
     def call(self, method: str, path: str, *, json: Any = None,
              params: Mapping[str, Any] | None = None) -> httpx.Response:
@@ -104,12 +134,7 @@ class Client:
         except httpx.HTTPError as exc:  # no answer at all: the address, the network
             raise ClientError(f"{self.url}: {exc}") from None
         if answer.status_code >= 400:
-            try:
-                reason = answer.json().get("detail", answer.text)
-            except (ValueError, AttributeError):
-                reason = answer.text
-            raise ClientError(f"{method} {answer.request.url.path}: {answer.status_code} "
-                              f"{reason}")
+            refused(answer, method)
         return answer
 
     def runs(self, *, project: str | None = None, state: str | list[str] | None = None,

@@ -4,13 +4,13 @@
 chunk's edge): ``iter_scalars`` yields one Arrow record batch a page, so a series of any
 length streams in bounded memory; ``scalars`` gathers them into one table (or a pandas or
 polars frame). Points come as the service stored them, in the order they were read: a
-restarted job's steps appear again, and values are bit-exact (CSV of ``repr`` floats,
-``NaN`` and ``±Infinity`` included).
+restarted job's steps appear again, and values are bit-exact (the export's Arrow IPC
+stream: int64 steps and float64 wall times and values, ``NaN`` and ``±Infinity`` included,
+nothing parsed).
 """
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -25,7 +25,7 @@ Frame = Literal["arrow", "pandas", "polars"]
 def arrow() -> Any:
     try:
         import pyarrow
-        import pyarrow.csv
+        import pyarrow.ipc
     except ImportError:
         raise ClientError("scalars need pyarrow: pip install 'tuneplane-client[arrow]' "
                           "(or [pandas], [polars])") from None
@@ -69,17 +69,14 @@ class Run:
         pa = arrow()
         attempt = attempt or self.latest()
         one = self._one_series(tag, attempt, member, source, run_path)
-        options = pa.csv.ConvertOptions(null_values=[], column_types={  # "NaN" is a value
-            "step": pa.int64(), "wall_time": pa.float64(), "value": pa.float64()})
         path: str | None = f"/runs/{self.run_id}/attempts/{attempt}/scalars/export"
         params: dict[str, Any] | None = {
             "member": one["member"], "source": one["source"], "run_path": one["run_path"],
-            "tag": tag, "step_min": step_min, "step_max": step_max, "format": "csv"}
+            "tag": tag, "step_min": step_min, "step_max": step_max, "format": "arrow"}
         while path is not None:
-            answer = self.client.get(path, params)
-            yield from pa.csv.read_csv(io.BytesIO(answer.content),
-                                       convert_options=options).to_batches()
-            path, params = answer.links.get("next", {}).get("url"), None
+            page, following = self.client.body(path, params)
+            yield from pa.ipc.open_stream(page)
+            path, params = following, None
 
     def scalars(self, tag: str, *, attempt: int | None = None, member: str | None = None,
                 source: str | None = None, run_path: str | None = None,

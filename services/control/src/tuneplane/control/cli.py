@@ -24,9 +24,11 @@ import asyncpg
 from tuneplane.common.db import Connection
 from tuneplane.common.gateway import listener, shared_identity
 from tuneplane.common.kube import Kubernetes
+from tuneplane.common.metrics import exposition
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.contract import flags
 from tuneplane.contract.settings import SettingsError
+from tuneplane.control import metrics
 from tuneplane.control.arguments import parser
 from tuneplane.control.calls import Policy
 from tuneplane.control.gate import CallRate
@@ -90,6 +92,8 @@ async def serve(args: argparse.Namespace, settings: ControlSettings) -> None:
     signer = TokenSigner(settings.jwt_secret.get())
     pool = await asyncpg.create_pool(settings.database_url, min_size=1,
                                      max_size=settings.db_pool, reset=keep_session)
+    metrics.POOL.watch(pool)
+    exposition.serve(settings.metrics_port, args.host)
     backends = await job_backends(args, settings, pool, policy)
     service = None
     if backends:
@@ -108,6 +112,7 @@ async def serve(args: argparse.Namespace, settings: ControlSettings) -> None:
     await listener.serve_until_signalled(server, "control")
     for task in following:
         task.cancel()
+    metrics.POOL.forget()
     await pool.close()
 
 

@@ -20,7 +20,9 @@ import grpc
 
 from tuneplane.common.db import Connection
 from tuneplane.common.gateway.listener import bearer_token
+from tuneplane.common.metrics.calls import CallMetrics
 from tuneplane.common.tokens import TokenKind, TokenSigner
+from tuneplane.control import metrics
 from tuneplane.control.calls import Context, Policy, abort_unauthenticated, pooled
 from tuneplane.control.gate import NodeAdmission, NodeCaller, Refused
 from tuneplane.controlplane import errors, heartbeats, launches, nodes
@@ -200,8 +202,10 @@ class NodeControl(pb_grpc.NodeControlServicer):
 
 def create_server(service: NodeControl, *, max_concurrent_rpcs: int,
                   slurm: spb_grpc.SlurmJobControlServicer | None = None) -> grpc.aio.Server:
-    """The control server: Node control, and Slurm job control when ``slurm`` is given."""
+    """The control server: Node control, and Slurm job control when ``slurm`` is given; each
+    call answered is counted and timed (``metrics``)."""
     server = grpc.aio.server(maximum_concurrent_rpcs=max_concurrent_rpcs,
+                             interceptors=[CallMetrics(metrics.observe)],
                              options=[("grpc.max_receive_message_length", 1024 * 1024),
                                       ("grpc.max_concurrent_streams", CALLS_PER_CONNECTION)])
     pb_grpc.add_NodeControlServicer_to_server(service, server)

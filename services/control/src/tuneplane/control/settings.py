@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Self
 
 from tuneplane.common.gateway.settings import GatewaySettings
-from tuneplane.contract.parsers import nice_increment, positive, rate, seconds
+from tuneplane.contract.parsers import nice_increment, port, positive, rate, seconds
 from tuneplane.contract.settings import Needed, Settings, Variable, needed, section, setting
 from tuneplane.contract.variables import (
     DATABASE_URL,
@@ -92,6 +92,10 @@ class ControlSettings(Settings):
         "TUNEPLANE_CONTROL_SLURM_POLL_SECONDS", parse=seconds, default=2.0,
         flag="--slurm-poll-seconds",
         help="with --slurm: how often Slurm launches are submitted and their jobs looked at")
+    metrics_port: int = setting(
+        "TUNEPLANE_CONTROL_METRICS_PORT", parse=port, default=0, flag="--metrics-port",
+        help="port `serve` serves its Prometheus metrics on (`/metrics`, plain HTTP, on "
+             "--host), never the Node control port; 0: not served")
     #: Control's ``TUNEPLANE_COLLECTOR_*`` settings, handed to Slurm jobs' collectors only.
     collector_environment: dict[str, str] = dataclasses.field(default_factory=dict)
     #: What Slurm's client commands (sbatch, squeue) are run with of control's environment.

@@ -16,6 +16,7 @@ import signal
 import sys
 
 from tuneplane.common.kafka.poison import DeadLetterLimit
+from tuneplane.common.metrics import exposition
 from tuneplane.contract import flags
 from tuneplane.contract.settings import SettingsError
 from tuneplane.exporter.service import Exporter
@@ -35,6 +36,7 @@ async def serve(settings: ExporterSettings) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    exposition.serve(settings.metrics_port)
     logging.getLogger("tuneplane.exporter").info("exporter watching destinations")
     # Handed on to the collector's process, which keeps only collector.PASSED of it.
     await Exporter(settings, {**os.environ}).run(stop)

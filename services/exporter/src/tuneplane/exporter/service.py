@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -32,10 +33,12 @@ from tuneplane.common.kafka.adapter import KafkaGroupConsumer
 from tuneplane.common.kafka.message import InvalidMessage, Message
 from tuneplane.common.kafka.pipeline import Pipeline
 from tuneplane.common.kafka.poison import PoisonPolicy, StepOver
+from tuneplane.common.metrics.gauges import set_by_partition
 from tuneplane.contract.errors import retryable
 from tuneplane.controlplane.destinations import store
 from tuneplane.controlplane.destinations.fleet import DestinationStore, usable
 from tuneplane.destinations.compose import dumps, render
+from tuneplane.exporter import metrics
 from tuneplane.exporter.otelcol import ComposedCollector
 from tuneplane.exporter.otlp import points, to_requests
 from tuneplane.exporter.settings import ExporterSettings
@@ -86,6 +89,8 @@ class Exporter:
             if self._refused.get(name) != why:
                 log.warning("destination %s is not exported: %s", name, why)
         self._refused = fleet.refused
+        metrics.DESTINATIONS.labels("composed").set(len(fleet.usable))
+        metrics.DESTINATIONS.labels("refused").set(len(fleet.refused))
         config = render(fleet.usable, receiver_endpoint=self.settings.otlp_endpoint,
                         secrets_root=self.settings.secrets_root)
         self.collector.apply(None if config is None else dumps(config))
@@ -113,10 +118,12 @@ class Exporter:
         elif not on and self._consumer is not None:
             await self._consumer.stop()
             self._consumer = self._pipeline = None
+            set_by_partition(metrics.LAG, {})
             log.info("export off: no destination; consumer stopped, nothing buffered")
         elif not on and not self._looked:
             log.info("export off: no destination; nothing consumed")
         self._looked = True
+        metrics.ENABLED.set(1 if self._pipeline is not None else 0)
 
     async def _destinations(self, conn: asyncpg.Connection) -> DestinationStore:
         if self.settings.destinations == "kubernetes":
@@ -138,6 +145,7 @@ class Exporter:
             DELETED, sorted({b.run_id for b in batches}))}
         kept = [b for b in batches if (b.run_id, 0) not in deleted
                 and (b.run_id, b.attempt) not in deleted]
+        metrics.BATCHES.labels("deleted").inc(len(batches) - len(kept))
         for request in (request for batch in kept for request in batch.requests):
             count = points(request)
             if not count:
@@ -150,19 +158,37 @@ class Exporter:
                     with attempt:
                         if self._stop.is_set():
                             raise asyncio.CancelledError
-                        await self._stub.Export(request, timeout=30)
+                        await self._send(request)
             except grpc.aio.AioRpcError as exc:  # refused for good: this batch alone
                 raise InvalidMessage(f"the collector refused it: {exc.code().name}: "
                                      f"{exc.details()}") from exc
             self.exported_points += count
+            metrics.POINTS.inc(count)
+        metrics.BATCHES.labels("exported").inc(len(kept))
         return [True] * len(batches)
+
+    async def _send(self, request: ExportMetricsServiceRequest) -> None:
+        """One export request to the collector, timed and counted by how it was answered."""
+        assert self._stub is not None
+        started = time.perf_counter()
+        try:
+            await self._stub.Export(request, timeout=30)
+        except grpc.aio.AioRpcError as exc:
+            metrics.REQUESTS.labels("retried" if retryable(exc) else "refused").inc()
+            raise
+        finally:
+            metrics.REQUEST_SECONDS.observe(time.perf_counter() - started)
+        metrics.REQUESTS.labels("accepted").inc()
 
     async def _pump(self) -> None:
         assert self._pipeline is not None
         loop = asyncio.get_running_loop()
         until = loop.time() + self.settings.poll_seconds
         while loop.time() < until and not self._stop.is_set():
-            await self._pipeline.run_once()
+            group = await self._pipeline.run_once()
+            metrics.BATCHES.labels("poison").inc(group.poison)
+            if self._consumer is not None:
+                set_by_partition(metrics.LAG, await self._consumer.lags())
 
     async def run(self, stop: asyncio.Event) -> None:
         """Export until ``stop`` is set; raises DeadLetterLimit on a flood of poison."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tuneplane.contract.parsers import positive, seconds
+from tuneplane.contract.parsers import port, positive, seconds
 from tuneplane.contract.settings import Needed, Settings, Variable, needed, setting
 from tuneplane.contract.variables import DATABASE_URL, KAFKA_BOOTSTRAP
 from tuneplane.destinations.resource import SECRETS_ROOT
@@ -56,6 +56,10 @@ class ExporterSettings(Settings):
     group: str = setting(
         "TUNEPLANE_EXPORTER_GROUP", default=GROUP, flag="--group",
         help="the exporter's Kafka consumer group on the batches topic")
+    metrics_port: int = setting(
+        "TUNEPLANE_EXPORTER_METRICS_PORT", parse=port, default=0, flag="--metrics-port",
+        help="port the exporter serves its Prometheus metrics on (`/metrics`, plain HTTP); "
+             "0: not served")
     dead_letters_per_minute: int = setting(
         "TUNEPLANE_EXPORTER_DEAD_LETTERS_PER_MINUTE", parse=positive, default=100,
         help="poison records the exporter steps over per minute before it stops instead")

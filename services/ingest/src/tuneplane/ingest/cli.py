@@ -13,9 +13,11 @@ import asyncpg
 from tuneplane.common.db import TRANSIENT_ERRORS
 from tuneplane.common.gateway import listener, shared_identity
 from tuneplane.common.kafka.committed import GroupPosition
+from tuneplane.common.metrics import exposition
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.contract import flags
 from tuneplane.contract.settings import SettingsError
+from tuneplane.ingest import metrics
 from tuneplane.ingest.checkpoints import Checkpoints
 from tuneplane.ingest.gate import Admission
 from tuneplane.ingest.inflight import CallsInFlight
@@ -57,12 +59,14 @@ async def probe(pool: asyncpg.Pool) -> None:
 
 async def serve(args: argparse.Namespace, settings: IngestSettings) -> None:
     credentials = await listener.credentials(args, settings.gateway)
+    exposition.serve(settings.metrics_port, args.host)
     signer = TokenSigner(settings.jwt_secret)
     sink = KafkaBatchSink(settings.kafka_bootstrap, timeout_seconds=settings.kafka_timeout)
     await sink.start()
     # min_size=0: ingest starts, and serves (failing open), while PostgreSQL is away.
     pool = await asyncpg.create_pool(settings.database_url, min_size=0,
                                      max_size=settings.db_pool)
+    metrics.POOL.watch(pool)
     await probe(pool)
     facts = PostgresFacts(pool)
     standing = Standing(facts, drain_seconds=settings.drain_seconds)

@@ -13,8 +13,9 @@ import asyncpg
 import grpc
 
 from tuneplane.common.db import TRANSIENT_ERRORS
+from tuneplane.common.metrics.calls import CallMetrics
 from tuneplane.common.tokens import DeliveryClaims, WorkloadClaims
-from tuneplane.ingest import delivered
+from tuneplane.ingest import delivered, metrics
 from tuneplane.ingest.checkpoints import Behind, Checkpoints
 from tuneplane.ingest.gate import Admission, Gate, Refused
 from tuneplane.ingest.inflight import TooManyCalls
@@ -114,10 +115,12 @@ class TelemetryIngest(pb_grpc.TelemetryIngestServicer):
         digest = RecentBatches.digest(payload)
         seen = self._recent.check(key, digest)
         if seen is Seen.SAME:
+            metrics.DUPLICATES.inc()
             return pb.PushBatchReply(outcome=pb.PushBatchReply.OUTCOME_DUPLICATE_SAFE,
                                      points=points)
         if seen is Seen.CONFLICT:
             log.error("batch %s resent with different content; refused", key)
+            metrics.REFUSED.labels(metrics.CONFLICT).inc()
             return pb.PushBatchReply(outcome=pb.PushBatchReply.OUTCOME_REJECTED, points=points,
                                      reason=f"batch identity {key} was already made durable "
                                             "with different content")
@@ -131,16 +134,18 @@ class TelemetryIngest(pb_grpc.TelemetryIngestServicer):
             log.warning("%s", exc)
             await context.abort(grpc.StatusCode.UNAVAILABLE, "Kafka unavailable; retry the batch")
         self._recent.remember(key, digest)
+        metrics.durable(points, late=late)
         log.log(logging.INFO if late else logging.DEBUG, "batch %s durable (%d points%s)", key,
                 points, ", delivered late" if late else "")
         return pb.PushBatchReply(outcome=pb.PushBatchReply.OUTCOME_DURABLE, points=points)
 
 
 def create_server(service: TelemetryIngest, *, max_concurrent_rpcs: int) -> grpc.aio.Server:
-    """The service behind its gate: calls refused on their metadata are never read."""
+    """The service behind its gate: calls refused on their metadata are never read. Every
+    call answered, refused ones too, is counted and timed (``metrics``)."""
     server = grpc.aio.server(
         maximum_concurrent_rpcs=max_concurrent_rpcs,
-        interceptors=[Gate(service.admission)],
+        interceptors=[CallMetrics(metrics.observe), Gate(service.admission)],
         options=[("grpc.max_receive_message_length", MAX_RECEIVE_BYTES),
                  ("grpc.max_send_message_length", 4 * 1024 * 1024)],
     )

@@ -4,7 +4,7 @@ with a flag is overridden by it (``tuneplane.contract.flags``)."""
 from __future__ import annotations
 
 from tuneplane.common.gateway.settings import GatewaySettings
-from tuneplane.contract.parsers import positive, seconds
+from tuneplane.contract.parsers import port, positive, seconds
 from tuneplane.contract.settings import Settings, section, setting
 from tuneplane.contract.variables import (
     DATABASE_URL,
@@ -51,4 +51,8 @@ class IngestSettings(Settings):
         "TUNEPLANE_INGEST_CHECKPOINT_WAIT", parse=seconds, default=20.0,
         help="seconds GetCheckpoints waits for the projectors to hold every batch of the "
              "member Kafka holds before it answers UNAVAILABLE (the collector asks again)")
+    metrics_port: int = setting(
+        "TUNEPLANE_INGEST_METRICS_PORT", parse=port, default=0, flag="--metrics-port",
+        help="port ingest serves its Prometheus metrics on (`/metrics`, plain HTTP, on "
+             "--host), never the telemetry port; 0: not served")
     gateway: GatewaySettings = section(GatewaySettings)

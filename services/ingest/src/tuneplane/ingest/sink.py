@@ -5,6 +5,7 @@ can list it."""
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Protocol
 
 from aiokafka import AIOKafkaProducer
@@ -12,6 +13,7 @@ from aiokafka.errors import KafkaError
 from aiokafka.partitioner import murmur2
 
 from tuneplane.common.kafka import topics
+from tuneplane.ingest import metrics
 from tuneplane.telemetry.v1.identity import BatchKey, MemberKey
 from tuneplane.telemetry.v1.limits import TOPIC_MAX_MESSAGE_BYTES
 
@@ -68,6 +70,7 @@ class KafkaBatchSink:
         return len(partitions)
 
     async def put(self, key: BatchKey, payload: bytes, *, late: bool = False) -> None:
+        started = time.perf_counter()
         try:
             async with asyncio.timeout(self._timeout):
                 await self._producer.send_and_wait(
@@ -76,3 +79,4 @@ class KafkaBatchSink:
                     headers=[(topics.LATE_HEADER, b"1")] if late else None)
         except (KafkaError, TimeoutError) as exc:
             raise SinkUnavailable(f"Kafka did not confirm batch {key}: {exc!r}") from exc
+        metrics.PRODUCE_SECONDS.observe(time.perf_counter() - started)

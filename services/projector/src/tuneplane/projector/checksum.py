@@ -28,6 +28,13 @@ PARTS = {
                                          source, file, file_offset, step, wall_time,
                                          tags::text)
                          FROM session_starts""",
+    "config": """SELECT concat_ws(',', run_id, attempt, member, key, value::text, origin,
+                                 source, run_path, wall_time, sealed_at)
+                 FROM run_config""",
+    "series_stats": """SELECT concat_ws(',', s.run_id, s.attempt, s.member, s.source,
+                                       s.run_path, s.tag, t.points, t.v_min, t.v_max,
+                                       t.step_last, t.v_last, t.last_sealed_at)
+                       FROM series_stats t JOIN series s USING (series_id)""",
 }
 
 

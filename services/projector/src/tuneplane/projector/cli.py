@@ -23,11 +23,12 @@ import sys
 
 import asyncpg
 import faust
-import prometheus_client
 
 from tuneplane.common import schedule
 from tuneplane.common.kafka import topics
 from tuneplane.common.kafka.adapter import StartAt
+from tuneplane.common.metrics import exposition
+from tuneplane.contract import flags
 from tuneplane.contract.settings import SettingsError
 from tuneplane.projector.app import create_app, object_store
 from tuneplane.projector.archiver import TRIM_LOCK, ArchiveReader, archive
@@ -46,8 +47,7 @@ def progress(done: int, total: int) -> None:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    if args.metrics_port:
-        prometheus_client.start_http_server(args.metrics_port)
+    exposition.serve(args.settings.metrics_port)
     worker = faust.Worker(create_app(args.settings), loglevel=args.loglevel)
     worker.execute_from_commandline()  # returns only when the worker stops
     return 0
@@ -142,12 +142,11 @@ async def run_purge(args: argparse.Namespace) -> int:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tuneplane-projector", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.set_defaults(func=cmd_worker, loglevel="info", metrics_port=0)
+    p.set_defaults(func=cmd_worker, loglevel="info")
     sub = p.add_subparsers(dest="command")
     w = sub.add_parser("worker", help="run one worker of the consumer group (the default)")
     w.add_argument("--loglevel", default="info", help="faust worker log level")
-    w.add_argument("--metrics-port", type=int, default=0,
-                   help="serve Prometheus metrics on this port (default: off)")
+    flags.add_to(w, ProjectorSettings)  # --metrics-port
     w.set_defaults(func=cmd_worker)
     r = sub.add_parser("replay", help="replay the topic into the live read models "
                                       "(idempotent: what is there already has no effect)")
@@ -198,7 +197,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        args.settings = ProjectorSettings.from_environ(os.environ)
+        args.settings = flags.settings(ProjectorSettings, os.environ, args)
         result: int = args.func(args)
     except SettingsError as exc:
         print(f"tuneplane-projector: {exc}", file=sys.stderr)

@@ -47,9 +47,11 @@ class FaustConsumer:
                 self._lag[event.message.partition] = max(0, highwater - event.message.offset - 1)
         self._pending = ()
 
-    def lag(self) -> int:
-        """Records behind the high watermark, over the partitions this worker has seen."""
-        return sum(self._lag.values())
+    def lags(self) -> dict[int, int]:
+        """Records behind the high watermark, by partition this worker has seen and still
+        has (a rebalance may have moved some away)."""
+        mine = {tp.partition for tp in self._app.consumer.assignment()}
+        return {p: lag for p, lag in self._lag.items() if p in mine}
 
 
 class FaustDeadLetters:

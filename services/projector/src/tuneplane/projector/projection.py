@@ -12,7 +12,7 @@ import numpy.typing as npt
 from tuneplane.common.kafka.message import InvalidMessage
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.identity import BatchKey
-from tuneplane.telemetry.v1.names import RICH_KIND_NAMES
+from tuneplane.telemetry.v1.names import CONFIG_ORIGIN_NAMES, RICH_KIND_NAMES
 from tuneplane.telemetry.v1.validation import InvalidBatch, parse, validate
 
 
@@ -131,6 +131,27 @@ class StartRow:
 
 
 @dataclass(frozen=True, slots=True)
+class ConfigRow:
+    """One setting as its member declared it; a later batch's entry of the key replaces it."""
+
+    source: str
+    key: str
+    value: float | str | bool
+    wall_time: float
+    origin: str
+    run_path: str
+
+
+def config_row(entry: pb.ConfigEntry) -> ConfigRow:
+    """A validated entry's row (``validate`` refused one without a value or origin)."""
+    held = entry.WhichOneof("value")
+    value: float | str | bool = (entry.number if held == "number" else
+                                 entry.text if held == "text" else entry.flag)
+    return ConfigRow(entry.source, entry.key, value, entry.wall_time,
+                     CONFIG_ORIGIN_NAMES[entry.origin], entry.run_path)
+
+
+@dataclass(frozen=True, slots=True)
 class Projection:
     key: BatchKey
     meta: RecordMeta
@@ -139,6 +160,7 @@ class Projection:
     chunks: list[ChunkRow]
     rich: list[RichRow] = field(default_factory=list)
     session_starts: list[StartRow] = field(default_factory=list)
+    config: list[ConfigRow] = field(default_factory=list)
     #: Where the batch's file was read to (None: a batch of before, or its state too long).
     position: pb.SourcePosition | None = None
 
@@ -192,4 +214,5 @@ def project(payload: bytes, meta: RecordMeta) -> Projection:
         session_starts=[StartRow(i, m.source, m.file, m.offset, m.step, m.wall_time,
                                  tuple(m.tags))
                         for i, m in enumerate(batch.session_starts)],
+        config=[config_row(e) for e in batch.config],
         position=batch.position if batch.HasField("position") else None)

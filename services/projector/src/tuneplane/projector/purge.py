@@ -47,7 +47,7 @@ log = logging.getLogger("tuneplane.projector.purge")
 #: The read-model tables holding a run's rows, each by run and attempt (curve chunks by
 #: their series), rich records last: their keys are what the sweep looks at.
 BY_RUN = ("batch_ledger", "session_starts", "member_summaries", "source_checkpoints",
-          "member_spools")
+          "member_spools", "run_config")
 #: What the reporting path holds of an attempt (public: not projections of the topic).
 REPORTED = ("attempt_events", "attempt_logs", "attempt_reports")
 ATTEMPT = "($2 = 0 OR attempt = $2)"
@@ -131,6 +131,9 @@ async def purge_rows(conn: asyncpg.Connection, run_id: str, attempt: int) -> int
         for schema in await schemas(conn):
             count += _count(await conn.execute(
                 f"DELETE FROM {schema}.curve_chunks WHERE series_id IN (SELECT series_id "
+                f"FROM {schema}.series WHERE run_id = $1 AND {ATTEMPT})", run_id, attempt))
+            count += _count(await conn.execute(
+                f"DELETE FROM {schema}.series_stats WHERE series_id IN (SELECT series_id "
                 f"FROM {schema}.series WHERE run_id = $1 AND {ATTEMPT})", run_id, attempt))
             count += _count(await conn.execute(
                 f"DELETE FROM {schema}.series WHERE run_id = $1 AND {ATTEMPT}", run_id, attempt))

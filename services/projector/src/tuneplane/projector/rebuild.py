@@ -24,7 +24,8 @@ log = logging.getLogger("tuneplane.projector.rebuild")
 
 LIVE, NEXT, OLD = "readmodel", "readmodel_next", "readmodel_old"
 TABLES = ("batch_ledger", "series", "curve_chunks", "rich_records", "session_starts",
-          "member_summaries", "source_checkpoints", "member_spools")
+          "member_summaries", "source_checkpoints", "member_spools", "run_config",
+          "series_stats")
 
 
 async def prepare_next(conn: asyncpg.Connection) -> None:

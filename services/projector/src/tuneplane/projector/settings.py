@@ -7,7 +7,7 @@ still builds from ``os.environ`` itself: wiring this in replaces that one (and i
 
 from __future__ import annotations
 
-from tuneplane.contract.parsers import positive
+from tuneplane.contract.parsers import port, positive
 from tuneplane.contract.settings import Settings, setting
 from tuneplane.contract.variables import (
     DATABASE_URL,
@@ -44,6 +44,10 @@ class ProjectorSettings(Settings):
         help="distinct runs whose poison, past the per-minute limit, stops a projector (a "
              "bad deploy); one run's poison alone never does")
     group_id: str = setting(PROJECTOR_GROUP, default=CONSUMER_GROUP)
+    metrics_port: int = setting(
+        "TUNEPLANE_PROJECTOR_METRICS_PORT", parse=port, default=0, flag="--metrics-port",
+        help="port a projector worker serves its Prometheus metrics on (`/metrics`, plain "
+             "HTTP); 0: not served")
     offset_reset: str = setting(
         "TUNEPLANE_PROJECTOR_OFFSET_RESET", default="earliest",
         help="where a new consumer group starts in the batches topic (`earliest` or `latest`)")

@@ -22,6 +22,7 @@ from tuneplane.common.db import Connection
 from tuneplane.projector import pgbinary as pg
 from tuneplane.projector import withheld
 from tuneplane.projector.projection import ChunkRow, Projection
+from tuneplane.projector.run_config import Stats, keep_config, keep_stats
 from tuneplane.projector.summaries import count_spools, summarise
 from tuneplane.telemetry.v1.identity import SeriesKey
 
@@ -169,12 +170,14 @@ class PostgresWriter:
             await self._store_rich([p for p, keep in zip(projections, kept, strict=True)
                                     if keep])
             chunks: list[tuple[object, ...]] = []
-            applied = [keep and await self._apply(conn, p, chunks)
+            stats: list[tuple[int, Stats]] = []
+            applied = [keep and await self._apply(conn, p, chunks, stats)
                        for p, keep in zip(projections, kept, strict=True)]
             if chunks:  # the group's curve chunks in one binary COPY
                 await conn.copy_to_table("curve_chunks", columns=CHUNK_COLUMNS,
                                          source=pg.source(pg.rows(CHUNK_FIELDS, chunks)),
                                          format="binary")
+                await keep_stats(conn, stats)
             fresh = [p for p, new in zip(projections, applied, strict=True) if new]
             await summarise(conn, fresh)
             await count_spools(conn, fresh)
@@ -200,9 +203,9 @@ class PostgresWriter:
                                 f"{self._max_series} (TUNEPLANE_TELEMETRY_MAX_SERIES)")
 
     async def _apply(self, conn: Connection, projection: Projection,
-                     chunks: list[tuple[object, ...]]) -> bool:
-        """Writes the batch's ledger row, series, rich rows and markers; adds its curve
-        chunks' records to ``chunks``."""
+                     chunks: list[tuple[object, ...]], stats: list[tuple[int, Stats]]) -> bool:
+        """Writes the batch's ledger row, series, rich rows, markers and config; adds its
+        curve chunks' records to ``chunks`` and their figures to ``stats``."""
         key, member = projection.key, projection.key.member
         ids = (member.run_id, member.attempt, member.member, key.batch_id)
         fresh = await conn.fetchval(INSERT_LEDGER, *ids, projection.meta.partition,
@@ -219,9 +222,12 @@ class PostgresWriter:
                 await self._check_series_bound(conn, projection)
             series_ids = {SeriesKey(member, r["source"], r["run_path"], r["tag"]):
                           r["series_id"] for r in rows}
-            chunks.extend(
-                chunk_record(series_ids[SeriesKey(member, c.source, c.run_path, c.tag)],
-                             key.batch_id, c) for c in projection.chunks)
+            for c in projection.chunks:
+                series_id = series_ids[SeriesKey(member, c.source, c.run_path, c.tag)]
+                chunks.append(chunk_record(series_id, key.batch_id, c))
+                stats.append((series_id, Stats(len(c.steps), c.v_min, c.v_max,
+                                               int(c.steps[-1]), c.v_last,
+                                               projection.sealed_at)))
         if projection.rich:
             await conn.copy_records_to_table(
                 "rich_records", columns=RICH_COLUMNS,
@@ -233,6 +239,8 @@ class PostgresWriter:
                 "session_starts", columns=START_COLUMNS,
                 records=[(*ids, m.marker_index, m.source, m.file, m.file_offset, m.step,
                           m.wall_time, list(m.tags)) for m in projection.session_starts])
+        if projection.config:
+            await keep_config(conn, projection)
         if (at := projection.position) is not None:
             await conn.execute(CHECKPOINT, member.run_id, member.attempt, member.member,
                                at.source, at.file, key.spool_epoch, key.sequence,

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from tuneplane.common.tokens import TokenSigner
-from tuneplane.web import exceptions, openapi, state
+from tuneplane.web import exceptions, metrics, openapi, state
 from tuneplane.web.auth import admission, headers
 from tuneplane.web.routes import (
     auth,
@@ -50,7 +50,8 @@ def create_app(settings: WebSettings) -> FastAPI:
                               "/healthz needs a user token: `Authorization: Bearer <token>`.")
     app.add_middleware(admission.Admission, max_body=settings.max_body_bytes,
                        limits=reporting.BODY_LIMITS, signer=signer)
-    app.add_middleware(headers.SecurityHeaders)  # outermost: on every answer, refusals too
+    app.add_middleware(headers.SecurityHeaders)  # on every answer, refusals too
+    app.add_middleware(metrics.RouteTimer)  # outermost: every request counted and timed
     app.include_router(reporting.router)
     app.include_router(destinations.router)
     app.include_router(launches.router)

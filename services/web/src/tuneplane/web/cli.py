@@ -10,6 +10,7 @@ import sys
 
 import uvicorn
 
+from tuneplane.common.metrics import exposition
 from tuneplane.contract import flags
 from tuneplane.contract.settings import SettingsError
 from tuneplane.web import logs
@@ -37,7 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = flags.settings(WebSettings, os.environ, args)
         app = create_app(settings)
-    except (SettingsError, ValueError) as exc:
+        exposition.serve(settings.metrics_port, args.host)
+    except (SettingsError, ValueError, OSError) as exc:
         print(f"tuneplane-web: {exc}", file=sys.stderr)
         return 2
     # What startup built (modules, the app, its routes and models) lives as long as the

@@ -294,8 +294,19 @@ class RunRow(BaseModel):
     members: int = Field(description="members that sent telemetry in the latest attempt")
     points: int
     last_batch_at: datetime | None
+    columns: list[float | str | bool | None] = Field(
+        default=[], description="the added columns' values, in the order asked for (null: "
+                                "the run has none)")
+
+
+class RunColumns(BaseModel):
+    config: list[str] = Field(description="settings' keys: columns config:KEY")
+    metrics: list[str] = Field(description="series tags: columns metric:TAG:last|min|max")
+    names: list[str] = Field(description="canonical names of metric mappings, also "
+                                         "metric:NAME:last|min|max")
 
 
 class RunTable(BaseModel):
     runs: list[RunRow]
     total: int = Field(description="rows in the whole view, every page")
+    columns: list[str] = Field(default=[], description="the added columns, as asked for")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tuneplane.contract.parsers import positive
+from tuneplane.contract.parsers import port, positive
 from tuneplane.contract.settings import (
     Settings,
     SettingsError,
@@ -77,6 +77,11 @@ class WebSettings(Settings):
     tls_key: Path | None = setting(
         TLS_KEY, parse=existing_file, default=None,
         help=f"the private key (PEM) of `{TLS_CERT}`")
+    metrics_port: int = setting(
+        "TUNEPLANE_WEB_METRICS_PORT", parse=port, default=0, flag="--metrics-port",
+        help="port web serves its Prometheus metrics on (`/metrics`, plain HTTP, on "
+             "--host), apart from the API's port so that they are never public; 0: not "
+             "served")
     oidc: OidcSettings = section(OidcSettings)
 
     def __post_init__(self) -> None:

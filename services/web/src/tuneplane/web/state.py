@@ -16,6 +16,7 @@ from fastapi import FastAPI
 
 from tuneplane.common import objectstore
 from tuneplane.common.tokens import TokenSigner
+from tuneplane.web import metrics
 from tuneplane.web.auth.oidc import OidcClient
 from tuneplane.web.auth.throttle import Throttle
 from tuneplane.web.read.bucket import Bucket
@@ -45,6 +46,7 @@ async def opened(settings: WebSettings, signer: TokenSigner) -> AsyncIterator[We
     """The state for one run of the application; the pool is closed when it ends."""
     pool = await asyncpg.create_pool(settings.database_url, min_size=1,
                                      max_size=settings.pool_size)
+    metrics.POOL.watch(pool)
     bucket = (Bucket(objectstore.s3_client(settings.s3_endpoint), settings.s3_bucket)
               if settings.s3_endpoint and settings.s3_bucket else None)
     try:
@@ -52,6 +54,7 @@ async def opened(settings: WebSettings, signer: TokenSigner) -> AsyncIterator[We
                        asyncio.Semaphore(settings.concurrent_queries),
                        OidcClient(settings.oidc) if settings.oidc.enabled else None)
     finally:
+        metrics.POOL.forget()
         await pool.close()
 
 

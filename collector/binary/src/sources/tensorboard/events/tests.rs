@@ -1,6 +1,7 @@
 //! Events decoded as TensorBoard's accumulator reads them: simple values as scalars, a step
 //! back as a purge marker of its tags (each once, the first `MAX_BATCH_SERIES`, in linear
-//! time however many), undecodable bytes and bad tags as problems, and file versions.
+//! time however many), undecodable bytes and bad tags as problems, file versions, and an
+//! HParams session start's config.
 
 use super::*;
 
@@ -152,4 +153,63 @@ fn problems_of_one_record_are_bounded() {
 
 fn wire_max() -> usize {
     crate::contract::MAX_BATCH_POINTS
+}
+
+/// A session start of the HParams plugin declaring `lr`, as tensorboardX writes it (plugin
+/// data alone) or, with `tensor`, as TensorBoard's `hparams_pb` does (an empty tensor).
+fn session_start(lr: f64, tensor: bool) -> summary::Value {
+    use crate::sources::tensorboard::proto::{
+        h_params_plugin_data::Data, session_start_info::HparamsEntry, value::Kind,
+        HParamsPluginData, SessionStartInfo, Value,
+    };
+    let number = Value {
+        kind: Some(Kind::NumberValue(lr)),
+    };
+    let start = SessionStartInfo {
+        hparams: vec![HparamsEntry {
+            key: "lr".into(),
+            value: Some(number),
+        }],
+        ..SessionStartInfo::default()
+    };
+    let data = HParamsPluginData {
+        version: 0,
+        data: Some(Data::SessionStartInfo(start)),
+    };
+    let plugin_data = proto::summary_metadata::PluginData {
+        plugin_name: "hparams".into(),
+        content: data.encode_to_vec().into(),
+    };
+    summary::Value {
+        tag: "_hparams_/session_start_info".into(),
+        metadata: Some(proto::SummaryMetadata {
+            plugin_data: Some(plugin_data),
+            ..Default::default()
+        }),
+        value: tensor.then(|| summary::value::Value::Tensor(proto::TensorProto::default())),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_session_start_declares_its_hyperparameters_and_is_what_it_was_besides() {
+    use crate::sources::config::{ConfigValue, Setting};
+    let lr = |value| Setting {
+        key: "lr".into(),
+        value: ConfigValue::Number(value),
+    };
+    let (mut plugins, mut state) = (Plugins::new(), PurgeState::default());
+    let summary = |value| What::Summary(proto::Summary { value: vec![value] });
+    // tensorboardX's: plugin data and no value, read as config and not said to be skipped.
+    let bare = event(summary(session_start(0.5, false)), 0);
+    let got = decode(bare.into(), "f", 0, &mut plugins, &mut state);
+    assert_eq!(
+        (got.config, got.problems, got.rich.len()),
+        (vec![lr(0.5)], vec![], 0)
+    );
+    // TensorBoard's: its empty tensor stays a rich record; each start its own plugin data.
+    let tensor = event(summary(session_start(0.25, true)), 0);
+    let got = decode(tensor.into(), "f", 9, &mut plugins, &mut state);
+    assert_eq!((got.config, got.rich.len()), (vec![lr(0.25)], 1));
+    assert_eq!(got.rich[0].plugin, "hparams");
 }

@@ -48,6 +48,16 @@ class KafkaGroupConsumer:
     async def commit(self) -> None:
         await self._consumer.commit()
 
+    async def lags(self) -> dict[int, int]:
+        """Records behind each assigned partition's end (its high watermark as last
+        fetched), from the position polled up to; partitions not fetched yet are left out."""
+        found: dict[int, int] = {}
+        for tp in self._consumer.assignment():
+            end = self._consumer.highwater(tp)
+            if end is not None:
+                found[tp.partition] = max(0, end - await self._consumer.position(tp))
+        return found
+
 
 @dataclass(frozen=True, slots=True)
 class StartAt:

@@ -104,3 +104,19 @@ async def commit_group_at_end(bootstrap: str, group: str, topic: str = BATCHES) 
         await consumer.commit(dict(await consumer.end_offsets(partitions)))
     finally:
         await consumer.stop()
+
+
+async def records_held(bootstrap: str, topic: str) -> dict[int, int]:
+    """Records each partition of ``topic`` holds now, by partition: its end offset less its
+    start (which retention and a trim move). The dead-letter topic's is what waits there for
+    a person: batches to redrive after a fix, then trim away."""
+    partitions = await topic_partitions(bootstrap, topic)
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
+                                enable_auto_commit=False)
+    await consumer.start()
+    try:
+        starts = await consumer.beginning_offsets(partitions)
+        ends = await consumer.end_offsets(partitions)
+    finally:
+        await consumer.stop()
+    return {tp.partition: max(0, ends[tp] - starts[tp]) for tp in partitions}

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from tuneplane.common.db import Connection
 from tuneplane.telemetry.v1.identity import SeriesKey
 from tuneplane.web.read import listings
-
-Point = tuple[int, float, float]  # step, wall time, value
+from tuneplane.web.read.columnar import Points
+from tuneplane.web.read.series_read import SENT_ARRAYS, received
 
 CHUNKS = """
 SELECT batch_id, chunk_index, n, step_min FROM curve_chunks
@@ -25,7 +27,7 @@ class NoStepToCut(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Exported:
-    points: list[Point]
+    points: Points  # as columns: no Python object per point
     rest: int | None  # the first step not in this answer, when the range holds more
 
 
@@ -45,9 +47,13 @@ async def points(conn: Connection, key: SeriesKey, lo: int, hi: int,
         total += row["n"]
     if rest is not None and rest <= lo:  # every chunk left starts at lo
         raise NoStepToCut(f"more than {limit} points start at step {lo}")
-    by_chunk = {(a["batch_id"], a["chunk_index"]): a for a in await listings.arrays(
-        conn, found, chunks)}
-    return Exported([(s, w, v) for c in chunks
-                     for s, w, v in zip(*(by_chunk[c][k] for k in ("steps", "wall_times",
-                                                                    "values")), strict=True)
-                     if lo <= s <= hi and (rest is None or s < rest)], rest)
+    sent = {(r["batch_id"], r["chunk_index"]): r for r in await conn.fetch(
+        SENT_ARRAYS, found, [b for b, _ in chunks], [i for _, i in chunks])}
+    parts = [(received(sent[c]["steps"], "i8"), received(sent[c]["walls"], "f8"),
+              received(sent[c]["values"], "f8")) for c in chunks]
+    steps, walls, values = (np.concatenate([p[k] for p in parts]) if parts else
+                            np.empty(0, "i8" if k == 0 else "f8") for k in range(3))
+    keep = (steps >= lo) & (steps <= hi)
+    if rest is not None:
+        keep &= steps < rest
+    return Exported(Points(steps[keep], walls[keep], values[keep]), rest)

@@ -6,18 +6,24 @@ from the ledger's batches.
 A run known only by its telemetry has no runs row: it is the default project's, created
 when its first batch was projected, with no managed attempt (state "none"). A run's state
 is its latest managed attempt's. Sort keys and directions come from closed sets, so the
-ORDER BY is built from this module's text only.
+ORDER BY is built from this module's text only. Added columns (``run_columns``: settings and
+series summaries of the latest attempt) are computed for the page's rows only, unless the
+view sorts or filters by them.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 from tuneplane.common.db import Connection
+from tuneplane.web.read.run_columns import Column, ColumnError, Filter
 
-Sort = Literal["run_id", "project", "created", "last_telemetry", "points"]
+Sort = Literal["run_id", "project", "created", "last_telemetry", "points", "col0", "col1",
+               "col2", "col3", "col4", "col5", "col6", "col7"]
 Direction = Literal["asc", "desc"]
 State = Literal["pending", "running", "finished", "failed", "cancelled", "timeout", "preempted",
                 "none"]
@@ -43,6 +49,8 @@ class Query:
     direction: Direction = "desc"
     limit: int = 50
     offset: int = 0
+    columns: tuple[Column, ...] = ()
+    filters: tuple[Filter, ...] = ()
 
 
 LISTED = """
@@ -74,31 +82,56 @@ WITH telemetry AS (
 SELECT v.run_id, v.project, v.created_at, v.attempt, v.state, v.points, v.last_batch_at,
        (SELECT count(*) FROM member_summaries s
         WHERE s.run_id = v.run_id AND s.attempt = v.attempt) AS members,
-       v.total
-FROM (SELECT *, count(*) OVER () AS total FROM visible
+       v.total{columns}
+FROM (SELECT *, count(*) OVER () AS total FROM visible v
       WHERE ($4::text[] IS NULL OR state = ANY($4::text[]))
         AND ($5::timestamptz IS NULL OR {time} >= $5)
-        AND ($6::timestamptz IS NULL OR {time} < $6)
+        AND ($6::timestamptz IS NULL OR {time} < $6){filters}
       ORDER BY {order} {direction} NULLS LAST, run_id {direction}
       LIMIT $7 OFFSET $8) v
-ORDER BY {order} {direction} NULLS LAST, run_id {direction}
+ORDER BY {outer_order} {direction} NULLS LAST, run_id {direction}
 """
+#: The parameters before the added columns' keys and the filters' values.
+FIXED_PARAMETERS = 8
 
 
 def sql(query: Query) -> str:
-    """The statement for ``query``'s sort and time field (closed sets, never user text)."""
-    return LISTED.format(order=ORDER[query.sort], direction=query.direction.upper(),
-                         time=TIME_COLUMN[query.time_field])
+    """The statement for ``query``'s sort, time field, columns and filters (closed sets and
+    parameters, never user text)."""
+    values = [c.sql(FIXED_PARAMETERS + 1 + i) for i, c in enumerate(query.columns)]
+    filters = "".join(f"\n        AND {f.sql(values[f.column], FIXED_PARAMETERS + 1 + i)}"
+                      for i, f in enumerate(query.filters, start=len(query.columns)))
+    if query.sort.startswith("col"):
+        index = int(query.sort[3:])
+        order, outer_order = values[index], f"col{index}"
+    else:
+        order = outer_order = ORDER[query.sort]
+    return LISTED.format(order=order, outer_order=outer_order,
+                         direction=query.direction.upper(), time=TIME_COLUMN[query.time_field],
+                         columns="".join(f",\n       {v} AS col{i}"
+                                         for i, v in enumerate(values)),
+                         filters=filters)
 
 
 async def page(conn: Connection, query: Query) -> tuple[list[dict[str, Any]], int]:
     """The rows of one page and how many rows the whole view holds."""
+    if query.sort.startswith("col") and int(query.sort[3:]) >= len(query.columns):
+        raise ColumnError(f"sort {query.sort}: the view has {len(query.columns)} columns")
     statement = sql(query)
     args = (query.projects, query.search or None, query.project, list(query.states) or None,
             query.since, query.until)
-    rows = await conn.fetch(statement, *args, query.limit, query.offset)
+    added = (*(c.key for c in query.columns), *(f.value for f in query.filters))
+    rows = await conn.fetch(statement, *args, query.limit, query.offset, *added)
     if not rows and query.offset:  # past the end: the first row still counts the view
-        rows_total = await conn.fetch(statement, *args, 1, 0)
+        rows_total = await conn.fetch(statement, *args, 1, 0, *added)
         return [], rows_total[0]["total"] if rows_total else 0
     total = rows[0]["total"] if rows else 0
-    return [{k: v for k, v in row.items() if k != "total"} for row in rows], total
+    return [shown(dict(row), len(query.columns)) for row in rows], total
+
+
+def shown(row: Mapping[str, Any], columns: int) -> dict[str, Any]:
+    """A row as the API gives it: the added columns' values (JSON) in one list."""
+    found = {k: v for k, v in row.items() if k != "total" and not k.startswith("col")}
+    found["columns"] = [None if row[f"col{i}"] is None else json.loads(row[f"col{i}"])
+                        for i in range(columns)]
+    return found

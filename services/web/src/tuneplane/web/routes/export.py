@@ -1,26 +1,30 @@
-"""One series' stored points as a file: CSV (``step,wall_time,value``) or JSON Lines, every
-point the series holds in the step range, in the order they were read (``read.export``).
+"""One series' stored points as a file: CSV (``step,wall_time,value``), JSON Lines or an
+Arrow IPC stream (the same three columns, int64 and float64: what ``tuneplane-client``
+reads, with nothing to parse), every point the series holds in the step range, in the
+order they were read (``read.export``).
 The answer is bounded: at most ``MAX_POINTS`` points, and when the range holds more, the
 answer ends at a chunk's edge and its ``Link`` header names the rest
 (``rel="next"``, from the next step on). Non-finite values are written ``NaN``,
-``Infinity`` and ``-Infinity`` (in JSON Lines as strings: JSON has no such numbers).
+``Infinity`` and ``-Infinity`` (in JSON Lines as strings: JSON has no such numbers); Arrow
+holds them as they are.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from typing import Annotated, Any, Final, Literal
 from urllib.parse import urlencode
 
+import numpy as np
 import orjson
+import pyarrow as pa
 from fastapi import APIRouter, HTTPException, Query, Response
 
 from tuneplane.telemetry.v1.identity import MemberKey, SeriesKey
 from tuneplane.web.auth.access import Viewer
 from tuneplane.web.dependencies import Pool
 from tuneplane.web.read import export as export_read
+from tuneplane.web.read.columnar import Points
 from tuneplane.web.routes.params import AttemptNo, RunPath, Step
 
 MAX_POINTS: Final = 1_000_000
@@ -36,27 +40,51 @@ def written(value: float) -> str:
     return repr(value)
 
 
-def as_csv(points: list[tuple[int, float, float]]) -> bytes:
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(("step", "wall_time", "value"))
-    writer.writerows((step, repr(wall), written(value)) for step, wall, value in points)
-    return out.getvalue().encode()
+def values_written(points: Points) -> list[float | str]:
+    """The values, each non-finite one as its name (a float's ``str`` is its ``repr``)."""
+    values: list[float] = points.values.tolist()
+    if bool(np.isfinite(points.values).all()):
+        return list(values)
+    return [v if math.isfinite(v) else written(v) for v in values]
 
 
-def as_jsonl(points: list[tuple[int, float, float]]) -> bytes:
-    return b"".join(orjson.dumps({"step": step, "wall_time": wall,
-                                  "value": value if math.isfinite(value) else written(value)})
-                    + b"\n" for step, wall, value in points)
+def as_csv(points: Points) -> bytes:
+    rows = map("{},{},{}".format, points.steps.tolist(), points.walls.tolist(),
+               values_written(points))
+    return "\n".join(["step,wall_time,value", *rows, ""]).encode()
+
+
+def as_jsonl(points: Points) -> bytes:
+    return b"".join(orjson.dumps({"step": step, "wall_time": wall, "value": value}) + b"\n"
+                    for step, wall, value in zip(points.steps.tolist(), points.walls.tolist(),
+                                                 values_written(points), strict=True))
+
+
+SCHEMA: Final = pa.schema([("step", pa.int64()), ("wall_time", pa.float64()),
+                           ("value", pa.float64())])
+
+
+def as_arrow(points: Points) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, SCHEMA) as stream:
+        stream.write_batch(pa.record_batch(
+            [pa.array(points.steps), pa.array(points.walls), pa.array(points.values)],
+            schema=SCHEMA))
+    return bytes(sink.getvalue())
+
+
+FORMATS: Final = {"csv": (as_csv, "text/csv"), "jsonl": (as_jsonl, "application/x-ndjson"),
+                  "arrow": (as_arrow, "application/vnd.apache.arrow.stream")}
 
 
 @router.get("/runs/{run_id}/attempts/{attempt}/scalars/export",
             response_class=Response,
-            responses={200: {"content": {"text/csv": {}, "application/x-ndjson": {}}}})
+            responses={200: {"content": {media: {} for _, media in FORMATS.values()}}})
 async def export(_: Viewer, pool: Pool, run_id: str, attempt: AttemptNo, member: str,
                  source: str, tag: str, run_path: RunPath = "", step_min: Step = None,
                  step_max: Step = None,
-                 format: Annotated[Literal["csv", "jsonl"], Query()] = "csv") -> Response:
+                 format: Annotated[Literal["csv", "jsonl", "arrow"], Query()] = "csv"
+                 ) -> Response:
     """Every stored point of one series in the step range, as a file."""
     lo = FIRST if step_min is None else step_min
     hi = LAST if step_max is None else step_max
@@ -73,8 +101,8 @@ async def export(_: Viewer, pool: Pool, run_id: str, attempt: AttemptNo, member:
         raise HTTPException(404, f"no series {member}/{source}/{tag} in run {run_id!r} "
                                  f"attempt {attempt}")
     points, rest = found.points, found.rest
-    body, media = (as_csv(points), "text/csv") if format == "csv" else (
-        as_jsonl(points), "application/x-ndjson")
+    encode, media = FORMATS[format]
+    body = encode(points)
     name = f"{run_id}-{attempt}-{member}-{tag}".replace("/", "_")
     headers: dict[str, Any] = {
         "Content-Disposition": f'attachment; filename="{name}.{format}"'}

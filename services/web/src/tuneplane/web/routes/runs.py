@@ -16,7 +16,7 @@ from tuneplane.controlplane.projects import Role
 from tuneplane.web import models
 from tuneplane.web.auth.access import Editor, Viewer, Who, require
 from tuneplane.web.dependencies import Now, Pool
-from tuneplane.web.read import listings, run_table
+from tuneplane.web.read import listings, run_columns, run_table
 from tuneplane.web.routes.params import AttemptNo, ListLimit
 
 router = APIRouter(prefix="/api/v1")
@@ -40,14 +40,44 @@ async def table(who: Who, pool: Pool,
                 since: datetime | None = None, until: datetime | None = None,
                 sort: run_table.Sort = "created", dir: run_table.Direction = "desc",
                 limit: Annotated[int, Query(ge=1, le=500)] = 50,
-                offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0) -> models.RunTable:
+                offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+                col: Annotated[list[str] | None, Query(
+                    max_length=run_columns.MAX_COLUMNS,
+                    description="added columns of the latest attempt: config:KEY (a "
+                                "setting) or metric:TAG:last|min|max (a series' summary, by "
+                                "tag or canonical name); sort by the i-th as sort=col<i>")
+                ] = None,
+                filter: Annotated[list[str] | None, Query(
+                    max_length=run_columns.MAX_COLUMNS,
+                    description="on added columns: <i><op><value>, op one of "
+                                "= != < <= > >= ~ (0>=0.001, 1=adam, 1~res)")] = None,
+                ) -> models.RunTable:
     """The runs table of the Runs page: every run of the projects the caller may view,
-    created ones without telemetry too; searched, filtered, sorted and paged."""
-    query = run_table.Query(who.projects(), q, project, tuple(state or ()), time, since, until,
-                            sort, dir, limit, offset)
+    created ones without telemetry too; searched, filtered, sorted and paged, with added
+    columns of settings and series summaries."""
+    try:
+        columns = tuple(run_columns.Column.parse(c) for c in col or ())
+        filters = tuple(run_columns.Filter.parse(f, len(columns)) for f in filter or ())
+        query = run_table.Query(who.projects(), q, project, tuple(state or ()), time, since,
+                                until, sort, dir, limit, offset, columns, filters)
+        async with pool.acquire() as conn:
+            rows, total = await run_table.page(conn, query)
+    except run_columns.ColumnError as exc:
+        raise HTTPException(422, str(exc)) from None
+    return models.RunTable.model_validate({"runs": rows, "total": total,
+                                           "columns": [c.spec for c in columns]})
+
+
+@router.get("/run-columns", response_model=models.RunColumns)
+async def columns_offered(who: Who, pool: Pool,
+                          project: Annotated[str | None, Query(max_length=64)] = None
+                          ) -> models.RunColumns:
+    """What the runs table may add as columns, for the runs the caller may view (of
+    ``project``): settings' keys, series tags and canonical names, each sorted and bounded."""
     async with pool.acquire() as conn:
-        rows, total = await run_table.page(conn, query)
-    return models.RunTable.model_validate({"runs": rows, "total": total})
+        found = await run_columns.offered(conn, who.projects(), project)
+    return models.RunColumns(config=found["config"], metrics=found["metric"],
+                             names=found["name"])
 
 
 @router.post("/runs", status_code=201, response_model=models.RunCreated)

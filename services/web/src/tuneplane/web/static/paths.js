@@ -19,6 +19,9 @@ export const mediaUrl = (record) => `/api/v1/media/${record.object_key.split("/"
 // on ``origin``).
 export function withQuery(path, params, origin) {
   const url = new URL(path, origin);
-  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null) url.searchParams.set(k, v);
+  for (const [k, v] of Object.entries(params)) {
+    if (Array.isArray(v)) for (const each of v) url.searchParams.append(k, each);  // repeated
+    else if (v !== undefined && v !== null) url.searchParams.set(k, v);
+  }
   return url;
 }
