@@ -96,3 +96,13 @@ async def test_past_the_bound_the_links_lead_through_every_point_once(
         url = link.group(1) if link else None
     assert steps == [t[0] for t in stored]
     assert answers == 5
+
+
+def test_a_download_is_named_in_ascii_and_in_utf8() -> None:
+    """A tag of any printable text names its download: the header stays Latin-1, and
+    quotes or separators never add parameters to it."""
+    header = export.attachment('run-1-rank-0-loss/损失"; x=1.csv')
+    header.encode("latin-1")
+    assert header == ('attachment; filename="run-1-rank-0-loss_____ x=1.csv"; '
+                      "filename*=UTF-8''run-1-rank-0-loss%2F%E6%8D%9F%E5%A4%B1%22%3B%20x%3D1.csv")
+

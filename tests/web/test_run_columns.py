@@ -99,6 +99,34 @@ async def test_columns_sort_and_filter_across_pages(api: Connect,
         assert found["total"] == len(expected)
 
 
+async def test_a_value_that_is_not_a_number_never_breaks_a_numeric_filter(
+        api: Connect, db: asyncpg.Connection, table: dict[str, Any]) -> None:
+    """A run whose setting is text (or whose last value is NaN, which JSON holds as text)
+    is left out by a comparison of numbers, and the others are still compared."""
+    await db.execute("UPDATE run_config SET value = '\"auto\"' WHERE run_id = $1 AND key = 'lr'",
+                     f"a-{table['tag']}")
+    found = await listed(api, table["viewer"], project=table["project"], col=["config:lr"],
+                         filter=["0<1"])
+    assert set(ids(found)) == {"b", "c"}
+
+
+async def test_a_deleted_attempts_settings_and_keys_are_not_shown(
+        api: Connect, db: asyncpg.Connection, table: dict[str, Any]) -> None:
+    run_id = f"c-{table['tag']}"
+    await db.execute("INSERT INTO deletions (run_id, project, attempt, deleted_by, purge_after) "
+                     "VALUES ($1, $2, 1, 'tester', now() + interval '1 day')", run_id,
+                     table["project"])
+    view = await listed(api, table["viewer"], project=table["project"], col=["config:lr"],
+                        sort="run_id", dir="asc")
+    assert {r["run_id"]: r["columns"] for r in view["runs"]}[run_id] == [None]
+    await db.execute("UPDATE run_config SET key = 'only.in.c' WHERE run_id = $1 AND key = 'lr'",
+                     run_id)
+    async with api(table["viewer"], path="/api/v1") as http:
+        offered = (await http.get("/run-columns", params={"project": table["project"]})).json()
+    assert "only.in.c" not in offered["config"]
+    assert offered["config"] == ["lr", "optimizer"]
+
+
 @pytest.mark.parametrize(("params", "reason"), [
     ({"col": "lr"}, "column 'lr' is not config:KEY or metric:TAG:last|min|max"),
     ({"col": "metric:loss:mean"}, "is not config:KEY or metric:TAG:last|min|max"),

@@ -29,6 +29,11 @@ SPEC = re.compile(r"(config):(?P<key>.+)|(metric):(?P<tag>.+):(?P<agg>last|min|m
 FILTER = re.compile(r"(?P<column>[0-9])(?P<op><=|>=|!=|=|<|>|~)(?P<value>.*)", re.DOTALL)
 
 
+#: The row's attempt is not deleted (a deleted run's row is not listed at all).
+KEPT: Final = ("NOT EXISTS (SELECT 1 FROM deletions d WHERE d.run_id = v.run_id AND "
+               "d.attempt = v.attempt AND d.undone_at IS NULL)")
+
+
 class ColumnError(ValueError):
     """A column or filter the table cannot take; the message says which and why."""
 
@@ -58,10 +63,12 @@ class Column:
         """Its value (jsonb) for the row ``v`` of the table, the key in ``$parameter``."""
         if self.kind == "config":
             return (f"(SELECT c.value FROM run_config c WHERE c.run_id = v.run_id AND "
-                    f"c.attempt = v.attempt AND c.key = ${parameter} ORDER BY c.member LIMIT 1)")
+                    f"c.attempt = v.attempt AND c.key = ${parameter} AND {KEPT} "
+                    f"ORDER BY c.member LIMIT 1)")
         stat = STAT_COLUMN[self.aggregate or "last"]
         return (f"(SELECT to_jsonb(t.{stat}) FROM series s JOIN series_stats t USING (series_id)"
-                f" WHERE s.run_id = v.run_id AND s.attempt = v.attempt AND (s.tag = ${parameter}"
+                f" WHERE s.run_id = v.run_id AND s.attempt = v.attempt AND {KEPT}"
+                f" AND (s.tag = ${parameter}"
                 f" OR s.tag IN (SELECT m->>'tag' FROM attempt_mappings a, "
                 f"jsonb_array_elements(a.mapping) m WHERE a.run_id = v.run_id AND "
                 f"a.attempt = v.attempt AND m->>'name' = ${parameter}))"
@@ -101,8 +108,9 @@ class Filter:
             return f"{column} = ${parameter}::jsonb"
         if self.operator == "!=":
             return f"{column} IS DISTINCT FROM ${parameter}::jsonb"
-        return (f"(jsonb_typeof({column}) = 'number' AND "
-                f"({column})::float8 {self.operator} ${parameter}::float8)")
+        # (CASE, not AND: PostgreSQL may cast before it tests the type.)
+        return (f"(CASE WHEN jsonb_typeof({column}) = 'number' THEN ({column})::float8 END) "
+                f"{self.operator} ${parameter}::float8")
 
 
 def literal(text: str) -> float | bool | str:
@@ -120,18 +128,22 @@ def literal(text: str) -> float | bool | str:
 MAX_OFFERED: Final = 500
 OFFERED = """
 WITH visible AS (
-    SELECT DISTINCT run_id FROM member_summaries t LEFT JOIN runs r USING (run_id)
+    SELECT DISTINCT t.run_id, t.attempt FROM member_summaries t LEFT JOIN runs r USING (run_id)
     WHERE ($1::text[] IS NULL OR coalesce(r.project, 'default') = ANY($1::text[]))
       AND ($2::text IS NULL OR coalesce(r.project, 'default') = $2)
+      AND NOT EXISTS (SELECT 1 FROM deletions d WHERE d.run_id = t.run_id
+                      AND d.attempt IN (0, t.attempt) AND d.undone_at IS NULL)
 )
 SELECT 'config' AS kind, k AS key FROM (
-    SELECT DISTINCT key AS k FROM run_config JOIN visible USING (run_id) ORDER BY 1 LIMIT $3) c
+    SELECT DISTINCT key AS k FROM run_config JOIN visible USING (run_id, attempt)
+    ORDER BY 1 LIMIT $3) c
 UNION ALL
 SELECT 'metric', k FROM (
-    SELECT DISTINCT tag AS k FROM series JOIN visible USING (run_id) ORDER BY 1 LIMIT $3) s
+    SELECT DISTINCT tag AS k FROM series JOIN visible USING (run_id, attempt)
+    ORDER BY 1 LIMIT $3) s
 UNION ALL
 SELECT 'name', k FROM (
-    SELECT DISTINCT m->>'name' AS k FROM attempt_mappings a JOIN visible USING (run_id),
+    SELECT DISTINCT m->>'name' AS k FROM attempt_mappings a JOIN visible USING (run_id, attempt),
            jsonb_array_elements(a.mapping) m ORDER BY 1 LIMIT $3) n
 """
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from typing import Annotated, Any, Final, Literal
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import numpy as np
 import orjson
@@ -73,6 +73,15 @@ def as_arrow(points: Points) -> bytes:
     return bytes(sink.getvalue())
 
 
+def attachment(name: str) -> str:
+    """A download's Content-Disposition (RFC 6266): an ASCII fallback name (anything else,
+    quotes and separators as "_") and the name itself, UTF-8 (RFC 8187); a header is Latin-1,
+    and a tag may be any printable text."""
+    plain = "".join(c if c.isascii() and c.isprintable() and c not in '"\\/;' else "_"
+                    for c in name)
+    return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(name, safe='')}"
+
+
 FORMATS: Final = {"csv": (as_csv, "text/csv"), "jsonl": (as_jsonl, "application/x-ndjson"),
                   "arrow": (as_arrow, "application/vnd.apache.arrow.stream")}
 
@@ -103,9 +112,8 @@ async def export(_: Viewer, pool: Pool, run_id: str, attempt: AttemptNo, member:
     points, rest = found.points, found.rest
     encode, media = FORMATS[format]
     body = encode(points)
-    name = f"{run_id}-{attempt}-{member}-{tag}".replace("/", "_")
-    headers: dict[str, Any] = {
-        "Content-Disposition": f'attachment; filename="{name}.{format}"'}
+    headers: dict[str, Any] = {"Content-Disposition": attachment(
+        f"{run_id}-{attempt}-{member}-{tag}.{format}")}
     if rest is not None:
         query = urlencode({"member": member, "source": source, "tag": tag,
                            "run_path": run_path, "step_min": rest, "step_max": hi,
