@@ -61,8 +61,12 @@ async def test_a_control_plane_error_is_answered_by_its_kind(
     (asyncpg.UndefinedTableError('relation "runs" does not exist'), 500,
      "internal error (the database refused the request); it is logged"),
     (asyncpg.CannotConnectNowError("the database system is starting up"), 503,
-     "the database is not answering; retry shortly")],
-    ids=["DestinationError", "IntegrationError", "DataError", "UndefinedTable", "Starting"])
+     "the database is not answering; retry shortly"),
+    (asyncpg.QueryCanceledError("canceling statement due to statement timeout"), 503,
+     "the query took too long and was cancelled; ask for less (fewer columns, filters or "
+     "rows)")],
+    ids=["DestinationError", "IntegrationError", "DataError", "UndefinedTable", "Starting",
+         "Timeout"])
 async def test_other_typed_errors(error: Exception, status: int, detail: str) -> None:
     response = await answer(error)
     assert (response.status_code, response.json()) == (status, {"detail": detail})

@@ -2,7 +2,8 @@
 ``NotFound`` is 404, ``Conflict`` 409, ``Invalid`` 422 (and so is a ``DestinationError``); an
 integration artifact refused is 422. The error's message is the answer's ``detail``, as with
 ``HTTPException``. Database errors are answered without their text (it is logged): a
-value PostgreSQL cannot take is 400, PostgreSQL away 503, any other database error 500."""
+value PostgreSQL cannot take is 400, PostgreSQL away or a query past the statement timeout
+503, any other database error 500."""
 
 from __future__ import annotations
 
@@ -47,6 +48,13 @@ async def database_away(request: Request, exc: Exception) -> Response:
                         status_code=503, headers={"Retry-After": "5"})
 
 
+async def too_long(request: Request, exc: Exception) -> Response:
+    log.warning("%s %s: cancelled by the statement timeout: %r", request.method,
+                request.url.path, exc)
+    return JSONResponse({"detail": "the query took too long and was cancelled; ask for less "
+                                   "(fewer columns, filters or rows)"}, status_code=503)
+
+
 async def database_error(request: Request, exc: asyncpg.PostgresError) -> Response:
     log.error("%s %s: database error: %r", request.method, request.url.path, exc)
     return JSONResponse({"detail": "internal error (the database refused the request); it "
@@ -62,6 +70,7 @@ HANDLERS: dict[int | type[Exception], Handler] = {
     IntegrationError: answer(422),
     DestinationError: answer(422),
     asyncpg.DataError: bad_value,
+    asyncpg.QueryCanceledError: too_long,
     asyncpg.PostgresError: database_error,
     **{error: database_away for error in DATABASE_AWAY},
 }

@@ -24,6 +24,11 @@ from tuneplane.web.read.bucket import Bucket
 if TYPE_CHECKING:
     from tuneplane.web.settings import WebSettings
 
+#: No answer holds a pool connection longer: every query is bounded (pages, points,
+#: series), so one past this is a plan gone wrong or a request built to be costly, and it is
+#: cancelled (the caller gets an error) rather than left to starve the others.
+STATEMENT_TIMEOUT = "30s"
+
 
 @dataclass(frozen=True, slots=True)
 class WebState:
@@ -45,7 +50,8 @@ class WebState:
 async def opened(settings: WebSettings, signer: TokenSigner) -> AsyncIterator[WebState]:
     """The state for one run of the application; the pool is closed when it ends."""
     pool = await asyncpg.create_pool(settings.database_url, min_size=1,
-                                     max_size=settings.pool_size)
+                                     max_size=settings.pool_size,
+                                     server_settings={"statement_timeout": STATEMENT_TIMEOUT})
     metrics.POOL.watch(pool)
     bucket = (Bucket(objectstore.s3_client(settings.s3_endpoint), settings.s3_bucket)
               if settings.s3_endpoint and settings.s3_bucket else None)
