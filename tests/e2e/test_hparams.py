@@ -2,7 +2,9 @@
 ``hparams_pb``, tensorboardX's ``add_hparams``) and JSONL config records go through
 collector → ingest → Kafka → projector → PostgreSQL → tuneplane-web, and the runs table
 shows each run's hyperparameters as TensorBoard itself reads them from the same files, with
-the final metric beside them, sorted and filtered by them."""
+the final metric beside them, sorted and filtered by them; and the Runs page draws them as
+parallel coordinates (.artifacts/hparams-parallel.png, beside TensorBoard's HParams
+dashboard on the same files)."""
 
 from __future__ import annotations
 
@@ -19,11 +21,13 @@ from tensorboard.plugins.hparams.summary_v2 import hparams_pb
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
 from tests.collector.binary.test_config import hparams_truth
-from tests.support.credentials import workload_token
+from tests.support.browser import ARTIFACTS, PASSWORD, opened_page, sign_in
+from tests.support.credentials import add_user, workload_token
 from tests.support.environment import Endpoints
 from tests.support.processes import Process, collector_args, run_collector
 from tests.support.readmodels import projected_behind
 from tests.support.tensorboardx import summary_writer
+from tuneplane.controlplane import passwords
 from tuneplane.telemetry.v1.identity import MemberKey
 
 #: Each run's hyperparameters and its last loss; run 0 is logged with tensorboardX.
@@ -98,3 +102,16 @@ async def test_hyperparameters_from_real_writers_reach_the_runs_table(
         "SELECT run_id, key, origin FROM run_config WHERE run_id = ANY($1)", runs)}
     assert origins[(runs[0], "lr")] == "hparams"
     assert origins[(runs[1], "data.batch_size")] == "jsonl"
+
+    user = await add_user(db, "viewer", roles={"default": "viewer"})
+    await passwords.set_password(db, user, PASSWORD)
+    view = "&".join([f"q={tag}", "sort=col3", "dir=asc", "parallel=1",
+                     *(f"col={c}" for c in ["config:lr", "config:optimizer",
+                                             "config:data.batch_size", "metric:loss:last"])])
+    async with opened_page(width=1440, height=900) as opened:
+        page = opened.page
+        await page.goto(f"http://localhost:{web.port}/runs?{view}")
+        await sign_in(page, user, PASSWORD)
+        await page.locator("#parallel-view svg").wait_for()
+        assert await page.locator("#parallel-view path[data-run]").count() == len(runs)
+        await page.screenshot(path=str(ARTIFACTS / "hparams-parallel.png"), full_page=True)
