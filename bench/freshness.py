@@ -98,8 +98,8 @@ async def main() -> None:
     args = parser.parse_args()
     endpoints = Endpoints.from_environ(os.environ)
     work, tls_dir = bench_workspace(endpoints)
-    ingest = start_ingest(endpoints, tls_dir, free_port(), work / "ingest.log")
     group = await group_at_end(endpoints.kafka_bootstrap, f"bench-fresh-{uuid.uuid4().hex[:8]}")
+    ingest = start_ingest(endpoints, tls_dir, free_port(), work / "ingest.log", env=group)
     projector = start_projector(endpoints, work / "projector.log", env=group)
     db = await asyncpg.connect(endpoints.database_url)
     try:

@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.isolation import listeners, measure
 from tests.support.environment import Endpoints, bench_workspace, free_port
+from tests.support.kafka import group_at_end
 from tests.support.processes import launch_env, start_control, start_ingest
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.telemetry.v1.identity import MemberKey
@@ -45,8 +46,11 @@ async def main() -> None:
     endpoints = Endpoints.from_environ(os.environ)
     work, tls_dir = bench_workspace(endpoints)
     port = free_port()
+    # A group at the topic's end for ingest to ask about a new spool (GetCheckpoints).
+    group = await group_at_end(endpoints.kafka_bootstrap,
+                               f"bench-isolation-{uuid.uuid4().hex[:8]}")
     ingest = start_ingest(endpoints, tls_dir, port, work / "ingest.log",
-                          "--max-concurrent-rpcs", "16")
+                          "--max-concurrent-rpcs", "16", env=group)
     control = start_control(tls_dir, free_port(), work / "control.log",
                             launch_env(port, work / "spool", work / ("0" * 64)),
                             "--max-concurrent-rpcs", "16", "--db-pool-size", "4")

@@ -131,7 +131,7 @@ async def main() -> None:
     write_jsonl(source, range(steps), [f"metric/{k}" for k in range(TAGS)])
     # A projector group of its own, from the topic's end: no backlog of earlier runs.
     group = await group_at_end(endpoints.kafka_bootstrap, f"bench-peers-{time.time_ns()}")
-    ingest = start_ingest(endpoints, tls_dir, free_port(), work / "ingest.log")
+    ingest = start_ingest(endpoints, tls_dir, free_port(), work / "ingest.log", env=group)
     projector: Process | None = None
     db = await asyncpg.connect(endpoints.database_url)
     try:

@@ -49,11 +49,10 @@ async def measure(endpoints: Endpoints, processes: int, batches: int, points: in
             async def projected() -> int:
                 return int(await db.fetchval(
                     "SELECT count(*) FROM batch_ledger WHERE run_id = $1", run_id))
-            first, now = await first_and_last(projected, batches, f"batches of run {run_id}")
+            seen = await first_and_last(projected, batches, f"batches of run {run_id}")
         finally:
             await db.close()
-        seconds = now - first
-        return batches * points / seconds, batches / seconds
+        return seen.rate(batches) * points, seen.rate(batches)
     finally:
         for worker in workers:
             worker.stop()

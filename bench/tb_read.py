@@ -20,6 +20,7 @@ builds it into TUNEPLANE_COLLECTOR_BINARY_DIR (default ~/.cache/tuneplane/cargo-
 from __future__ import annotations
 
 import argparse
+import asyncio
 import datetime as dt
 import json
 import os
@@ -38,6 +39,7 @@ from bench.e2e import read_and_seal
 from tests.support.collector_binary import HOST_TARGET, binary
 from tests.support.credentials import workload_token
 from tests.support.environment import Endpoints, free_port, run_admin
+from tests.support.kafka import group_at_end
 from tests.support.processes import collector_args, start_ingest
 from tests.support.truth import frame
 from tuneplane.common.gateway import tls
@@ -134,7 +136,11 @@ def follow(work: Path, seconds: float, program: Path, name: str,
     work.mkdir(parents=True)
     tls_dir = work / "tls"
     tls.generate(["localhost"], now=dt.datetime.now(dt.UTC)).write(tls_dir)
-    ingest = start_ingest(endpoints, tls_dir, free_port(), work / "ingest.log")
+    # A group at the topic's end for ingest to ask about a new spool (GetCheckpoints): the
+    # default group, which nothing consumes here, would hold the sender back.
+    group = asyncio.run(group_at_end(endpoints.kafka_bootstrap,
+                                     f"bench-follow-{name}-{time.time_ns()}"))
+    ingest = start_ingest(endpoints, tls_dir, free_port(), work / "ingest.log", env=group)
     logdir = work / "growing"
     logdir.mkdir()
     path = logdir / "events.out.tfevents.1.bench"

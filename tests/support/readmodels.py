@@ -6,6 +6,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from typing import NamedTuple
 
 import asyncpg
 
@@ -42,18 +43,31 @@ async def wait_for_points(conn: asyncpg.Connection, run_id: str, expected: int,
     return int(count)
 
 
+class Seen(NamedTuple):
+    """When (perf_counter) the first of a count and all of it were seen, and how many the
+    first look saw."""
+    first: float
+    last: float
+    at_first: int
+
+    def rate(self, expected: int) -> float:
+        """Per second, of what arrived after the first look: a writer that commits in
+        groups has a whole group in at the first look, whose time is not in the span."""
+        return (expected - self.at_first) / max(self.last - self.first, 1e-6)
+
+
 async def first_and_last(count: Callable[[], Awaitable[int]], expected: int, what: str,
-                         seconds: float = 900.0) -> tuple[float, float]:
-    """Polls ``count`` until it reaches ``expected``; returns when (perf_counter) the first
-    and the last were seen. For benchmarks: the span between them is the throughput's."""
-    first, deadline, seen = 0.0, time.perf_counter() + seconds, 0
+                         seconds: float = 900.0) -> Seen:
+    """Polls ``count`` until it reaches ``expected``; returns when the first and the last
+    were seen. For benchmarks: ``Seen.rate`` is the throughput."""
+    first, at_first, deadline, seen = 0.0, 0, time.perf_counter() + seconds, 0
     while time.perf_counter() < deadline:
         seen = await count()
         now = time.perf_counter()
         if seen and not first:
-            first = now
+            first, at_first = now, seen
         if seen >= expected:
-            return first, now
+            return Seen(first, now, at_first)
         await asyncio.sleep(0.02)
     raise TimeoutError(f"{seen:,} of {expected:,} {what} after {seconds:.0f} s")
 

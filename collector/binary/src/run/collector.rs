@@ -46,14 +46,17 @@ fn joined<T>(thread: thread::JoinHandle<T>, deadline: Instant, what: &str) -> Op
     ended
 }
 
-/// The threads' flags: stop reading, stop sending, the reader's doorbell to the sender, and
-/// the doorbell that wakes the reader (a source changed, or stop).
+/// The threads' flags: stop reading, stop sending, the reader's doorbell to the sender, the
+/// doorbell that wakes the reader (a source changed, or stop), and the one that cuts short
+/// the gap it keeps between rounds (stop, or a new spool's checkpoints answered: the
+/// reader settles them, and nothing is sent before it has).
 #[derive(Default)]
 pub struct Flags {
     pub stopping: Flag,
     send_stop: Flag,
     sealed: Flag,
     changed: Flag,
+    hurry: Flag,
     idle: AtomicBool,
 }
 
@@ -62,6 +65,7 @@ impl Flags {
     pub fn stop(&self) {
         self.stopping.set();
         self.changed.set();
+        self.hurry.set();
     }
 }
 
@@ -82,7 +86,7 @@ fn wait_for_change(flags: &Flags, follower: &Follower, sealed: Option<Instant>, 
     flags.changed.take(follower.patience());
     let since = sealed.map_or(ROUND, |at| at.elapsed());
     let floor = MIN_GAP.saturating_sub(last.elapsed());
-    flags.stopping.wait(ROUND.saturating_sub(since).max(floor));
+    flags.hurry.take(ROUND.saturating_sub(since).max(floor));
 }
 
 fn read_loop(
@@ -94,8 +98,14 @@ fn read_loop(
     let woken = Arc::clone(flags);
     let mut follower = Follower::start(mountinfo, move || woken.changed.set());
     let mut sealed = 0;
-    // Whether batches were sealed since it last looked; if so, the sender is rung.
+    let mut unsettled = !reader.settled();
+    // Whether batches were sealed since it last looked; if so, the sender is rung. So it is
+    // when the spool's beginning was settled (the sender waits for it, or sends nothing).
     let mut ring = |reader: &SourceReader| {
+        if unsettled && reader.settled() {
+            unsettled = false;
+            flags.sealed.set();
+        }
         let rung = reader.counters.batches != sealed;
         if rung {
             sealed = reader.counters.batches;
@@ -195,7 +205,9 @@ fn send_loop(mut sender: Sender, flags: &Flags, retry: Duration) -> Sender {
         match sender.settled() {
             Ok(true) => {}
             Ok(false) => {
-                flags.changed.set(); // the reader settles the answer at its next step
+                // The reader settles the answer at its next step, at once, and rings.
+                flags.hurry.set();
+                flags.changed.set();
                 flags.sealed.take(SEND_IDLE);
                 continue;
             }
