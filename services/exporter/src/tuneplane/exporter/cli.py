@@ -36,7 +36,7 @@ async def serve(settings: ExporterSettings) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    exposition.serve(settings.metrics_port)
+    exposition.serve(settings.metrics_port, settings.metrics_host)
     logging.getLogger("tuneplane.exporter").info("exporter watching destinations")
     # Handed on to the collector's process, which keeps only collector.PASSED of it.
     await Exporter(settings, {**os.environ}).run(stop)

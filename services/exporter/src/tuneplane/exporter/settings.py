@@ -60,6 +60,11 @@ class ExporterSettings(Settings):
         "TUNEPLANE_EXPORTER_METRICS_PORT", parse=port, default=0, flag="--metrics-port",
         help="port the exporter serves its Prometheus metrics on (`/metrics`, plain HTTP); "
              "0: not served")
+    metrics_host: str = setting(
+        "TUNEPLANE_EXPORTER_METRICS_HOST", default="0.0.0.0", flag="--metrics-host",
+        help="address the exporter serves its metrics on (it has no other listener: all "
+             "addresses by default, for a scraper on another host; 127.0.0.1 keeps them on "
+             "this host)")
     dead_letters_per_minute: int = setting(
         "TUNEPLANE_EXPORTER_DEAD_LETTERS_PER_MINUTE", parse=positive, default=100,
         help="poison records the exporter steps over per minute before it stops instead")

@@ -47,7 +47,7 @@ def progress(done: int, total: int) -> None:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    exposition.serve(args.settings.metrics_port)
+    exposition.serve(args.settings.metrics_port, args.settings.metrics_host)
     worker = faust.Worker(create_app(args.settings), loglevel=args.loglevel)
     worker.execute_from_commandline()  # returns only when the worker stops
     return 0

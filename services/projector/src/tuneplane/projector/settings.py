@@ -48,6 +48,11 @@ class ProjectorSettings(Settings):
         "TUNEPLANE_PROJECTOR_METRICS_PORT", parse=port, default=0, flag="--metrics-port",
         help="port a projector worker serves its Prometheus metrics on (`/metrics`, plain "
              "HTTP); 0: not served")
+    metrics_host: str = setting(
+        "TUNEPLANE_PROJECTOR_METRICS_HOST", default="0.0.0.0", flag="--metrics-host",
+        help="address a projector worker serves its metrics on (it has no other listener: all "
+             "addresses by default, for a scraper on another host; 127.0.0.1 keeps them on "
+             "this host)")
     offset_reset: str = setting(
         "TUNEPLANE_PROJECTOR_OFFSET_RESET", default="earliest",
         help="where a new consumer group starts in the batches topic (`earliest` or `latest`)")

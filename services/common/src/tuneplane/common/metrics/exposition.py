@@ -11,7 +11,7 @@ import prometheus_client
 log = logging.getLogger("tuneplane.metrics")
 
 
-def serve(port: int, host: str = "0.0.0.0") -> bool:
+def serve(port: int, host: str) -> bool:
     """Serve the process's metrics on ``host:port``; 0 leaves them unserved. Returns whether
     they are served. A port taken by another process stops the service here (OSError)."""
     if not port:

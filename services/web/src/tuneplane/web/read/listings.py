@@ -11,6 +11,7 @@ import asyncpg
 
 from tuneplane.common.db import Connection
 from tuneplane.telemetry.v1.identity import SeriesKey
+from tuneplane.web.read.visible import attempt_kept, in_projects, run_kept
 
 RUNS = """
 SELECT l.run_id, coalesce(min(r.project), 'default') AS project,
@@ -18,9 +19,8 @@ SELECT l.run_id, coalesce(min(r.project), 'default') AS project,
        sum(l.points)::bigint AS points, max(l.projected_at) AS last_batch_at
 FROM batch_ledger l LEFT JOIN runs r ON r.run_id = l.run_id
 WHERE ($1::text IS NULL OR l.run_id > $1)
-  AND ($3::text[] IS NULL OR coalesce(r.project, 'default') = ANY($3::text[]))
-  AND NOT EXISTS (SELECT 1 FROM deletions d WHERE d.run_id = l.run_id AND d.attempt = 0
-                  AND d.undone_at IS NULL)
+  AND """ + in_projects("coalesce(r.project, 'default')", "$3") + """
+  AND """ + run_kept("l.run_id") + """
 GROUP BY l.run_id ORDER BY l.run_id LIMIT $2
 """
 
@@ -28,9 +28,7 @@ ATTEMPTS = """
 SELECT attempt, count(DISTINCT member) AS members, count(*) AS batches,
        sum(points)::bigint AS points, max(projected_at) AS last_batch_at,
        count(*) FILTER (WHERE late) AS late_batches
-FROM batch_ledger l WHERE run_id = $1 AND NOT EXISTS (
-    SELECT 1 FROM deletions d WHERE d.run_id = l.run_id AND d.attempt = l.attempt
-    AND d.undone_at IS NULL)
+FROM batch_ledger l WHERE run_id = $1 AND """ + attempt_kept("l.run_id", "l.attempt") + """
 GROUP BY attempt ORDER BY attempt
 """
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from tuneplane.common.db import Connection
+from tuneplane.web.read.visible import attempt_kept, in_projects, run_and_attempt_kept
 
 #: Columns one view may add (each costs an index lookup per run it shows or sorts).
 MAX_COLUMNS: Final = 8
@@ -30,8 +31,7 @@ FILTER = re.compile(r"(?P<column>[0-9])(?P<op><=|>=|!=|=|<|>|~)(?P<value>.*)", r
 
 
 #: The row's attempt is not deleted (a deleted run's row is not listed at all).
-KEPT: Final = ("NOT EXISTS (SELECT 1 FROM deletions d WHERE d.run_id = v.run_id AND "
-               "d.attempt = v.attempt AND d.undone_at IS NULL)")
+KEPT: Final = attempt_kept("v.run_id", "v.attempt")
 
 
 class ColumnError(ValueError):
@@ -129,10 +129,9 @@ MAX_OFFERED: Final = 500
 OFFERED = """
 WITH visible AS (
     SELECT DISTINCT t.run_id, t.attempt FROM member_summaries t LEFT JOIN runs r USING (run_id)
-    WHERE ($1::text[] IS NULL OR coalesce(r.project, 'default') = ANY($1::text[]))
+    WHERE """ + in_projects("coalesce(r.project, 'default')", "$1") + """
       AND ($2::text IS NULL OR coalesce(r.project, 'default') = $2)
-      AND NOT EXISTS (SELECT 1 FROM deletions d WHERE d.run_id = t.run_id
-                      AND d.attempt IN (0, t.attempt) AND d.undone_at IS NULL)
+      AND """ + run_and_attempt_kept("t.run_id", "t.attempt") + """
 )
 SELECT 'config' AS kind, k AS key FROM (
     SELECT DISTINCT key AS k FROM run_config JOIN visible USING (run_id, attempt)

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from tuneplane.common.db import Connection
 from tuneplane.web.read.run_columns import Column, ColumnError, Filter
+from tuneplane.web.read.visible import in_projects, run_kept
 
 Sort = Literal["run_id", "project", "created", "last_telemetry", "points", "col0", "col1",
                "col2", "col3", "col4", "col5", "col6", "col7"]
@@ -73,9 +74,8 @@ WITH telemetry AS (
     SELECT run_id, project, created_at, attempt, points, last_batch_at,
            coalesce(managed_state, 'none') AS state
     FROM listed
-    WHERE ($1::text[] IS NULL OR project = ANY($1::text[]))
-      AND NOT EXISTS (SELECT 1 FROM deletions d WHERE d.run_id = listed.run_id
-                      AND d.attempt = 0 AND d.undone_at IS NULL)
+    WHERE """ + in_projects("project", "$1") + """
+      AND """ + run_kept("listed.run_id") + """
       AND ($2::text IS NULL OR strpos(lower(run_id), lower($2)) > 0)
       AND ($3::text IS NULL OR project = $3)
 )
@@ -83,7 +83,7 @@ SELECT v.run_id, v.project, v.created_at, v.attempt, v.state, v.points, v.last_b
        (SELECT count(*) FROM member_summaries s
         WHERE s.run_id = v.run_id AND s.attempt = v.attempt) AS members,
        v.total{columns}
-FROM (SELECT *, count(*) OVER () AS total FROM visible v
+FROM (SELECT *, count(*) OVER () AS total FROM visible v{lateral}
       WHERE ($4::text[] IS NULL OR state = ANY($4::text[]))
         AND ($5::timestamptz IS NULL OR {time} >= $5)
         AND ($6::timestamptz IS NULL OR {time} < $6){filters}
@@ -97,20 +97,29 @@ FIXED_PARAMETERS = 8
 
 def sql(query: Query) -> str:
     """The statement for ``query``'s sort, time field, columns and filters (closed sets and
-    parameters, never user text)."""
+    parameters, never user text). A column the view sorts or filters by is computed once a
+    row, in a LATERAL subquery (OFFSET 0 keeps PostgreSQL from pulling it up and computing it
+    again at each use); the others only for the page's rows."""
     values = [c.sql(FIXED_PARAMETERS + 1 + i) for i, c in enumerate(query.columns)]
-    filters = "".join(f"\n        AND {f.sql(values[f.column], FIXED_PARAMETERS + 1 + i)}"
+    sorted_by = int(query.sort[3:]) if query.sort.startswith("col") else None
+    used = sorted({f.column for f in query.filters}
+                  | ({sorted_by} if sorted_by is not None else set()))
+    lateral = ("\n      CROSS JOIN LATERAL (SELECT "
+               + ", ".join(f"{values[i]} AS col{i}" for i in used) + " OFFSET 0) w"
+               if used else "")
+    inner = [f"w.col{i}" if i in used else value for i, value in enumerate(values)]
+    filters = "".join(f"\n        AND {f.sql(inner[f.column], FIXED_PARAMETERS + 1 + i)}"
                       for i, f in enumerate(query.filters, start=len(query.columns)))
-    if query.sort.startswith("col"):
-        index = int(query.sort[3:])
-        order, outer_order = values[index], f"col{index}"
+    if sorted_by is not None:
+        order, outer_order = inner[sorted_by], f"col{sorted_by}"
     else:
         order = outer_order = ORDER[query.sort]
+    shown = [f"v.col{i}" if i in used else value for i, value in enumerate(values)]
     return LISTED.format(order=order, outer_order=outer_order,
                          direction=query.direction.upper(), time=TIME_COLUMN[query.time_field],
+                         lateral=lateral, filters=filters,
                          columns="".join(f",\n       {v} AS col{i}"
-                                         for i, v in enumerate(values)),
-                         filters=filters)
+                                         for i, v in enumerate(shown)))
 
 
 async def page(conn: Connection, query: Query) -> tuple[list[dict[str, Any]], int]:
