@@ -12,6 +12,9 @@ Needs the real services (``eval "$(scripts/services up)"``). Prints points/s for
               to 64 batches: the first look already holds a whole group)
   end-to-end  collector process started → every point in PostgreSQL (with when the
               first point was stored and when the collector was done)
+  cpu         user + system CPU of the end-to-end run: the collector, ingest, the
+              projector, the local Kafka broker and PostgreSQL server (bench/cpu.py), in
+              core-seconds and per million points
   first batch a collector started on a file of 100 lines (one batch) → that batch arriving
               at an ingest that only records it (tests/collector/binary/scripted_ingest.py);
               and → that batch ACKed by the real ingest and the collector exited (medians of
@@ -40,6 +43,7 @@ import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.cpu import Meter
 from tests.collector.binary.scripted_ingest import scripted_ingest
 from tests.support.collector_binary import wait_read
 from tests.support.credentials import workload_token
@@ -191,11 +195,18 @@ async def main() -> None:
               f"(after the first {seen.at_first:,} seen)")
 
         # The whole path at once, the projector already running.
+        assert ingest.proc is not None
+        assert projector.proc is not None
+        meter = Meter.pipeline({"ingest": ingest.proc.pid, "projector": projector.proc.pid})
+        meter.start()
         first, done, seconds = await end_to_end(endpoints, ingest.port, tls_dir, work, db,
                                                 source, points, args.batch_points)
+        used = meter.used()
         print(f"end-to-end  {rate(points, seconds)}")
         print(f"            first point stored after {first:.2f} s, collector done after "
               f"{done:.2f} s")
+        print("cpu         of the end-to-end run, every process of the pipeline:")
+        print("\n".join(meter.lines(used, points)))
         sent, acked = first_batch_ms(endpoints, ingest.port, tls_dir, work)
         print(f"first batch {sent:.1f} ms from a collector's start to its first batch sent "
               f"(arrived at a recording ingest); {acked:.1f} ms to it ACKed by ingest and the "
