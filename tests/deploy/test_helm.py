@@ -1,10 +1,12 @@
 """The Helm chart, rendered by `helm template` (Helm from scripts/helm): defaults, and the
 gateway with an externally managed certificate; ports, secret mounts and settings; no
-password with a default, none in a pod spec; NetworkPolicies; web over TLS."""
+password with a default, none in a pod spec; NetworkPolicies; web over TLS; metrics ports,
+scrape annotations and PodMonitors."""
 
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 import subprocess
@@ -26,6 +28,13 @@ DATABASE_URL = f"postgresql://tuneplane:{PASSWORD}@postgres:5432/tuneplane"
 #: The one value the chart cannot do without (it has no default password).
 GIVEN = (f"database.url={DATABASE_URL}",)
 POD_LABELS = {"app.kubernetes.io/name": "tuneplane", "app.kubernetes.io/instance": "rel"}
+#: Each serving component's metrics port: compose's, which the chart's defaults are.
+METRICS = {name: int(service["environment"][f"TUNEPLANE_{name.upper()}_METRICS_PORT"])
+           for name, service in yaml.safe_load(
+               (ROOT / "compose" / "compose.yaml").read_text())["services"].items()
+           if f"TUNEPLANE_{name.upper()}_METRICS_PORT" in service.get("environment", {})}
+#: Who reaches them by default: the pods of the namespace named monitoring.
+SCRAPERS = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
 
 
 def helm() -> str:
@@ -36,15 +45,21 @@ def helm() -> str:
     return binary
 
 
-def template(*settings: str) -> subprocess.CompletedProcess[str]:
+def template(*settings: str, as_json: tuple[str, ...] = ()
+             ) -> subprocess.CompletedProcess[str]:
+    """``helm template`` with ``--set`` each of ``settings``, ``--set-json`` each of
+    ``as_json``."""
     args = [helm(), "template", "rel", str(CHART), "--namespace", "ml"]
     for setting in settings:
         args += ["--set", setting]
+    for setting in as_json:
+        args += ["--set-json", setting]
     return subprocess.run(args, capture_output=True, text=True, check=False, timeout=120)
 
 
-def render(*settings: str, given: tuple[str, ...] = GIVEN) -> list[dict[str, Any]]:
-    done = template(*given, *settings)
+def render(*settings: str, given: tuple[str, ...] = GIVEN,
+           as_json: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    done = template(*given, *settings, as_json=as_json)
     assert done.returncode == 0, done.stderr
     return [d for d in yaml.safe_load_all(done.stdout) if d]
 
@@ -122,7 +137,9 @@ def test_the_gateway_with_an_external_certificate_exposes_both_tls_ports() -> No
                                   ("control", 8443, "node-control")):
         deployment = find(documents, "Deployment", f"rel-tuneplane-{component}")
         c = container(deployment)
-        assert c["ports"] == [{"name": name, "containerPort": port, "protocol": "TCP"}]
+        assert c["ports"] == [{"name": name, "containerPort": port, "protocol": "TCP"},
+                              {"name": "metrics", "containerPort": METRICS[component],
+                               "protocol": "TCP"}]
         assert "--certificate=/etc/tuneplane/tls/tls.crt" in c["args"]
         assert "--private-key=/etc/tuneplane/tls/tls.key" in c["args"]
         assert c["volumeMounts"] == [{"name": "tls", "mountPath": "/etc/tuneplane/tls",
@@ -247,7 +264,10 @@ def lint(*settings: str) -> subprocess.CompletedProcess[str]:
 def test_the_chart_lints_clean() -> None:
     for settings in ((), ("gateway.enabled=true", "gateway.tlsSecret=gw"),
                      ("web.tlsSecret=web-tls", "networkPolicy.stores.kafka.podSelector.app=kafka",
-                      "networkPolicy.webFrom[0].namespaceSelector.matchLabels.edge=yes")):
+                      "networkPolicy.webFrom[0].namespaceSelector.matchLabels.edge=yes"),
+                     ("gateway.enabled=true", "metrics.podMonitor.enabled=true",
+                      "metrics.podMonitor.interval=30s"),
+                     ("gateway.enabled=true", "metrics.enabled=false")):
         done = lint(*GIVEN, *settings)
         assert done.returncode == 0, done.stdout + done.stderr
 
@@ -332,6 +352,7 @@ def pod_labels(document: dict[str, Any]) -> dict[str, str]:
 
 @pytest.mark.parametrize("settings", [(), ("gateway.enabled=true",)])
 def test_pods_take_traffic_only_on_the_port_they_serve(settings: tuple[str, ...]) -> None:
+    """Each on the port it serves, and on its metrics port from the scrapers alone."""
     documents = render(*settings)
     found = policies(documents)
     deny = found.pop("rel-tuneplane-default-deny")
@@ -343,21 +364,121 @@ def test_pods_take_traffic_only_on_the_port_they_serve(settings: tuple[str, ...]
         "ports": [{"port": 4317, "protocol": "TCP"}],
         "from": [{"podSelector": {"matchLabels": {
             **POD_LABELS, "app.kubernetes.io/component": "exporter"}}}]}]
+    expected: dict[str, list[dict[str, Any]]] = {}
     for document in workloads(documents):  # the Job too: deny selects every pod
         labels = pod_labels(document)
         assert POD_LABELS.items() <= labels.items()
         component = labels["app.kubernetes.io/component"]
-        allowing = [spec for spec in found.values()
+        allowing = {name: spec for name, spec in found.items()
                     if spec["podSelector"]["matchLabels"].get(
-                        "app.kubernetes.io/component") == component]
-        if component not in served:  # projector, exporter, init: no ingress at all
-            assert not allowing, component
-            continue
-        (spec,) = allowing
-        assert spec["podSelector"]["matchLabels"] == {
-            **POD_LABELS, "app.kubernetes.io/component": component}
-        assert spec["ingress"] == [{"ports": [{"port": served[component], "protocol": "TCP"}]}]
-    assert set(found) == {f"rel-tuneplane-{c}" for c in served}  # no store policy unasked
+                        "app.kubernetes.io/component") == component}
+        admitted: dict[str, list[dict[str, Any]]] = {}
+        if component in served:
+            admitted[f"rel-tuneplane-{component}"] = [
+                {"ports": [{"port": served[component], "protocol": "TCP"}]}]
+        if component in METRICS:  # projector and exporter too; not purge nor archive
+            admitted[f"rel-tuneplane-{component}-metrics"] = [
+                {"ports": [{"port": METRICS[component], "protocol": "TCP"}], "from": SCRAPERS}]
+        # init, admin and the lifecycle's Jobs: no ingress at all
+        assert {name: spec["ingress"] for name, spec in allowing.items()} == admitted, component
+        for spec in allowing.values():
+            assert spec["podSelector"]["matchLabels"] == {
+                **POD_LABELS, "app.kubernetes.io/component": component}
+        expected |= admitted
+    assert set(found) == set(expected)  # no store policy unasked
+    assert {c for c in METRICS if f"rel-tuneplane-{c}-metrics" in found} == set(METRICS) - (
+        set() if settings else {"ingest", "control"})
+
+
+def test_metrics_ports_are_reached_only_by_the_scrapers_given() -> None:
+    peer = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "obs"}},
+            "podSelector": {"matchLabels": {"app": "prometheus"}}}
+    given = policies(render("gateway.enabled=true",
+                            as_json=(f"metrics.scrapers={json.dumps([peer])}",)))
+    for component, port in METRICS.items():
+        assert given[f"rel-tuneplane-{component}-metrics"]["ingress"] == [
+            {"ports": [{"port": port, "protocol": "TCP"}], "from": [peer]}]
+    # None given: no policy admits anyone to them.
+    assert not [name for name in policies(render("gateway.enabled=true",
+                                                 as_json=("metrics.scrapers=[]",)))
+                if name.endswith("-metrics")]
+    # A peer taking every pod of every namespace would take the tenants' launch pods.
+    everyone: dict[str, Any]
+    for everyone in ({}, {"namespaceSelector": {}}, {"namespaceSelector": {}, "podSelector": {}}):
+        refused = template(*GIVEN, as_json=(f"metrics.scrapers={json.dumps([everyone])}",))
+        assert refused.returncode != 0
+        assert "admits every pod of every namespace" in refused.stderr, refused.stderr
+
+
+def test_every_serving_pod_has_its_metrics_port_and_the_scrape_annotations() -> None:
+    documents = render("gateway.enabled=true")
+    for component, port in METRICS.items():
+        deployment = find(documents, "Deployment", f"rel-tuneplane-{component}")
+        assert pod_template(deployment)["metadata"]["annotations"] == {
+            "prometheus.io/scrape": "true", "prometheus.io/port": str(port),
+            "prometheus.io/path": "/metrics"}
+        c = container(deployment)
+        assert {"name": "metrics", "containerPort": port, "protocol": "TCP"} in c["ports"]
+        assert env(c)[f"TUNEPLANE_{component.upper()}_METRICS_PORT"] == str(port)
+        # Never on a Service: the gateway's are public.
+        service = find(documents, "Service", f"rel-tuneplane-{component}") \
+            if component in ("ingest", "control", "web") else {"spec": {"ports": []}}
+        assert port not in {p["port"] for p in service["spec"]["ports"]}
+    # Nothing else scraped or serving metrics (purge and archive run the projector's image).
+    for document in workloads(documents):
+        if pod_labels(document)["app.kubernetes.io/component"] not in METRICS:
+            assert "annotations" not in pod_template(document)["metadata"]
+            assert not [p for p in container(document).get("ports", [])
+                        if p["name"] == "metrics"]
+            assert not [v for v in env(container(document)) if v.endswith("_METRICS_PORT")]
+    moved = render("metrics.ports.web=9999", "metrics.ports.exporter=0")
+    web = find(moved, "Deployment", "rel-tuneplane-web")
+    assert pod_template(web)["metadata"]["annotations"]["prometheus.io/port"] == "9999"
+    assert policies(moved)["rel-tuneplane-web-metrics"]["ingress"][0]["ports"] == [
+        {"port": 9999, "protocol": "TCP"}]
+    exporter = find(moved, "Deployment", "rel-tuneplane-exporter")  # 0: serves none
+    assert "annotations" not in pod_template(exporter)["metadata"]
+    assert "ports" not in container(exporter)
+    assert "rel-tuneplane-exporter-metrics" not in policies(moved)
+
+
+def test_metrics_off_render_no_port_annotation_policy_or_monitor() -> None:
+    documents = render("gateway.enabled=true", "metrics.enabled=false",
+                       "metrics.podMonitor.enabled=true")
+    for document in workloads(documents):
+        assert "annotations" not in pod_template(document)["metadata"]
+        assert not [p for p in container(document).get("ports", []) if p["name"] == "metrics"]
+        assert not [v for v in env(container(document)) if v.endswith("_METRICS_PORT")]
+    assert not [name for name in policies(documents) if name.endswith("-metrics")]
+    assert not [d for d in documents if d["kind"] == "PodMonitor"]
+
+
+def test_pod_monitors_render_only_when_asked_with_the_alert_rules_job_names() -> None:
+    assert not [d for d in render("gateway.enabled=true") if d["kind"] == "PodMonitor"]
+    documents = render("gateway.enabled=true", "metrics.podMonitor.enabled=true",
+                       "metrics.podMonitor.labels.release=kps",
+                       "metrics.podMonitor.interval=30s")
+    monitors = {d["metadata"]["name"]: d for d in documents if d["kind"] == "PodMonitor"}
+    assert set(monitors) == {f"rel-tuneplane-{c}" for c in METRICS}
+    scrape = yaml.safe_load((ROOT / "deploy" / "prometheus" / "prometheus.yaml").read_text())
+    jobs = {c["job_name"] for c in scrape["scrape_configs"]}
+    for component in METRICS:
+        monitor = monitors[f"rel-tuneplane-{component}"]
+        assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
+        assert monitor["metadata"]["labels"]["release"] == "kps"
+        assert monitor["spec"]["selector"] == {"matchLabels": {
+            **POD_LABELS, "app.kubernetes.io/component": component}}
+        (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+        assert endpoint["port"] == "metrics"
+        assert endpoint["path"] == "/metrics"
+        assert endpoint["interval"] == "30s"
+        (job,) = endpoint["relabelings"]
+        assert job == {"targetLabel": "job", "replacement": f"tuneplane-{component}"}
+        assert job["replacement"] in jobs  # the names alerts.yaml's rules expect
+    without_gateway = [d for d in render("metrics.podMonitor.enabled=true")
+                       if d["kind"] == "PodMonitor"]
+    assert {d["metadata"]["name"] for d in without_gateway} == {
+        f"rel-tuneplane-{c}" for c in ("projector", "web", "exporter")}
 
 
 def test_web_peers_can_be_narrowed() -> None:

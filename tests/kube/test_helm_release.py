@@ -22,9 +22,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.kube.release import GROUP, TOPIC, Release
-from tests.support.charts import CHART, helm, image_tag, projected_to_end, retag_in_cluster
+from tests.support.charts import CHART, exec_in, helm, image_tag, projected_to_end, retag_in_cluster
 from tests.support.kube import kubectl
 from tests.support.readback import Web, jsonl_truth, send_two_runs
 from tuneplane.telemetry.v1.identity import MemberKey
@@ -45,6 +46,22 @@ def test_the_migration_hook_ran_and_the_gateway_serves_the_external_certificate(
     assert kubectl("-n", release.namespace, "get", "jobs", "-o", "name").strip() == ""
     # The trust bundle handed to collectors is the external certificate's CA.
     assert release.admin("gateway-ca").strip() == (release.work / "ca.pem").read_text().strip()
+
+
+#: Reads a pod's own metrics from inside it (the images have Python, no curl).
+SCRAPE = ("import sys, urllib.request; print(urllib.request.urlopen("
+          "f'http://127.0.0.1:{sys.argv[1]}/metrics', timeout=5).read().decode())")
+
+
+def test_every_pod_of_the_release_serves_its_metrics_on_the_charts_port(
+        release: Release) -> None:
+    ports = yaml.safe_load((CHART / "values.yaml").read_text())["metrics"]["ports"]
+    for component, port in ports.items():
+        pods = release.pods(component)
+        assert pods, f"no {component} pod in the release"
+        for pod in pods:
+            said = exec_in(release.namespace, f"pod/{pod}", "python", "-c", SCRAPE, str(port))
+            assert f"tuneplane_{component}_" in said, (pod, said[:300])
 
 
 def force_delete(release: Release, component: str) -> None:

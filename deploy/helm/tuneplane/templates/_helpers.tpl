@@ -101,3 +101,60 @@ securityContext:
 {{- end -}}
 {{- $prefix -}}
 {{- end -}}
+
+{{/* A component's metrics port (metrics.ports), or nothing where metrics are off or its port
+is 0. Called with (dict "root" $ "component" NAME). */}}
+{{- define "tuneplane.metricsPort" -}}
+{{- if .root.Values.metrics.enabled -}}
+{{- $port := index .root.Values.metrics.ports .component | default 0 | int -}}
+{{- if $port }}{{ $port }}{{ end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The components the release runs that serve metrics, with their ports: a JSON object
+(fromJson), empty where metrics are off. */}}
+{{- define "tuneplane.metricsPorts" -}}
+{{- $components := list "projector" -}}
+{{- if .Values.gateway.enabled }}{{ $components = concat $components (list "ingest" "control") }}{{ end -}}
+{{- if .Values.web.enabled }}{{ $components = append $components "web" }}{{ end -}}
+{{- if .Values.exporter.enabled }}{{ $components = append $components "exporter" }}{{ end -}}
+{{- $ports := dict -}}
+{{- range $component := $components -}}
+{{- with include "tuneplane.metricsPort" (dict "root" $ "component" $component) -}}
+{{- $_ := set $ports $component (int .) -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $ports -}}
+{{- end -}}
+
+{{/* A pod's scrape annotations, for its metrics port (the argument). */}}
+{{- define "tuneplane.scrapeAnnotations" -}}
+prometheus.io/scrape: "true"
+prometheus.io/port: {{ . | quote }}
+prometheus.io/path: /metrics
+{{- end -}}
+
+{{/* The setting a component's metrics port is given in: (dict "component" NAME "port"
+PORT). */}}
+{{- define "tuneplane.metricsEnv" -}}
+- name: TUNEPLANE_{{ upper .component }}_METRICS_PORT
+  value: {{ .port | quote }}
+{{- end -}}
+
+{{/* The container port named metrics, for a metrics port (the argument). */}}
+{{- define "tuneplane.metricsContainerPort" -}}
+- name: metrics
+  containerPort: {{ . }}
+  protocol: TCP
+{{- end -}}
+
+{{/* metrics.scrapers, refused where a peer would take every pod of the cluster (tenants'
+launch pods with them). */}}
+{{- define "tuneplane.scrapers" -}}
+{{- range $peer := .Values.metrics.scrapers -}}
+{{- if or (not $peer) (and (hasKey $peer "namespaceSelector") (not $peer.namespaceSelector) (not $peer.podSelector)) -}}
+{{- fail (printf "metrics.scrapers: %s admits every pod of every namespace (tenants' launch pods too); name the scrapers' namespace or pods" (toJson $peer)) -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml .Values.metrics.scrapers -}}
+{{- end -}}
