@@ -1,6 +1,6 @@
 """Query latency of the web API: p50/p99 over repeated requests to a running tuneplane-web.
 
-    uv run python bench/query.py [--requests 50] [--format columns|rows]
+    uv run python bench/query.py [--requests 50] [--format columns|rows] [--callers 1 8 32]
 
 Read models are filled by the projector's own projection and writer (chunk and segment
 summaries as in production): one 1,000,000-point series (100 chunks), 100 member series
@@ -12,6 +12,8 @@ answers in ``--format`` (columns: what the Charts page asks for; rows: the defau
   100 series   the canonical curve's 100 member series at 2,000 points each
   zoomed       a 20,000-step window of the 1M series (2,000 points: buckets or raw)
   small chunks the 1M-point series of 50-point chunks reduced to 2,000 points
+Then ``whole`` again from 1, 8 and 32 concurrent callers (``--callers``; wrk, installed
+from Debian when absent): p50/p99 and answers per second of one web process.
 Needs the real services (``eval "$(scripts/services up)"``).
 """
 
@@ -34,6 +36,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.callers import load as callers_load
 from tests.support.environment import BIN, Endpoints, free_port, run_admin
 from tests.support.processes import Process
 from tuneplane.common.tokens import TokenSigner
@@ -122,6 +125,9 @@ async def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=50)
     parser.add_argument("--format", choices=("columns", "rows"), default="columns")
+    parser.add_argument("--callers", type=int, nargs="*", default=[1, 8, 32],
+                        help="concurrent callers of `whole` to measure, one wrk run each")
+    parser.add_argument("--seconds", type=int, default=10, help="each wrk run's length")
     args = parser.parse_args()
     endpoints = Endpoints.from_environ(os.environ)
     run_admin(endpoints, "init")
@@ -149,6 +155,10 @@ async def main() -> None:
                 p50, p99, returned = await timed(client, url, params, args.requests)
                 print(f"{label:<12} p50 {p50:7.1f} ms   p99 {p99:7.1f} ms   "
                       f"({returned:,} points or buckets returned)")
+            whole = str(client.build_request("GET", f"{base}/scalars", params=big).url)
+        print(f"concurrent callers (wrk, {args.seconds} s each), one web process:")
+        for callers in args.callers:
+            print(callers_load(whole, token, callers, args.seconds).line("whole"))
     finally:
         web.stop()
 
