@@ -105,6 +105,11 @@ class Meter:
         """Seconds each component used since ``start``."""
         return {name: read() - self._started[name] for name, read in self.readers.items()}
 
+    def summary(self, used: dict[str, float], points: int) -> str:
+        """Each component's core-seconds per million points, on one line."""
+        per = 1e6 / max(points, 1)
+        return ", ".join(f"{name} {seconds * per:.2f}" for name, seconds in used.items())
+
     def lines(self, used: dict[str, float], points: int) -> list[str]:
         """One line per component and the total: core-seconds, and per million points."""
         per = 1e6 / max(points, 1)

@@ -187,15 +187,18 @@ async def main() -> None:
         seconds = read_and_seal(staged, spool, source, log)
         print(f"read+seal   {rate(points, seconds)}")
         staged[staged.index("--target") + 1] = f"localhost:{ingest.port}"
+        assert ingest.proc is not None
+        sending = Meter.pipeline({"ingest": ingest.proc.pid})
+        sending.start()
         seconds = until_exit(staged, log)
         print(f"send        {rate(points, seconds)}  (with the collector's start and exit)")
+        print(f"            cpu per million points: {sending.summary(sending.used(), points)}")
         projector = start_projector(endpoints, work / "projector.log", env=group)
         seen = await wait_points(db, run_id, points)
         print(f"project     {rate(points - seen.at_first, seen.last - seen.first)}  "
               f"(after the first {seen.at_first:,} seen)")
 
         # The whole path at once, the projector already running.
-        assert ingest.proc is not None
         assert projector.proc is not None
         meter = Meter.pipeline({"ingest": ingest.proc.pid, "projector": projector.proc.pid})
         meter.start()
