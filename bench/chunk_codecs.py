@@ -67,10 +67,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.codecs import gorilla, parquet, today
 from bench.codecs.compressors import ArrowCompressor, Compressor, ZstdCompressor, zstandard
 from bench.codecs.corpus import KINDS, Chunk, Floats, Ints, corpus, specials
-from bench.codecs.planes import DELTA, DOD, PlaneCodec, encode_ints, pack, to_planes, zigzag
+from bench.codecs.planes import PlaneCodec, encode_ints, pack, to_planes
 from bench.codecs.raw import RawCodec
 from bench.codecs.segments import encoded_segments
 from bench.codecs.store import Scratch, Stored, scratch
+from tuneplane.common.chunks.planes import DELTA, DOD, zigzag
 
 Blobs = tuple[bytes, ...]
 Columns = tuple[Ints, Floats, Floats]

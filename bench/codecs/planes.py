@@ -1,7 +1,9 @@
 """Columns as byte planes: a reversible transform to small unsigned words, the words cut
 into byte planes (byte-stream split), the planes compressed; every step vectorized.
 
-A column's encoding is a small uncompressed header, then the stored planes::
+The transforms are the project's own (``tuneplane.common.chunks.planes``); here they are
+tried in other framings too. A column's encoding is a small uncompressed header, then the
+stored planes::
 
     mode (u8) | planes k (u8) | anchors (u64 each) | stored sizes (u32 each) | planes
 
@@ -35,65 +37,29 @@ import numpy.typing as npt
 
 from bench.codecs.compressors import Buffer, Compressor
 from bench.codecs.corpus import Chunk, Floats, Ints
+from tuneplane.common.chunks.planes import (
+    ANCHORS,
+    DELTA,
+    DOD,
+    FLOAT32,
+    SPLIT,
+    XOR,
+    cost,
+    forward,
+    inverse,
+)
 
 Words = npt.NDArray[np.unsignedinteger[Any]]
 
 if sys.byteorder != "little":
     raise RuntimeError("byte planes assume little-endian words")
 
-SPLIT, XOR, DELTA, DOD = 0, 1, 2, 3
 MODES = {"split": SPLIT, "xor": XOR, "delta": DELTA, "dod": DOD}
-ANCHORS = {SPLIT: 0, XOR: 1, DELTA: 1, DOD: 2}
-FLOAT32 = 0x10  # mode flag: the column's words are float32 bit patterns
 PER_PLANE = 0x20  # mode flag: one stored size per plane (else one for all)
 _HEADER = struct.Struct("<BB")
 
 _UNSIGNED: dict[int, type[np.unsignedinteger[Any]]] = {4: np.uint32, 8: np.uint64}
 _SIGNED: dict[int, type[np.signedinteger[Any]]] = {4: np.int32, 8: np.int64}
-
-
-def zigzag(d: Words) -> Words:
-    """Wrapping differences (unsigned words) as small unsigned words: 0, -1, 1, -2 …"""
-    width = d.dtype.itemsize
-    signed = d.view(_SIGNED[width])
-    return ((signed << 1) ^ (signed >> (8 * width - 1))).view(_UNSIGNED[width])
-
-
-def unzigzag(z: Words) -> Words:
-    one = z.dtype.type(1)
-    out: Words = np.bitwise_xor(z >> one, np.negative(z & one))  # -1 wraps to all ones
-    return out
-
-
-def forward(words: Words, mode: int) -> tuple[list[int], Words]:
-    """The anchors and residual words of ``words`` under ``mode``."""
-    if mode == SPLIT or len(words) == 0:
-        return [], words
-    if mode == XOR:
-        return [int(words[0])], words[1:] ^ words[:-1]
-    delta = np.diff(words)  # wraps in the unsigned words
-    if mode == DELTA:
-        return [int(words[0])], zigzag(delta)
-    if len(words) == 1:
-        return [int(words[0])], delta
-    return [int(words[0]), int(delta[0])], zigzag(np.diff(delta))
-
-
-def inverse(anchors: tuple[int, ...], residuals: Words, mode: int) -> Words:
-    """``words`` back from ``forward``'s anchors and residuals, summing in place."""
-    if mode == SPLIT or not anchors:
-        return residuals
-    dtype = residuals.dtype
-    a = len(anchors)
-    out = np.empty(len(residuals) + a, dtype=dtype)
-    out[:a] = anchors
-    if mode == XOR:
-        out[1:] = residuals
-        return np.bitwise_xor.accumulate(out, out=out)
-    out[a:] = unzigzag(residuals)
-    if mode == DOD:
-        np.cumsum(out[1:], dtype=dtype, out=out[1:])
-    return np.cumsum(out, dtype=dtype, out=out)
 
 
 def to_planes(residuals: Words) -> list[bytes]:
@@ -113,11 +79,6 @@ def from_planes(planes: Buffer, k: int, m: int, width: int) -> Words:
     grid = np.zeros((m, width), dtype=np.uint8)
     grid[:, :k] = np.frombuffer(planes, dtype=np.uint8, count=k * m).reshape(k, m).T
     return grid.view(_UNSIGNED[width]).reshape(m)
-
-
-def bits_estimate(residuals: Words) -> float:
-    """A cheap stand-in for the compressed size: the residuals' summed bit lengths."""
-    return float(np.log2(residuals.astype(np.float64) + 1.0).sum())
 
 
 def float_words(values: Floats) -> tuple[int, Words]:
@@ -145,9 +106,9 @@ def encode_column(words: Words, modes: tuple[int, ...], flag: int, compressor: C
     best: tuple[float, int, list[int], Words] | None = None
     for mode in modes:
         anchors, residuals = forward(words, mode)
-        cost = bits_estimate(residuals) if len(modes) > 1 else 0.0
-        if best is None or cost < best[0]:
-            best = (cost, mode, anchors, residuals)
+        bits = cost(residuals) if len(modes) > 1 else 0.0
+        if best is None or bits < best[0]:
+            best = (bits, mode, anchors, residuals)
     assert best is not None
     _, mode, anchors, residuals = best
     planes = to_planes(residuals)

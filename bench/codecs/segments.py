@@ -14,7 +14,8 @@ import numpy as np
 
 from bench.codecs.compressors import Compressor
 from bench.codecs.corpus import Chunk
-from bench.codecs.planes import DELTA, DOD, MODES, encode_floats, encode_ints
+from bench.codecs.planes import MODES, encode_floats, encode_ints
+from tuneplane.common.chunks.planes import DELTA, DOD
 from tuneplane.projector.projection import ChunkRow, finite_range, segments
 
 _VALUE_MODES = tuple(MODES.values())
