@@ -6,9 +6,8 @@ arrays within the unpack budget, and the downsampler over the columns (``columna
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain
 from typing import Any
 
 import asyncpg
@@ -49,10 +48,15 @@ READ_MARKED = """
 EXISTS (SELECT 1 FROM session_starts m
         WHERE m.run_id = $1 AND m.attempt = $2 AND m.member = $3 AND m.source = $4
           AND (cardinality(m.tags) = 0 OR $6 = ANY(m.tags))) AS marked"""
+#: The segment columns, each with its numpy element type; sent as ``array_send``'s bytes
+#: (``joined``: no Python object per segment).
+SEGMENT_COLUMNS = (("seg_steps", "i8"), ("seg_last_steps", "i8"), ("seg_counts", "i4"),
+                   ("seg_min", "f8"), ("seg_max", "f8"), ("seg_last", "f8"),
+                   ("seg_last_walls", "f8"))
 READ_CHUNKS = """
 SELECT c.batch_id, c.chunk_index, c.step_min, c.step_max, c.n, c.v_min, c.v_max, c.v_last,
-       c.w_last, c.w_first, c.seg_steps, c.seg_last_steps, c.seg_counts, c.seg_min,
-       c.seg_max, c.seg_last, c.seg_last_walls, c.walls_read
+       c.w_last, c.w_first, c.walls_read, """ + ", ".join(
+    f"array_send(c.{name}) AS {name}" for name, _ in SEGMENT_COLUMNS) + """
 FROM curve_chunks c"""
 
 SERIES_READ_WHOLE = f"""{READ_SERIES}
@@ -170,20 +174,20 @@ def chunks_of(rows: list[asyncpg.Record]) -> Chunks:
         return Chunks.of([])
     names = list(rows[0].keys())
 
-    def units(*columns: list[Any]) -> Units:
+    def units(*columns: Any) -> Units:
         step_min, step_max, n, v_min, v_max, v_last, w_last = columns
         return Units(ints(step_min), ints(step_max), ints(n), floats(v_min), floats(v_max),
                      floats(v_last), floats(w_last))
 
     counts = column_of(rows, "seg_counts")
     segmented = [r for r, c in zip(rows, counts, strict=True) if c is not None]
-    segments = [list(chain.from_iterable(r[names.index(name)] for r in segmented))
-                for name in ("seg_steps", "seg_last_steps", "seg_counts", "seg_min", "seg_max",
-                             "seg_last", "seg_last_walls")]
+    segments = [joined([r[names.index(name)] for r in segmented], element)
+                for name, element in SEGMENT_COLUMNS]
     summary = [column_of(rows, name) for name in ("step_min", "step_max", "n", "v_min",
                                                   "v_max", "v_last", "w_last")]
     refs = list(zip(column_of(rows, "batch_id"), column_of(rows, "chunk_index"), strict=True))
-    return Chunks(refs, units(*summary), ints([0 if c is None else len(c) for c in counts]),
+    return Chunks(refs, units(*summary), ints([0 if c is None else sent_size(c)
+                                               for c in counts]),
                   units(*segments))
 
 
@@ -228,6 +232,47 @@ def received(sent: bytes, element: str) -> npt.NDArray[Any]:
     pairs = np.frombuffer(sent, dtype=[("length", ">i4"), ("value", f">{element}")],
                           count=size, offset=20)
     return pairs["value"].astype(element)
+
+
+def sent_size(sent: bytes) -> int:
+    """The elements of a one-dimensional array from ``array_send``'s bytes."""
+    ndim: int = struct.unpack_from(">i", sent)[0]
+    return 0 if ndim == 0 else int(struct.unpack_from(">i", sent, 12)[0])
+
+
+def joined(sent: Sequence[bytes], element: str) -> npt.NDArray[Any]:
+    """One-dimensional arrays from ``array_send``'s bytes, end to end, as one native numpy
+    array of ``element`` (i4, i8 or f8): their elements' (length, value) pairs are joined
+    and read at once. A NULL element (a segment with no finite value) is NaN."""
+    pairs = np.dtype([("length", ">i4"), ("value", f">{element}")])
+    bodies = []
+    for one in sent:
+        ndim, has_nulls, _ = struct.unpack_from(">iiI", one)
+        if ndim == 0:
+            continue
+        if ndim != 1:
+            raise ValueError(f"not a one-dimensional array (ndim {ndim})")
+        bodies.append(with_nulls_as_nan(one, pairs) if has_nulls else memoryview(one)[20:])
+    found = np.frombuffer(b"".join(bodies), dtype=pairs)
+    return found["value"].astype(element)
+
+
+def with_nulls_as_nan(sent: bytes, pairs: np.dtype[Any]) -> bytes:
+    """The (length, value) pairs of an array with NULL elements (length -1, no value), each
+    NULL as NaN: element by element, for the rare array that has them."""
+    if pairs["value"] != np.dtype(">f8"):
+        raise ValueError("an array of integers with NULL elements")
+    (size,) = struct.unpack_from(">i", sent, 12)
+    out, at = [], 20
+    for _ in range(size):
+        (length,) = struct.unpack_from(">i", sent, at)
+        at += 4
+        if length < 0:
+            out.append(struct.pack(">id", 8, float("nan")))
+        else:
+            out.append(sent[at - 4:at + length])
+            at += length
+    return b"".join(out)
 
 
 async def unpack(conn: Connection, series_id: int, chunks: Chunks, needed: list[int],
