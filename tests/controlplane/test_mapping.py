@@ -67,6 +67,9 @@ async def test_freezing_is_once_per_attempt_and_canonical_reads_through_it(
     assert result.unmapped == (SeriesRef("rank-0", "train", "", "lr"),)
     unfrozen = await canonical(db, run_id, 2)  # no mapping frozen: nothing is guessed
     assert unfrozen.curves == ()
+    one = await canonical(db, run_id, 1, tags=["train/loss"])  # a curve's tags alone
+    assert one.curves == result.curves
+    assert one.unmapped == ()
 
 
 async def test_admin_freezes_from_the_artifact_and_prints_canonical_curves(

@@ -75,6 +75,8 @@ REQUIRED = {
     ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/canonical"): "viewer",
     ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/curves/{name}"): "viewer",
     ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/tag"): "viewer",
+    ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/charts/sections"): "viewer",
+    ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/charts"): "viewer",
     ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/rich"): "viewer",
     ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/scalars/export"): "viewer",
     ("GET", "/api/v1/runs/{run_id}/attempts/{attempt}/rich/tags"): "viewer",
@@ -140,6 +142,7 @@ QUERIES = {"/api/v1/runs/{run_id}/attempts/{attempt}/scalars":
            "/api/v1/runs/{run_id}/attempts/{attempt}/scalars/export":
            {"member": "rank-0", "source": "train", "tag": "tag0"},
            "/api/v1/runs/{run_id}/attempts/{attempt}/tag": {"tag": "tag0"},
+           "/api/v1/runs/{run_id}/attempts/{attempt}/charts": {"section": ""},
            **{f"/api/v1/runs/{{run_id}}/attempts/{{attempt}}/rich/{what}":
               {"member": "rank-0", "source": "train", "tag": "img"}
               for what in ("steps", "histograms", "text")}}

@@ -2,7 +2,8 @@
 pipeline projected: the grid of every chart in sections, lazy charts, the regex filter,
 smoothing, log scale, the x axis, an overlay of two attempts, per-chart settings, zoom, the
 view reproduced from its URL, and the inspector with its downloads; all under the page's
-Content-Security-Policy with no violation. Screenshots go to .artifacts/ for CI."""
+Content-Security-Policy with no violation; a big index's sections, opened and paged as
+they come into view. Screenshots go to .artifacts/ for CI."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ from tests.support.kafka import produce
 from tests.support.processes import Process
 from tuneplane.controlplane import passwords
 from tuneplane.controlplane.mapping import freeze
+from tuneplane.projector.projection import RecordMeta, project
+from tuneplane.projector.writer import PostgresWriter
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.integration import MetricMapping
 
@@ -55,6 +58,14 @@ def batches(run_id: str, attempt: int, member: str) -> list[pb.Batch]:
 
 async def card_names(page: Page, selector: str = "#grid .card:not([hidden])") -> list[str]:
     return [str(await c.get_attribute("data-chart")) for c in await page.locator(selector).all()]
+
+
+async def filtered(page: Page, text: str, *, shown: str | None = None) -> None:
+    """Types ``text`` in the filter and waits for the grid the server filtered by it (by
+    nothing when it cannot read it)."""
+    await page.fill("#filter", text)
+    await page.wait_for_function("f => document.getElementById('grid').dataset.filter === f",
+                                 arg=shown if shown is not None else text)
 
 
 async def legend(page: Page, chart: str) -> str:
@@ -117,15 +128,15 @@ async def test_the_charts_grid_filters_smooths_scales_overlays_and_keeps_its_vie
         assert await legend(page, "grad/norm") != resting
         await page.mouse.move(0, 0)
 
-        await page.fill("#filter", "^(train|eval)/|^loss$")  # the filter, a regex
+        await filtered(page, "^(train|eval)/|^loss$")  # the filter, a regex (the server's)
         assert await card_names(page) == ["eval/loss", "train/acc", "loss"]
         assert await page.locator("#shown").inner_text() == "3 of 15 charts"
         await page.locator('.card[data-chart="loss"][data-state=drawn]').wait_for()
         assert "canonical · minimize" in await page.locator('.card[data-chart="loss"]').inner_text()
-        await page.fill("#filter", "train/(")  # invalid: says so, filters nothing
+        await filtered(page, "train/(", shown="")  # invalid: says so, filters nothing
         assert await page.get_attribute("#filter", "aria-invalid") == "true"
         assert await page.locator("#shown").inner_text() == "15 of 15 charts"
-        await page.fill("#filter", "loss")
+        await filtered(page, "loss")
 
         before = await legend(page, "eval/loss")  # smoothing changes what is drawn
         await page.fill("#smoothing", "0")
@@ -136,7 +147,7 @@ async def test_the_charts_grid_filters_smooths_scales_overlays_and_keeps_its_vie
 
         await page.check("#log-y")  # a log scale says what it cannot show
         assert "log=1" in page.url
-        await page.fill("#filter", "grad")
+        await filtered(page, "grad")
         grad = page.locator('#grid .card[data-chart="grad/norm"]')
         await grad.locator(".badge.hidden").wait_for()
         assert re.search(r"[\d,]+ ≤ 0 not on log scale", await grad.inner_text())
@@ -144,7 +155,7 @@ async def test_the_charts_grid_filters_smooths_scales_overlays_and_keeps_its_vie
         await page.uncheck("#log-y")
         await page.check("input[name=x][value=relative]")
         assert "x=relative" in page.url
-        await page.fill("#filter", "loss")
+        await filtered(page, "loss")
 
         await page.select_option("#overlay-attempt", f"{run_id}@2")  # overlay attempt 2
         assert f"cmp={run_id}%402" in page.url
@@ -184,7 +195,7 @@ async def test_the_charts_grid_filters_smooths_scales_overlays_and_keeps_its_vie
         await page.locator('#grid .card[data-chart="loss"] .legend',
                            has_text="#2").wait_for(state="detached")
 
-        await page.fill("#filter", "")  # scrolled to: the last charts are drawn too
+        await filtered(page, "")  # scrolled to: the last charts are drawn too
         await page.locator('.card[data-chart="lr"]').scroll_into_view_if_needed()
         await page.locator('.card[data-chart="lr"][data-state=drawn]').wait_for()
 
@@ -247,4 +258,68 @@ async def test_values_and_steps_near_1e17_are_drawn_not_a_frozen_tab(
         assert "c.tag%3Aflat" not in page.url  # a drag zooms its own chart, not the synced
         assert "exact: 100 points" in await page.locator("#inspector").inner_text()
         await page.screenshot(path=str(ARTIFACTS / "charts-huge.png"))
+    assert errors == []
+
+
+async def test_a_big_index_opens_its_first_section_and_asks_for_the_rest_as_shown(
+        initialised: Endpoints, web: Process, db: asyncpg.Connection, run_id: str) -> None:
+    """More charts than a small index holds: the sections come with their counts, the first
+    open and its charts a page at a time as they scroll into view, the others closed until
+    opened; a filter the server applies that keeps a few opens every section again."""
+    user = await add_user(db, "viewer", roles={"default": "viewer"})
+    await passwords.set_password(db, user, PASSWORD)
+    tags = [*(f"a/m{i:03d}" for i in range(130)), *(f"b/x{i:03d}" for i in range(80)),
+            *(f"c/y{i:02d}" for i in range(10)), "lr"]
+    batch = pb.Batch(identity=pb.BatchIdentity(run_id=run_id, attempt=1, member="rank-0",
+                                               spool_epoch="e", sequence=1),
+                     chunks=[pb.SeriesChunk(source="tb", tag=t, steps=[0, 1, 2],
+                                            wall_times=[1.7e9, 1.7e9 + 1, 1.7e9 + 2],
+                                            values=[1.0, 0.5 + i / 1000, 0.25])
+                             for i, t in enumerate(tags)])
+    async with asyncpg.create_pool(initialised.database_url, min_size=1, max_size=1) as pool:
+        await PostgresWriter(pool).write(project(batch.SerializeToString(),
+                                                 RecordMeta(0, 0, None)))
+    in_section = '.section[data-section="{}"] .card'
+    async with opened_page(width=1400, height=1000) as opened:
+        page, errors = opened.page, opened.errors
+        await page.goto(f"http://localhost:{web.port}/runs/{run_id}/charts")
+        await sign_in(page, user, PASSWORD)
+        await page.wait_for_selector("body[data-ready=true]", timeout=30_000)
+        sections = page.locator(".section")
+        assert [await s.get_attribute("data-section") for s in await sections.all()] == [
+            "a", "b", "c", ""]
+        assert [await s.evaluate("s => s.open") for s in await sections.all()] == [
+            True, False, False, False]
+        assert await page.locator("#shown").inner_text() == f"{len(tags)} of {len(tags)} charts"
+        assert await page.locator(".section .count").all_inner_texts() == [
+            " 130", " 80", " 10", " 1"]
+        assert await card_names(page, in_section.format("a")) == tags[:60]  # a page
+        assert await page.locator(in_section.format("b")).count() == 0  # closed: not asked
+        await page.locator('.card[data-chart="a/m000"][data-state=drawn]').wait_for()
+        await page.screenshot(path=str(ARTIFACTS / "charts-sections.png"))
+
+        await page.locator('.card[data-chart="a/m059"]').scroll_into_view_if_needed()
+        await page.locator('.card[data-chart="a/m119"]').scroll_into_view_if_needed()
+        await page.locator('.card[data-chart="a/m129"]').wait_for(state="attached")
+        assert await card_names(page, in_section.format("a")) == tags[:130]
+
+        await page.locator('.section[data-section="b"] > summary').click()  # opened
+        await page.locator('.card[data-chart="b/x000"][data-state=drawn]').wait_for()
+        assert await page.locator(in_section.format("b")).count() == 60
+
+        await filtered(page, "^b/x00|^LR$")  # a few: every section with some, open
+        assert await card_names(page) == [*(f"b/x{i:03d}" for i in range(10)), "lr"]
+        assert await page.locator("#shown").inner_text() == f"11 of {len(tags)} charts"
+        assert [await s.get_attribute("data-section") for s in await sections.all()] == [
+            "b", ""]
+        await page.locator('.card[data-chart="b/x000"][data-state=drawn]').wait_for()
+        assert "q=%5Eb%2Fx00%7C%5ELR%24" in page.url
+        await page.screenshot(path=str(ARTIFACTS / "charts-sections-filtered.png"))
+
+        await page.locator('.section[data-section="b"] > summary').click()  # closed
+        await filtered(page, "")  # many again: a opens first, b as the user left it
+        assert [await s.evaluate("s => s.open") for s in await sections.all()] == [
+            True, False, False, False]
+        await page.locator('.section[data-section="a"] > summary').click()
+        await page.screenshot(path=str(ARTIFACTS / "charts-sections-closed.png"))
     assert errors == []

@@ -148,7 +148,7 @@ def test_no_request_makes_a_server_error_or_an_answer_unlike_its_schema(
 
 #: The values a read of the stored run is asked with, by parameter name.
 STORED = {"attempt": 1, "member": MEMBER, "source": SOURCE, "tag": TAG, "run_path": "",
-          "max_points": 7, "max_series": 5, "name": "loss"}
+          "max_points": 7, "max_series": 5, "name": "loss", "section": ""}
 
 
 def formats(operation: Operation) -> list[str]:
@@ -210,6 +210,8 @@ def test_answers_about_stored_data_are_what_their_schema_declares(
                   "/api/v1/runs/{run_id}/attempts/{attempt}/scalars/export csv",
                   "/api/v1/runs/{run_id}/attempts/{attempt}/scalars/export jsonl",
                   "/api/v1/runs/{run_id}/attempts/{attempt}/curves/{name} columns",
+                  "/api/v1/runs/{run_id}/attempts/{attempt}/charts/sections",
+                  "/api/v1/runs/{run_id}/attempts/{attempt}/charts",
                   "/api/v1/runs/{run_id}"):
         assert route in checked, f"{route} was not asked: {checked}"
     assert failures == [], "\n".join(failures)

@@ -1,9 +1,9 @@
 // chartsview.js: the Charts tab's view read from and written to its URL, its layers,
-// sections and point budget.
+// which sections start open, the index's pages and the point budget.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { DEFAULT_SMOOTHING, encodeChartView, layersOf, maxPointsFor, parseChartView, parseView, sectionOf,
-  sectionOrder, withParams } from "../../../services/web/src/tuneplane/web/static/chartsview.js";
+import { CHART_PAGE, DEFAULT_SMOOTHING, SECTION_PAGE, SMALL_INDEX, encodeChartView, layersOf, maxPointsFor,
+  parseChartView, parseView, startsOpen, withParams } from "../../../services/web/src/tuneplane/web/static/chartsview.js";
 
 describe("parseView", () => {
   test("defaults", () => {
@@ -98,16 +98,19 @@ describe("layersOf", () => {
 });
 
 describe("sections and points", () => {
-  test("a section is the name's first path part", () => {
-    assert.equal(sectionOf("train/loss"), "train");
-    assert.equal(sectionOf("layers/w00/mean"), "layers");
-    assert.equal(sectionOf("lr"), "");
-    assert.equal(sectionOf("/abs"), "");
+  test("a small index opens every section; a bigger one its first; the user's choice stays", () => {
+    const none = new Map();
+    assert.equal(startsOpen("train", 7, SMALL_INDEX, none), true);
+    assert.equal(startsOpen("group00", 0, SMALL_INDEX + 1, none), true);
+    assert.equal(startsOpen("group01", 1, SMALL_INDEX + 1, none), false);
+    const chosen = new Map([["group00", false], ["group01", true]]);
+    assert.equal(startsOpen("group00", 0, 100_000, chosen), false);
+    assert.equal(startsOpen("group01", 1, 100_000, chosen), true);
+    assert.equal(startsOpen("train", 3, 15, new Map([["train", false]])), false);
   });
 
-  test("sections by name, the unnamed one last", () => {
-    assert.deepEqual(sectionOrder(["train", "", "eval", "grad"]), ["eval", "grad", "train", ""]);
-    assert.deepEqual(sectionOrder(new Map([["b", 1], ["a", 2]]).keys()), ["a", "b"]);
+  test("the pages the index is asked for are within the API's bounds", () => {
+    assert.ok(CHART_PAGE <= 500 && SMALL_INDEX <= 500 && SECTION_PAGE <= 1000);
   });
 
   test("about a point per pixel, 200 to 2000; 500 when the width is not known", () => {

@@ -13,6 +13,7 @@ from tuneplane.web import exceptions, metrics, openapi, state
 from tuneplane.web.auth import admission, headers
 from tuneplane.web.routes import (
     auth,
+    charts,
     deletions,
     destinations,
     export,
@@ -61,6 +62,7 @@ def create_app(settings: WebSettings) -> FastAPI:
     app.include_router(deletions.router)
     app.include_router(series.router(max_points_cap=settings.max_points_cap,
                                      max_series_cap=settings.max_series_cap))
+    app.include_router(charts.router)
     app.include_router(rich.router)
     app.include_router(rich_data.router)
     app.include_router(media.router)

@@ -168,6 +168,41 @@ class CanonicalIndex(BaseModel):
     not_owner: list[SeriesRef] = Field(description="aggregate copies from non-owner members")
 
 
+class ChartEntry(BaseModel):
+    kind: Literal["curve", "tag"] = Field(description="curve: a canonical curve of the "
+                                                      "frozen mapping (/curves/{name}); tag: "
+                                                      "every series of a tag no mapping "
+                                                      "names (/tag?tag=)")
+    name: str
+    key: str = Field(description="kind:name, what after takes")
+
+
+class ChartSection(BaseModel):
+    name: str = Field(description="its charts' name prefix, the part before the first '/' "
+                                  "('' for names without one)")
+    charts: int = Field(description="its charts the filter keeps")
+    total: int = Field(description="its charts in all")
+    entries: list[ChartEntry] | None = Field(None, description="its charts the filter "
+                                                               "keeps, in order, when they "
+                                                               "are at most whole in every "
+                                                               "section")
+
+
+class ChartSections(BaseModel):
+    mapping_frozen: bool
+    sections: list[ChartSection] = Field(description="those with charts the filter keeps, "
+                                                     "by name, '' last")
+    charts: int = Field(description="charts the filter keeps, in every section")
+    total: int = Field(description="charts in every section")
+    next: str | None = Field(description="more sections follow: pass this as after")
+
+
+class ChartPage(BaseModel):
+    charts: list[ChartEntry] = Field(description="canonical curves in the mapping's order, "
+                                                 "then tags by name")
+    next: str | None = Field(description="more charts follow: pass this as after")
+
+
 RUN_PATH_OF_RECORD = ("TensorBoard's run: the directory of the event file the record was "
                       "read from, below the log directory; '' for the log directory itself "
                       "and other sources")

@@ -49,15 +49,18 @@ WHERE run_id = $1 AND attempt = $2 AND late
 ORDER BY member, sealed_at, batch_id LIMIT $3
 """
 
+# Each series' chunks summed only for the series of the page (an attempt may hold 100,000).
 SERIES = """
-SELECT s.member, s.source, s.run_path, s.tag, sum(c.n)::bigint AS points,
-       min(c.step_min) AS step_min, max(c.step_max) AS step_max,
-       CASE WHEN bool_and(c.walls_read) THEN 'read' WHEN bool_or(c.walls_read) THEN 'mixed'
-            ELSE 'written' END AS wall_time
-FROM series s JOIN curve_chunks c USING (series_id)
+SELECT s.member, s.source, s.run_path, s.tag, c.points, c.step_min, c.step_max, c.wall_time
+FROM series s CROSS JOIN LATERAL (
+    SELECT sum(c.n)::bigint AS points, min(c.step_min) AS step_min, max(c.step_max) AS step_max,
+           CASE WHEN bool_and(c.walls_read) THEN 'read' WHEN bool_or(c.walls_read) THEN 'mixed'
+                ELSE 'written' END AS wall_time
+    FROM curve_chunks c WHERE c.series_id = s.series_id) c
 WHERE s.run_id = $1 AND s.attempt = $2
   AND ($3::text IS NULL OR s.member = $3) AND ($4::text IS NULL OR s.source = $4)
-GROUP BY s.series_id ORDER BY s.member, s.source, s.run_path, s.tag LIMIT $5
+  AND c.points IS NOT NULL
+ORDER BY s.member, s.source, s.run_path, s.tag LIMIT $5
 """
 
 TAG_SERIES = """

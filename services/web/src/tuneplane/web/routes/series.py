@@ -177,8 +177,10 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
                     format: Format = "rows") -> Response:
         """A canonical curve through the attempt's frozen mapping: one series per member,
         with TensorBoard's semantics (restarts purge what they orphan; see ``purge``)."""
-        async with pool.acquire() as conn:
-            resolution = await mapping.canonical(conn, run_id, attempt)
+        async with pool.acquire() as conn:  # the series of the curve's mappings' tags alone
+            frozen = await mapping.frozen_mapping(conn, run_id, attempt) or []
+            resolution = await mapping.canonical(
+                conn, run_id, attempt, tags=[m.tag for m in frozen if m.name == name])
         found = [c for c in resolution.curves if c.name == name]
         if not found:
             raise HTTPException(404, f"no canonical curve {name!r} in run {run_id!r} attempt "

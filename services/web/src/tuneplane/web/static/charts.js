@@ -1,9 +1,10 @@
 // The Charts tab of a run, the page's module: its controls (attempt, filter, smoothing, log
 // scale, x axis, overlays of other attempts and runs), set from the URL and writing to it,
-// the grid of charts (grid.js) and the raw inspector (inspector.js).
+// the grid of charts (grid.js, the filter applied by the server) and the raw inspector
+// (inspector.js).
 import { DEFAULT_SMOOTHING } from "./chartsview.js";
 import { $, status } from "./dom.js";
-import { applyFilter, buildGrid, grid, redraw, runId, setParams, view } from "./grid.js";
+import { buildGrid, filterChanged, grid, redraw, runId, setParams, view } from "./grid.js";
 import { showInspector } from "./inspector.js";
 import { DASHES } from "./lines.js";
 import { mediaPage, runApi, runPage } from "./paths.js";
@@ -18,7 +19,7 @@ function wireControls(attempts) {
   select.onchange = () => { setParams({ attempt: select.value, cmp: null }, { push: true }); show(); };
   const filter = $("filter");
   filter.value = v.filter;
-  filter.oninput = () => { setParams({ q: filter.value }); applyFilter(); };
+  filter.oninput = () => { setParams({ q: filter.value }); filterChanged(); };
   const smoothing = $("smoothing");
   smoothing.value = String(v.smoothing);
   $("smoothing-value").textContent = smoothing.value;

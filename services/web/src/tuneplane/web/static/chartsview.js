@@ -1,8 +1,9 @@
 // The Charts tab's view as its URL holds it, so that a link reproduces it: the attempt,
 // the filter (q), smoothing (smooth), log y (log), the x axis (x), overlays (cmp, each
 // "run@attempt"), the inspected series (inspect) and each chart's own settings (c.<key> =
-// "s=0.9;log=1;z=lo..hi"); the layers a chart draws, its sections and how many points it
-// asks for. Pure: no DOM (the page passes location.search in); tests/web/static/chartsview.test.mjs.
+// "s=0.9;log=1;z=lo..hi"); the layers a chart draws, which sections start open, how much of
+// the index a request asks for and how many points a chart asks for. Pure: no DOM (the
+// page passes location.search in); tests/web/static/chartsview.test.mjs.
 
 export const X_MODES = ["step", "relative", "wall"];
 export const DEFAULT_SMOOTHING = 0.6;
@@ -73,15 +74,17 @@ export function layersOf(run, view) {
   return layers;
 }
 
-// The section of a chart: its name's first path part, as TensorBoard groups tags ("" for
-// a name without one).
-export function sectionOf(name) {
-  const slash = name.indexOf("/");
-  return slash > 0 ? name.slice(0, slash) : "";
-}
+// The index's pages: sections a request, and a section's charts a request; an index of at
+// most SMALL_INDEX charts (those the filter keeps) comes whole with its sections.
+export const SECTION_PAGE = 200;
+export const CHART_PAGE = 60;
+export const SMALL_INDEX = 200;
 
-// Sections in the order the grid shows them: by name, the one without a name last.
-export const sectionOrder = (names) => [...names].sort((a, b) => (a === "") - (b === "") || a.localeCompare(b));
+// Whether a section starts open: as the user last left it (``toggled``: name → open), else
+// every section of a small index (``charts`` the filter keeps, in all) and only the first
+// (``position`` 0) of a bigger one, as TensorBoard opens its first category of many.
+export const startsOpen = (name, position, charts, toggled) =>
+  toggled.get(name) ?? (charts <= SMALL_INDEX || position === 0);
 
 // How many points a chart asks for: about one per pixel of its width, 200 to 2000.
 export const maxPointsFor = (width) => Math.min(2000, Math.max(200, Math.round(width ?? 500)));
