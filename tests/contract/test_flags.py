@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from tuneplane.contract import flags
-from tuneplane.contract.parsers import nice_increment, positive, rate, seconds
+from tuneplane.contract.parsers import nice_increment, positive, rate, seconds, seconds_or_zero
 from tuneplane.contract.settings import Settings, SettingsError, describe, section, setting
 
 
@@ -80,6 +80,8 @@ def test_the_parsers_take(parser: Callable[[str], float], raw: str, value: float
     (seconds, "inf", "must be a positive number of seconds, got inf"),
     (rate, "-1", "must be 0 (no limit) or a positive number per second, got -1"),
     (rate, "fast", "must be a number per second, got 'fast'"),
+    (seconds_or_zero, "-0.5", "must be 0 (none) or a positive number of seconds, got -0.5"),
+    (seconds_or_zero, "inf", "must be 0 (none) or a positive number of seconds, got inf"),
     (nice_increment, "20", "must be from 0 to 19, got 20"),
     (nice_increment, "1.5", "must be a whole number from 0 to 19, got '1.5'")])
 def test_the_parsers_refuse_saying_why(parser: Callable[[str], float], raw: str,

@@ -9,6 +9,7 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import asyncpg
 import httpx
@@ -26,6 +27,7 @@ from tuneplane.web.app import create_app
 from tuneplane.web.auth.oidc_settings import OidcSettings
 from tuneplane.web.routes.reporting import DETAIL_BYTES
 from tuneplane.web.settings import WebSettings
+from tuneplane.web.state import QUEUED_PER_SLOT
 
 MIB = 1 << 20
 CHUNK = 64 * 1024
@@ -126,13 +128,20 @@ async def test_the_reporting_path_refuses_tokens_of_attempts_ended_long_ago(
     assert f"run {run_id!r} attempt 1 ended (cancelled)" in late.json()["detail"]
 
 
+@asynccontextmanager
+async def app_with_slots(endpoints: Endpoints, wait: float) -> AsyncIterator[FastAPI]:
+    """The app with a single query slot, for which a request waits ``wait`` seconds."""
+    app = create_app(WebSettings(database_url=endpoints.database_url,
+                                 jwt_secret=endpoints.jwt_secret, concurrent_queries=1,
+                                 query_wait_seconds=wait, oidc=OidcSettings()))
+    async with app.router.lifespan_context(app):
+        yield app
+
+
 @pytest.fixture
 async def one_slot(initialised: Endpoints) -> AsyncIterator[FastAPI]:
-    """The app with a single query slot."""
-    app = create_app(WebSettings(database_url=initialised.database_url,
-                                 jwt_secret=initialised.jwt_secret, concurrent_queries=1,
-                                 oidc=OidcSettings()))
-    async with app.router.lifespan_context(app):
+    """The app with a single query slot, and no wait for it."""
+    async with app_with_slots(initialised, 0) as app:
         yield app
 
 
@@ -185,3 +194,24 @@ async def test_past_its_slots_an_authenticated_request_is_answered_503_at_once(
             assert (await anonymous.get("/runs")).status_code == 401
             assert (await forged.get("/runs")).status_code == 401
         assert (await user.get("/runs")).status_code == 200
+
+
+async def test_a_request_waits_its_turn_for_a_slot_within_the_wait_and_the_queue(
+        initialised: Endpoints, user_token: str) -> None:
+    async with app_with_slots(initialised, 30) as app, connect(app, user_token) as user:
+        slots = state.of(app).slots
+        async with slots:  # the only slot taken
+            waiting = [asyncio.create_task(user.get("/runs")) for _ in range(QUEUED_PER_SLOT)]
+            while slots.waiting < QUEUED_PER_SLOT:  # all four in the queue
+                await asyncio.sleep(0.01)
+            over = await user.get("/runs")  # a fifth: the queue is full, refused at once
+            assert over.status_code == 503
+            assert over.headers["Retry-After"] == "1"
+            assert not any(task.done() for task in waiting)
+        # the slot freed: each waiting request has its turn and its answer
+        assert [(await task).status_code for task in waiting] == [200] * QUEUED_PER_SLOT
+    async with app_with_slots(initialised, 0.2) as app, connect(app, user_token) as user:
+        async with state.of(app).slots:
+            late = await user.get("/runs")  # no slot came free within the wait
+        assert late.status_code == 503
+        assert "within 0.2 s" in late.json()["detail"]

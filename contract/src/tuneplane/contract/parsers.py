@@ -19,26 +19,31 @@ def positive(raw: str) -> int:
     return value
 
 
-def seconds(raw: str) -> float:
-    """A time in seconds above zero (``2``, ``0.5``)."""
+def _finite(raw: str, unit: str, *, zero: str | None) -> float:
+    """A finite number of ``unit`` above zero, or 0 too where ``zero`` says what 0 means."""
     try:
         value = float(raw)
     except ValueError:
-        raise ValueError(f"must be a number of seconds, got {raw!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise ValueError(f"must be a positive number of seconds, got {raw}")
+        raise ValueError(f"must be a number {unit}, got {raw!r}") from None
+    if value == float("inf") or not (value >= 0 if zero else value > 0):
+        allowed = f"0 ({zero}) or a positive number" if zero else "a positive number"
+        raise ValueError(f"must be {allowed} {unit}, got {raw}")
     return value
+
+
+def seconds(raw: str) -> float:
+    """A time in seconds above zero (``2``, ``0.5``)."""
+    return _finite(raw, "of seconds", zero=None)
+
+
+def seconds_or_zero(raw: str) -> float:
+    """A time in seconds, 0 or above (0: none)."""
+    return _finite(raw, "of seconds", zero="none")
 
 
 def rate(raw: str) -> float:
     """A rate per second, 0 or above (0: no limit)."""
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"must be a number per second, got {raw!r}") from None
-    if not value >= 0 or value == float("inf"):
-        raise ValueError(f"must be 0 (no limit) or a positive number per second, got {raw}")
-    return value
+    return _finite(raw, "per second", zero="no limit")
 
 
 def nice_increment(raw: str) -> int:

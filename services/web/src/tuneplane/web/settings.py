@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tuneplane.contract.parsers import port, positive
+from tuneplane.contract.parsers import port, positive, seconds_or_zero
 from tuneplane.contract.settings import (
     Settings,
     SettingsError,
@@ -53,8 +53,13 @@ class WebSettings(Settings):
              "scheme is https (sessions and the same-origin check depend on it)")
     concurrent_queries: int = setting(
         "TUNEPLANE_WEB_CONCURRENT_QUERIES", parse=positive, default=16,
-        help="authenticated requests a web replica answers at once; more are answered 503 "
-             "with Retry-After at once")
+        help="authenticated requests a web replica answers at once; more wait for a slot "
+             "(TUNEPLANE_WEB_QUERY_WAIT_SECONDS), up to four times as many, beyond which "
+             "they are answered 503 with Retry-After at once")
+    query_wait_seconds: float = setting(
+        "TUNEPLANE_WEB_QUERY_WAIT_SECONDS", parse=seconds_or_zero, default=2.0,
+        help="how long an authenticated request waits for a query slot before it is "
+             "answered 503 (0: never waits)")
     max_body_bytes: int = setting(
         "TUNEPLANE_WEB_MAX_BODY_BYTES", parse=positive, default=1 << 20,
         shown="1048576 (1 MiB)",

@@ -5,7 +5,6 @@ on ``app.state.web``."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from fastapi import FastAPI
 from tuneplane.common import objectstore
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.web import metrics
+from tuneplane.web.auth.admission import QuerySlots
 from tuneplane.web.auth.oidc import OidcClient
 from tuneplane.web.auth.throttle import Throttle
 from tuneplane.web.read.bucket import Bucket
@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 #: series), so one past this is a plan gone wrong or a request built to be costly, and it is
 #: cancelled (the caller gets an error) rather than left to starve the others.
 STATEMENT_TIMEOUT = "30s"
+#: Authenticated requests that may wait for a query slot, per slot.
+QUEUED_PER_SLOT = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,9 +39,9 @@ class WebState:
     pool: asyncpg.Pool
     #: None when no object store is configured (rich-record downloads answer 503).
     bucket: Bucket | None
-    #: Authenticated requests in flight at most; one more is answered 503 at once
-    #: (``admission.query_slot``).
-    slots: asyncio.Semaphore
+    #: Authenticated requests in flight at most, and those waiting for one of them
+    #: (``admission.QuerySlots``).
+    slots: QuerySlots
     #: The team's identity provider; None: local passwords only.
     oidc: OidcClient | None = None
     #: Failed sign-ins, per user name and client address.
@@ -57,7 +59,9 @@ async def opened(settings: WebSettings, signer: TokenSigner) -> AsyncIterator[We
               if settings.s3_endpoint and settings.s3_bucket else None)
     try:
         yield WebState(settings, signer, pool, bucket,
-                       asyncio.Semaphore(settings.concurrent_queries),
+                       QuerySlots(settings.concurrent_queries,
+                                  queue=QUEUED_PER_SLOT * settings.concurrent_queries,
+                                  wait=settings.query_wait_seconds),
                        OidcClient(settings.oidc) if settings.oidc.enabled else None)
     finally:
         metrics.POOL.forget()
