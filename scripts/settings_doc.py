@@ -64,9 +64,10 @@ Not in the table:
 - The node agent, `tuneplane-collector node`, reads no setting from its environment: its flags, its
   state directory and what Node control sends configure it. It sets
   `TUNEPLANE_TELEMETRY_SPOOL_BYTES` and `TUNEPLANE_TELEMETRY_DRAIN_SECONDS` for each
-  collector it starts (from control's values). A training command gets only `PATH`,
-  `LANG`, `LC_ALL`, `LC_CTYPE` and `TZ` of the agent's environment, `HOME`, `USER`,
-  `LOGNAME` and `PWD` of its run-as user, the launch's environment, and
+  collector it starts (from control's values); the rest of the agent's environment (such as
+  `TUNEPLANE_COLLECTOR_METRICS_TEXTFILE_DIR`) passes to its collectors. A training command
+  gets only `PATH`, `LANG`, `LC_ALL`, `LC_CTYPE` and `TZ` of the agent's environment,
+  `HOME`, `USER`, `LOGNAME` and `PWD` of its run-as user, the launch's environment, and
   `TUNEPLANE_RUN_ID`, `TUNEPLANE_ATTEMPT` and `TUNEPLANE_MEMBER`.
 - The collector artifact's `tuneplane-collector` is a static binary: it needs no Python, and
   no library of the host.

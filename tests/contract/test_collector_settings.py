@@ -22,5 +22,5 @@ def read_by_the_binary() -> set[str]:
 
 def test_every_declared_setting_is_read_by_the_binary_and_none_is_undeclared() -> None:
     declared = {d.variable.name for d in describe(CollectorSettings)}
-    assert len(declared) == 13
+    assert len(declared) == 14
     assert read_by_the_binary() == declared

@@ -2,6 +2,8 @@
 (alerts.test.yaml: each alert fires where it should, with its labels and annotations as
 they render, and stays silent where it should not), name only metrics the services declare,
 and every alert has a test; the example Prometheus configuration that loads them is valid.
+The collector's names are the ones its textfile module writes (collector/binary/src/textfile.rs,
+whose figures tests/collector/binary/test_metrics_textfile.py reads from the real binary).
 promtool comes with Debian's prometheus package (scripts/test installs it)."""
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from tuneplane.web import metrics as web_metrics
 MODULES = (control_metrics, exporter_metrics, ingest_metrics, projector_metrics, web_metrics)
 
 RULES = ROOT / "deploy" / "prometheus"
+#: Where the collector names what it writes for node_exporter's textfile collector.
+COLLECTOR_TEXTFILE = ROOT / "collector" / "binary" / "src" / "textfile.rs"
 METRIC = re.compile(r"\btuneplane_[a-z_]+\b")
 #: Each kind's names as exposed (a counter with ``_total``, a histogram's series).
 SUFFIXES = {"counter": ("_total",), "gauge": ("",), "histogram": ("_bucket", "_sum", "_count"),
@@ -48,10 +52,15 @@ def rules() -> list[dict[str, Any]]:
 
 
 def declared() -> set[str]:
-    """Every series name the services' metrics modules expose."""
+    """Every series name the services' metrics modules expose, and the collector's."""
     families: list[Metric] = list(REGISTRY.collect())
-    return {family.name + suffix for family in families
-            for suffix in SUFFIXES.get(family.type, ("",))}
+    # textfile.rs's FIGURES: a line each, the name after tuneplane_collector_ and the help.
+    figures = COLLECTOR_TEXTFILE.read_text().partition('FIGURES: &str = "')[2].partition('";')[0]
+    collector = {f"tuneplane_collector_{name}"
+                 for name in re.findall(r"^ *([a-z_]+) .*\\n\\$", figures, re.MULTILINE)}
+    assert collector, COLLECTOR_TEXTFILE
+    return collector | {family.name + suffix for family in families
+                        for suffix in SUFFIXES.get(family.type, ("",))}
 
 
 def test_the_rules_are_valid() -> None:

@@ -22,6 +22,7 @@ mod settings;
 mod slurm;
 mod sources;
 mod spool;
+mod textfile;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -21,6 +21,9 @@ pub const MOUNT_TABLE: &str = "TUNEPLANE_COLLECTOR_MOUNT_TABLE";
 pub const READER_SECONDS: &str = "TUNEPLANE_COLLECTOR_READER_SECONDS";
 /// How long one round of sending retries a failing batch before leaving it to the next.
 pub const RETRY_SECONDS: &str = "TUNEPLANE_COLLECTOR_RETRY_SECONDS";
+/// node_exporter's textfile-collector directory, where a running collector writes its figures
+/// (`textfile`); unset, none are written.
+pub const METRICS_TEXTFILE_DIR: &str = "TUNEPLANE_COLLECTOR_METRICS_TEXTFILE_DIR";
 pub const DEFAULT_READER_SECONDS: u64 = 10;
 pub const DEFAULT_RETRY_SECONDS: u64 = 5;
 /// The spool's cap when SPOOL_BYTES is unset (256 MiB).
@@ -39,6 +42,7 @@ pub struct Settings {
     pub retry_seconds: u64,
     pub failpoints: Vec<(String, u32)>,
     pub mount_table: PathBuf,
+    pub metrics_textfile_dir: Option<PathBuf>,
 }
 
 /// A whole number above zero.
@@ -91,6 +95,7 @@ impl Settings {
             failpoints,
             mount_table: get(MOUNT_TABLE)
                 .map_or_else(|| "/proc/self/mountinfo".into(), PathBuf::from),
+            metrics_textfile_dir: get(METRICS_TEXTFILE_DIR).map(PathBuf::from),
         })
     }
 }
@@ -102,7 +107,13 @@ mod tests {
     #[test]
     fn the_help_names_every_setting_with_its_default() {
         for help in [crate::run::AFTER, crate::slurm::AFTER] {
-            for name in [SPOOL_BYTES, DRAIN_SECONDS, MOUNT_TABLE, RETRY_SECONDS] {
+            for name in [
+                SPOOL_BYTES,
+                DRAIN_SECONDS,
+                MOUNT_TABLE,
+                RETRY_SECONDS,
+                METRICS_TEXTFILE_DIR,
+            ] {
                 assert!(help.contains(name), "{name} missing from {help}");
             }
             assert!(help.contains(&format!("({DEFAULT_SPOOL_BYTES})")), "{help}");

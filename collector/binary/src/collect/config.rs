@@ -104,15 +104,7 @@ mod tests {
     fn the_artifacts_config_is_sealed_in_batches_of_its_own_within_their_bounds() {
         use crate::contract::proto::Batch;
         use prost::Message;
-        let directory = std::env::temp_dir().join(format!("tp-artifact-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&directory);
-        let owner = crate::spool::MemberKey {
-            run_id: "run-1".into(),
-            attempt: 1,
-            member: "rank-0".into(),
-        };
-        let local = "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n";
-        let mut spool = Spool::open(&directory, &owner, local).unwrap();
+        let (directory, mut spool) = crate::spool::scratch("artifact");
         let settings: Vec<Setting> = (0..1_500)
             .map(|n| Setting {
                 key: format!("k{n}"),

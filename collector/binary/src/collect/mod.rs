@@ -20,7 +20,7 @@ mod tbstate;
 pub mod tensorboard;
 
 pub use channel::Channel;
-pub use reader::{now, Bounds, SourceReader, BATCH_POINTS};
+pub use reader::{now, Bounds, Counters, SourceReader, BATCH_POINTS};
 
 use std::path::PathBuf;
 

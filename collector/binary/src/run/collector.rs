@@ -17,7 +17,8 @@ use crate::collect::config::seal_artifact;
 use crate::collect::{now, SourceReader};
 use crate::follow::{Follower, POLL};
 use crate::send::Sender;
-use crate::spool::{lock, Shared, Spool};
+use crate::spool::{lock, room, Shared, Spool};
+use crate::textfile::{self, Tally, Textfile};
 
 /// An idle sender looks at the spool this often all the same (a seal rings it at once).
 const SEND_IDLE: Duration = Duration::from_secs(1);
@@ -94,6 +95,7 @@ fn read_loop(
     flags: &Arc<Flags>,
     drain: Duration,
     mountinfo: String,
+    tally: &Tally,
 ) -> (SourceReader, bool) {
     let woken = Arc::clone(flags);
     let mut follower = Follower::start(mountinfo, move || woken.changed.set());
@@ -102,6 +104,7 @@ fn read_loop(
     // Whether batches were sealed since it last looked; if so, the sender is rung. So it is
     // when the spool's beginning was settled (the sender waits for it, or sends nothing).
     let mut ring = |reader: &SourceReader| {
+        tally.read(&reader.counters);
         if unsettled && reader.settled() {
             unsettled = false;
             flags.sealed.set();
@@ -315,7 +318,9 @@ pub fn collect_with(config: &Config, flags: &Arc<Flags>) -> Result<Ended, String
         now(),
     )
     .map_err(|e| format!("spool {}: {e}", config.spool.display()))?;
-    let sender = Sender::new(shared.clone(), &config.target, config.in_flight)?;
+    let tally = Arc::new(Tally::default());
+    let sender = Sender::new(shared.clone(), &config.target, config.in_flight)?
+        .with_tally(Arc::clone(&tally));
     let status = spool(config)?;
     let reader = SourceReader::new(
         shared,
@@ -326,7 +331,8 @@ pub fn collect_with(config: &Config, flags: &Arc<Flags>) -> Result<Ended, String
     let drain = Duration::from_secs(config.drain_seconds);
     let reading = {
         let (flags, mountinfo) = (Arc::clone(flags), config.mountinfo.clone());
-        thread::spawn(move || read_loop(reader, &flags, drain, mountinfo))
+        let tally = Arc::clone(&tally);
+        thread::spawn(move || read_loop(reader, &flags, drain, mountinfo, &tally))
     };
     let sending = {
         let flags = Arc::clone(flags);
@@ -334,15 +340,29 @@ pub fn collect_with(config: &Config, flags: &Arc<Flags>) -> Result<Ended, String
         thread::spawn(move || send_loop(sender, &flags, retry))
     };
     let pending = || status.pending_count().unwrap_or(u64::MAX);
+    // The figures for node_exporter, looked at only when the file is due.
+    let look = || {
+        let free = room::free_bytes(&config.spool);
+        let held = status.holding().ok();
+        textfile::values(held, config.bounds.spool_bytes, free, &tally, now())
+    };
+    let mut report = config
+        .textfile_dir
+        .as_deref()
+        .map(|dir| Textfile::new(dir, &config.owner));
     loop {
-        if !config.exit_when_idle {
-            if flags.stopping.wait(Duration::from_secs(3600)) {
-                break;
-            }
+        let mut wait = if !config.exit_when_idle {
+            Duration::from_secs(3600)
         } else if flags.idle.load(Ordering::Relaxed) && pending() == 0 {
             flags.stop();
             break;
-        } else if flags.stopping.wait(Duration::from_millis(100)) {
+        } else {
+            Duration::from_millis(100)
+        };
+        if let Some(file) = &mut report {
+            wait = wait.min(file.write_if_due(Instant::now(), look));
+        }
+        if flags.stopping.wait(wait) {
             break;
         }
     }
@@ -376,6 +396,15 @@ pub fn collect_with(config: &Config, flags: &Arc<Flags>) -> Result<Ended, String
     let cut_short = !reader.as_ref().is_some_and(|(_, read_all)| *read_all);
     let counters = reader.map(|(r, _)| r.counters).unwrap_or_default();
     let undelivered = left + quarantined.len() as u64;
+    let ended = Ended {
+        undelivered,
+        cut_short,
+    };
+    match &mut report {
+        Some(file) if ended.code() == 0 => file.remove(),
+        Some(file) => file.write(&look()),
+        None => {}
+    }
     log::info!(
         "collector of {} done: {} points and {} rich records read, {} points sent, \
          {} refused, {} problems, {undelivered} batches not delivered",
@@ -386,8 +415,5 @@ pub fn collect_with(config: &Config, flags: &Arc<Flags>) -> Result<Ended, String
         counters.refused,
         counters.problems,
     );
-    Ok(Ended {
-        undelivered,
-        cut_short,
-    })
+    Ok(ended)
 }

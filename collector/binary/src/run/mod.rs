@@ -46,6 +46,8 @@ pub const AFTER: &str = "Settings, from the environment (a flag given instead wi
 before it is replaced (10)
   TUNEPLANE_COLLECTOR_MOUNT_TABLE     the mount table the spool's filesystem is judged from \
 (/proc/self/mountinfo)
+  TUNEPLANE_COLLECTOR_METRICS_TEXTFILE_DIR  node_exporter's textfile directory \
+(--metrics-textfile-dir)
 
 Exit status: 0 when everything read was delivered, 2 for a usage or setting error, 3 when \
 batches are left in the spool (or quarantined).";
@@ -106,6 +108,10 @@ pub struct RunArgs {
     /// Batches on the wire at once.
     #[arg(long = "max-in-flight", default_value_t = 4)]
     max_in_flight: usize,
+    /// node_exporter's textfile directory, for the spool's figures (default
+    /// TUNEPLANE_COLLECTOR_METRICS_TEXTFILE_DIR).
+    #[arg(long = "metrics-textfile-dir", value_name = "DIR")]
+    metrics_textfile_dir: Option<PathBuf>,
     /// Exit once every source is read to its end and the spool is empty.
     #[arg(long = "exit-when-idle")]
     exit_when_idle: bool,
@@ -151,6 +157,8 @@ pub struct Config {
     pub in_flight: usize,
     pub fence: Fence,
     pub exit_when_idle: bool,
+    /// Where the collector's figures are written for node_exporter (`textfile`).
+    pub textfile_dir: Option<PathBuf>,
 }
 
 fn config(args: RunArgs, settings: Settings) -> Result<Config, String> {
@@ -228,6 +236,7 @@ fn config(args: RunArgs, settings: Settings) -> Result<Config, String> {
         in_flight: args.max_in_flight.max(1),
         fence,
         exit_when_idle: args.exit_when_idle,
+        textfile_dir: args.metrics_textfile_dir.or(settings.metrics_textfile_dir),
     })
 }
 

@@ -8,6 +8,7 @@ mod checkpoints;
 pub mod target;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use backon::{BackoffBuilder, ExponentialBuilder};
@@ -22,6 +23,7 @@ use crate::contract::{code_name, transient};
 use crate::failpoints;
 use crate::send::target::{endpoint, Target, Token};
 use crate::spool::{SealedBatch, Shared};
+use crate::textfile::Tally;
 
 /// How often a wait between two tries looks whether sending must stop.
 const STOP_CHECK: Duration = Duration::from_millis(50);
@@ -39,6 +41,8 @@ pub struct Sender {
     jitter_seed: u64,
     /// A late delivery's proof of each batch (`tuneplane-delivery-proof`), by sequence.
     proofs: Option<HashMap<u64, String>>,
+    /// Where each ACK is counted for the textfile, if it is written.
+    tally: Option<Arc<Tally>>,
     pub sent_batches: u64,
     pub sent_points: u64,
 }
@@ -70,6 +74,7 @@ impl Sender {
                 u64::from_le_bytes(seed)
             },
             proofs: None,
+            tally: None,
             sent_batches: 0,
             sent_points: 0,
         })
@@ -78,6 +83,12 @@ impl Sender {
     /// Each batch sent carries its proof in `proofs`; one without is not sent.
     pub fn with_proofs(mut self, proofs: HashMap<u64, String>) -> Self {
         self.proofs = Some(proofs);
+        self
+    }
+
+    /// Each ACK counted in `tally` too.
+    pub fn with_tally(mut self, tally: Arc<Tally>) -> Self {
+        self.tally = Some(tally);
         self
     }
 
@@ -157,6 +168,9 @@ impl Sender {
         failpoints::reach("delete");
         self.sent_batches += 1;
         self.sent_points += batch.points;
+        if let Some(tally) = &self.tally {
+            tally.acked(batch.points, crate::collect::now());
+        }
         Ok(())
     }
 

@@ -48,6 +48,7 @@ it (30)
   TUNEPLANE_COLLECTOR_RETRY_SECONDS   how long a round of sending retries a failing batch (5)
   TUNEPLANE_COLLECTOR_MOUNT_TABLE     the mount table the spool root is judged from \
 (/proc/self/mountinfo)
+  TUNEPLANE_COLLECTOR_METRICS_TEXTFILE_DIR  node_exporter's textfile directory
 
 Exit status: 0 when everything read was delivered, 2 when refused (the line \
 `tuneplane-collector: refused: <why>` says why), 3 when batches are left in a spool.";

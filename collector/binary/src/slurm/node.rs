@@ -104,6 +104,7 @@ fn configs(
                     .collect::<Vec<_>>(),
             ),
             exit_when_idle: false,
+            textfile_dir: settings.metrics_textfile_dir.clone(),
         });
     }
     Ok(configs)

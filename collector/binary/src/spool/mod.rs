@@ -25,6 +25,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+pub use queue::Holding;
 pub use resume::{Adopted, Resume, Settled};
 
 pub const FILE: &str = "spool.sqlite3";
@@ -305,4 +306,21 @@ impl Spool {
         }
         Ok(())
     }
+}
+
+/// A new spool for a unit test, in a temporary directory of its own (`name` and the process
+/// name it; one left by an earlier run is removed first), owned by run-1/1/rank-0 on a local
+/// filesystem. The test removes the directory.
+#[cfg(test)]
+pub fn scratch(name: &str) -> (std::path::PathBuf, Spool) {
+    let directory = std::env::temp_dir().join(format!("tp-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&directory);
+    let owner = MemberKey {
+        run_id: "run-1".into(),
+        attempt: 1,
+        member: "rank-0".into(),
+    };
+    let local = "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n";
+    let spool = Spool::open(&directory, &owner, local).expect("a scratch spool");
+    (directory, spool)
 }

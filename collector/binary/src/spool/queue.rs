@@ -16,6 +16,16 @@ const PENDING: &str =
     "SELECT sequence, points FROM batches WHERE quarantined IS NULL ORDER BY sequence";
 const PENDING_COUNT: &str = "SELECT count(*) FROM batches WHERE quarantined IS NULL";
 
+/// What a spool holds: its pending batches and their points, the batches quarantined, and
+/// the payload bytes of all of them (what its cap counts: `stored_bytes`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Holding {
+    pub batches: u64,
+    pub points: u64,
+    pub quarantined: u64,
+    pub bytes: u64,
+}
+
 impl Spool {
     /// The oldest `limit` batches not quarantined, in sequence order, listed from the index
     /// `batches_pending` (a row's `points` and `quarantined` come after its payload, whose
@@ -102,6 +112,27 @@ impl Spool {
         rows.collect()
     }
 
+    /// What the spool holds, in one pass over its rows (their payloads' lengths are read
+    /// from the rows' headers, not their pages).
+    pub fn holding(&self) -> rusqlite::Result<Holding> {
+        self.db
+            .prepare_cached(
+                "SELECT count(*) - count(quarantined), ifnull(sum(points) FILTER (WHERE \
+                 quarantined IS NULL), 0), count(quarantined), ifnull(sum(length(payload)), 0) \
+                 FROM batches",
+            )?
+            .query_row([], |r| {
+                // Counts and sums of a table: never negative.
+                let count = |at| r.get::<_, i64>(at).map(|n| n as u64);
+                Ok(Holding {
+                    batches: count(0)?,
+                    points: count(1)?,
+                    quarantined: count(2)?,
+                    bytes: count(3)?,
+                })
+            })
+    }
+
     pub fn stored_bytes(&self) -> rusqlite::Result<u64> {
         self.db
             .prepare_cached("SELECT coalesce(sum(length(payload)), 0) FROM batches")?
@@ -164,6 +195,23 @@ mod tests {
                 "{query}: {plan}"
             );
         }
+        std::fs::remove_dir_all(&directory).unwrap();
+    }
+
+    #[test]
+    fn what_the_spool_holds_counts_quarantined_batches_only_in_its_bytes() {
+        let (directory, mut spool) = crate::spool::scratch("holding");
+        assert_eq!(spool.holding(), Ok(Holding::default()));
+        for (points, offset) in [(3, 10), (5, 20)] {
+            spool
+                .seal(&mut draft(points), "", &at(offset), 0.0, &[], None)
+                .unwrap();
+        }
+        spool.quarantine(1, "refused").unwrap();
+        let held = spool.holding().unwrap();
+        assert_eq!((held.batches, held.points, held.quarantined), (1, 5, 1));
+        assert_eq!(held.bytes, spool.stored_bytes().unwrap());
+        assert!(held.bytes > 0);
         std::fs::remove_dir_all(&directory).unwrap();
     }
 

@@ -72,15 +72,7 @@ mod tests {
 
     #[test]
     fn giving_back_room_frees_every_free_page_at_once() {
-        let directory = std::env::temp_dir().join(format!("tp-room-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&directory);
-        let owner = crate::spool::MemberKey {
-            run_id: "run-1".into(),
-            attempt: 1,
-            member: "rank-0".into(),
-        };
-        let local = "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n";
-        let mut spool = crate::spool::Spool::open(&directory, &owner, local).unwrap();
+        let (directory, mut spool) = crate::spool::scratch("room");
         // A hundred pages' worth of rows, then deleted: a hundred free pages.
         spool
             .db

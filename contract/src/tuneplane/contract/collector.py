@@ -38,6 +38,12 @@ RETRY_SECONDS = Variable(
     "batch before the collector leaves it to the next round (it never gives up on a batch)",
     parse=int)
 
+METRICS_TEXTFILE_DIR = Variable(
+    "TUNEPLANE_COLLECTOR_METRICS_TEXTFILE_DIR", "node_exporter's textfile-collector directory: "
+    "each running collector writes its spool's figures there "
+    "(`tuneplane-collector-<hash>.prom`, every 15 s; removed once all is delivered); unset: "
+    "none are written. A node agent's collectors inherit it from the agent", parse=Path)
+
 #: What a Slurm job's collector learns of its job from the step's environment.
 SLURM_JOB_ID = Variable("SLURM_JOB_ID", "set by Slurm in a job step: the job a Slurm job's "
                         "collector serves")
@@ -65,6 +71,8 @@ class CollectorSettings(Settings):
     retry_seconds: int = setting(RETRY_SECONDS, default=5)
     failpoints: str = setting(FAILPOINTS, default="")
     mount_table: Path = setting(MOUNT_TABLE, default=Path("/proc/self/mountinfo"))
+    metrics_textfile_dir: Path | None = setting(METRICS_TEXTFILE_DIR, default=None,
+                                                flag="--metrics-textfile-dir")
     slurm_job_id: str | None = setting(SLURM_JOB_ID, default=None)
     slurm_node_id: int | None = setting(SLURM_NODEID, default=None)
     slurm_restart_count: int = setting(SLURM_RESTART_COUNT, default=0)
