@@ -95,10 +95,17 @@ def thread_cpu(pid: int) -> dict[str, int]:
 
 
 def cpu_seconds(before: dict[str, int], after: dict[str, int]) -> float:
-    """CPU seconds of a process between two ``thread_cpu`` readings; the same threads in
-    both, so no thread's time went uncounted by ending in between."""
-    assert before.keys() == after.keys(), (before, after)
-    return sum(after[tid] - before[tid] for tid in after) / 1e9
+    """CPU seconds of a process between two ``thread_cpu`` readings (``after`` holding each
+    thread's last reading, one that ended since included: see ``latest``); a thread
+    started in between counts from zero."""
+    return sum(after[tid] - before.get(tid, 0) for tid in after) / 1e9
+
+
+def latest(seen: dict[str, int], pid: int) -> dict[str, int]:
+    """``seen`` with each live thread's reading now: a thread that ends (tokio's idle
+    blocking threads do, ten seconds after their last task) keeps its last reading, at
+    most one poll's time short."""
+    return {**seen, **thread_cpu(pid)}
 
 
 def memory_mib(pid: int, *fields: str) -> list[float]:
@@ -154,6 +161,7 @@ def follow(work: Path, seconds: float, program: Path, name: str,
     try:
         time.sleep(1.0)
         start_cpu, started, step = thread_cpu(collector.pid), time.monotonic(), 0
+        seen = start_cpu
         while (elapsed := time.monotonic() - started) < seconds:
             due = int(elapsed * 10_000)
             if due > step:
@@ -161,7 +169,8 @@ def follow(work: Path, seconds: float, program: Path, name: str,
                     out.write(events(step, due - step))
                 step = due
             time.sleep(0.1)
-        cpu = cpu_seconds(start_cpu, thread_cpu(collector.pid)) / seconds
+            seen = latest(seen, collector.pid)
+        cpu = cpu_seconds(start_cpu, latest(seen, collector.pid)) / seconds
         peak, anon, files = memory_mib(collector.pid, "VmHWM", "RssAnon", "RssFile")
         print(f"follow      {name}: {step:,} points in {seconds:.0f} s at 10,000 points/s: "
               f"collector CPU {cpu * 100:.2f}% of one core, peak RSS {peak:.1f} MiB "
