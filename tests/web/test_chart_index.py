@@ -20,6 +20,7 @@ from tuneplane.projector.projection import RecordMeta, project
 from tuneplane.projector.writer import PostgresWriter
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.integration import MetricMapping
+from tuneplane.web.read import chart_index
 
 #: (source, tag) of each member's series: a section of 130 tags (more than a page), one of
 #: names that differ in case, names without a section (and one starting with '/'), and
@@ -189,6 +190,9 @@ async def test_an_attempt_without_series_has_no_sections(client: httpx.AsyncClie
     ("", {"section": "a", "filter": "[z-a]"}, "filter"),
     ("", {"section": "a", "after": "loss"}, "after"),
     ("", {"section": "a", "after": "curve:not-in-the-mapping"}, "after"),
+    # a backreference: exponential to match (PostgreSQL would take it)
+    ("/sections", {"filter": "(.*)(.*)\\2\\1$"}, "filter"),
+    ("", {"section": "a", "filter": "^(a)\\\\\\1"}, "filter"),
 ])
 async def test_what_the_index_cannot_take_is_refused_naming_it(
         client: httpx.AsyncClient, indexed: str, path: str, params: dict[str, str],
@@ -207,3 +211,18 @@ async def test_the_bounds_are_checked(client: httpx.AsyncClient, indexed: str, p
                                       params: dict[str, Any]) -> None:
     answer = await client.get(f"{indexed}{path}", params=params)
     assert answer.status_code == 422, answer.text
+
+
+async def test_an_escaped_backslash_before_a_digit_is_no_backreference(
+        client: httpx.AsyncClient, indexed: str) -> None:
+    answer = await client.get(f"{indexed}/sections", params={"filter": "x\\\\1"})
+    assert answer.status_code == 200, answer.text
+
+
+async def test_a_pattern_too_slow_to_match_is_cut_short_and_refused(
+        client: httpx.AsyncClient, indexed: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(chart_index, "FILTER_SECONDS", 1e-6)  # anything takes longer
+    answer = await client.get(f"{indexed}/sections", params={"filter": "a|b"})
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["detail"].startswith("filter: "), answer.text
+    assert "simpler" in answer.json()["detail"]

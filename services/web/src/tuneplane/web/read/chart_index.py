@@ -9,10 +9,11 @@ of it).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import asyncpg
 
@@ -147,23 +148,44 @@ ORDER BY kind, place, name LIMIT $11
 """
 
 
+#: Seconds a filtered query may take before it is cancelled and the pattern refused: a
+#: pattern PostgreSQL matches slowly must not hold the web's connections for the pool's
+#: statement timeout (30 s).
+FILTER_SECONDS: Final = 2.0
+#: A backreference (``\1`` to ``\9``, not an escaped backslash before a digit): matching
+#: one can take time exponential in a name's length.
+BACKREFERENCE: Final = re.compile(r"(?<!\\)(?:\\\\)*\\[1-9]")
+
+
 @contextmanager
 def filter_refused(pattern: str | None) -> Iterator[None]:
-    """PostgreSQL's refusal of the pattern (to compile it, or to run it: too complex) as the
-    caller's error, naming the parameter."""
+    """PostgreSQL's refusal of the pattern (to compile it, or to run it: too complex, or
+    past ``FILTER_SECONDS``) as the caller's error, naming the parameter."""
     try:
         yield
     except asyncpg.InvalidRegularExpressionError as exc:
         raise IndexQueryError("filter", f"{pattern!r} is not a regular expression PostgreSQL "
                                         f"takes: {exc}") from None
+    except TimeoutError:  # asyncpg cancelled the statement on the server too
+        raise IndexQueryError("filter", f"{pattern!r} took over {FILTER_SECONDS:g} s to match "
+                                        "the attempt's names; ask with a simpler one") from None
+
+
+def within(pattern: str | None) -> float | None:
+    """The time a query filtered by ``pattern`` may take (None: unfiltered, the pool's)."""
+    return None if pattern is None else FILTER_SECONDS
 
 
 async def check_filter(conn: Connection, pattern: str | None) -> None:
-    """Refuses a pattern PostgreSQL cannot read before any query depends on rows to try it
-    (an attempt without series would take any)."""
+    """Refuses a pattern PostgreSQL cannot read, or one with a backreference, before any
+    query depends on rows to try it (an attempt without series would take any)."""
     if pattern is not None:
+        if BACKREFERENCE.search(pattern):
+            raise IndexQueryError("filter", f"{pattern!r} has a backreference (\\1 to \\9), "
+                                            "which is not taken: matching one can take "
+                                            "exponential time")
         with filter_refused(pattern):
-            await conn.fetchval("SELECT '' ~* $1", pattern)
+            await conn.fetchval("SELECT '' ~* $1", pattern, timeout=FILTER_SECONDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +205,7 @@ async def sections(conn: Connection, run_id: str, attempt: int, mappings: Mappin
     await check_filter(conn, pattern)
     with filter_refused(pattern):
         rows = await conn.fetch(SECTIONS, run_id, attempt, *mappings.args(), pattern, after,
-                                limit + 1)
+                                limit + 1, timeout=within(pattern))
     found = [{"name": r["section"], "charts": r["charts"], "total": r["total"]}
              for r in rows if r["section"] is not None]
     more = len(found) > limit
@@ -191,7 +213,8 @@ async def sections(conn: Connection, run_id: str, attempt: int, mappings: Mappin
     if shown and kept <= whole:
         with filter_refused(pattern):
             charts = await conn.fetch(WHOLE, run_id, attempt, *mappings.args(),
-                                      [s["name"] for s in shown], pattern, whole)
+                                      [s["name"] for s in shown], pattern, whole,
+                                      timeout=within(pattern))
         for s in shown:
             s["entries"] = [ChartKey(r["kind"], r["name"]) for r in charts
                             if r["section"] == s["name"]]
@@ -221,6 +244,6 @@ async def page(conn: Connection, run_id: str, attempt: int, mappings: Mappings, 
         place, tag = PAST_CURVES, after.name
     with filter_refused(pattern):
         rows = await conn.fetch(PAGE, run_id, attempt, *mappings.args(), section, pattern,
-                                place, tag, limit + 1)
+                                place, tag, limit + 1, timeout=within(pattern))
     found = [ChartKey(r["kind"], r["name"]) for r in rows]
     return Page(found[:limit], found[limit - 1] if len(found) > limit else None)
