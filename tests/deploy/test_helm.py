@@ -393,6 +393,10 @@ def test_pods_take_traffic_only_on_the_port_they_serve(settings: tuple[str, ...]
 def test_metrics_ports_are_reached_only_by_the_scrapers_given() -> None:
     peer = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "obs"}},
             "podSelector": {"matchLabels": {"app": "prometheus"}}}
+    by_expression = {"namespaceSelector": {"matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["obs"]}]}}
+    assert policies(render("gateway.enabled=true", as_json=(
+        f"metrics.scrapers={json.dumps([by_expression])}",)))
     given = policies(render("gateway.enabled=true",
                             as_json=(f"metrics.scrapers={json.dumps([peer])}",)))
     for component, port in METRICS.items():
@@ -402,9 +406,18 @@ def test_metrics_ports_are_reached_only_by_the_scrapers_given() -> None:
     assert not [name for name in policies(render("gateway.enabled=true",
                                                  as_json=("metrics.scrapers=[]",)))
                 if name.endswith("-metrics")]
-    # A peer taking every pod of every namespace would take the tenants' launch pods.
+    # A peer of any namespace, or of the release's own (launches may run there), or an
+    # address block, would take the tenants' launch pods.
     everyone: dict[str, Any]
-    for everyone in ({}, {"namespaceSelector": {}}, {"namespaceSelector": {}, "podSelector": {}}):
+    for everyone in ({}, {"namespaceSelector": {}}, {"namespaceSelector": {}, "podSelector": {}},
+                     {"namespaceSelector": {"matchLabels": {}}},
+                     {"namespaceSelector": {"matchExpressions": []}},
+                     {"namespaceSelector": {"matchExpressions": [
+                         {"key": "kubernetes.io/metadata.name", "operator": "Exists"}]}},
+                     {"namespaceSelector": {}, "podSelector": {"matchLabels": {}}},
+                     {"podSelector": {}}, {"podSelector": {"matchLabels": {"app": "x"}}},
+                     {"ipBlock": {"cidr": "0.0.0.0/0"}},
+                     {"ipBlock": {"cidr": "10.0.0.0/8"}, **peer}):
         refused = template(*GIVEN, as_json=(f"metrics.scrapers={json.dumps([everyone])}",))
         assert refused.returncode != 0
         assert "admits every pod of every namespace" in refused.stderr, refused.stderr

@@ -148,12 +148,27 @@ PORT). */}}
   protocol: TCP
 {{- end -}}
 
-{{/* metrics.scrapers, refused where a peer would take every pod of the cluster (tenants'
-launch pods with them). */}}
+{{/* "true" where a label selector (the argument) narrows: a label it must have, or an
+expression "In" some values (Exists, NotIn, DoesNotExist and an empty one take almost any). */}}
+{{- define "tuneplane.narrows" -}}
+{{- $narrow := false -}}
+{{- if . -}}
+{{- if .matchLabels }}{{ $narrow = true }}{{ end -}}
+{{- range $e := (.matchExpressions | default list) -}}
+{{- if and (eq $e.operator "In") $e.values }}{{ $narrow = true }}{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- $narrow -}}
+{{- end -}}
+
+{{/* metrics.scrapers, refused unless each peer names the scrapers' namespace(s) (a
+namespaceSelector that narrows): a peer of any namespace, of the release's own namespace
+alone (tenants' launches may run there) or an ipBlock (on most network plugins it matches
+pod addresses too) could take tenants' launch pods. */}}
 {{- define "tuneplane.scrapers" -}}
 {{- range $peer := .Values.metrics.scrapers -}}
-{{- if or (not $peer) (and (hasKey $peer "namespaceSelector") (not $peer.namespaceSelector) (not $peer.podSelector)) -}}
-{{- fail (printf "metrics.scrapers: %s admits every pod of every namespace (tenants' launch pods too); name the scrapers' namespace or pods" (toJson $peer)) -}}
+{{- if or (not $peer) (hasKey $peer "ipBlock") (ne (include "tuneplane.narrows" $peer.namespaceSelector) "true") -}}
+{{- fail (printf "metrics.scrapers: %s admits every pod of every namespace or of the release's (tenants' launch pods too), or addresses; name the scrapers' namespace with a namespaceSelector (matchLabels, or matchExpressions In)" (toJson $peer)) -}}
 {{- end -}}
 {{- end -}}
 {{- toYaml .Values.metrics.scrapers -}}
