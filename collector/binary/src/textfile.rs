@@ -152,17 +152,27 @@ pub fn exposition(labels: &str, values: &Values) -> String {
 }
 
 /// Writes `text` to `path` whole: into a file of its own beside it (its name not ending in
-/// `.prom`, so node_exporter never reads it half written), renamed over `path`.
+/// `.prom`, so node_exporter never reads it half written), renamed over `path`. The
+/// directory may be shared with other users' collectors: what is at the temporary name is
+/// removed and the file made anew (O_EXCL: nothing another user left there, a FIFO whose
+/// open would block or a file of theirs, is ever opened; one that cannot be removed fails
+/// the write), never through a link, readable by node_exporter whatever the umask.
 pub fn replace(path: &Path, text: &str) -> std::io::Result<()> {
     let mut temporary = path.as_os_str().to_owned();
-    temporary.push(".tmp"); // one a failed write left is written over the next time
+    temporary.push(".tmp");
+    let _ = std::fs::remove_file(&temporary);
     std::fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC) // never through a link put there
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
         .open(&temporary)
-        .and_then(|mut file| file.write_all(text.as_bytes()))
+        .and_then(|mut file| {
+            // SAFETY: fchmod on a descriptor this function owns, open for its whole call.
+            if unsafe { libc::fchmod(std::os::fd::AsRawFd::as_raw_fd(&file), 0o644) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            file.write_all(text.as_bytes())
+        })
         .and_then(|()| std::fs::rename(&temporary, path))
 }
 
@@ -321,7 +331,10 @@ mod tests {
             file.path,
             Textfile::new(&directory, &owner("r", "rank-1")).path
         );
-        std::fs::write(directory.join(format!("{name}.tmp")), "left by a crash").unwrap();
+        // What another user may leave in a shared directory is never opened: a FIFO (an
+        // open of it would block the collector) where the file is written first.
+        let fifo = directory.join(format!("{name}.tmp"));
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o666)).unwrap();
         let (now, tally) = (Instant::now(), Tally::default());
         let look = |at| values(None, 1, None, &tally, at);
         assert_eq!(file.write_if_due(now, || look(1.0)), EVERY);
@@ -330,7 +343,12 @@ mod tests {
         let listed: Vec<_> = (std::fs::read_dir(&directory).unwrap())
             .map(|e| e.unwrap().file_name())
             .collect();
-        assert_eq!(listed, [std::ffi::OsString::from(&name)]);
+        assert_eq!(listed, [std::ffi::OsString::from(&name)]); // the FIFO removed, unopened
+        let mode = std::fs::metadata(&file.path).unwrap().permissions();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+            0o644
+        );
         let text = std::fs::read_to_string(&file.path).unwrap();
         assert!(
             text.ends_with(
@@ -342,13 +360,15 @@ mod tests {
         file.remove(); // gone already: nothing to say
         assert!(!file.warned);
         assert_eq!(std::fs::read_dir(&directory).unwrap().count(), 0);
-        // A link put where the file is first written is not written through.
+        // A link put where the file goes is replaced, never written through.
         let elsewhere = directory.join("elsewhere");
         std::fs::write(&elsewhere, "kept").unwrap();
-        std::os::unix::fs::symlink(&elsewhere, directory.join(format!("{name}.tmp"))).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &file.path).unwrap();
         file.write(&look(4.0));
-        assert!(file.warned && !file.path.exists());
+        assert!(!file.warned && !file.path.is_symlink());
         assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "kept");
+        std::fs::remove_file(&elsewhere).unwrap();
+        file.remove();
         // A directory that is not there fails the write, said once; collection goes on.
         let mut missing = Textfile::new(&directory.join("missing"), &owner("r", "rank-0"));
         missing.write(&look(3.0));
