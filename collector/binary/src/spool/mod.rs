@@ -315,12 +315,20 @@ impl Spool {
 pub fn scratch(name: &str) -> (std::path::PathBuf, Spool) {
     let directory = std::env::temp_dir().join(format!("tp-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&directory);
-    let owner = MemberKey {
+    let spool = Spool::open(&directory, &scratch_owner(), SCRATCH_MOUNTS).expect("a scratch spool");
+    (directory, spool)
+}
+
+/// The owner of a `scratch` spool (to open it again).
+#[cfg(test)]
+pub fn scratch_owner() -> MemberKey {
+    MemberKey {
         run_id: "run-1".into(),
         attempt: 1,
         member: "rank-0".into(),
-    };
-    let local = "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n";
-    let spool = Spool::open(&directory, &owner, local).expect("a scratch spool");
-    (directory, spool)
+    }
 }
+
+/// A mount table of one local filesystem, where a `scratch` spool is.
+#[cfg(test)]
+pub const SCRATCH_MOUNTS: &str = "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n";

@@ -209,9 +209,7 @@ impl Spool {
 mod tests {
     use super::*;
     use crate::collect::draft::BatchDraft;
-    use crate::spool::MemberKey;
-
-    const LOCAL: &str = "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n";
+    use crate::spool::{scratch, scratch_owner, SCRATCH_MOUNTS};
 
     fn at(offset: u64) -> SavedPosition {
         SavedPosition {
@@ -234,14 +232,7 @@ mod tests {
 
     #[test]
     fn a_new_spool_sends_nothing_until_its_checkpoints_are_settled() {
-        let directory = std::env::temp_dir().join(format!("tp-resume-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&directory);
-        let owner = MemberKey {
-            run_id: "run-1".into(),
-            attempt: 1,
-            member: "rank-0".into(),
-        };
-        let mut spool = Spool::open(&directory, &owner, LOCAL).unwrap();
+        let (directory, mut spool) = scratch("resume");
         assert_eq!(spool.resume_state(), Ok(Resume::Pending));
         // Read before the answer: two batches of a.jsonl, one of b.jsonl.
         sealed_of(&mut spool, "a", "", 10);
@@ -274,7 +265,8 @@ mod tests {
         assert_eq!(spool.resume_state(), Ok(Resume::Settled));
         // A spool opened again is not asked again.
         drop(spool);
-        let spool = Spool::open(&directory, &owner, LOCAL).unwrap();
+        let owner = scratch_owner();
+        let spool = Spool::open(&directory, &owner, SCRATCH_MOUNTS).unwrap();
         assert_eq!(spool.resume_state(), Ok(Resume::Settled));
         std::fs::remove_dir_all(&directory).unwrap();
     }
