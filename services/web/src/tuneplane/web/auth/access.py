@@ -4,7 +4,7 @@
 session (``browser``; a change needs the session's CSRF token) — 401 otherwise: neither, a
 bad one, a revoked token, an ended session, a disabled user — with the roles it holds by
 project; it holds one of
-the replica's query slots from then until its answer (``admission.query_slot``), so a
+the replica's query slots from then until its answer (``admission.QuerySlots``), so a
 caller whose token does not verify never takes one. Every route names what it needs
 through one of the dependencies below, and ``tests/web/test_authorization.py`` checks every
 route of the OpenAPI document against every role:
@@ -32,7 +32,6 @@ from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
 from tuneplane.controlplane import api_tokens, deletions, projects, sessions
 from tuneplane.controlplane.projects import Role
 from tuneplane.web.auth import browser
-from tuneplane.web.auth.admission import query_slot
 from tuneplane.web.dependencies import Now, Pool, Signer, State
 from tuneplane.web.state import WebState
 
@@ -80,7 +79,7 @@ async def caller(request: Request, credentials: Credentials, signer: Signer, poo
     if not isinstance(ident, str):
         raise unauthorised("user token refused: it names no personal token (issued before "
                            "tokens could be revoked); issue a new one")
-    async with query_slot(web.slots):
+    async with web.slots:  # a query slot (admission.QuerySlots)
         async with pool.acquire() as conn:
             found = await api_tokens.standing(conn, ident, name)
             if found.refusal is not None:
@@ -101,7 +100,7 @@ async def session_caller(request: Request, signer: TokenSigner, pool: asyncpg.Po
         raise unauthorised("sign in at /login, or send a user token "
                            "(Authorization: Bearer <token>)")
     name, session_id = found
-    async with query_slot(web.slots):
+    async with web.slots:  # a query slot (admission.QuerySlots)
         async with pool.acquire() as conn:
             session = await sessions.standing(conn, session_id, name)
             if session.refusal is not None:

@@ -9,17 +9,16 @@ them: by ``Content-Length`` before the body is read, and by counting while it st
 chunked body declares no length). Each path may have its own bound (the reporting path's),
 others get the replica's (``TUNEPLANE_WEB_MAX_BODY_BYTES``).
 
-Query slots are taken only after authentication (``query_slot``, entered by the dependencies
+Query slots are taken only after authentication (``QuerySlots``, entered by the dependencies
 that authenticate a caller), so no unauthenticated request ever holds or waits for one; an
-authenticated one waits a bounded time in a bounded queue (``QuerySlots``), then is
+authenticated one waits a bounded time in a bounded queue, then is
 answered 503 with Retry-After.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Mapping
 
 from fastapi import HTTPException
 from fastapi.responses import JSONResponse
@@ -164,11 +163,3 @@ class QuerySlots:
 
     async def __aexit__(self, *_: object) -> None:
         self._free.release()
-
-
-@asynccontextmanager
-async def query_slot(slots: QuerySlots) -> AsyncIterator[None]:
-    """One of the replica's query slots for the block (503 when none comes free in time);
-    enter it only once the caller is authenticated."""
-    async with slots:
-        yield

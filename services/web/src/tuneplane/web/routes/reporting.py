@@ -24,7 +24,6 @@ from tuneplane.common.tokens import TokenError
 from tuneplane.controlplane import standing
 from tuneplane.telemetry.v1.identity import MemberKey
 from tuneplane.web import posts
-from tuneplane.web.auth.admission import query_slot
 from tuneplane.web.dependencies import Now, Pool, Signer, State
 
 #: A lifecycle event's ``detail`` (JSON), a post of log lines and a report's ``body`` (JSON)
@@ -111,7 +110,7 @@ async def member_of(credentials: Annotated[HTTPAuthorizationCredentials | None,
         raise HTTPException(401, f"workload token refused: {exc}",
                             headers={"WWW-Authenticate": "Bearer"}) from None
     member = claims.member
-    async with query_slot(web.slots):
+    async with web.slots:  # a query slot (admission.QuerySlots)
         async with web.pool.acquire() as conn:
             attempt = await standing.attempt_facts(conn, member.run_id, member.attempt)
             node = None if claims.node is None else await standing.node_facts(conn, claims.node)
