@@ -11,6 +11,7 @@ import json
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
+from unittest.mock import ANY
 
 import asyncpg
 import httpx
@@ -20,7 +21,8 @@ import pytest
 from tuneplane.control.kube.backend import KubernetesBackend
 from tuneplane.control.kube.manifest import PodReach
 from tuneplane.control.kube.placement import Namespaces, Spools
-from tuneplane.controlplane import kube_launches, runs
+from tuneplane.controlplane import job_follow, kube_launches, runs
+from tuneplane.controlplane.job_follow import JobSeen
 
 ARTIFACT = {"version": 1, "sources": [
     {"id": "a", "kind": "jsonl", "path": "a.jsonl", "owner": "rank-0"}]}
@@ -194,7 +196,8 @@ def event(name: str, kind: str, involved: str, uid: str, reason: str, at: str,
 
 
 async def test_what_kubernetes_said_of_the_job_and_its_pods_is_stored_with_the_launch(
-        pool: asyncpg.Pool, db: asyncpg.Connection, run_id: str) -> None:
+        pool: asyncpg.Pool, db: asyncpg.Connection, run_id: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     api, backend, launch_id, job = await submitted(pool, db, run_id)
     name, uid = job["metadata"]["name"], job["metadata"]["uid"]
     api.objects[("jobs", "pods", "p")] = pod(job, {"state": {"running": {}}})
@@ -219,10 +222,22 @@ async def test_what_kubernetes_said_of_the_job_and_its_pods_is_stored_with_the_l
         "e5", "Pod", f"{name}-0-x", "pod-uid-0", "Killing", "2026-01-01T00:00:08Z")
     job["status"] = {"conditions": [{"type": "Failed", "status": "True",
                                      "reason": "BackoffLimitExceeded", "message": "limit"}]}
+    # Stored before the follow that ends the attempt: an ended attempt never shows without.
+    before_end: list[list[str]] = []
+    really = job_follow.follow
+
+    async def follow(conn: asyncpg.Connection, launch: int, seen: JobSeen) -> str:
+        said = json.loads(await conn.fetchval("SELECT events FROM slurm_launches WHERE "
+                                              "launch_id = $1", launch))
+        before_end.append([e["reason"] for e in said])
+        return await really(conn, launch, seen)
+    monkeypatch.setattr(job_follow, "follow", follow)
     await backend.step()
     stored = json.loads(await db.fetchval("SELECT events FROM slurm_launches WHERE "
                                           "launch_id = $1", launch_id))
     assert [e["reason"] for e in stored] == ["SuccessfulCreate", "FailedScheduling", "Killing"]
+    assert before_end == [["SuccessfulCreate", "FailedScheduling", "Killing"]]
+    assert await state(db, launch_id) == ("ended", uid, ANY, "failed")
     assert backend._told.records == {}  # nothing kept of an ended launch
 
 

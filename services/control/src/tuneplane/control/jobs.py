@@ -87,6 +87,12 @@ class JobBackend(abc.ABC):
         """Called once a job's id is stored: let the job run (Slurm releases its held job,
         Kubernetes resumes its suspended Job)."""
 
+    async def ending(self, launch_id: int, job_id: str, seen: JobSeen) -> None:
+        """Called before the follow that ends a launch whose job has ended: what the
+        scheduler says of the job is stored first, so that an ended attempt is never shown
+        without it. Slurm keeps nothing of the kind: nothing to do."""
+        return None
+
     @abc.abstractmethod
     async def shown(self, launch_id: int, job_id: str, seen: JobSeen, state: str) -> None:
         """Called after each follow with what the scheduler showed and the attempt's state
@@ -140,6 +146,8 @@ class JobBackend(abc.ABC):
                                                 "scheduler no longer shows the job")
         if found is None:
             log.error("launch %d: the scheduler no longer shows job %s", launch_id, job_id)
+        if seen.state in job_follow.ENDS:
+            await self.ending(launch_id, job_id, seen)
         async with self._pool.acquire() as conn:
             state = await job_follow.follow(conn, launch_id, seen)
         await self.shown(launch_id, job_id, seen, state)

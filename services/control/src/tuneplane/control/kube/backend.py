@@ -55,6 +55,7 @@ class KubernetesBackend(JobBackend):
         self._told = Told(lambda namespace, plural, version, params: self._call(
             "GET", version, plural, namespace, params=params))
         self._written: dict[int, list[dict[str, Any]]] = {}  # launch → as last stored
+        self._read_ending: dict[str, list[dict[str, Any]]] = {}  # Job → read by ``ending``
 
     async def _call(self, method: str, version: str, url: str, namespace: str,
                     **kwargs: Any) -> Any:
@@ -200,23 +201,35 @@ class KubernetesBackend(JobBackend):
         except (SchedulerError, kr8s.ServerError) as exc:
             log.warning("Job %s/%s not resumed yet: %s", namespace, name, exc)
 
+    async def ending(self, launch_id: int, job_id: str, seen: JobSeen) -> None:
+        records = await self._ended(job_id) if job_id in self._where else None
+        if records is not None:
+            self._read_ending[job_id] = records
+            await self._store(launch_id, records)
+
     async def shown(self, launch_id: int, job_id: str, seen: JobSeen, state: str) -> None:
         """Resume a suspended Job, delete one whose sidecar refused, and store what
         Kubernetes said of it (read once more as its attempt ends)."""
-        records = self._told.records.get(job_id)
-        if state not in runs.LIVE_STATES and job_id in self._where:
+        records = self._read_ending.pop(job_id, None)  # read just before its launch ended
+        if records is None and state not in runs.LIVE_STATES and job_id in self._where:
             records = await self._ended(job_id)
-        if records is not None and records != self._written.get(launch_id):
-            async with self._pool.acquire() as conn:
-                await conn.execute("UPDATE slurm_launches SET events = $2::jsonb WHERE "
-                                   "launch_id = $1", launch_id, json.dumps(records))
-            self._written[launch_id] = records
+        elif records is None:
+            records = self._told.records.get(job_id)
+        await self._store(launch_id, records)
         if state not in runs.LIVE_STATES:  # stored for good
             self._written.pop(launch_id, None)
         if seen.state == "PENDING" and seen.reason == SUSPENDED:
             await self.submitted(job_id)
         elif seen.state == "FAILED" and seen.reason == COLLECTOR_REFUSED:
             await self.cancel(job_id)  # its sidecars would be restarted for ever
+
+    async def _store(self, launch_id: int, records: list[dict[str, Any]] | None) -> None:
+        """The launch's records, written when they changed."""
+        if records is not None and records != self._written.get(launch_id):
+            async with self._pool.acquire() as conn:
+                await conn.execute("UPDATE slurm_launches SET events = $2::jsonb WHERE "
+                                   "launch_id = $1", launch_id, json.dumps(records))
+            self._written[launch_id] = records
 
     async def _ended(self, job_id: str) -> list[dict[str, Any]] | None:
         """What Kubernetes said of the Job, read now (its attempt has just ended)."""
