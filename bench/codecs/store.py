@@ -2,12 +2,12 @@
 (dropped at the end), their total relation size (heap, TOAST, indexes) and each column's
 ``pg_column_size`` summed.
 
-Today's table is ``LIKE readmodel.curve_chunks INCLUDING ALL`` (lz4 point arrays, both
-indexes), filled with the projector's own binary COPY. A candidate's table keeps the same
-summary columns and indexes; its point columns and segment summaries are ``bytea`` with
-``STORAGE EXTERNAL`` (already compressed: PostgreSQL should not try again). With
-``one_blob`` a row's columns and segments are one length-prefixed ``bytea`` instead (one
-TOAST value a row: fewer part-filled TOAST chunks).
+Today's table is ``LIKE readmodel.curve_chunks INCLUDING ALL`` (both indexes), filled with
+the projector's own binary COPY as it was before packed blobs (lz4 point arrays). A
+candidate's table keeps the same summary columns and indexes; its point columns and segment
+summaries are ``bytea`` with ``STORAGE EXTERNAL`` (already compressed: PostgreSQL should
+not try again). With ``one_blob`` a row's columns and segments are one length-prefixed
+``bytea`` instead (one TOAST value a row: fewer part-filled TOAST chunks).
 """
 
 from __future__ import annotations
@@ -25,7 +25,22 @@ import asyncpg
 from bench.codecs.corpus import Chunk
 from bench.codecs.segments import chunk_row
 from tuneplane.projector import pgbinary as pg
-from tuneplane.projector.writer import CHUNK_COLUMNS, CHUNK_FIELDS, chunk_record
+from tuneplane.projector.projection import ChunkRow
+from tuneplane.projector.writer import CHUNK_ENCODED, chunk_record
+
+#: The chunk columns as the projector wrote them before packed blobs (migration 0037): its
+#: point arrays where ``packed`` is now.
+PACKED_AT = [column for column, _ in CHUNK_ENCODED].index("packed")
+ARRAYS_ENCODED = (*CHUNK_ENCODED[:PACKED_AT], ("steps", pg.int8_array),
+                  ("wall_times", pg.float8_array), ("values", pg.float8_array),
+                  *CHUNK_ENCODED[PACKED_AT + 1:])
+ARRAY_COLUMNS = tuple(column for column, _ in ARRAYS_ENCODED)
+ARRAY_FIELDS = tuple(encode for _, encode in ARRAYS_ENCODED)
+
+
+def arrays_record(series_id: int, batch_id: str, c: ChunkRow) -> tuple[object, ...]:
+    record = chunk_record(series_id, batch_id, c)
+    return (*record[:PACKED_AT], c.steps, c.wall_times, c.values, *record[PACKED_AT + 1:])
 
 SEGMENT_COLUMNS = ("seg_steps", "seg_last_steps", "seg_counts", "seg_min", "seg_max",
                    "seg_last", "seg_last_walls")
@@ -134,10 +149,10 @@ class Scratch:
         records = []
         for chunk in chunks:
             series_id, batch_id, index = identity(chunk, tags)
-            records.append(chunk_record(series_id, batch_id, chunk_row(chunk, walls_read, index)))
+            records.append(arrays_record(series_id, batch_id, chunk_row(chunk, walls_read, index)))
         name = table.split(".")[1]
-        await self._conn.copy_to_table(name, schema_name=self._schema, columns=CHUNK_COLUMNS,
-                                       source=pg.source(pg.rows(CHUNK_FIELDS, records)),
+        await self._conn.copy_to_table(name, schema_name=self._schema, columns=ARRAY_COLUMNS,
+                                       source=pg.source(pg.rows(ARRAY_FIELDS, records)),
                                        format="binary")
         read = await self._read(READ_TODAY.format(table=table), decode, repeat)
         return await self._sized(table, SEGMENT_COLUMNS, read)

@@ -5,8 +5,8 @@ and sends them; that server side is not timed here)."""
 from __future__ import annotations
 
 from bench.codecs.corpus import Chunk, Floats, Ints
+from tuneplane.common.chunks.sent import received
 from tuneplane.projector import pgbinary
-from tuneplane.web.read.series_read import received
 
 
 def encode(chunk: Chunk) -> tuple[bytes, bytes, bytes]:

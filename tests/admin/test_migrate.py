@@ -99,11 +99,13 @@ def test_runs_and_users_from_before_projects_land_in_the_default_project(
 def test_series_from_before_run_paths_are_the_roots_and_keep_their_key(
         scratch_database: str) -> None:
     from tuneplane.admin.migrate import apply_migrations
-    from tuneplane.projector.checksum import PARTS, WALLS_READ
     migrate_before(scratch_database, "0014")
-    curves = "SELECT md5(string_agg(r, '|' ORDER BY r)) FROM ({}) AS t(r)"
-    before_run_paths = PARTS["curves"].replace("nullif(s.run_path, ''), ", "").replace(
-        WALLS_READ, "")
+    curves = """SELECT md5(string_agg(r, '|' ORDER BY r)) FROM (
+                    SELECT concat_ws(',', s.run_id, s.attempt, s.member, s.source, s.tag,
+                                     c.batch_id, c.chunk_index, c.steps::text,
+                                     c."values"::text)
+                    FROM readmodel.curve_chunks c JOIN readmodel.series s USING (series_id)
+                ) AS t(r)"""
     with psycopg.connect(scratch_database) as conn:  # filled before the change
         conn.execute("INSERT INTO readmodel.series (run_id, attempt, member, source, tag) "
                      "VALUES ('old-run', 1, 'm', 'tb', 'lr_group'), ('old-run', 1, 'm', 'tb', "
@@ -113,12 +115,12 @@ def test_series_from_before_run_paths_are_the_roots_and_keep_their_key(
                             wall_times, "values")
                         SELECT series_id, 'e-1', series_id, 1, 0, 0, 1, 1, 1, 1, '{0}', '{0}',
                                '{1}' FROM readmodel.series""")
-        old_sum = conn.execute(curves.format(before_run_paths)).fetchone()
+        old_sum = conn.execute(curves).fetchone()
     assert apply_migrations(scratch_database)[0] == "0014.series-run-path"
     with psycopg.connect(scratch_database) as conn:
         assert conn.execute("SELECT tag, run_path FROM readmodel.series ORDER BY tag"
                             ).fetchall() == [("loss", ""), ("lr_group", "")]
-        assert conn.execute(curves.format(PARTS["curves"])).fetchone() == old_sum
+        assert conn.execute(curves).fetchone() == old_sum
         # The same tag in another run is another series; the root's key is still unique.
         conn.execute("INSERT INTO readmodel.series (run_id, attempt, member, source, run_path, "
                      "tag) VALUES ('old-run', 1, 'm', 'tb', 'lr_group/a', 'lr_group')")
@@ -180,3 +182,19 @@ def test_chunk_point_arrays_are_lz4_compressed_and_a_rebuilds_tables_keep_it(
         # The rebuild's tables are made as rebuild.py makes them.
         conn.execute("CREATE TABLE public.next_chunks (LIKE readmodel.curve_chunks INCLUDING ALL)")
         assert [c for _, c in conn.execute(query, ("public.next_chunks",))] == ["l", "l", "l"]
+
+
+def test_packed_points_are_never_compressed_again_and_a_rebuilds_tables_keep_it(
+        scratch_database: str) -> None:
+    """The blob is zstd already: EXTERNAL storage, and one form per chunk, in the rebuild's
+    tables as in the live ones."""
+    from tuneplane.admin.migrate import apply_migrations
+    apply_migrations(scratch_database)
+    storage = "SELECT attstorage FROM pg_attribute WHERE attrelid = %s::regclass AND " \
+              "attname = 'packed'"
+    checks = "SELECT conname FROM pg_constraint WHERE conrelid = %s::regclass AND contype = 'c'"
+    with psycopg.connect(scratch_database) as conn:
+        conn.execute("CREATE TABLE public.next_chunks (LIKE readmodel.curve_chunks INCLUDING ALL)")
+        for table in ("readmodel.curve_chunks", "public.next_chunks"):
+            assert conn.execute(storage, (table,)).fetchall() == [("e",)]
+            assert conn.execute(checks, (table,)).fetchall() == [("curve_chunks_one_form",)]

@@ -14,6 +14,7 @@ from pathlib import Path
 import asyncpg
 
 from tests.projector.test_stream import wait_ledger
+from tests.support import readmodels
 from tests.support.environment import BIN, Endpoints
 from tests.support.kafka import produce
 from tests.support.processes import Process
@@ -110,10 +111,8 @@ async def test_a_runs_whole_data_exports_to_parquet_and_its_objects(
     out = tmp_path / "export"
     said = json.loads(admin("run-export", run_id, "--out", str(out)).stdout)
     assert (said["points"], said["rich_records"], said["objects"]) == (600, 1, 1)
-    stored = {(r["member"], r["tag"], r["step"], r["value"]) for r in await db.fetch(
-        "SELECT s.member, s.tag, p.step, p.value FROM series s JOIN curve_chunks c "
-        'USING (series_id), unnest(c.steps, c."values") p(step, value) '
-        "WHERE s.run_id = $1", run_id)}
+    stored = {(p.member, p.tag, p.step, p.value)
+              for p in await readmodels.stored_points(db, run_id)}
     exported = set()
     for member in ("rank-0", "rank-1"):
         (group,) = (out / "series" / "attempt-1" / member).glob("*.parquet")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import asyncpg
 
-from tests.support import collector_binary
+from tests.support import collector_binary, readmodels
 from tests.support.collector_binary import HOST_TARGET
 from tests.support.credentials import workload_token
 from tests.support.environment import Endpoints
@@ -58,11 +58,9 @@ async def test_lines_without_wall_time_are_stamped_when_read_and_said_so(
     assert done.returncode == 0, done.stderr
     assert "wall_time" not in done.stderr  # no line refused
     await stored_once(db, initialised.kafka_bootstrap, run_id, truth)
-    walls = await db.fetch("""SELECT c.walls_read, w FROM curve_chunks c
-                              JOIN series s USING (series_id), unnest(c.wall_times) AS w
-                              WHERE s.run_id = $1""", run_id)
-    assert {r["walls_read"] for r in walls} == {True}
-    assert all(before <= r["w"] <= after for r in walls)  # the collector's clock, reading
+    walls = await readmodels.stored_points(db, run_id)
+    assert {p.walls_read for p in walls} == {True}
+    assert all(before <= p.wall_time <= after for p in walls)  # the collector's clock
     (listed,) = await listings.series(db, run_id, 1, member=None, source=None, limit=10)
     assert (listed["tag"], listed["points"], listed["wall_time"]) == ("loss", 3000, "read")
     read = await series_read.read(db, SeriesKey(member, "train", "", "loss"), None, None,

@@ -20,7 +20,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.structs import TopicPartition
 
 from tests.projector.test_purge import stored
-from tests.projector.test_stream import ledger, stored_points
+from tests.projector.test_stream import ledger, point_counts
 from tests.support.environment import Endpoints
 from tests.support.kafka import produce_payloads
 from tests.support.truth import member_batch
@@ -126,7 +126,7 @@ async def test_a_trimmed_topic_replays_from_its_archive_every_batch_once(
                                  archived=ArchiveReader(db, objects, topic))
         assert (report.records, report.applied) == (16, 16)
         assert await ledger(db, run_id) == (16, 16 * 500)
-        assert await stored_points(db, run_id) == (16 * 500, 16 * 500)  # each once
+        assert await point_counts(db, run_id) == (16 * 500, 16 * 500)  # each once
         again, _ = await replay(bootstrap, writer, StartAt(offset=0), topic=topic,
                                 archived=ArchiveReader(db, objects, topic))
         assert (again.records, again.applied) == (16, 0)
@@ -311,7 +311,7 @@ async def test_expired_rich_records_leave_the_read_model_the_store_and_the_archi
         assert await db.fetchval("SELECT count(*) FROM rich_records WHERE run_id = $1",
                                  other) == 1
         assert await ledger(db, expired) == (3, 200)  # its curves stay
-        assert await stored_points(db, expired) == (200, 200)
+        assert await point_counts(db, expired) == (200, 200)
         client = s3_client(initialised.s3_endpoint)
         assert not stored(client, initialised.s3_bucket, own_key)
         assert stored(client, initialised.s3_bucket, shared_key)  # the other's too: kept

@@ -12,6 +12,7 @@ from pathlib import Path
 import asyncpg
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 
+from tests.support import readmodels
 from tests.support.environment import BIN, Endpoints
 from tests.support.kafka import produce, projected_to_end
 from tests.support.processes import Process, start_projector
@@ -36,14 +37,10 @@ async def wait_ledger(db: asyncpg.Connection, run_id: str, batches: int,
     return got
 
 
-async def stored_points(db: asyncpg.Connection, run_id: str) -> tuple[int, int]:
+async def point_counts(db: asyncpg.Connection, run_id: str) -> tuple[int, int]:
     """(points stored, distinct (member, tag, step)) of a run: equal when nothing is doubled."""
-    row = await db.fetchrow("""
-        SELECT count(*), count(DISTINCT (s.member, s.tag, p.step))
-        FROM series s JOIN curve_chunks c USING (series_id), unnest(c.steps) AS p(step)
-        WHERE s.run_id = $1""", run_id)
-    assert row is not None
-    return int(row[0]), int(row[1])
+    points = await readmodels.stored_points(db, run_id)
+    return len(points), len({(p.member, p.tag, p.step) for p in points})
 
 
 async def test_a_poison_batch_goes_to_the_dlq_with_its_reason_and_the_partition_flows(
@@ -106,7 +103,7 @@ async def test_three_projectors_one_killed_midway_project_every_batch_once(
         assert await wait_ledger(db, run_id, len(batches)) == (len(batches), 400 * len(batches))
         await projected_to_end(initialised.kafka_bootstrap)  # a late duplicate is in by now
         assert await ledger(db, run_id) == (len(batches), 400 * len(batches))
-        assert await stored_points(db, run_id) == (400 * len(batches),) * 2
+        assert await point_counts(db, run_id) == (400 * len(batches),) * 2
     finally:
         for worker in workers:
             worker.stop()

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
+from tests.support import readmodels
 from tests.support.environment import Endpoints
 from tests.support.readmodels import curve_points
 from tuneplane.projector.projection import RecordMeta, project
@@ -104,24 +105,33 @@ async def test_one_tag_of_two_tensorboard_runs_is_two_series_and_old_batches_the
     runs.chunks.add(source="s", tag="loss", steps=[1], wall_times=[0.5], values=[4.0])
     for sequence, data in ((1, old), (2, runs.SerializeToString())):
         assert await writer.write(project(data, RecordMeta(0, sequence, None))) is True
-    rows = await db.fetch("""SELECT s.run_path, array_agg(v ORDER BY v) AS values
-                             FROM series s JOIN curve_chunks c USING (series_id),
-                                  unnest(c."values") AS v
-                             WHERE s.run_id = $1 GROUP BY s.run_path ORDER BY s.run_path""",
-                          run_id)
-    assert [tuple(r) for r in rows] == [("", [1.0, 4.0]), ("lr_group/a", [2.0]),
-                                        ("lr_group/b", [3.0])]
+    values: dict[str, list[float]] = {}
+    for p in await readmodels.stored_points(db, run_id):
+        values.setdefault(p.run_path, []).append(p.value)
+    assert sorted((path, sorted(v)) for path, v in values.items()) == [
+        ("", [1.0, 4.0]), ("lr_group/a", [2.0]), ("lr_group/b", [3.0])]
 
 
-async def test_the_checksum_of_root_series_is_what_it_was_before_run_paths(
+async def test_a_chunks_checksum_is_of_its_points_whichever_form_stores_them(
         writer: PostgresWriter, db: asyncpg.Connection, run_id: str) -> None:
-    from tuneplane.projector.checksum import PARTS, checksum
-    await writer.write(project(record(run_id, 1, [1.0, 2.0]), RecordMeta(0, 1, None)))
-    before = PARTS["curves"].replace("nullif(s.run_path, ''), ", "")  # the query of before
-    assert before != PARTS["curves"]
-    value = await db.fetchval(f"SELECT md5(string_agg(r, '|' ORDER BY r)) FROM ({before}) "
-                              "AS t(r) WHERE r LIKE $1", run_id + "%")
-    assert (await checksum(db, run_id))["curves"] == value
+    from tuneplane.common.chunks import stored
+    from tuneplane.common.chunks.blob import Codec
+    from tuneplane.projector.checksum import checksum
+    await writer.write(project(record(run_id, 1, [1.0, -0.0, float("nan")]),
+                               RecordMeta(0, 1, None)))
+    packed = await checksum(db, run_id)
+    row = await db.fetchrow(f"SELECT c.series_id, {stored.SELECTED} FROM curve_chunks c "
+                            "JOIN series s USING (series_id) WHERE s.run_id = $1", run_id)
+    assert row is not None
+    assert row["packed"] is not None  # the writer packs
+    points = stored.points_of(row, Codec())
+    await db.execute("""UPDATE curve_chunks SET packed = NULL, steps = $2, wall_times = $3,
+                        "values" = $4 WHERE series_id = $1""", row["series_id"],
+                     points.steps.tolist(), points.wall_times.tolist(), points.values.tolist())
+    assert await checksum(db, run_id) == packed  # as arrays, the chunk sums the same
+    await db.execute("""UPDATE curve_chunks SET "values"[2] = 0.0 WHERE series_id = $1""",
+                     row["series_id"])
+    assert (await checksum(db, run_id))["curves"] != packed["curves"]  # -0.0 is not 0.0
 
 
 async def test_member_summaries_add_each_batch_once(writer: PostgresWriter,

@@ -11,20 +11,51 @@ from typing import NamedTuple
 import asyncpg
 
 from tests.support.kafka import produce
+from tuneplane.common.chunks import stored
+from tuneplane.common.chunks.blob import Codec
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.identity import MemberKey
+
+
+class StoredPoint(NamedTuple):
+    member: str
+    source: str
+    run_path: str
+    tag: str
+    step: int
+    wall_time: float
+    value: float
+    walls_read: bool
+
+
+POINTS_OF_RUN = f"""
+SELECT s.member, s.source, s.run_path, s.tag, c.walls_read, {stored.SELECTED}
+FROM series s JOIN curve_chunks c USING (series_id)
+WHERE s.run_id = $1 AND ($2::int IS NULL OR s.attempt = $2)"""
+
+
+async def stored_points(conn: asyncpg.Connection, run_id: str, attempt: int | None = None,
+                        ) -> list[StoredPoint]:
+    """Every stored point of a run (of one attempt, if given), duplicates kept, decoded
+    from whichever form stores its chunk."""
+    codec = Codec()
+    found = []
+    for row in await conn.fetch(POINTS_OF_RUN, run_id, attempt):
+        points = stored.points_of(row, codec)
+        found += [StoredPoint(row["member"], row["source"], row["run_path"], row["tag"], step,
+                              wall, value, row["walls_read"])
+                  for step, wall, value in zip(points.steps.tolist(),
+                                               points.wall_times.tolist(),
+                                               points.values.tolist(), strict=True)]
+    return found
 
 
 async def curve_points(conn: asyncpg.Connection, run_id: str, attempt: int | None = None,
                        ) -> list[tuple[str, str, str, int, float]]:
     """Every stored point of a run (of one attempt, if given) as (member, source, tag, step,
     value), duplicates kept."""
-    rows = await conn.fetch("""
-        SELECT s.member, s.source, s.tag, p.step, p.value
-        FROM series s JOIN curve_chunks c USING (series_id),
-             unnest(c.steps, c."values") AS p(step, value)
-        WHERE s.run_id = $1 AND ($2::int IS NULL OR s.attempt = $2)""", run_id, attempt)
-    return [tuple(row) for row in rows]
+    return [(p.member, p.source, p.tag, p.step, p.value)
+            for p in await stored_points(conn, run_id, attempt)]
 
 
 async def wait_for_points(conn: asyncpg.Connection, run_id: str, expected: int,

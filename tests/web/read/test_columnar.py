@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-import asyncpg
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -12,7 +11,7 @@ from hypothesis import strategies as st
 
 from tests.support.tier import examples
 from tests.web.read.test_downsample import series
-from tuneplane.web.read import columnar, downsample, series_read
+from tuneplane.web.read import columnar, downsample
 from tuneplane.web.read.columnar import Chunks, ColumnAnswer, Unrepresentable
 from tuneplane.web.read.downsample import Arrays, ChunkRef, ChunkSummary
 
@@ -109,25 +108,3 @@ def test_a_big_series_answers_from_its_segments_in_step_order() -> None:
                                       float(c * 1000 + 999), 0.0, units))
     reference = downsample.answer(summaries, {}, 0, 9999, 50)
     assert_same(reference, columnar.answer(Chunks.of(summaries), {}, 0, 9999, 50))
-
-
-async def test_arrays_are_read_from_postgresql_binary_form_as_they_were_stored(
-        db: asyncpg.Connection) -> None:
-    floats_in = [1.5, -0.0, math.nan, math.inf, -math.inf, 5e-324, 1.7976931348623157e308]
-    ints_in = [-(2**63), -1, 0, 2**63 - 1]
-    row = await db.fetchrow("SELECT array_send($1::float8[]), array_send($2::bigint[]), "
-                            "array_send('{}'::float8[])", floats_in, ints_in)
-    assert row is not None
-    sent_floats, sent_ints, empty = row
-    found = series_read.received(sent_floats, "f8")
-    assert found.dtype == np.float64
-    assert [comparable(v) for v in found.tolist()] == [comparable(v) for v in floats_in]
-    assert math.copysign(1, found[1]) == -1
-    assert series_read.received(sent_ints, "i8").tolist() == ints_in
-    assert series_read.received(empty, "f8").tolist() == []
-    with pytest.raises(ValueError, match="NULLs"):
-        series_read.received(await db.fetchval("SELECT array_send('{1,NULL}'::float8[])"), "f8")
-
-
-def comparable(value: float) -> float | str:
-    return "nan" if math.isnan(value) else value

@@ -12,6 +12,7 @@ from tuneplane.admin import (
     curves,
     lifecycle_status,
     project_commands,
+    repack,
     run_commands,
     run_export,
     storage,
@@ -25,7 +26,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tuneplane-admin", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
     for commands in (storage, credentials, project_commands, lifecycle_status, run_commands,
-                     run_export, curves, durability):
+                     run_export, curves, repack, durability):
         commands.register(sub)
     return p
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import asyncpg
 
 from tuneplane.admin.settings import AdminSettings
+from tuneplane.common.chunks import stored
+from tuneplane.common.chunks.blob import Codec
 from tuneplane.common.db import Connection
 from tuneplane.controlplane import mapping
 
@@ -24,12 +26,9 @@ GROUP BY s.series_id
 ORDER BY s.attempt, s.member, s.source, s.run_path, s.tag
 """
 
-POINTS_OF_SERIES = """
-SELECT p.step, p.wall_time, p.value
-FROM curve_chunks c,
-     unnest(c.steps, c.wall_times, c."values") AS p(step, wall_time, value)
-WHERE c.series_id = $1
-ORDER BY p.step, p.wall_time
+POINTS_OF_SERIES = f"""
+SELECT {stored.SELECTED} FROM curve_chunks c WHERE c.series_id = $1
+ORDER BY c.step_min, c.batch_id, c.chunk_index
 """
 
 
@@ -60,7 +59,12 @@ async def series_of_run(conn: Connection, run_id: str,
 
 
 async def points_of_series(conn: Connection, series_id: int) -> list[Point]:
-    return [Point(*row) for row in await conn.fetch(POINTS_OF_SERIES, series_id)]
+    """Every point of the series, by step then wall time."""
+    codec = Codec()
+    found = stored.in_step_order([stored.points_of(row, codec) for row in await conn.fetch(
+        POINTS_OF_SERIES, series_id)])
+    return [Point(*point) for point in zip(found.steps.tolist(), found.wall_times.tolist(),
+                                           found.values.tolist(), strict=True)]
 
 
 async def print_curves(database_url: str, run_id: str, attempt: int | None, points: bool,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -26,12 +27,15 @@ import pyarrow.parquet as pq
 
 from tuneplane.admin.settings import AdminSettings
 from tuneplane.common import objectstore
+from tuneplane.common.chunks import stored
+from tuneplane.common.chunks.blob import Codec
 
-POINTS = """
-SELECT s.attempt, s.member, s.source, s.run_path, s.tag, p.step, p.wall_time, p.value
-FROM series s JOIN curve_chunks c USING (series_id),
-     unnest(c.steps, c.wall_times, c."values") AS p(step, wall_time, value)
-WHERE s.run_id = $1 ORDER BY s.attempt, s.member, s.source, s.run_path, s.tag, p.step
+CHUNKS = f"""
+SELECT s.attempt, s.member, s.source, s.run_path, s.tag, {stored.SELECTED}
+FROM series s JOIN curve_chunks c USING (series_id)
+WHERE s.run_id = $1
+ORDER BY s.attempt, s.member, s.source, s.run_path, s.tag, c.step_min, c.batch_id,
+         c.chunk_index
 """
 RICH = """
 SELECT attempt, member, source, tag, step, wall_time, kind, plugin_name, file, object_key,
@@ -52,17 +56,20 @@ def read(client: Any, bucket: str, key: str) -> bytes:
 
 async def export(conn: asyncpg.Connection, client: object, bucket: str, run_id: str,
                  out: Path) -> dict[str, object]:
-    groups: dict[tuple[int, str, str], dict[str, list[object]]] = {}
-    for r in await conn.fetch(POINTS, run_id):
-        columns = groups.setdefault((r["attempt"], r["member"], r["source"]), {
-            "run_path": [], "tag": [], "step": [], "wall_time": [], "value": []})
-        for name in columns:
-            columns[name].append(r[name])
+    codec = Codec()
+    groups: dict[tuple[int, str, str], list[pa.Table]] = {}
+    for (attempt, member, source, run_path, tag), rows in itertools.groupby(
+            await conn.fetch(CHUNKS, run_id), key=lambda r: tuple(r[:5])):
+        points = stored.in_step_order([stored.points_of(r, codec) for r in rows])
+        n = len(points.steps)
+        groups.setdefault((attempt, member, source), []).append(pa.table({
+            "run_path": pa.repeat(run_path, n), "tag": pa.repeat(tag, n),
+            "step": points.steps, "wall_time": points.wall_times, "value": points.values}))
     files = []
-    for (attempt, member, source), columns in groups.items():
+    for (attempt, member, source), tables in groups.items():
         path = out / "series" / f"attempt-{attempt}" / safe(member) / f"{safe(source)}.parquet"
         path.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.table(columns), path, compression="zstd")
+        pq.write_table(pa.concat_tables(tables), path, compression="zstd")
         files.append({"attempt": attempt, "member": member, "source": source,
                       "file": str(path.relative_to(out))})
     rich = [dict(r) for r in await conn.fetch(RICH, run_id)]
@@ -76,7 +83,7 @@ async def export(conn: asyncpg.Connection, client: object, bucket: str, run_id: 
         (objects / key.rsplit("/", 1)[-1]).write_bytes(body)
     manifest: dict[str, object] = {
         "run_id": run_id, "series_groups": len(groups),
-        "points": sum(len(c["step"]) for c in groups.values()),
+        "points": sum(t.num_rows for tables in groups.values() for t in tables),
         "rich_records": len(rich), "objects": len({r["object_key"] for r in rich}),
         "series_files": files}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")

@@ -23,7 +23,7 @@ PROJECT_COMMANDS = ("project-create", "project-grant", "project-revoke", "projec
 DATABASE_COMMANDS = ("init", "migrate", "gateway-ca", "run-create", "attempt-start",
                      "attempt-end", "run-show", "freeze-mapping", *USER_COMMANDS,
                      *PROJECT_COMMANDS, "lifecycle", "curves", "sign-in-link", "durability",
-                     "run-export")
+                     "run-export", "repack-chunks")
 
 
 class AdminSettings(Settings):

@@ -91,6 +91,12 @@ def boolean(value: object) -> bytes:
     return struct.pack(">i?", 1, bool(value))
 
 
+def bytea(value: object) -> bytes:
+    if not isinstance(value, bytes):
+        raise TypeError(f"a bytea field takes bytes, not {type(value).__name__}")
+    return struct.pack(">i", len(value)) + value
+
+
 def text(value: object) -> bytes:
     data = str(value).encode()
     return struct.pack(">i", len(data)) + data

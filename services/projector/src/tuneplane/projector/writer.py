@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import asyncpg
 
+from tuneplane.common.chunks.blob import Codec
 from tuneplane.common.db import Connection
 from tuneplane.projector import pgbinary as pg
 from tuneplane.projector import withheld
@@ -65,14 +66,15 @@ CHUNK_ENCODED = (("series_id", pg.int8), ("batch_id", pg.text), ("chunk_index", 
                  ("n", pg.int4), ("step_min", pg.int8), ("step_max", pg.int8),
                  ("v_min", pg.float8), ("v_max", pg.float8), ("v_first", pg.float8),
                  ("v_last", pg.float8), ("w_first", pg.float8), ("w_last", pg.float8),
-                 ("steps", pg.int8_array), ("wall_times", pg.float8_array),
-                 ("values", pg.float8_array), ("seg_steps", pg.int8_array),
+                 ("packed", pg.bytea), ("seg_steps", pg.int8_array),
                  ("seg_last_steps", pg.int8_array), ("seg_counts", pg.int4_array),
                  ("seg_min", pg.nullable_float8_array), ("seg_max", pg.nullable_float8_array),
                  ("seg_last", pg.float8_array), ("seg_last_walls", pg.float8_array),
                  ("walls_read", pg.boolean))
 CHUNK_COLUMNS = tuple(column for column, _ in CHUNK_ENCODED)
 CHUNK_FIELDS = tuple(encode for _, encode in CHUNK_ENCODED)
+#: Packs chunks' points (``tuneplane.common.chunks``): the writer runs on one event loop.
+CODEC = Codec()
 RICH_COLUMNS = ("run_id", "attempt", "member", "batch_id", "record_index", "source", "tag",
                 "step", "wall_time", "kind", "plugin_name", "plugin_content", "file",
                 "file_offset", "object_key", "bytes")
@@ -89,8 +91,8 @@ def segment_columns(chunk: ChunkRow) -> tuple[object, ...]:
 
 def chunk_record(series_id: int, batch_id: str, c: ChunkRow) -> tuple[object, ...]:
     return (series_id, batch_id, c.chunk_index, len(c.steps), c.step_min, c.step_max, c.v_min,
-            c.v_max, c.v_first, c.v_last, c.w_first, c.w_last, c.steps, c.wall_times,
-            c.values, *segment_columns(c), c.walls_read)
+            c.v_max, c.v_first, c.v_last, c.w_first, c.w_last,
+            CODEC.encode(c.steps, c.wall_times, c.values), *segment_columns(c), c.walls_read)
 
 
 class ObjectStore(Protocol):

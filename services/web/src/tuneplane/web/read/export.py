@@ -8,11 +8,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tuneplane.common.chunks import stored
 from tuneplane.common.db import Connection
 from tuneplane.telemetry.v1.identity import SeriesKey
 from tuneplane.web.read import listings
 from tuneplane.web.read.columnar import Points
-from tuneplane.web.read.series_read import SENT_ARRAYS, received
+from tuneplane.web.read.series_read import CODEC, STORED_POINTS
 
 CHUNKS = """
 SELECT batch_id, chunk_index, n, step_min FROM curve_chunks
@@ -47,10 +48,9 @@ async def points(conn: Connection, key: SeriesKey, lo: int, hi: int,
         total += row["n"]
     if rest is not None and rest <= lo:  # every chunk left starts at lo
         raise NoStepToCut(f"more than {limit} points start at step {lo}")
-    sent = {(r["batch_id"], r["chunk_index"]): r for r in await conn.fetch(
-        SENT_ARRAYS, found, [b for b, _ in chunks], [i for _, i in chunks])}
-    parts = [(received(sent[c]["steps"], "i8"), received(sent[c]["walls"], "f8"),
-              received(sent[c]["values"], "f8")) for c in chunks]
+    rows = {(r["batch_id"], r["chunk_index"]): r for r in await conn.fetch(
+        STORED_POINTS, found, [b for b, _ in chunks], [i for _, i in chunks])}
+    parts = [stored.points_of(rows[c], CODEC) for c in chunks]
     steps, walls, values = (np.concatenate([p[k] for p in parts]) if parts else
                             np.empty(0, "i8" if k == 0 else "f8") for k in range(3))
     keep = (steps >= lo) & (steps <= hi)

@@ -1,13 +1,11 @@
 """The read path's listings, each a named query with its bounds: runs by telemetry, a run's
-attempts, an attempt's members, late batches and series, one tag's series, a series' id and
-its chunks' arrays. Routes call these; none holds SQL of its own."""
+attempts, an attempt's members, late batches and series, one tag's series and a series' id.
+Routes call these; none holds SQL of its own."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
-
-import asyncpg
 
 from tuneplane.common.db import Connection
 from tuneplane.telemetry.v1.identity import SeriesKey
@@ -74,14 +72,6 @@ WHERE run_id = $1 AND attempt = $2 AND member = $3 AND source = $4 AND run_path 
   AND tag = $6
 """
 
-ARRAYS = """
-SELECT batch_id, chunk_index, steps, wall_times, "values"
-FROM curve_chunks c JOIN unnest($2::text[], $3::int[]) AS w(batch_id, chunk_index)
-     USING (batch_id, chunk_index)
-WHERE c.series_id = $1
-"""
-
-
 async def records(conn: Connection, sql: str, *args: Any) -> list[dict[str, Any]]:
     return [dict(row) for row in await conn.fetch(sql, *args)]
 
@@ -127,10 +117,3 @@ async def series_id(conn: Connection, key: SeriesKey) -> int | None:
     found: int | None = await conn.fetchval(SERIES_ID, member.run_id, member.attempt,
                                             member.member, key.source, key.run_path, key.tag)
     return found
-
-
-async def arrays(conn: Connection, series: int,
-                 chunks: Sequence[tuple[str, int]]) -> list[asyncpg.Record]:
-    """The steps, wall times and values of the series' chunks named (batch id, index)."""
-    return list(await conn.fetch(ARRAYS, series, [b for b, _ in chunks],
-                                 [i for _, i in chunks]))

@@ -1,19 +1,21 @@
 """One series' bounded read: the series, its bounds and chunk summaries in one statement,
-TensorBoard's purge cuts where a marker may apply, chunks unpacked from PostgreSQL's binary
-arrays within the unpack budget, and the downsampler over the columns (``columnar``, with
-``downsample`` where int64 step arithmetic cannot hold)."""
+TensorBoard's purge cuts where a marker may apply, chunks unpacked within the unpack budget
+(``stored``: a blob, or the binary arrays of chunks written before blobs), and the
+downsampler over the columns (``columnar``, with ``downsample`` where int64 step arithmetic
+cannot hold)."""
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
 import numpy as np
-import numpy.typing as npt
 
+from tuneplane.common.chunks import stored
+from tuneplane.common.chunks.blob import Codec
+from tuneplane.common.chunks.sent import joined, sent_size
 from tuneplane.common.db import Connection
 from tuneplane.telemetry.v1.identity import MemberKey, SeriesKey
 from tuneplane.web.read import columnar
@@ -79,11 +81,10 @@ SELECT h.*, k.* FROM h LEFT JOIN LATERAL ({READ_CHUNKS}
 ) k ON true
 """
 
-# ARRAYS in PostgreSQL's binary array form (``array_send``): numpy reads it as it is, no
-# Python object per point.
-SENT_ARRAYS = """
-SELECT batch_id, chunk_index, array_send(steps) AS steps, array_send(wall_times) AS walls,
-       array_send("values") AS "values"
+# A chunk's points, whichever form stores them (``stored``): a blob, or arrays as
+# ``array_send``'s bytes; numpy reads either with no Python object per point.
+STORED_POINTS = f"""
+SELECT batch_id, chunk_index, {stored.SELECTED}
 FROM curve_chunks c JOIN unnest($2::text[], $3::int[]) AS w(batch_id, chunk_index)
      USING (batch_id, chunk_index)
 WHERE c.series_id = $1
@@ -102,25 +103,17 @@ FROM batch_ledger WHERE run_id = $1 AND attempt = $2 AND member = $3 GROUP BY 1
 
 SERIES_BATCHES = "SELECT DISTINCT batch_id FROM curve_chunks WHERE series_id = $1"
 
-# A cut chunk's summary of what survives its cut, in SQL: its points never reach Python
-# unless the answer needs them (and can afford them: ``within_budget``).
-CUT_CHUNKS = """
-SELECT c.batch_id, c.chunk_index, c.n, k.kept, k.step_min, k.step_max, k.v_min, k.v_max,
-       c."values"[k.last_i] AS v_last, c.wall_times[k.last_i] AS w_last
+# The chunks a purge cuts: those of a cut batch reaching the cut, with their points where
+# some are before it (the others are gone whole).
+CUT_CHUNKS = f"""
+SELECT c.batch_id, c.chunk_index, c.n, c.step_min, w.cut, {stored.SELECTED}
 FROM curve_chunks c JOIN unnest($2::text[], $3::bigint[]) AS w(batch_id, cut)
      USING (batch_id)
-CROSS JOIN LATERAL (
-    SELECT count(*) AS kept, min(p.step) AS step_min, max(p.step) AS step_max,
-           min(p.v) FILTER (WHERE p.v NOT IN ('NaN', 'Infinity', '-Infinity')) AS v_min,
-           max(p.v) FILTER (WHERE p.v NOT IN ('NaN', 'Infinity', '-Infinity')) AS v_max,
-           max(p.i) AS last_i
-    FROM unnest(CASE WHEN c.step_min < w.cut THEN c.steps END,
-                CASE WHEN c.step_min < w.cut THEN c."values" END)
-         WITH ORDINALITY AS p(step, v, i)
-    WHERE p.step < w.cut
-) k
 WHERE c.series_id = $1 AND c.step_max >= w.cut
 """
+#: Decodes stored chunks: one per process (the web serves from one event loop).
+CODEC = Codec()
+
 
 async def purge_cuts(conn: Connection, series_id: int | None, member: MemberKey, source: str,
                      run_path: str, tag: str) -> dict[str, int]:
@@ -200,15 +193,28 @@ async def cut_chunks(conn: Connection, series_id: int, chunks: Chunks,
     purged = 0
     for row in await conn.fetch(CUT_CHUNKS, series_id, list(purge), list(purge.values())):
         ref = (row["batch_id"], row["chunk_index"])
-        purged += row["n"] - row["kept"]
-        remaining[ref] = None if not row["kept"] else ChunkSummary(
-            ref, row["kept"], row["step_min"], row["step_max"], row["v_min"], row["v_max"],
-            row["v_last"], row["w_last"])
+        kept = left_of_cut(ref, row) if row["step_min"] < row["cut"] else None
+        purged += row["n"] - (0 if kept is None else kept.n)
+        remaining[ref] = kept
     if not remaining:
         return chunks, chunks.summary.n, purged
     summaries = [remaining.get(s.ref, s) for s in chunks.summaries()]
     cut = Chunks.of([s for s in summaries if s is not None])
     return cut, ints([stored[ref] for ref in cut.refs]), purged
+
+
+def left_of_cut(ref: ChunkRef, row: asyncpg.Record) -> ChunkSummary | None:
+    """What of a stored chunk is before its purge cut: its summary, or None (nothing)."""
+    points = stored.points_of(row, CODEC)
+    kept = np.flatnonzero(points.steps < row["cut"])
+    if not len(kept):
+        return None
+    steps, values = points.steps[kept], points.values[kept]
+    finite = values[np.isfinite(values)]
+    return ChunkSummary(ref, len(kept), int(steps.min()), int(steps.max()),
+                        float(finite.min()) if len(finite) else None,
+                        float(finite.max()) if len(finite) else None,
+                        float(values[-1]), float(points.wall_times[kept[-1]]))
 
 
 def within_budget(needed: list[int], stored: Ints, unpack_budget: int) -> list[int]:
@@ -219,62 +225,6 @@ def within_budget(needed: list[int], stored: Ints, unpack_budget: int) -> list[i
     return needed[:int(np.searchsorted(spent, unpack_budget, side="right"))]
 
 
-def received(sent: bytes, element: str) -> npt.NDArray[Any]:
-    """A one-dimensional array without NULLs from ``array_send``'s bytes (header: ndim,
-    has-NULLs flag, element type; per dimension its size and lower bound; then each element
-    as its length and big-endian value), as the native numpy ``element`` (i8 or f8)."""
-    ndim, has_nulls, _ = struct.unpack_from(">iiI", sent)
-    if ndim == 0:
-        return np.empty(0, dtype=element)
-    if ndim != 1 or has_nulls:
-        raise ValueError(f"not a one-dimensional array without NULLs (ndim {ndim})")
-    (size,) = struct.unpack_from(">i", sent, 12)
-    pairs = np.frombuffer(sent, dtype=[("length", ">i4"), ("value", f">{element}")],
-                          count=size, offset=20)
-    return pairs["value"].astype(element)
-
-
-def sent_size(sent: bytes) -> int:
-    """The elements of a one-dimensional array from ``array_send``'s bytes."""
-    ndim: int = struct.unpack_from(">i", sent)[0]
-    return 0 if ndim == 0 else int(struct.unpack_from(">i", sent, 12)[0])
-
-
-def joined(sent: Sequence[bytes], element: str) -> npt.NDArray[Any]:
-    """One-dimensional arrays from ``array_send``'s bytes, end to end, as one native numpy
-    array of ``element`` (i4, i8 or f8): their elements' (length, value) pairs are joined
-    and read at once. A NULL element (a segment with no finite value) is NaN."""
-    pairs = np.dtype([("length", ">i4"), ("value", f">{element}")])
-    bodies = []
-    for one in sent:
-        ndim, has_nulls, _ = struct.unpack_from(">iiI", one)
-        if ndim == 0:
-            continue
-        if ndim != 1:
-            raise ValueError(f"not a one-dimensional array (ndim {ndim})")
-        bodies.append(with_nulls_as_nan(one, pairs) if has_nulls else memoryview(one)[20:])
-    found = np.frombuffer(b"".join(bodies), dtype=pairs)
-    return found["value"].astype(element)
-
-
-def with_nulls_as_nan(sent: bytes, pairs: np.dtype[Any]) -> bytes:
-    """The (length, value) pairs of an array with NULL elements (length -1, no value), each
-    NULL as NaN: element by element, for the rare array that has them."""
-    if pairs["value"] != np.dtype(">f8"):
-        raise ValueError("an array of integers with NULL elements")
-    (size,) = struct.unpack_from(">i", sent, 12)
-    out, at = [], 20
-    for _ in range(size):
-        (length,) = struct.unpack_from(">i", sent, at)
-        at += 4
-        if length < 0:
-            out.append(struct.pack(">id", 8, float("nan")))
-        else:
-            out.append(sent[at - 4:at + length])
-            at += length
-    return b"".join(out)
-
-
 async def unpack(conn: Connection, series_id: int, chunks: Chunks, needed: list[int],
                  purge: Mapping[str, int]) -> dict[int, Points]:
     """The points of the chunks at positions ``needed``, what a purge cut left of them."""
@@ -283,14 +233,14 @@ async def unpack(conn: Connection, series_id: int, chunks: Chunks, needed: list[
     refs = [chunks.refs[i] for i in needed]
     position = dict(zip(refs, needed, strict=True))
     unpacked: dict[int, Points] = {}
-    for r in await conn.fetch(SENT_ARRAYS, series_id, [ref[0] for ref in refs],
+    for r in await conn.fetch(STORED_POINTS, series_id, [ref[0] for ref in refs],
                               [ref[1] for ref in refs]):
-        steps = received(r["steps"], "i8")
-        points = Points(steps, received(r["walls"], "f8"), received(r["values"], "f8"))
+        found = stored.points_of(r, CODEC)
+        points = Points(found.steps, found.wall_times, found.values)
         cut = purge.get(r["batch_id"])
         if cut is not None:
-            keep = steps < cut
-            points = Points(steps[keep], points.walls[keep], points.values[keep])
+            keep = points.steps < cut
+            points = Points(points.steps[keep], points.walls[keep], points.values[keep])
         unpacked[position[(r["batch_id"], r["chunk_index"])]] = points
     return unpacked
 

@@ -1,0 +1,128 @@
+"""``tuneplane-admin repack-chunks``: curve chunks stored before packed blobs (migration
+0037) rewritten as blobs, a page of chunks per transaction.
+
+Each chunk's blob is decoded again and compared with its arrays, bit for bit, before it
+replaces them: a chunk is never left holding other numbers than it did (the projector's
+``checksum`` is the same before and after). What is done stays done: a repack stopped at
+any point (a signal, a lost connection) goes on from where it was when run again, and it
+runs beside live projectors (they write blobs already). The space the arrays held is
+reusable once PostgreSQL has vacuumed the table, which the repack asks for at its end;
+returning it to the filesystem takes ``VACUUM (FULL)``, which locks the table meanwhile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+
+import asyncpg
+
+from tuneplane.admin.settings import AdminSettings
+from tuneplane.common.chunks import stored
+from tuneplane.common.chunks.blob import Codec, Points
+
+#: The next page of chunks still stored as arrays, after the last one repacked.
+PAGE = f"""
+SELECT c.series_id, c.batch_id, c.chunk_index,
+       pg_column_size(c.steps) + pg_column_size(c.wall_times)
+       + pg_column_size(c."values") AS array_bytes, {stored.SELECTED}
+FROM curve_chunks c
+JOIN series s USING (series_id)
+WHERE c.packed IS NULL AND (c.series_id, c.batch_id, c.chunk_index) > ($1, $2, $3)
+  AND s.run_id LIKE $5
+ORDER BY c.series_id, c.batch_id, c.chunk_index LIMIT $4
+"""
+REPACK = """
+UPDATE curve_chunks c SET packed = u.packed, steps = NULL, wall_times = NULL, "values" = NULL
+FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bytea[])
+     AS u(series_id, batch_id, chunk_index, packed)
+WHERE (c.series_id, c.batch_id, c.chunk_index) = (u.series_id, u.batch_id, u.chunk_index)
+  AND c.packed IS NULL
+"""
+LEFT = """SELECT count(*) FROM curve_chunks c JOIN series s USING (series_id)
+          WHERE c.packed IS NULL AND s.run_id LIKE $1"""
+PROGRESS_SECONDS = 2.0
+
+
+def bits(points: Points) -> tuple[bytes, bytes, bytes]:
+    return (points.steps.astype("<i8").tobytes(), points.wall_times.astype("<f8").tobytes(),
+            points.values.astype("<f8").tobytes())
+
+
+def packed(row: asyncpg.Record, codec: Codec) -> bytes:
+    """The chunk's blob, once it has been read back as the very bits of its arrays."""
+    points = stored.points_of(row, codec)
+    blob = codec.encode(points.steps, points.wall_times, points.values)
+    if bits(codec.decode(blob)) != bits(points):
+        raise ValueError(f"chunk {row['batch_id']}/{row['chunk_index']} of series "
+                         f"{row['series_id']} does not read back as it was stored; left as "
+                         "arrays")
+    return blob
+
+
+async def repack(conn: asyncpg.Connection, page: int,
+                 run_prefix: str = "") -> tuple[int, int, int]:
+    """Every chunk still stored as arrays (of the runs whose id starts with
+    ``run_prefix``), as blobs: (chunks, their arrays' bytes, the blobs' bytes)."""
+    codec = Codec()
+    runs = run_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    total = int(await conn.fetchval(LEFT, runs))
+    done = array_bytes = blob_bytes = 0
+    after: tuple[int, str, int] = (-1, "", -1)
+    said = time.monotonic()
+    while True:
+        rows = await conn.fetch(PAGE, *after, page, runs)
+        if not rows:
+            break
+        blobs = [packed(row, codec) for row in rows]
+        async with conn.transaction():
+            await conn.execute(REPACK, [r["series_id"] for r in rows],
+                               [r["batch_id"] for r in rows], [r["chunk_index"] for r in rows],
+                               blobs)
+        done += len(rows)
+        array_bytes += sum(int(r["array_bytes"]) for r in rows)
+        blob_bytes += sum(map(len, blobs))
+        after = (rows[-1]["series_id"], rows[-1]["batch_id"], rows[-1]["chunk_index"])
+        if time.monotonic() - said >= PROGRESS_SECONDS:
+            said = time.monotonic()
+            print(f"repacked {done:,} of {total:,} chunks: {array_bytes:,} bytes of arrays "
+                  f"as {blob_bytes:,}", file=sys.stderr, flush=True)
+    return done, array_bytes, blob_bytes
+
+
+async def run(database_url: str, page: int, run_prefix: str, vacuum: bool) -> int:
+    conn = await asyncpg.connect(database_url)
+    try:
+        done, array_bytes, blob_bytes = await repack(conn, page, run_prefix)
+        if done and vacuum:
+            await conn.execute("VACUUM (ANALYZE) curve_chunks")
+    finally:
+        await conn.close()
+    ratio = f" ({array_bytes / blob_bytes:.1f}x smaller)" if blob_bytes else ""
+    print(f"repacked {done:,} chunks: {array_bytes:,} bytes of arrays as {blob_bytes:,} "
+          f"bytes of blobs{ratio}")
+    return 0
+
+
+def cmd_repack(args: argparse.Namespace, settings: AdminSettings) -> int:
+    if args.page < 1:
+        raise ValueError(f"--page must be at least 1, not {args.page}")
+    return asyncio.run(run(settings.database_url.get(), args.page, args.run_prefix,
+                           not args.no_vacuum))
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    c = sub.add_parser(
+        "repack-chunks", help="rewrite curve chunks stored as arrays as packed blobs "
+        "(resumable; runs beside live projectors)", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    c.add_argument("--page", type=int, default=500,
+                   help="chunks repacked per transaction (default 500)")
+    c.add_argument("--run-prefix", default="", metavar="PREFIX",
+                   help="only the runs whose id starts with PREFIX (default: every run)")
+    c.add_argument("--no-vacuum", action="store_true",
+                   help="do not VACUUM the table at the end (its space stays unreusable "
+                   "until autovacuum comes)")
+    c.set_defaults(func=cmd_repack)
