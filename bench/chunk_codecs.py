@@ -19,9 +19,12 @@ five tags, chunks of 2,000 points (a batch of 10,000 holds one chunk of each tag
 Candidates; every decodable one must give back each column bit for bit (``.view(uint64)``
 compared), on the corpus and on a chunk of NaN payloads, ±inf, ±0 and subnormals:
 
-- ``today``: PostgreSQL's own arrays (bigint[], float8[], lz4); encode is the projector's
-  ``pgbinary``, decode the web's ``received`` of ``array_send``'s bytes (PostgreSQL's lz4
-  decompression and ``array_send`` not timed);
+- ``before 0037``: PostgreSQL's own arrays (bigint[], float8[], lz4), as chunks were stored
+  before packed blobs; encode is the projector's ``pgbinary``, decode ``received`` of
+  ``array_send``'s bytes (PostgreSQL's lz4 decompression and ``array_send`` not timed);
+- ``stored: packed blob (0037)``: what the projector stores now, through its own COPY into
+  a table made ``LIKE readmodel.curve_chunks`` (``tuneplane.common.chunks``' blob; segment
+  summaries as arrays): the figure of record;
 - ``raw``: each column's bytes, zstd;
 - ``planes``: ``bench/codecs/planes.py``: steps delta-of-delta, wall times delta of their
   bits, values as float32 bits when exact, then ``split``/``xor``/``delta``/``dod`` (``v:``;
@@ -35,14 +38,14 @@ compared), on the corpus and on a chunk of NaN payloads, ±inf, ±0 and subnorma
   zstd (its footer included).
 
 Columns: bytes per point of the steps, wall times and values as stored; ``segs`` the
-segment summaries (today's arrays as PostgreSQL stores them; for the others the same
-summaries encoded as ``planes zstd3``); ``rest`` what else the table holds (summary
-columns, row headers, TOAST chunk headers, both indexes); ``total`` PostgreSQL's
+segment summaries (the arrays as PostgreSQL stores them, for the two stored forms; for the
+others the same summaries encoded as ``planes zstd3``); ``rest`` what else the table holds
+(summary columns, row headers, TOAST chunk headers, both indexes); ``total`` PostgreSQL's
 ``pg_total_relation_size`` of a scratch table of the corpus over its points (goal ≤ 4).
 Speeds, in millions of points a second, the median of ``--repeat`` passes over the
 corpus: ``enc`` and ``dec`` in Python alone; ``read`` one query for all the chunks' point
-columns from the scratch table (today: ``array_send`` as the web's chunk query asks, so
-PostgreSQL decompresses lz4 and sends 12 bytes an element) and their decoding.
+columns from the scratch table (before 0037: ``array_send`` as the web's chunk query
+asked, so PostgreSQL decompresses lz4 and sends 12 bytes an element) and their decoding.
 After each corpus, estimates: wall times stored once per batch for the tags that share
 the steps (each other tag's as the difference from them) or rounded to 1 µs or 1 ms
 (lossy), and the segments' share.
@@ -64,7 +67,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.codecs import gorilla, parquet, today
+from bench.codecs import gorilla, packed, parquet, today
 from bench.codecs.compressors import ArrowCompressor, Compressor, ZstdCompressor, zstandard
 from bench.codecs.corpus import KINDS, Chunk, Floats, Ints, corpus, specials
 from bench.codecs.planes import PlaneCodec, encode_ints, pack, to_planes
@@ -112,7 +115,8 @@ def candidates() -> list[Candidate]:
     planes += [PlaneCodec(arrow_zstd3, every), PlaneCodec(arrow_zstd3, every, per_plane=False),
                PlaneCodec(ArrowCompressor("lz4"), every)]
     raw = RawCodec(arrow_zstd3)
-    return [Candidate("today (PG arrays, lz4)", today.encode, today.decode),
+    return [Candidate("before 0037 (PG arrays, lz4)", today.encode, today.decode),
+            Candidate(packed.NAME, packed.encode, packed.decode, packed.split),
             Candidate(raw.name, raw.encode, raw.decode),
             *(Candidate(p.name, p.encode, p.decode) for p in planes),
             Candidate(f"{best.name}, 1 blob a row", best.encode, best.decode, one_blob=True),
@@ -236,6 +240,9 @@ async def corpus_rows(kind: str, points: int, repeat: int, db: Scratch | None,
             stored = today_stored = await db.store_today(chunks, walls_read, today.decode, repeat)
             split = np.array([stored.steps, stored.walls, stored.values]) / n
             segs = stored.segments / n
+        elif db is not None and candidate.decode is packed.decode:
+            stored = await db.store_packed(chunks, walls_read, packed.decode, repeat)
+            segs = stored.segments / n
         elif db is not None:
             stored = await db.store_blobs(chunks, blobs, segments, walls_read, candidate.decode,
                                           repeat, candidate.one_blob)
@@ -251,7 +258,7 @@ async def corpus_rows(kind: str, points: int, repeat: int, db: Scratch | None,
     tags = ", ".join(f"{tag} {b:.2f}" for tag, b in values_by_tag(chunks).items())
     notes.append(f"values by tag (planes zstd3 v:auto): {tags}")
     if today_stored is not None:
-        notes.append(f"segments: today {today_stored.segments / n:.3f} B/pt in PostgreSQL, "
+        notes.append(f"segments: as arrays {today_stored.segments / n:.3f} B/pt in PostgreSQL, "
                      f"encoded {segment_bytes / n:.3f}; derivable at read time from the "
                      f"decoded points (seg_counts from n alone)")
     return rows, notes

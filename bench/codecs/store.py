@@ -26,7 +26,7 @@ from bench.codecs.corpus import Chunk
 from bench.codecs.segments import chunk_row
 from tuneplane.projector import pgbinary as pg
 from tuneplane.projector.projection import ChunkRow
-from tuneplane.projector.writer import CHUNK_ENCODED, chunk_record
+from tuneplane.projector.writer import CHUNK_COLUMNS, CHUNK_ENCODED, CHUNK_FIELDS, chunk_record
 
 #: The chunk columns as the projector wrote them before packed blobs (migration 0037): its
 #: point arrays where ``packed`` is now.
@@ -70,6 +70,7 @@ Decoder = Callable[[tuple[bytes, ...], int], object]
 READ_TODAY = """SELECT n, array_send(steps) AS steps, array_send(wall_times) AS walls,
        array_send("values") AS "values" FROM {table}"""
 READ_BLOBS = 'SELECT n, steps, wall_times AS walls, "values" FROM {table}'
+READ_PACKED = 'SELECT n, packed AS steps, NULL AS walls, NULL AS "values" FROM {table}'
 
 
 def joined(parts: Sequence[bytes]) -> bytes:
@@ -155,6 +156,25 @@ class Scratch:
                                        source=pg.source(pg.rows(ARRAY_FIELDS, records)),
                                        format="binary")
         read = await self._read(READ_TODAY.format(table=table), decode, repeat)
+        return await self._sized(table, SEGMENT_COLUMNS, read)
+
+    async def store_packed(self, chunks: Sequence[Chunk], walls_read: bool, decode: Decoder,
+                           repeat: int) -> Stored:
+        """The table as the projector fills it now: ``LIKE readmodel.curve_chunks``, its
+        own binary COPY (one packed blob a chunk, segment summaries as arrays)."""
+        table = self._table()
+        await self._conn.execute(
+            f"CREATE TABLE {table} (LIKE readmodel.curve_chunks INCLUDING ALL)")
+        tags: dict[str, int] = {}
+        records = []
+        for chunk in chunks:
+            series_id, batch_id, index = identity(chunk, tags)
+            records.append(chunk_record(series_id, batch_id, chunk_row(chunk, walls_read, index)))
+        name = table.split(".")[1]
+        await self._conn.copy_to_table(name, schema_name=self._schema, columns=CHUNK_COLUMNS,
+                                       source=pg.source(pg.rows(CHUNK_FIELDS, records)),
+                                       format="binary")
+        read = await self._read(READ_PACKED.format(table=table), decode, repeat)
         return await self._sized(table, SEGMENT_COLUMNS, read)
 
     async def store_blobs(self, chunks: Sequence[Chunk], blobs: Sequence[tuple[bytes, ...]],
