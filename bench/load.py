@@ -6,8 +6,11 @@ backing off on RESOURCE_EXHAUSTED like the real collector) from several processe
 prints the points/s made durable in Kafka, ACK latency p50/p99, the answers, and ingest's
 memory.
 
-    uv run python bench/load.py [--collectors 400] [--processes 3] [--seconds 30]
-                                [--points 1000] [--max-concurrent-rpcs 256]
+    uv run python bench/load.py [--collectors 2000] [--series 100] [--processes 3]
+                                [--seconds 30] [--points 1000] [--max-concurrent-rpcs 256]
+
+Every answer but OK and RESOURCE_EXHAUSTED (ingest's word for "back off") is a refusal the
+bench names; ingest's RSS is sampled every 200 ms.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from tests.support.processes import start_ingest
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--collectors", type=int, default=400)
+    parser.add_argument("--collectors", type=int, default=2000)
+    parser.add_argument("--series", type=int, default=100, help="series per collector")
     parser.add_argument("--processes", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--points", type=int, default=1000, help="points per batch")
@@ -42,7 +46,7 @@ def main() -> None:
     try:
         plan = load.Plan(f"localhost:{port}", tls_dir / "ca.pem", endpoints.jwt_secret,
                          f"load-{uuid.uuid4().hex[:8]}", args.collectors, args.processes,
-                         args.seconds, args.points)
+                         args.seconds, args.points, args.series)
         assert ingest.proc is not None
         report = load.run(plan, ingest.proc.pid)
         print(f"ingest --max-concurrent-rpcs {args.max_concurrent_rpcs}")

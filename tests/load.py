@@ -34,6 +34,7 @@ class Plan:
     processes: int
     seconds: float
     points: int  # per batch
+    series: int = 2  # per collector: each batch holds a chunk of each
 
 
 @dataclass(slots=True)
@@ -46,6 +47,10 @@ class Outcome:
         self.latencies += other.latencies
         self.points += other.points
         self.codes.update(other.codes)
+
+
+def batch_bytes(plan: Plan, member: MemberKey, sequence: int) -> bytes:
+    return member_batch(member, sequence, plan.points, tags=plan.series).SerializeToString()
 
 
 async def collector(plan: Plan, index: int, begin: float, out: Outcome) -> None:
@@ -61,7 +66,7 @@ async def collector(plan: Plan, index: int, begin: float, out: Outcome) -> None:
         await asyncio.sleep(max(0.0, begin - time.time()))
         deadline = time.monotonic() + plan.seconds
         sequence, pause = 1, 0.05
-        payload = member_batch(member, sequence, plan.points).SerializeToString()
+        payload = batch_bytes(plan, member, sequence)
         while time.monotonic() < deadline:
             started = time.perf_counter()
             try:
@@ -76,7 +81,7 @@ async def collector(plan: Plan, index: int, begin: float, out: Outcome) -> None:
             out.points += plan.points
             out.codes["OK"] += 1
             sequence, pause = sequence + 1, 0.05
-            payload = member_batch(member, sequence, plan.points).SerializeToString()
+            payload = batch_bytes(plan, member, sequence)
 
 
 def process_main(plan: Plan, first: int, count: int, begin: float,
@@ -108,12 +113,16 @@ class Report:
         q = statistics.quantiles(self.outcome.latencies, n=100) if \
             len(self.outcome.latencies) > 1 else [0.0] * 99
         codes = ", ".join(f"{k} {v:,}" for k, v in sorted(self.outcome.codes.items()))
-        return [f"{plan.collectors} simulated collectors in {plan.processes} processes, "
-                f"{plan.points:,} points per batch, {self.seconds:.0f} s",
+        other = {k: v for k, v in self.outcome.codes.items()
+                 if k not in ("OK", "RESOURCE_EXHAUSTED")}
+        return [f"{plan.collectors:,} simulated collectors in {plan.processes} processes, "
+                f"{plan.series} series each, {plan.points:,} points per batch, "
+                f"{self.seconds:.0f} s",
                 f"sustained      {self.outcome.points / self.seconds:>12,.0f} points/s durable "
                 f"in Kafka",
                 f"ACK latency    p50 {q[49]:.1f} ms  p99 {q[98]:.1f} ms",
                 f"answers        {codes}",
+                f"refusals       {other or 'none but RESOURCE_EXHAUSTED'}",
                 f"ingest RSS     {self.rss_start_kib / 1024:.0f} MiB at start, peak "
                 f"{self.rss_peak_kib / 1024:.0f} MiB"]
 

@@ -138,7 +138,7 @@ def test_chunks_from_before_wall_summaries_get_them_as_the_projector_writes_them
     chunks = [summarise(pb.SeriesChunk(source="tb", tag="loss", steps=list(range(n)),
                                        wall_times=[1e9 + 0.25 * s for s in range(n)],
                                        values=[float(s) for s in range(n)]), i)
-              for i, n in enumerate([3, 1000])]  # without segments, and with 64
+              for i, n in enumerate([3, 1000])]  # without segments, and with 7
     with psycopg.connect(scratch_database) as conn:
         series_id = conn.execute("INSERT INTO readmodel.series (run_id, attempt, member, "
                                  "source, tag) VALUES ('old', 1, 'm', 'tb', 'loss') "
@@ -166,7 +166,7 @@ def test_chunks_from_before_wall_summaries_get_them_as_the_projector_writes_them
                      c.segments.last_walls.tolist() if c.segments else None)
                     for c in chunks]
     assert rows[1][2] is not None
-    assert len(rows[1][2]) == 64
+    assert len(rows[1][2]) == 7  # 1,000 points // 128
 
 
 def test_chunk_point_arrays_are_lz4_compressed_and_a_rebuilds_tables_keep_it(

@@ -4,7 +4,7 @@ A query names a step range and ``max_points``. When the range holds no more poin
 than that, every point is returned (chunks unpacked). Otherwise the answer is reduced
 to at most ``max_points`` buckets, each with the count, min, max (over finite values)
 and last value of exactly the points it covers, and says so. A chunk wholly inside the
-range is used through its summaries (its up to 64 segments, or the whole chunk), and
+range is used through its summaries (its segments, or the whole chunk), and
 unpacked only when summaries would give too coarse an answer and the points stay within
 ``unpack_budget``; chunks cut by the range's edges are always unpacked. Counts and
 envelopes are exact, never sampled.
