@@ -42,11 +42,13 @@ class Outcome:
     latencies: list[float] = field(default_factory=list)  # ms, one per ACK
     points: int = 0
     codes: collections.Counter[str] = field(default_factory=collections.Counter)
+    said: dict[str, str] = field(default_factory=dict)  # each code's first details
 
     def merge(self, other: Outcome) -> None:
         self.latencies += other.latencies
         self.points += other.points
         self.codes.update(other.codes)
+        self.said = {**other.said, **self.said}
 
 
 def batch_bytes(plan: Plan, member: MemberKey, sequence: int) -> bytes:
@@ -74,6 +76,7 @@ async def collector(plan: Plan, index: int, begin: float, out: Outcome) -> None:
                                      timeout=30)
             except grpc.aio.AioRpcError as exc:
                 out.codes[exc.code().name] += 1
+                out.said.setdefault(exc.code().name, str(exc.details()))
                 await asyncio.sleep(pause * rng.uniform(0.5, 1.5))  # back off, same batch
                 pause = min(pause * 2, 2.0)
                 continue
@@ -113,8 +116,9 @@ class Report:
         q = statistics.quantiles(self.outcome.latencies, n=100) if \
             len(self.outcome.latencies) > 1 else [0.0] * 99
         codes = ", ".join(f"{k} {v:,}" for k, v in sorted(self.outcome.codes.items()))
-        other = {k: v for k, v in self.outcome.codes.items()
-                 if k not in ("OK", "RESOURCE_EXHAUSTED")}
+        other = {f"{k} ({self.outcome.said.get(k)})": v
+                 for k, v in self.outcome.codes.items() if k not in ("OK", "RESOURCE_EXHAUSTED")}
+        busy = self.outcome.said.get("RESOURCE_EXHAUSTED")
         return [f"{plan.collectors:,} simulated collectors in {plan.processes} processes, "
                 f"{plan.series} series each, {plan.points:,} points per batch, "
                 f"{self.seconds:.0f} s",
@@ -122,7 +126,8 @@ class Report:
                 f"in Kafka",
                 f"ACK latency    p50 {q[49]:.1f} ms  p99 {q[98]:.1f} ms",
                 f"answers        {codes}",
-                f"refusals       {other or 'none but RESOURCE_EXHAUSTED'}",
+                f"refusals       {other or 'none but RESOURCE_EXHAUSTED'}"
+                + (f"; RESOURCE_EXHAUSTED said, first: {busy!r}" if busy else ""),
                 f"ingest RSS     {self.rss_start_kib / 1024:.0f} MiB at start, peak "
                 f"{self.rss_peak_kib / 1024:.0f} MiB"]
 
