@@ -16,6 +16,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from tests.support import credentials
 from tests.support.control import new_run
 from tests.support.environment import Endpoints
 from tests.support.web import Connect
@@ -129,11 +130,13 @@ async def test_the_reporting_path_refuses_tokens_of_attempts_ended_long_ago(
 
 
 @asynccontextmanager
-async def app_with_slots(endpoints: Endpoints, wait: float) -> AsyncIterator[FastAPI]:
+async def app_with_slots(endpoints: Endpoints, wait: float,
+                         per_caller: int = 48) -> AsyncIterator[FastAPI]:
     """The app with a single query slot, for which a request waits ``wait`` seconds."""
     app = create_app(WebSettings(database_url=endpoints.database_url,
                                  jwt_secret=endpoints.jwt_secret, concurrent_queries=1,
-                                 query_wait_seconds=wait, oidc=OidcSettings()))
+                                 query_wait_seconds=wait, queries_per_caller=per_caller,
+                                 oidc=OidcSettings()))
     async with app.router.lifespan_context(app):
         yield app
 
@@ -215,3 +218,24 @@ async def test_a_request_waits_its_turn_for_a_slot_within_the_wait_and_the_queue
             late = await user.get("/runs")  # no slot came free within the wait
         assert late.status_code == 503
         assert "within 0.2 s" in late.json()["detail"]
+
+
+async def test_one_caller_holds_at_most_its_share_of_the_slots_and_places_and_others_get_in(
+        initialised: Endpoints, user_token: str, db: asyncpg.Connection) -> None:
+    other = await credentials.user_token(db, initialised, "other")
+    async with app_with_slots(initialised, 30, per_caller=2) as app, \
+            connect(app, user_token) as user, connect(app, other) as someone:
+        slots = state.of(app).slots
+        async with slots:  # the only slot taken: callers wait
+            mine = [asyncio.create_task(user.get("/runs")) for _ in range(2)]
+            while slots.waiting < 2:
+                await asyncio.sleep(0.01)
+            third = await user.get("/runs")  # past its share: refused at once
+            assert third.status_code == 429
+            assert third.headers["Retry-After"] == "1"
+            assert "already 2 queries of yours" in third.json()["detail"]
+            theirs = asyncio.create_task(someone.get("/runs"))  # another caller still waits
+            while slots.waiting < 3:
+                await asyncio.sleep(0.01)
+        assert [(await t).status_code for t in (*mine, theirs)] == [200, 200, 200]
+        assert (await user.get("/runs")).status_code == 200  # its share given back

@@ -60,6 +60,12 @@ class WebSettings(Settings):
         "TUNEPLANE_WEB_QUERY_WAIT_SECONDS", parse=seconds_or_zero, default=2.0,
         help="how long an authenticated request waits for a query slot before it is "
              "answered 503 (0: never waits)")
+    queries_per_caller: int = setting(
+        "TUNEPLANE_WEB_QUERIES_PER_CALLER", parse=positive, default=48,
+        help="query slots and waiting places one caller (a user, whichever of their tokens "
+             "and sessions; a workload's member) holds at once on a replica, beyond which it "
+             "is answered 429 with Retry-After; keep it below five times "
+             "TUNEPLANE_WEB_CONCURRENT_QUERIES, so that no caller takes every place")
     max_body_bytes: int = setting(
         "TUNEPLANE_WEB_MAX_BODY_BYTES", parse=positive, default=1 << 20,
         shown="1048576 (1 MiB)",

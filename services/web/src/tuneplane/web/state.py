@@ -16,8 +16,8 @@ from fastapi import FastAPI
 from tuneplane.common import objectstore
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.web import metrics
-from tuneplane.web.auth.admission import QuerySlots
 from tuneplane.web.auth.oidc import OidcClient
+from tuneplane.web.auth.slots import QuerySlots
 from tuneplane.web.auth.throttle import Throttle
 from tuneplane.web.read.bucket import Bucket
 
@@ -61,7 +61,8 @@ async def opened(settings: WebSettings, signer: TokenSigner) -> AsyncIterator[We
         yield WebState(settings, signer, pool, bucket,
                        QuerySlots(settings.concurrent_queries,
                                   queue=QUEUED_PER_SLOT * settings.concurrent_queries,
-                                  wait=settings.query_wait_seconds),
+                                  wait=settings.query_wait_seconds,
+                                  per_caller=settings.queries_per_caller),
                        OidcClient(settings.oidc) if settings.oidc.enabled else None)
     finally:
         metrics.POOL.forget()

@@ -79,7 +79,7 @@ async def caller(request: Request, credentials: Credentials, signer: Signer, poo
     if not isinstance(ident, str):
         raise unauthorised("user token refused: it names no personal token (issued before "
                            "tokens could be revoked); issue a new one")
-    async with web.slots:  # a query slot (admission.QuerySlots)
+    async with web.slots.held_by(f"user:{name}"):  # a query slot (slots.QuerySlots)
         async with pool.acquire() as conn:
             found = await api_tokens.standing(conn, ident, name)
             if found.refusal is not None:
@@ -100,7 +100,7 @@ async def session_caller(request: Request, signer: TokenSigner, pool: asyncpg.Po
         raise unauthorised("sign in at /login, or send a user token "
                            "(Authorization: Bearer <token>)")
     name, session_id = found
-    async with web.slots:  # a query slot (admission.QuerySlots)
+    async with web.slots.held_by(f"user:{name}"):  # a query slot (slots.QuerySlots)
         async with pool.acquire() as conn:
             session = await sessions.standing(conn, session_id, name)
             if session.refusal is not None:

@@ -9,15 +9,13 @@ them: by ``Content-Length`` before the body is read, and by counting while it st
 chunked body declares no length). Each path may have its own bound (the reporting path's),
 others get the replica's (``TUNEPLANE_WEB_MAX_BODY_BYTES``).
 
-Query slots are taken only after authentication (``QuerySlots``, entered by the dependencies
-that authenticate a caller), so no unauthenticated request ever holds or waits for one; an
-authenticated one waits a bounded time in a bounded queue, then is
-answered 503 with Retry-After.
+Query slots are taken only after authentication (``slots.QuerySlots``, entered by the
+dependencies that authenticate a caller), so no unauthenticated request ever holds or waits
+for one.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 
 from fastapi import HTTPException
@@ -121,45 +119,3 @@ async def refuse(status: int, detail: str, scope: Scope, receive: Receive, send:
                  headers: Mapping[str, str] | None = None) -> None:
     await JSONResponse({"detail": detail}, status_code=status, headers=headers)(
         scope, receive, send)
-
-
-class QuerySlots:
-    """The replica's query slots. A caller finding none free waits for one, up to ``wait``
-    seconds and behind at most ``queue`` others (a burst of callers is answered in turn, as
-    fast as one at a time would be); past either it is answered 503 with Retry-After, so
-    overload is refused at once instead of piling up. Waiting callers hold no connection
-    and nothing but their coroutine."""
-
-    def __init__(self, size: int, *, queue: int, wait: float) -> None:
-        self._free = asyncio.Semaphore(size)
-        self._queue = queue
-        self._wait = wait
-        self._waiting = 0
-
-    def locked(self) -> bool:
-        """Whether every slot is taken."""
-        return self._free.locked()
-
-    @property
-    def waiting(self) -> int:
-        """Callers waiting for a slot now."""
-        return self._waiting
-
-    async def __aenter__(self) -> None:
-        if not self._free.locked():
-            await self._free.acquire()
-            return
-        if self._waiting >= self._queue or self._wait <= 0:
-            raise HTTPException(503, "too many queries in flight; retry shortly",
-                                headers={"Retry-After": "1"})
-        self._waiting += 1
-        try:
-            await asyncio.wait_for(self._free.acquire(), self._wait)
-        except TimeoutError:
-            raise HTTPException(503, f"no query slot came free within {self._wait:g} s; "
-                                     "retry shortly", headers={"Retry-After": "1"}) from None
-        finally:
-            self._waiting -= 1
-
-    async def __aexit__(self, *_: object) -> None:
-        self._free.release()
