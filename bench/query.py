@@ -13,7 +13,8 @@ answers in ``--format`` (columns: what the Charts page asks for; rows: the defau
   zoomed       a 20,000-step window of the 1M series (2,000 points: buckets or raw)
   small chunks the 1M-point series of 50-point chunks reduced to 2,000 points
 Then ``whole`` again from 1, 8 and 32 concurrent callers (``--callers``; wrk, installed
-from Debian when absent): p50/p99 and answers per second of one web process.
+from Debian when absent), each a user of its own: p50/p99 and answers per second of one web
+process.
 Needs the real services (``eval "$(scripts/services up)"``).
 """
 
@@ -157,8 +158,10 @@ async def main() -> None:
                       f"({returned:,} points or buckets returned)")
             whole = str(client.build_request("GET", f"{base}/scalars", params=big).url)
         print(f"concurrent callers (wrk, {args.seconds} s each), one web process:")
+        # A user a caller: one user is given a quarter of the web's query slots at once.
+        tokens = [token, *[await viewer_token(endpoints) for _ in range(max(args.callers, default=1) - 1)]]
         for callers in args.callers:
-            print(callers_load(whole, token, callers, args.seconds).line("whole"))
+            print(callers_load(whole, tokens[:callers], callers, args.seconds).line("whole"))
     finally:
         web.stop()
 

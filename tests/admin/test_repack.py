@@ -95,3 +95,15 @@ async def test_a_repack_stopped_midway_leaves_both_forms_read_alike_and_goes_on(
 def test_a_page_below_one_is_refused_by_name() -> None:
     done = admin("repack-chunks", "--page", "0", ok=False)
     assert "--page must be at least 1, not 0" in done.stderr
+
+
+async def test_a_page_is_bounded_by_its_points_too(db: asyncpg.Connection,
+                                                   run_id: str) -> None:
+    rows = [{"n": n} for n in (600, 300, 200, 50)]
+    assert repack.paged(rows, 1000) == rows[:2]
+    assert repack.paged(rows[2:], 100) == rows[2:3]  # one at least
+    await fill(db, run_id, 3)  # 6 chunks of 7 points as arrays
+    before = await checksum(db, run_id)
+    assert (await repack.repack(db, 100, run_id, page_points=10))[0] == 6  # a page each
+    assert await forms(db, run_id) == {"packed": 8, "arrays": 0}
+    assert await checksum(db, run_id) == before

@@ -94,3 +94,27 @@ def test_a_damaged_blob_is_refused_never_misread(garbage: bytes, at: int, patch:
             continue
         # what decodes is what a blob of those points says (no silent misread of length)
         assert len(found.steps) == len(found.wall_times) == len(found.values)
+
+
+def test_words_no_encoder_writes_are_refused() -> None:
+    """A float32 signalling NaN (widening would quiet it: other bits than stored), steps
+    as 4-byte words, or a mode or flag a column may not have: refused, never misread."""
+    from tuneplane.common.chunks import blob, planes
+    made = planes.Planes()
+    one = np.array([7], dtype=np.uint64)
+
+    def column(words: np.ndarray, mode: int, flags: int = 0) -> bytes:
+        return planes.encode(words, (mode,), flags, made)
+    steps, walls = column(one, planes.DOD), column(one, planes.DELTA)
+    signalling = column(np.array([0x7F800001], dtype=np.uint32), planes.SPLIT, planes.FLOAT32)
+    quiet = column(np.array([0x7FC00001], dtype=np.uint32), planes.SPLIT, planes.FLOAT32)
+    header = blob.HEADER.pack(blob.VERSION, 1)
+    found = CODEC.decode(header + steps + walls + quiet)  # a quiet NaN widens exactly
+    assert found.values.view(np.uint64).tolist() == [0x7FF8000020000000]
+    for damaged in (header + steps + walls + signalling,
+                    header + column(np.array([7], np.uint32), planes.DOD, planes.FLOAT32)
+                    + walls + quiet,
+                    header + column(one, planes.XOR) + walls + quiet,
+                    header + steps + walls[:0] + bytes([walls[0] | 0x40]) + walls[1:] + quiet):
+        with pytest.raises(ValueError, match="not a chunk blob"):
+            CODEC.decode(damaged)

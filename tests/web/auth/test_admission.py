@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 
 import asyncpg
 import httpx
+import jwt
 import pytest
 from fastapi import FastAPI
 
@@ -200,19 +201,24 @@ async def test_past_its_slots_an_authenticated_request_is_answered_503_at_once(
 
 
 async def test_a_request_waits_its_turn_for_a_slot_within_the_wait_and_the_queue(
-        initialised: Endpoints, user_token: str) -> None:
-    async with app_with_slots(initialised, 30) as app, connect(app, user_token) as user:
+        initialised: Endpoints, user_token: str, db: asyncpg.Connection) -> None:
+    tokens = [await credentials.user_token(db, initialised, f"queued{i}")
+              for i in range(QUEUED_PER_SLOT + 1)]
+    async with app_with_slots(initialised, 30) as app:
         slots = state.of(app).slots
+        callers = [connect(app, token) for token in tokens]
         async with slots:  # the only slot taken
-            waiting = [asyncio.create_task(user.get("/runs")) for _ in range(QUEUED_PER_SLOT)]
+            waiting = [asyncio.create_task(c.get("/runs")) for c in callers[:QUEUED_PER_SLOT]]
             while slots.waiting < QUEUED_PER_SLOT:  # all four in the queue
                 await asyncio.sleep(0.01)
-            over = await user.get("/runs")  # a fifth: the queue is full, refused at once
+            over = await callers[-1].get("/runs")  # a fifth: the queue is full, refused at once
             assert over.status_code == 503
             assert over.headers["Retry-After"] == "1"
             assert not any(task.done() for task in waiting)
         # the slot freed: each waiting request has its turn and its answer
         assert [(await task).status_code for task in waiting] == [200] * QUEUED_PER_SLOT
+        for caller in callers:
+            await caller.aclose()
     async with app_with_slots(initialised, 0.2) as app, connect(app, user_token) as user:
         async with state.of(app).slots:
             late = await user.get("/runs")  # no slot came free within the wait
@@ -220,22 +226,32 @@ async def test_a_request_waits_its_turn_for_a_slot_within_the_wait_and_the_queue
         assert "within 0.2 s" in late.json()["detail"]
 
 
-async def test_one_caller_holds_at_most_its_share_of_the_slots_and_places_and_others_get_in(
+def name_of(token: str) -> str:
+    return str(jwt.decode(token, options={"verify_signature": False})["sub"])
+
+
+async def test_one_caller_runs_its_share_of_the_slots_waits_among_its_own_and_is_bounded(
         initialised: Endpoints, user_token: str, db: asyncpg.Connection) -> None:
     other = await credentials.user_token(db, initialised, "other")
-    async with app_with_slots(initialised, 30, per_caller=2) as app, \
+    async with app_with_slots(initialised, 30, per_caller=3) as app, \
             connect(app, user_token) as user, connect(app, other) as someone:
         slots = state.of(app).slots
+        mine = f"user:{name_of(user_token)}"
         async with slots:  # the only slot taken: callers wait
-            mine = [asyncio.create_task(user.get("/runs")) for _ in range(2)]
+            first = asyncio.create_task(user.get("/runs"))
+            while slots.waiting < 1:  # its one turn (a quarter of one slot: one) queued
+                await asyncio.sleep(0.01)
+            more = [asyncio.create_task(user.get("/runs")) for _ in range(2)]
+            while slots.requests_of(mine) < 3:
+                await asyncio.sleep(0.01)
+            assert slots.waiting == 1  # its others wait among its own, not in the queue
+            fourth = await user.get("/runs")  # past its requests: refused at once
+            assert fourth.status_code == 429
+            assert fourth.headers["Retry-After"] == "1"
+            assert "already 3 queries of yours" in fourth.json()["detail"]
+            theirs = asyncio.create_task(someone.get("/runs"))  # another caller still queues
             while slots.waiting < 2:
                 await asyncio.sleep(0.01)
-            third = await user.get("/runs")  # past its share: refused at once
-            assert third.status_code == 429
-            assert third.headers["Retry-After"] == "1"
-            assert "already 2 queries of yours" in third.json()["detail"]
-            theirs = asyncio.create_task(someone.get("/runs"))  # another caller still waits
-            while slots.waiting < 3:
-                await asyncio.sleep(0.01)
-        assert [(await t).status_code for t in (*mine, theirs)] == [200, 200, 200]
-        assert (await user.get("/runs")).status_code == 200  # its share given back
+        assert [(await t).status_code for t in (first, *more, theirs)] == [200] * 4
+        assert slots.requests_of(mine) == 0  # nothing kept of it
+        assert (await user.get("/runs")).status_code == 200

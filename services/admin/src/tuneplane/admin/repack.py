@@ -16,24 +16,38 @@ import argparse
 import asyncio
 import sys
 import time
+from typing import TypeVar
 
 import asyncpg
 
 from tuneplane.admin.settings import AdminSettings
 from tuneplane.common.chunks import stored
 from tuneplane.common.chunks.blob import Codec, Points
+from tuneplane.common.db import starting_with
 
-#: The next page of chunks still stored as arrays, after the last one repacked.
-PAGE = f"""
-SELECT c.series_id, c.batch_id, c.chunk_index,
-       pg_column_size(c.steps) + pg_column_size(c.wall_times)
-       + pg_column_size(c."values") AS array_bytes, {stored.SELECTED}
+#: The next chunks still stored as arrays, after the last one repacked: their keys and
+#: points (a page is bounded by both: ``paged``).
+NEXT = """
+SELECT c.series_id, c.batch_id, c.chunk_index, c.n
 FROM curve_chunks c
 JOIN series s USING (series_id)
 WHERE c.packed IS NULL AND (c.series_id, c.batch_id, c.chunk_index) > ($1, $2, $3)
   AND s.run_id LIKE $5
 ORDER BY c.series_id, c.batch_id, c.chunk_index LIMIT $4
 """
+#: A page's chunks with their arrays.
+PAGE = f"""
+SELECT c.series_id, c.batch_id, c.chunk_index,
+       pg_column_size(c.steps) + pg_column_size(c.wall_times)
+       + pg_column_size(c."values") AS array_bytes, {stored.SELECTED}
+FROM curve_chunks c
+JOIN unnest($1::bigint[], $2::text[], $3::int[]) AS k(series_id, batch_id, chunk_index)
+     USING (series_id, batch_id, chunk_index)
+WHERE c.packed IS NULL
+"""
+R = TypeVar("R", bound=stored.Row)
+#: Points read in one page at most (each ~36 bytes as sent, then decoded and packed).
+PAGE_POINTS = 1_000_000
 REPACK = """
 UPDATE curve_chunks c SET packed = u.packed, steps = NULL, wall_times = NULL, "values" = NULL
 FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bytea[])
@@ -62,29 +76,41 @@ def packed(row: asyncpg.Record, codec: Codec) -> bytes:
     return blob
 
 
-async def repack(conn: asyncpg.Connection, page: int,
-                 run_prefix: str = "") -> tuple[int, int, int]:
+def paged(found: list[R], points: int) -> list[R]:
+    """The first of ``found`` whose points fit ``points`` (one at least)."""
+    total = 0
+    for i, row in enumerate(found):
+        total += row["n"]
+        if total > points and i:
+            return found[:i]
+    return found
+
+
+async def repack(conn: asyncpg.Connection, page: int, run_prefix: str = "",
+                 page_points: int = PAGE_POINTS) -> tuple[int, int, int]:
     """Every chunk still stored as arrays (of the runs whose id starts with
-    ``run_prefix``), as blobs: (chunks, their arrays' bytes, the blobs' bytes)."""
+    ``run_prefix``), as blobs, ``page`` chunks and ``page_points`` points a transaction at
+    most: (chunks repacked, their arrays' bytes, the blobs' bytes)."""
     codec = Codec()
-    runs = run_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    runs = starting_with(run_prefix)
     total = int(await conn.fetchval(LEFT, runs))
     done = array_bytes = blob_bytes = 0
     after: tuple[int, str, int] = (-1, "", -1)
     said = time.monotonic()
     while True:
-        rows = await conn.fetch(PAGE, *after, page, runs)
-        if not rows:
+        keys = paged(await conn.fetch(NEXT, *after, page, runs), page_points)
+        if not keys:
             break
+        after = (keys[-1]["series_id"], keys[-1]["batch_id"], keys[-1]["chunk_index"])
+        rows = await conn.fetch(PAGE, *([k[i] for k in keys] for i in range(3)))
         blobs = [packed(row, codec) for row in rows]
-        async with conn.transaction():
-            await conn.execute(REPACK, [r["series_id"] for r in rows],
-                               [r["batch_id"] for r in rows], [r["chunk_index"] for r in rows],
-                               blobs)
-        done += len(rows)
+        async with conn.transaction():  # a chunk another repack packed meanwhile: skipped
+            status = await conn.execute(
+                REPACK, [r["series_id"] for r in rows], [r["batch_id"] for r in rows],
+                [r["chunk_index"] for r in rows], blobs)
+        done += int(status.split()[-1])
         array_bytes += sum(int(r["array_bytes"]) for r in rows)
         blob_bytes += sum(map(len, blobs))
-        after = (rows[-1]["series_id"], rows[-1]["batch_id"], rows[-1]["chunk_index"])
         if time.monotonic() - said >= PROGRESS_SECONDS:
             said = time.monotonic()
             print(f"repacked {done:,} of {total:,} chunks: {array_bytes:,} bytes of arrays "

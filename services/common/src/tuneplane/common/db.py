@@ -11,3 +11,9 @@ Connection = asyncpg.Connection | PoolConnectionProxy
 #: PostgreSQL restarting or unreachable: the same work may succeed later.
 TRANSIENT_ERRORS = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
                     asyncpg.CannotConnectNowError, asyncpg.AdminShutdownError)
+
+
+def starting_with(prefix: str) -> str:
+    """A LIKE pattern of the strings that start with ``prefix``, its ``%``, ``_`` and ``\\``
+    matched as themselves (PostgreSQL's default escape)."""
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"

@@ -12,6 +12,7 @@ import numpy as np
 
 from tuneplane.common.chunks import stored
 from tuneplane.common.chunks.blob import Codec
+from tuneplane.common.db import starting_with
 
 CURVES = f"""
 SELECT s.run_id, s.attempt, s.member, s.source, s.run_path, s.tag, c.batch_id, c.chunk_index,
@@ -61,7 +62,7 @@ async def curves(conn: asyncpg.Connection, run_prefix: str) -> str:
     codec = Codec()
     async with conn.transaction():
         lines = sorted([curve_line(row, codec) async for row in conn.cursor(
-            CURVES, run_prefix + "%", prefetch=500)])
+            CURVES, starting_with(run_prefix), prefetch=500)])
     if not lines:
         return "empty"
     return hashlib.md5("|".join(lines).encode(), usedforsecurity=False).hexdigest()
@@ -73,7 +74,7 @@ async def checksum(conn: asyncpg.Connection, run_prefix: str = "") -> dict[str, 
     for name, rows in PARTS.items():
         value = await conn.fetchval(
             f"SELECT coalesce(md5(string_agg(r, '|' ORDER BY r)), 'empty') "
-            f"FROM ({rows}) AS t(r) WHERE r LIKE $1", run_prefix + "%")
+            f"FROM ({rows}) AS t(r) WHERE r LIKE $1", starting_with(run_prefix))
         result[name] = str(value)
     result["curves"] = await curves(conn, run_prefix)
     return result

@@ -62,10 +62,10 @@ class WebSettings(Settings):
              "answered 503 (0: never waits)")
     queries_per_caller: int = setting(
         "TUNEPLANE_WEB_QUERIES_PER_CALLER", parse=positive, default=48,
-        help="query slots and waiting places one caller (a user, whichever of their tokens "
-             "and sessions; a workload's member) holds at once on a replica, beyond which it "
-             "is answered 429 with Retry-After; keep it below five times "
-             "TUNEPLANE_WEB_CONCURRENT_QUERIES, so that no caller takes every place")
+        help="requests one caller (a user, whichever of their tokens and sessions; a run's "
+             "workloads) has running or waiting on a replica, beyond which it is answered 429 "
+             "with Retry-After; of them, a quarter of TUNEPLANE_WEB_CONCURRENT_QUERIES run at "
+             "once and the rest wait their turn among the caller's own")
     max_body_bytes: int = setting(
         "TUNEPLANE_WEB_MAX_BODY_BYTES", parse=positive, default=1 << 20,
         shown="1048576 (1 MiB)",

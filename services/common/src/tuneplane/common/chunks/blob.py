@@ -74,18 +74,31 @@ class Codec:
                 raise ValueError(f"a chunk blob of version {version}; this reads {VERSION}")
             if n > MAX_BATCH_POINTS:  # a chunk is one batch's at most: no vast allocation
                 raise ValueError(f"a chunk blob says {n} points, over {MAX_BATCH_POINTS}")
-            steps, at = planes.decode(data, HEADER.size, n, self._planes)
-            walls, at = planes.decode(data, at, n, self._planes)
-            values, at = planes.decode(data, at, n, self._planes)
+            steps, at = planes.decode(data, HEADER.size, n, self._planes, STEP_MODES)
+            walls, at = planes.decode(data, at, n, self._planes, WALL_MODES)
+            values, at = planes.decode(data, at, n, self._planes, VALUE_MODES)
+            if steps.dtype.itemsize != 8:
+                raise ValueError("its steps are not 8-byte words")
+            points = Points(steps.view(np.int64), _widened(walls), _widened(values))
         except (struct.error, zstandard.ZstdError, ValueError) as exc:
             raise ValueError(f"not a chunk blob ({len(data)} bytes): {exc}") from None
         if at != len(data):
             raise ValueError(f"a chunk blob of {len(data)} bytes holds {at}")
-        return Points(steps.view(np.int64), _widened(walls), _widened(values))
+        return points
+
+
+#: float32 bit patterns: a NaN's exponent, mantissa and quiet bit.
+_EXPONENT, _MANTISSA, _QUIET = np.uint32(0x7F800000), np.uint32(0x007FFFFF), np.uint32(0x00400000)
 
 
 def _widened(words: planes.Words) -> Floats:
+    """Float64 values from a column's words; float32 words are widened exactly, which a
+    signalling NaN would not be (widening quiets it), so one is refused: the encoder
+    narrows only what widens back to the very same bits, and never writes one."""
     if words.dtype.itemsize == 4:
+        nan = (words & _EXPONENT) == _EXPONENT
+        if np.any(nan & ((words & _MANTISSA) != 0) & ((words & _QUIET) == 0)):
+            raise ValueError("a float32 column holds a signalling NaN")
         return words.view(np.float32).astype(np.float64)
     out: Floats = words.view(np.float64)
     return out

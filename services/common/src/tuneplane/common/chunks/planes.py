@@ -134,12 +134,15 @@ def encode(words: Words, modes: tuple[int, ...], flags: int, planes: Planes) -> 
                      *stored])
 
 
-def decode(data: memoryview, at: int, n: int, planes: Planes) -> tuple[Words, int]:
-    """The ``n`` words of the column at offset ``at``, and the offset after it."""
+def decode(data: memoryview, at: int, n: int, planes: Planes,
+           modes: tuple[int, ...]) -> tuple[Words, int]:
+    """The ``n`` words of the column at offset ``at`` (its mode one of ``modes``), and the
+    offset after it."""
     flags, k = HEADER.unpack_from(data, at)
     mode, width = flags & MODE_MASK, 4 if flags & FLOAT32 else 8
-    if mode not in ANCHORS or k > width:
-        raise ValueError(f"a column's header says mode {mode} and {k} planes of {width} bytes")
+    if mode not in modes or k > width or flags & ~(MODE_MASK | FLOAT32):
+        raise ValueError(f"a column's header says flags {flags:#x} and {k} planes of "
+                         f"{width} bytes")
     a = min(ANCHORS[mode], n)
     fields = struct.unpack_from(f"<{a}Q{k}I", data, at + HEADER.size)
     if any(anchor >> (8 * width) for anchor in fields[:a]):

@@ -4,9 +4,13 @@ many wait, and how many of both one caller may hold.
 A caller finding no slot free waits for one, up to ``wait`` seconds and behind at most
 ``queue`` others (a burst of callers is answered in turn, as fast as one at a time would
 be); past either it is answered 503 with Retry-After, so overload is refused at once
-instead of piling up. One caller (a user, whichever of their tokens or sessions; a
-workload's member) holds at most ``per_caller`` slots and waiting places together, past
-which it is answered 429: a caller flooding the replica, or one whose token has been
+instead of piling up.
+
+One caller (a user, whichever of their tokens or sessions; a workload's run) runs at most
+a quarter of the slots at once (``share``): its other requests wait their turn among its
+own, not in the replica's queue, so it holds at most that many of the slots and waiting
+places the others share. It has at most ``per_caller`` requests running or waiting in all,
+past which it is answered 429. A caller flooding the replica, or one whose token has been
 revoked and is refused only once it holds a slot, never takes every place from the others.
 Waiting callers hold no connection and nothing but their coroutine.
 """
@@ -14,13 +18,23 @@ Waiting callers hold no connection and nothing but their coroutine.
 from __future__ import annotations
 
 import asyncio
-import collections
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 
 from fastapi import HTTPException
 
 RETRY = {"Retry-After": "1"}
+#: The part of the slots one caller runs at once.
+SHARE = 4
+
+
+@dataclass(slots=True)
+class Share:
+    """One caller's requests on the replica: how many, and its turns at the slots."""
+
+    turns: asyncio.Semaphore
+    requests: int = field(default=0)
 
 
 class QuerySlots:
@@ -30,23 +44,44 @@ class QuerySlots:
         self._wait = wait
         self._waiting = 0
         self._per_caller = per_caller
-        self._held: collections.Counter[str] = collections.Counter()
+        self._share = max(1, size // SHARE)
+        self._shares: dict[str, Share] = {}
 
     @asynccontextmanager
     async def held_by(self, caller: str) -> AsyncIterator[None]:
-        """A slot for ``caller``, within its share (429 past it)."""
-        if self._held[caller] >= self._per_caller:
+        """A slot for ``caller``, within its share: its turn among its own requests (up to
+        ``wait`` seconds), then the replica's slot; 429 past ``per_caller`` requests."""
+        share = self._shares.get(caller)
+        if share is None:
+            share = self._shares[caller] = Share(asyncio.Semaphore(self._share))
+        if share.requests >= self._per_caller:
             raise HTTPException(429, f"already {self._per_caller} queries of yours in flight "
                                      "or waiting on this replica; retry when one is answered",
                                 headers=RETRY)
-        self._held[caller] += 1
+        share.requests += 1
         try:
-            async with self:
-                yield
+            try:
+                if self._wait <= 0 and share.turns.locked():
+                    raise TimeoutError
+                await asyncio.wait_for(share.turns.acquire(), self._wait or None)
+            except TimeoutError:
+                raise HTTPException(429, f"your queries on this replica took their share of "
+                                         f"it for {self._wait:g} s; retry shortly",
+                                    headers=RETRY) from None
+            try:
+                async with self:
+                    yield
+            finally:
+                share.turns.release()
         finally:
-            self._held[caller] -= 1
-            if not self._held[caller]:
-                del self._held[caller]
+            share.requests -= 1
+            if not share.requests:
+                del self._shares[caller]
+
+    def requests_of(self, caller: str) -> int:
+        """``caller``'s requests running or waiting now."""
+        found = self._shares.get(caller)
+        return 0 if found is None else found.requests
 
     def locked(self) -> bool:
         """Whether every slot is taken."""

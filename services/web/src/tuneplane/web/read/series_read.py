@@ -103,12 +103,13 @@ FROM batch_ledger WHERE run_id = $1 AND attempt = $2 AND member = $3 GROUP BY 1
 
 SERIES_BATCHES = "SELECT DISTINCT batch_id FROM curve_chunks WHERE series_id = $1"
 
-# The chunks a purge cuts: those of a cut batch reaching the cut, with their points where
-# some are before it (the others are gone whole).
+# The chunks a purge cuts: those of a cut batch reaching the cut, with their points only
+# where some are before it (a chunk wholly at or past it is gone whole, never read).
 CUT_CHUNKS = f"""
-SELECT c.batch_id, c.chunk_index, c.n, c.step_min, w.cut, {stored.SELECTED}
+SELECT c.batch_id, c.chunk_index, c.n, c.step_min, w.cut, k.*
 FROM curve_chunks c JOIN unnest($2::text[], $3::bigint[]) AS w(batch_id, cut)
      USING (batch_id)
+LEFT JOIN LATERAL (SELECT {stored.SELECTED} WHERE c.step_min < w.cut) k ON true
 WHERE c.series_id = $1 AND c.step_max >= w.cut
 """
 #: Decodes stored chunks: one per process (the web serves from one event loop).

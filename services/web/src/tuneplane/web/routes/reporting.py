@@ -110,8 +110,8 @@ async def member_of(credentials: Annotated[HTTPAuthorizationCredentials | None,
         raise HTTPException(401, f"workload token refused: {exc}",
                             headers={"WWW-Authenticate": "Bearer"}) from None
     member = claims.member
-    caller = f"member:{(member.run_id, member.attempt, member.member)!r}"
-    async with web.slots.held_by(caller):  # a query slot (slots.QuerySlots)
+    # One share for a run's workloads: a job's many members are one caller.
+    async with web.slots.held_by(f"run:{member.run_id}"):  # a query slot (slots.QuerySlots)
         async with web.pool.acquire() as conn:
             attempt = await standing.attempt_facts(conn, member.run_id, member.attempt)
             node = None if claims.node is None else await standing.node_facts(conn, claims.node)
