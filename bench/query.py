@@ -159,7 +159,8 @@ async def main() -> None:
             whole = str(client.build_request("GET", f"{base}/scalars", params=big).url)
         print(f"concurrent callers (wrk, {args.seconds} s each), one web process:")
         # A user a caller: one user is given a quarter of the web's query slots at once.
-        tokens = [token, *[await viewer_token(endpoints) for _ in range(max(args.callers, default=1) - 1)]]
+        most = max(args.callers, default=1)
+        tokens = [token, *[await viewer_token(endpoints) for _ in range(most - 1)]]
         for callers in args.callers:
             print(callers_load(whole, tokens[:callers], callers, args.seconds).line("whole"))
     finally:
