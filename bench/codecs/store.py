@@ -26,7 +26,7 @@ from bench.codecs.corpus import Chunk
 from bench.codecs.segments import chunk_row
 from tuneplane.projector import pgbinary as pg
 from tuneplane.projector.projection import ChunkRow
-from tuneplane.projector.writer import CHUNK_COLUMNS, CHUNK_ENCODED, CHUNK_FIELDS, chunk_record
+from tuneplane.projector.writer import CHUNK_ENCODED, chunk_record
 
 #: The chunk columns as the projector wrote them before packed blobs (migration 0037): its
 #: point arrays where ``packed`` is now.
@@ -34,8 +34,6 @@ PACKED_AT = [column for column, _ in CHUNK_ENCODED].index("packed")
 ARRAYS_ENCODED = (*CHUNK_ENCODED[:PACKED_AT], ("steps", pg.int8_array),
                   ("wall_times", pg.float8_array), ("values", pg.float8_array),
                   *CHUNK_ENCODED[PACKED_AT + 1:])
-ARRAY_COLUMNS = tuple(column for column, _ in ARRAYS_ENCODED)
-ARRAY_FIELDS = tuple(encode for _, encode in ARRAYS_ENCODED)
 
 
 def arrays_record(series_id: int, batch_id: str, c: ChunkRow) -> tuple[object, ...]:
@@ -143,25 +141,22 @@ class Scratch:
 
     async def store_today(self, chunks: Sequence[Chunk], walls_read: bool, decode: Decoder,
                           repeat: int) -> Stored:
-        table = self._table()
-        await self._conn.execute(
-            f"CREATE TABLE {table} (LIKE readmodel.curve_chunks INCLUDING ALL)")
-        tags: dict[str, int] = {}
-        records = []
-        for chunk in chunks:
-            series_id, batch_id, index = identity(chunk, tags)
-            records.append(arrays_record(series_id, batch_id, chunk_row(chunk, walls_read, index)))
-        name = table.split(".")[1]
-        await self._conn.copy_to_table(name, schema_name=self._schema, columns=ARRAY_COLUMNS,
-                                       source=pg.source(pg.rows(ARRAY_FIELDS, records)),
-                                       format="binary")
-        read = await self._read(READ_TODAY.format(table=table), decode, repeat)
-        return await self._sized(table, SEGMENT_COLUMNS, read)
+        """The table as the projector filled it before packed blobs: lz4 point arrays."""
+        return await self._store_live(chunks, walls_read, decode, repeat, arrays_record,
+                                      ARRAYS_ENCODED, READ_TODAY)
 
     async def store_packed(self, chunks: Sequence[Chunk], walls_read: bool, decode: Decoder,
                            repeat: int) -> Stored:
-        """The table as the projector fills it now: ``LIKE readmodel.curve_chunks``, its
-        own binary COPY (one packed blob a chunk, segment summaries as arrays)."""
+        """The table as the projector fills it now: one packed blob a chunk, segment
+        summaries as arrays."""
+        return await self._store_live(chunks, walls_read, decode, repeat, chunk_record,
+                                      CHUNK_ENCODED, READ_PACKED)
+
+    async def _store_live(self, chunks: Sequence[Chunk], walls_read: bool, decode: Decoder,
+                          repeat: int, record: Callable[[int, str, ChunkRow], tuple[object, ...]],
+                          encoded: Sequence[tuple[str, pg.Field]], read_query: str) -> Stored:
+        """A table ``LIKE readmodel.curve_chunks``, filled by the projector's binary COPY of
+        ``record``'s rows (``encoded``: their columns and encodings), then read back."""
         table = self._table()
         await self._conn.execute(
             f"CREATE TABLE {table} (LIKE readmodel.curve_chunks INCLUDING ALL)")
@@ -169,12 +164,13 @@ class Scratch:
         records = []
         for chunk in chunks:
             series_id, batch_id, index = identity(chunk, tags)
-            records.append(chunk_record(series_id, batch_id, chunk_row(chunk, walls_read, index)))
+            records.append(record(series_id, batch_id, chunk_row(chunk, walls_read, index)))
         name = table.split(".")[1]
-        await self._conn.copy_to_table(name, schema_name=self._schema, columns=CHUNK_COLUMNS,
-                                       source=pg.source(pg.rows(CHUNK_FIELDS, records)),
-                                       format="binary")
-        read = await self._read(READ_PACKED.format(table=table), decode, repeat)
+        await self._conn.copy_to_table(
+            name, schema_name=self._schema, columns=[column for column, _ in encoded],
+            source=pg.source(pg.rows([field for _, field in encoded], records)),
+            format="binary")
+        read = await self._read(read_query.format(table=table), decode, repeat)
         return await self._sized(table, SEGMENT_COLUMNS, read)
 
     async def store_blobs(self, chunks: Sequence[Chunk], blobs: Sequence[tuple[bytes, ...]],

@@ -22,7 +22,7 @@ import asyncpg
 
 from tuneplane.admin.settings import AdminSettings
 from tuneplane.common.chunks import stored
-from tuneplane.common.chunks.blob import Codec, Points
+from tuneplane.common.chunks.blob import Codec
 from tuneplane.common.db import starting_with
 
 #: The next chunks still stored as arrays, after the last one repacked: their keys and
@@ -60,16 +60,11 @@ LEFT = """SELECT count(*) FROM curve_chunks c JOIN series s USING (series_id)
 PROGRESS_SECONDS = 2.0
 
 
-def bits(points: Points) -> tuple[bytes, bytes, bytes]:
-    return (points.steps.astype("<i8").tobytes(), points.wall_times.astype("<f8").tobytes(),
-            points.values.astype("<f8").tobytes())
-
-
 def packed(row: asyncpg.Record, codec: Codec) -> bytes:
     """The chunk's blob, once it has been read back as the very bits of its arrays."""
     points = stored.points_of(row, codec)
     blob = codec.encode(points.steps, points.wall_times, points.values)
-    if bits(codec.decode(blob)) != bits(points):
+    if stored.bits(codec.decode(blob)) != stored.bits(points):
         raise ValueError(f"chunk {row['batch_id']}/{row['chunk_index']} of series "
                          f"{row['series_id']} does not read back as it was stored; left as "
                          "arrays")

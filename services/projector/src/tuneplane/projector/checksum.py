@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 
 import asyncpg
-import numpy as np
 
 from tuneplane.common.chunks import stored
 from tuneplane.common.chunks.blob import Codec
@@ -48,11 +47,9 @@ PARTS = {
 def curve_line(row: asyncpg.Record, codec: Codec) -> str:
     """A chunk as summed: its keys and summary, and the md5 of its points as decoded
     (steps, wall times and values as little-endian int64 and float64)."""
-    points = stored.points_of(row, codec)
     digest = hashlib.md5(usedforsecurity=False)
-    for column, dtype in ((points.steps, "<i8"), (points.wall_times, "<f8"),
-                          (points.values, "<f8")):
-        digest.update(np.ascontiguousarray(column, dtype=dtype).tobytes())
+    for column in stored.bits(stored.points_of(row, codec)):
+        digest.update(column)
     return ",".join([*("" if row[k] is None else repr(row[k]) for k in KEYS),
                      digest.hexdigest()])
 

@@ -1,5 +1,5 @@
 """A curve chunk's points as a reader selects them, whichever form stores them: the blob of
-``blob`` (``points``, what the projector writes), or the three arrays of chunks written
+``blob`` (``packed``, what the projector writes), or the three arrays of chunks written
 before it (migration 0037), until ``tuneplane-admin repack-chunks`` has made them blobs.
 
 ``SELECTED`` is the select-list for a chunk ``c``, and ``points_of`` its row's points; both
@@ -34,9 +34,15 @@ def points_of(row: Row, codec: Codec) -> Points:
         return codec.decode(blob)
     if row["steps_sent"] is None:
         raise ValueError("a chunk row with neither a points blob nor point arrays")
-    return Points(received(row["steps_sent"], "i8").astype(np.int64),
-                  received(row["walls_sent"], "f8").astype(np.float64),
-                  received(row["values_sent"], "f8").astype(np.float64))
+    return Points(received(row["steps_sent"], "i8"), received(row["walls_sent"], "f8"),
+                  received(row["values_sent"], "f8"))
+
+
+def bits(points: Points) -> tuple[bytes, bytes, bytes]:
+    """The points' columns as little-endian int64 and float64 bytes: what "the same
+    points" means, bit for bit (NaN payloads, -0.0)."""
+    return (points.steps.astype("<i8").tobytes(), points.wall_times.astype("<f8").tobytes(),
+            points.values.astype("<f8").tobytes())
 
 
 def in_step_order(parts: Sequence[Points]) -> Points:

@@ -61,9 +61,7 @@ class QuerySlots:
         share.requests += 1
         try:
             try:
-                if self._wait <= 0 and share.turns.locked():
-                    raise TimeoutError
-                await asyncio.wait_for(share.turns.acquire(), self._wait or None)
+                await self._acquire(share.turns)
             except TimeoutError:
                 raise HTTPException(429, f"your queries on this replica took their share of "
                                          f"it for {self._wait:g} s; retry shortly",
@@ -77,6 +75,16 @@ class QuerySlots:
             share.requests -= 1
             if not share.requests:
                 del self._shares[caller]
+
+    async def _acquire(self, semaphore: asyncio.Semaphore) -> None:
+        """``semaphore`` within ``wait`` seconds (at once, or not at all, when it is 0);
+        TimeoutError otherwise."""
+        if self._wait <= 0:
+            if semaphore.locked():
+                raise TimeoutError
+            await semaphore.acquire()
+            return
+        await asyncio.wait_for(semaphore.acquire(), self._wait)
 
     def requests_of(self, caller: str) -> int:
         """``caller``'s requests running or waiting now."""
@@ -101,7 +109,7 @@ class QuerySlots:
                                 headers=RETRY)
         self._waiting += 1
         try:
-            await asyncio.wait_for(self._free.acquire(), self._wait)
+            await self._acquire(self._free)
         except TimeoutError:
             raise HTTPException(503, f"no query slot came free within {self._wait:g} s; "
                                      "retry shortly", headers=RETRY) from None
