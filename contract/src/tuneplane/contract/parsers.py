@@ -19,6 +19,17 @@ def positive(raw: str) -> int:
     return value
 
 
+def whole_or_zero(raw: str) -> int:
+    """A whole number, 0 or above (0: none)."""
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"must be a whole number, 0 or above, got {raw!r}") from None
+    if value < 0:
+        raise ValueError(f"must be 0 or above (0: none), got {value}")
+    return value
+
+
 def _finite(raw: str, unit: str, *, zero: str | None) -> float:
     """A finite number of ``unit`` above zero, or 0 too where ``zero`` says what 0 means."""
     try:

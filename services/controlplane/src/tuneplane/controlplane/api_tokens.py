@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import asyncpg
@@ -16,6 +17,7 @@ import asyncpg
 from tuneplane.common.db import Connection
 from tuneplane.common.tokens import TokenKind, TokenSigner
 from tuneplane.controlplane.errors import InvalidToken, TokenNotFound, UserNotFound
+from tuneplane.controlplane.projects import WITH_ROLES, Role, roles_in
 
 DEFAULT_DAYS: Final = 90
 MAX_DAYS: Final = 365
@@ -29,6 +31,7 @@ class Standing:
     admin: bool
     projects: tuple[str, ...] | None  # None: unscoped
     refusal: str | None  # why it is refused now, or None
+    roles: Mapping[str, Role] = field(default_factory=dict)  # the user's, by project
 
 
 def token_id() -> str:
@@ -58,12 +61,13 @@ async def issue(conn: Connection, signer: TokenSigner, username: str, *, name: s
 
 
 async def standing(conn: Connection, ident: str, username: str) -> Standing:
-    """The token's row and its user, as of now; marks it used (once a minute at most)."""
+    """The token's row and its user with the user's roles, as of now; marks it used (once
+    a minute at most)."""
     row = await conn.fetchrow(
         "SELECT t.username, t.projects, t.revoked_at, t.expires_at <= now() AS expired, "
         "t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute' AS stale, "
-        "u.is_admin, u.disabled_at FROM api_tokens t JOIN users u USING (username) "
-        "WHERE t.token_id = $1", ident)
+        "u.is_admin, u.disabled_at, roles.* FROM api_tokens t JOIN users u USING (username) "
+        f"{WITH_ROLES} WHERE t.token_id = $1", ident)
     if row is not None and row["stale"]:  # one write a minute, not one a request
         await conn.execute("UPDATE api_tokens SET last_used_at = now() WHERE token_id = $1",
                            ident)
@@ -74,7 +78,8 @@ async def standing(conn: Connection, ident: str, username: str) -> Standing:
                "the token was revoked" if row["revoked_at"] is not None else
                "token expired" if row["expired"] else None)
     scope = None if row["projects"] is None else tuple(row["projects"])
-    return Standing(username, bool(row["is_admin"]) and scope is None, scope, refusal)
+    return Standing(username, bool(row["is_admin"]) and scope is None, scope, refusal,
+                    roles_in(row))
 
 
 async def listing(conn: Connection, username: str) -> list[dict[str, Any]]:

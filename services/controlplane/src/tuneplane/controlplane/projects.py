@@ -103,6 +103,20 @@ async def members(conn: Connection, project: str) -> list[Member]:
     return [Member(r["username"], Role.named(r["role"])) for r in rows]
 
 
+#: A user's roles beside a row of ``users u``, as two arrays (``roles_in`` reads them): the
+#: token and session checks read a caller's standing and roles in one statement.
+WITH_ROLES = """LEFT JOIN LATERAL (
+    SELECT array_agg(r.project) AS role_projects, array_agg(r.role) AS role_names
+    FROM project_roles r WHERE r.username = u.username
+) roles ON true"""
+
+
+def roles_in(row: asyncpg.Record) -> dict[str, Role]:
+    """The roles of a row read with ``WITH_ROLES``, by project."""
+    return dict(zip(row["role_projects"] or (),
+                    map(Role.named, row["role_names"] or ()), strict=True))
+
+
 async def roles_of(conn: Connection, username: str) -> dict[str, Role]:
     """The roles ``username`` holds, by project."""
     rows = await conn.fetch("SELECT project, role FROM project_roles WHERE username = $1",
@@ -124,6 +138,20 @@ async def of_run(conn: Connection, run_id: str) -> str | None:
         "(SELECT $2::text FROM batch_ledger WHERE run_id = $1 LIMIT 1)) WHERE NOT EXISTS "
         f"({DELETED_RUN})", run_id, DEFAULT)
     return None if found is None else str(found)
+
+
+async def of_attempt(conn: Connection, run_id: str,
+                     attempt: int | None) -> tuple[str | None, bool]:
+    """``of_run``, and whether ``attempt`` (None: no attempt named) is deleted, by itself
+    or with its run, in one statement."""
+    row = await conn.fetchrow(
+        "SELECT (SELECT coalesce((SELECT project FROM runs WHERE run_id = $1), "
+        "(SELECT $2::text FROM batch_ledger WHERE run_id = $1 LIMIT 1)) WHERE NOT EXISTS "
+        f"({DELETED_RUN})) AS project, $3::int IS NOT NULL AND EXISTS (SELECT 1 FROM "
+        "deletions WHERE run_id = $1 AND attempt IN (0, $3) AND undone_at IS NULL) AS gone",
+        run_id, DEFAULT, attempt)
+    assert row is not None  # one row, always
+    return row["project"], bool(row["gone"])
 
 
 async def of_object(conn: Connection, object_key: str) -> set[str]:

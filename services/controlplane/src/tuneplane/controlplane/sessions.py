@@ -8,11 +8,13 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import secrets
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Final
 
 from tuneplane.common.db import Connection
 from tuneplane.common.tokens import TokenKind, TokenSigner
+from tuneplane.controlplane.projects import WITH_ROLES, Role, roles_in
 
 HOURS: Final = 12
 
@@ -23,6 +25,7 @@ class Standing:
     admin: bool
     csrf_token: str
     refusal: str | None  # why it no longer stands, or None
+    roles: Mapping[str, Role] = field(default_factory=dict)  # the user's, by project
 
 
 def digest(session_id: str) -> bytes:
@@ -44,14 +47,15 @@ async def start(conn: Connection, signer: TokenSigner, username: str, *, now: dt
 async def standing(conn: Connection, session_id: str, username: str) -> Standing:
     row = await conn.fetchrow(
         "SELECT s.username, s.csrf_token, s.ended_at, s.expires_at <= now() AS expired, "
-        "u.is_admin, u.disabled_at FROM sessions s JOIN users u USING (username) "
-        "WHERE s.session_digest = $1", digest(session_id))
+        "u.is_admin, u.disabled_at, roles.* FROM sessions s JOIN users u USING (username) "
+        f"{WITH_ROLES} WHERE s.session_digest = $1", digest(session_id))
     if row is None or row["username"] != username:
         return Standing(username, False, "", "the session is not known here")
     refusal = (f"user {username!r} is disabled" if row["disabled_at"] is not None else
                "the session was ended (signed out)" if row["ended_at"] is not None else
                "the session expired" if row["expired"] else None)
-    return Standing(username, bool(row["is_admin"]), str(row["csrf_token"]), refusal)
+    return Standing(username, bool(row["is_admin"]), str(row["csrf_token"]), refusal,
+                    roles_in(row))
 
 
 async def end(conn: Connection, session_id: str) -> None:

@@ -47,8 +47,10 @@ def main(argv: list[str] | None = None) -> int:
     # the middle of a request otherwise).
     gc.freeze()
     # With a certificate uvicorn serves HTTPS: the scheme is https, so answers carry HSTS.
-    # The access log leaves out a sign-in link's secret (logs.RedactSecrets).
-    uvicorn.run(app, host=args.host, port=args.port, log_level="info",
+    # The access log leaves out a sign-in link's secret (logs.RedactSecrets). uvloop and
+    # httptools, named rather than found: a reply's event loop and HTTP parsing in C.
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info", loop="uvloop",
+                http="httptools",
                 log_config=logs.log_config(),
                 ssl_certfile=settings.tls_cert, ssl_keyfile=settings.tls_key,
                 proxy_headers=True, forwarded_allow_ips=settings.forwarded_allow_ips)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tuneplane.contract.parsers import port, positive, seconds_or_zero
+from tuneplane.contract.parsers import port, positive, seconds_or_zero, whole_or_zero
 from tuneplane.contract.settings import (
     Settings,
     SettingsError,
@@ -66,6 +66,12 @@ class WebSettings(Settings):
              "workloads) has running or waiting on a replica, beyond which it is answered 429 "
              "with Retry-After; of them, a quarter of TUNEPLANE_WEB_CONCURRENT_QUERIES run at "
              "once and the rest wait their turn among the caller's own")
+    answer_cache_bytes: int = setting(
+        "TUNEPLANE_WEB_ANSWER_CACHE_BYTES", parse=whole_or_zero, default=64 << 20,
+        shown="67108864 (64 MiB)",
+        help="series answers a web replica keeps, by their arrays' bytes, to give again "
+             "while the series is unchanged (one small statement instead of its read); "
+             "0: none kept")
     max_body_bytes: int = setting(
         "TUNEPLANE_WEB_MAX_BODY_BYTES", parse=positive, default=1 << 20,
         shown="1048576 (1 MiB)",

@@ -19,7 +19,9 @@ from tuneplane.web import metrics
 from tuneplane.web.auth.oidc import OidcClient
 from tuneplane.web.auth.slots import QuerySlots
 from tuneplane.web.auth.throttle import Throttle
+from tuneplane.web.read.answers import Answers
 from tuneplane.web.read.bucket import Bucket
+from tuneplane.web.read.series_read import SeriesRead
 
 if TYPE_CHECKING:
     from tuneplane.web.settings import WebSettings
@@ -42,17 +44,27 @@ class WebState:
     #: Authenticated requests in flight at most, and those waiting for one of them
     #: (``admission.QuerySlots``).
     slots: QuerySlots
+    #: Series answers given again while their series is unchanged (``read.answers``).
+    answers: Answers[SeriesRead]
     #: The team's identity provider; None: local passwords only.
     oidc: OidcClient | None = None
     #: Failed sign-ins, per user name and client address.
     throttle: Throttle = field(default_factory=Throttle)
 
 
+async def kept_session(conn: asyncpg.Connection) -> None:
+    """A connection's reset on its way back to the pool: nothing past what asyncpg always
+    does (an open transaction rolled back, listeners dropped). The web sets no session
+    state (no SET, LISTEN, session advisory lock or cursor outside a transaction), so
+    asyncpg's default reset statement would cost a round trip on every release for
+    nothing: two or three a chart request."""
+
+
 @asynccontextmanager
 async def opened(settings: WebSettings, signer: TokenSigner) -> AsyncIterator[WebState]:
     """The state for one run of the application; the pool is closed when it ends."""
     pool = await asyncpg.create_pool(settings.database_url, min_size=1,
-                                     max_size=settings.pool_size,
+                                     max_size=settings.pool_size, reset=kept_session,
                                      server_settings={"statement_timeout": STATEMENT_TIMEOUT})
     metrics.POOL.watch(pool)
     bucket = (Bucket(objectstore.s3_client(settings.s3_endpoint), settings.s3_bucket)
@@ -63,6 +75,7 @@ async def opened(settings: WebSettings, signer: TokenSigner) -> AsyncIterator[We
                                   queue=QUEUED_PER_SLOT * settings.concurrent_queries,
                                   wait=settings.query_wait_seconds,
                                   per_caller=settings.queries_per_caller),
+                       Answers(settings.answer_cache_bytes),
                        OidcClient(settings.oidc) if settings.oidc.enabled else None)
     finally:
         metrics.POOL.forget()

@@ -1,6 +1,7 @@
 """PostgreSQL arrays as ``array_send`` sends them, read by numpy with no Python object per
-element: a chunk's point arrays as stored before its blob (``stored``), and its segment
-summaries.
+element: a chunk's point arrays as stored before its blob (``stored``), and a series'
+chunk summaries and segments (the web's series read: each column in one array, or its
+chunks' arrays end to end).
 
 ``array_send``'s bytes: ndim, has-NULLs flag and element type; per dimension its size and
 lower bound; then each element as its length and big-endian value (length -1: NULL).
@@ -9,11 +10,15 @@ lower bound; then each element as its length and big-endian value (length -1: NU
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+#: ``array_send``'s header of a one-dimensional array: ndim, flags, type, size, bound.
+HEADER = 20
+#: A one-dimensional array's elements as ``array_send`` sends them, in SQL: its header cut.
+ELEMENTS = "substring(array_send({}) FROM " + str(HEADER + 1) + ")"
 
 
 def received(sent: bytes, element: str) -> npt.NDArray[Any]:
@@ -25,46 +30,23 @@ def received(sent: bytes, element: str) -> npt.NDArray[Any]:
         raise ValueError(f"not a one-dimensional array without NULLs (ndim {ndim})")
     (size,) = struct.unpack_from(">i", sent, 12)
     pairs = np.frombuffer(sent, dtype=[("length", ">i4"), ("value", f">{element}")],
-                          count=size, offset=20)
+                          count=size, offset=HEADER)
     return pairs["value"].astype(element)
 
 
-def sent_size(sent: bytes) -> int:
-    """The elements of a one-dimensional array."""
-    ndim: int = struct.unpack_from(">i", sent)[0]
-    return 0 if ndim == 0 else int(struct.unpack_from(">i", sent, 12)[0])
-
-
-def joined(sent: Sequence[bytes], element: str) -> npt.NDArray[Any]:
-    """One-dimensional arrays end to end, as one native numpy array of ``element`` (i4, i8
-    or f8): their elements' (length, value) pairs are joined and read at once. A NULL
-    element (a segment with no finite value) is NaN."""
-    pairs = np.dtype([("length", ">i4"), ("value", f">{element}")])
-    bodies = []
-    for one in sent:
-        ndim, has_nulls, _ = struct.unpack_from(">iiI", one)
-        if ndim == 0:
-            continue
-        if ndim != 1:
-            raise ValueError(f"not a one-dimensional array (ndim {ndim})")
-        bodies.append(with_nulls_as_nan(one, pairs) if has_nulls else memoryview(one)[20:])
-    found = np.frombuffer(b"".join(bodies), dtype=pairs)
-    return found["value"].astype(element)
-
-
-def with_nulls_as_nan(sent: bytes, pairs: np.dtype[Any]) -> bytes:
-    """The (length, value) pairs of an array with NULL elements, each NULL as NaN: element
-    by element, for the rare array that has them."""
-    if pairs["value"] != np.dtype(">f8"):
-        raise ValueError("an array of integers with NULL elements")
-    (size,) = struct.unpack_from(">i", sent, 12)
-    out, at = [], 20
-    for _ in range(size):
-        (length,) = struct.unpack_from(">i", sent, at)
-        at += 4
-        if length < 0:
-            out.append(struct.pack(">id", 8, float("nan")))
-        else:
-            out.append(sent[at - 4:at + length])
-            at += length
-    return b"".join(out)
+def concatenated(sent: bytes | None, total: int, element: str) -> npt.NDArray[Any]:
+    """The elements of one-dimensional arrays sent end to end without their headers
+    (PostgreSQL's ``string_agg(substring(array_send(a) FROM 21), '')``): ``total``
+    elements of ``element`` (i4, i8 or f8) as one native numpy array, read at once. The
+    count and every element's length are checked: a NULL element (length -1, no value) or
+    another type cannot pass as a value."""
+    width = np.dtype(element).itemsize
+    if total == 0 and not sent:
+        return np.empty(0, dtype=element)
+    if sent is None or len(sent) != total * (4 + width):
+        raise ValueError(f"{total} elements of {width} bytes were not sent as asked")
+    pairs = np.frombuffer(sent, dtype=[("length", ">i4"), ("value", f">{element}")])
+    if (pairs["length"] != width).any():
+        raise ValueError(f"an element is not {width} bytes (a NULL, or another type)")
+    values: npt.NDArray[Any] = pairs["value"].astype(element)
+    return values

@@ -29,7 +29,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
-from tuneplane.controlplane import api_tokens, deletions, projects, sessions
+from tuneplane.controlplane import api_tokens, projects, sessions
 from tuneplane.controlplane.projects import Role
 from tuneplane.web.auth import browser
 from tuneplane.web.dependencies import Now, Pool, Signer, State
@@ -81,10 +81,10 @@ async def caller(request: Request, credentials: Credentials, signer: Signer, poo
                            "tokens could be revoked); issue a new one")
     async with web.slots.held_by(f"user:{name}"):  # a query slot (slots.QuerySlots)
         async with pool.acquire() as conn:
-            found = await api_tokens.standing(conn, ident, name)
-            if found.refusal is not None:
-                raise unauthorised(f"user token refused: {found.refusal}")
-            roles = {} if found.admin else await projects.roles_of(conn, name)
+            found = await api_tokens.standing(conn, ident, name)  # with the user's roles
+        if found.refusal is not None:
+            raise unauthorised(f"user token refused: {found.refusal}")
+        roles = {} if found.admin else found.roles
         if found.projects is not None:  # a scoped token: its projects only
             roles = {p: r for p, r in roles.items() if p in found.projects}
         yield Caller(name, found.admin, roles, scope=found.projects)
@@ -102,14 +102,12 @@ async def session_caller(request: Request, signer: TokenSigner, pool: asyncpg.Po
     name, session_id = found
     async with web.slots.held_by(f"user:{name}"):  # a query slot (slots.QuerySlots)
         async with pool.acquire() as conn:
-            session = await sessions.standing(conn, session_id, name)
-            if session.refusal is not None:
-                raise unauthorised(f"session refused: {session.refusal}; sign in again at "
-                                   "/login")
-            browser.check_change(request, session.csrf_token)
-            roles = {} if session.admin else await projects.roles_of(conn, name)
-        yield Caller(name, session.admin, roles, session=session_id,
-                     csrf=session.csrf_token)
+            session = await sessions.standing(conn, session_id, name)  # with the roles
+        if session.refusal is not None:
+            raise unauthorised(f"session refused: {session.refusal}; sign in again at /login")
+        browser.check_change(request, session.csrf_token)
+        yield Caller(name, session.admin, {} if session.admin else dict(session.roles),
+                     session=session_id, csrf=session.csrf_token)
 
 
 Who = Annotated[Caller, Depends(caller)]
@@ -143,8 +141,7 @@ def on_run(role: Role) -> Callable[..., Awaitable[Caller]]:
         attempt = str(request.path_params.get("attempt", ""))
         number = int(attempt) if attempt.isdecimal() and len(attempt) < 10 else None
         async with pool.acquire() as conn:
-            project = await projects.of_run(conn, run_id)
-            gone = number is not None and await deletions.deleted(conn, run_id, number)
+            project, gone = await projects.of_attempt(conn, run_id, number)
         require(who, project, role, f"run {run_id!r}")
         undo = request.scope.get("route") is not None and getattr(
             request.scope["route"], "path", "").endswith("/attempts/{attempt}/deletion")

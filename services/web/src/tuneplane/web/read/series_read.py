@@ -1,4 +1,5 @@
-"""One series' bounded read: the series, its bounds and chunk summaries in one statement,
+"""One series' bounded read: the series, its bounds and chunk summaries in one statement
+(``series_chunks``),
 TensorBoard's purge cuts where a marker may apply, chunks unpacked within the unpack budget
 (``stored``: a blob, or the binary arrays of chunks written before blobs), and the
 downsampler over the columns (``columnar``, with ``downsample`` where int64 step arithmetic
@@ -8,17 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import asyncpg
 import numpy as np
 
 from tuneplane.common.chunks import stored
 from tuneplane.common.chunks.blob import Codec
-from tuneplane.common.chunks.sent import joined, sent_size
 from tuneplane.common.db import Connection
 from tuneplane.telemetry.v1.identity import MemberKey, SeriesKey
-from tuneplane.web.read import columnar
+from tuneplane.web.read import columnar, series_chunks
 from tuneplane.web.read.columnar import (
     NO_BUCKETS,
     NO_POINTS,
@@ -26,60 +25,11 @@ from tuneplane.web.read.columnar import (
     ColumnAnswer,
     Ints,
     Points,
-    Units,
     Unrepresentable,
-    floats,
     ints,
 )
 from tuneplane.web.read.downsample import ChunkRef, ChunkSummary, answer
 from tuneplane.web.read.purge import Marker, cuts, markers_of_series
-
-# A series' read in one statement: its id and whether a purge marker may apply
-# (``purge_cuts`` looks further only then) in every row, with the summaries of its chunks
-# in the step range, one row each in step order (ties as the index holds them: as the
-# downsampler always read them), or one row of NULLs when none is. Only summary columns
-# are read: a chunk's point arrays stay in TOAST. The whole series is one scan (its bounds
-# are its chunks'); a step range needs the bounds of every chunk besides.
-READ_SERIES = """
-WITH s AS (
-    SELECT series_id FROM series
-    WHERE run_id = $1 AND attempt = $2 AND member = $3 AND source = $4 AND run_path = $5
-      AND tag = $6
-)"""
-READ_MARKED = """
-EXISTS (SELECT 1 FROM session_starts m
-        WHERE m.run_id = $1 AND m.attempt = $2 AND m.member = $3 AND m.source = $4
-          AND (cardinality(m.tags) = 0 OR $6 = ANY(m.tags))) AS marked"""
-#: The segment columns, each with its numpy element type; sent as ``array_send``'s bytes
-#: (``joined``: no Python object per segment).
-SEGMENT_COLUMNS = (("seg_steps", "i8"), ("seg_last_steps", "i8"), ("seg_counts", "i4"),
-                   ("seg_min", "f8"), ("seg_max", "f8"), ("seg_last", "f8"),
-                   ("seg_last_walls", "f8"))
-READ_CHUNKS = """
-SELECT c.batch_id, c.chunk_index, c.step_min, c.step_max, c.n, c.v_min, c.v_max, c.v_last,
-       c.w_last, c.w_first, c.walls_read, """ + ", ".join(
-    f"array_send(c.{name}) AS {name}" for name, _ in SEGMENT_COLUMNS) + """
-FROM curve_chunks c"""
-
-SERIES_READ_WHOLE = f"""{READ_SERIES}
-SELECT s.series_id, NULL::bigint AS first, NULL::bigint AS last, NULL::float8 AS wall_first,
-       {READ_MARKED}, k.*
-FROM s LEFT JOIN LATERAL ({READ_CHUNKS}
-    WHERE c.series_id = s.series_id ORDER BY c.step_min
-) k ON true
-"""
-
-SERIES_READ = f"""{READ_SERIES}, h AS (
-    SELECT s.series_id, min(c.step_min) AS first, max(c.step_max) AS last,
-           min(c.w_first) AS wall_first, {READ_MARKED}
-    FROM s LEFT JOIN curve_chunks c USING (series_id) GROUP BY s.series_id
-)
-SELECT h.*, k.* FROM h LEFT JOIN LATERAL ({READ_CHUNKS}
-    WHERE c.series_id = h.series_id AND c.step_max >= coalesce($7::bigint, h.first)
-      AND c.step_min <= coalesce($8::bigint, h.last)
-    ORDER BY c.step_min
-) k ON true
-"""
 
 # A chunk's points, whichever form stores them (``stored``): a blob, or arrays as
 # ``array_send``'s bytes; numpy reads either with no Python object per point.
@@ -142,47 +92,11 @@ class SeriesRead:
     hi: int
     purged: int
     wall_first: float | None
-    wall_time: str = "written"  # whose clock: written, read or mixed (``wall_clock``)
+    wall_time: str = "written"  # whose clock: written, read or mixed
+    version: series_chunks.Version | None = None  # what it was read at (``answers``)
 
 
 NOTHING = ColumnAnswer(False, 0, NO_POINTS, NO_BUCKETS)
-
-
-def wall_clock(read: list[bool | None]) -> str:
-    """Whose clock the chunks' wall times are: each chunk's ``walls_read``."""
-    stamped = [bool(r) for r in read if r is not None]
-    if stamped and all(stamped):
-        return "read"
-    return "mixed" if any(stamped) else "written"
-
-
-def column_of(rows: list[asyncpg.Record], name: str) -> list[Any]:
-    at = list(rows[0].keys()).index(name)
-    return [r[at] for r in rows]
-
-
-def chunks_of(rows: list[asyncpg.Record]) -> Chunks:
-    """``SERIES_READ``'s rows as columns (a row of NULLs: no chunk in range); a column at a
-    time, segment columns only when a chunk has segments."""
-    if rows[0]["batch_id"] is None:
-        return Chunks.of([])
-    names = list(rows[0].keys())
-
-    def units(*columns: Any) -> Units:
-        step_min, step_max, n, v_min, v_max, v_last, w_last = columns
-        return Units(ints(step_min), ints(step_max), ints(n), floats(v_min), floats(v_max),
-                     floats(v_last), floats(w_last))
-
-    counts = column_of(rows, "seg_counts")
-    segmented = [r for r, c in zip(rows, counts, strict=True) if c is not None]
-    segments = [joined([r[names.index(name)] for r in segmented], element)
-                for name, element in SEGMENT_COLUMNS]
-    summary = [column_of(rows, name) for name in ("step_min", "step_max", "n", "v_min",
-                                                  "v_max", "v_last", "w_last")]
-    refs = list(zip(column_of(rows, "batch_id"), column_of(rows, "chunk_index"), strict=True))
-    return Chunks(refs, units(*summary), ints([0 if c is None else sent_size(c)
-                                               for c in counts]),
-                  units(*segments))
 
 
 async def cut_chunks(conn: Connection, series_id: int, chunks: Chunks,
@@ -254,32 +168,27 @@ async def read(conn: Connection, key: SeriesKey, lo: int | None, hi: int | None,
     marker could apply) unless the answer unpacks chunks or a marker applies."""
     member = key.member
     whole = lo is None and hi is None
-    rows = await conn.fetch(SERIES_READ_WHOLE if whole else SERIES_READ, member.run_id,
-                            member.attempt, member.member, key.source, key.run_path, key.tag,
-                            *(() if whole else (lo, hi)))
-    if not rows:
+    row = await conn.fetchrow(series_chunks.WHOLE if whole else series_chunks.RANGE,
+                              member.run_id, member.attempt, member.member, key.source,
+                              key.run_path, key.tag, *(() if whole else (lo, hi)))
+    if row is None:
         return None
-    row = rows[0]
-    found: int = row["series_id"]
-    chunks = chunks_of(rows)
-    first, last, wall_first = row["first"], row["last"], row["wall_first"]
-    if whole and chunks.refs:
-        first, last = int(chunks.summary.step_min.min()), int(chunks.summary.step_max.max())
-        wall_first = min(column_of(rows, "w_first"))
-    walls = wall_clock(column_of(rows, "walls_read"))
+    found = series_chunks.SeriesChunks.of(row, whole=whole)
+    chunks, first, last = found.chunks, found.first, found.last
+    wall_first, walls = found.wall_first, found.wall_time
     lo = first if lo is None else lo
     hi = last if hi is None else hi
     cuts: dict[str, int] = {}
     stored, purged = chunks.summary.n, 0
-    if purge and row["marked"]:
-        cuts = await purge_cuts(conn, found, member, key.source, key.run_path, key.tag)
+    if purge and found.marked:
+        cuts = await purge_cuts(conn, found.series_id, member, key.source, key.run_path, key.tag)
         if cuts:
-            chunks, stored, purged = await cut_chunks(conn, found, chunks, cuts)
+            chunks, stored, purged = await cut_chunks(conn, found.series_id, chunks, cuts)
     if lo is None or hi is None or lo > hi:
-        return SeriesRead(NOTHING, lo or 0, hi or 0, purged, wall_first, walls)
+        return SeriesRead(NOTHING, lo or 0, hi or 0, purged, wall_first, walls, found.version)
     needed = within_budget(columnar.chunks_to_unpack(chunks, lo, hi, max_points,
                                                      unpack_budget), stored, unpack_budget)
-    unpacked = await unpack(conn, found, chunks, needed, cuts)
+    unpacked = await unpack(conn, found.series_id, chunks, needed, cuts)
     try:
         result = columnar.answer(chunks, unpacked, lo, hi, max_points)
     except Unrepresentable:
@@ -287,4 +196,4 @@ async def read(conn: Connection, key: SeriesKey, lo: int | None, hi: int | None,
         arrays = {chunks.refs[i]: (p.steps.tolist(), p.walls.tolist(), p.values.tolist())
                   for i, p in unpacked.items()}
         result = ColumnAnswer.of(answer(summaries, arrays, lo, hi, max_points))
-    return SeriesRead(result, lo, hi, purged, wall_first, walls)
+    return SeriesRead(result, lo, hi, purged, wall_first, walls, found.version)

@@ -22,7 +22,7 @@ from tuneplane.telemetry.v1.names import json_number
 from tuneplane.web import models
 from tuneplane.web.auth.access import Viewer
 from tuneplane.web.dependencies import Pool, State
-from tuneplane.web.read import listings, series_read
+from tuneplane.web.read import answers, listings, series_read
 from tuneplane.web.read.columnar import ColumnAnswer, Floats
 from tuneplane.web.read.downsample import METHOD
 from tuneplane.web.read.purge import SEMANTICS
@@ -104,8 +104,8 @@ async def canonical_series(pool: asyncpg.Pool, web: WebState, member: MemberKey,
     read side by side; a series not stored answers empty."""
     key = SeriesKey(member, ref.source, ref.run_path, ref.tag)
     async with pool.acquire() as conn:
-        read = await series_read.read(conn, key, lo, hi, max_points,
-                                      web.settings.unpack_budget, purge=True)
+        read = await answers.read(conn, web.answers, key, lo, hi, max_points,
+                                  web.settings.unpack_budget, purge=True)
     if read is None:
         read = series_read.SeriesRead(series_read.NOTHING, lo or 0, hi or 0, 0, None)
     return {**series_data(ref, read, layout), "semantics": SEMANTICS,
@@ -143,9 +143,8 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
         serves, as a canonical curve does, mapped or not."""
         key = SeriesKey(MemberKey(run_id, attempt, member), source, run_path, tag)
         async with pool.acquire() as conn:
-            read = await series_read.read(conn, key, step_min, step_max, max_points,
-                                          web.settings.unpack_budget,
-                                          purge=semantics == SEMANTICS)
+            read = await answers.read(conn, web.answers, key, step_min, step_max, max_points,
+                                      web.settings.unpack_budget, purge=semantics == SEMANTICS)
         if read is None:
             run = f" of run path {run_path!r}" if run_path else ""
             raise HTTPException(404, f"no series {member}/{source}/{tag}{run} in run "
