@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import pytest
@@ -55,6 +57,22 @@ class HeldSink:
         self.stored.append(key)
 
 
+class Busy:
+    """A sink whose first batch keeps the event loop busy for ``seconds`` (as a replica
+    at its CPU's limit): calls arriving meanwhile wait in gRPC until it takes them up."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.started = threading.Event()
+        self.stored: list[BatchKey] = []
+
+    async def put(self, key: BatchKey, payload: bytes, *, late: bool = False) -> None:
+        if not self.started.is_set():
+            self.started.set()
+            time.sleep(self.seconds)  # the loop kept busy, on purpose
+        self.stored.append(key)
+
+
 class NoFacts:
     """Attempts the control plane never started: every admin token stands."""
 
@@ -71,21 +89,29 @@ def sink() -> HeldSink:
 
 
 @contextlib.asynccontextmanager
-async def serving(sink: HeldSink, calls: CallsInFlight,
-                  ) -> AsyncIterator[pb_grpc.TelemetryIngestAsyncStub]:
-    """Ingest's service in this process, on ``sink``, admitting by ``calls``."""
+async def started(sink: HeldSink | Busy, calls: CallsInFlight, *,
+                  max_waiting_calls: int = 10_000) -> AsyncIterator[int]:
+    """Ingest's service in this process, on ``sink``, admitting by ``calls``: its port."""
     standing = Standing(NoFacts(), drain_seconds=30)
     service = TelemetryIngest(Admission(TokenSigner(SECRET), standing, calls), sink)
-    server = create_server(service, max_concurrent_rpcs=64)
+    server = create_server(service, max_concurrent_rpcs=64,
+                           max_waiting_calls=max_waiting_calls)
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     try:
-        async with grpc.aio.insecure_channel(
-                f"127.0.0.1:{port}", options=[("grpc.max_send_message_length", 64 << 20)],
-        ) as channel:
-            yield pb_grpc.TelemetryIngestStub(channel)
+        yield port
     finally:
         await server.stop(None)
+
+
+@contextlib.asynccontextmanager
+async def serving(sink: HeldSink, calls: CallsInFlight,
+                  ) -> AsyncIterator[pb_grpc.TelemetryIngestAsyncStub]:
+    """Ingest's service in this process, on ``sink``, admitting by ``calls``."""
+    async with started(sink, calls) as port, grpc.aio.insecure_channel(
+            f"127.0.0.1:{port}", options=[("grpc.max_send_message_length", 64 << 20)],
+    ) as channel:
+        yield pb_grpc.TelemetryIngestStub(channel)
 
 
 @pytest.fixture
@@ -193,3 +219,42 @@ async def test_a_call_refused_on_its_metadata_is_answered_before_its_message_is_
     assert read.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert "larger than max" in (read.value.details() or "")
     assert not sink.stored
+
+
+def pushed_from_another_thread(port: int, members: int, sink: Busy) -> list[str]:
+    """Once the sink is busy, one call per member from threads of their own (this
+    process's event loop is the busy one): the status each got."""
+    assert sink.started.wait(10)
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = pb_grpc.TelemetryIngestStub(channel)
+
+        def one(index: int) -> str:
+            member = MemberKey("run-w", 1, f"m{index}")
+            try:
+                stub.PushBatch(pb.PushBatchRequest(batch=batch(member).SerializeToString()),
+                               metadata=auth(token(member)), timeout=30)
+            except grpc.RpcError as exc:
+                return str(exc.code().name)
+            return "OK"
+        with ThreadPoolExecutor(members) as threads:
+            return list(threads.map(one, range(members)))
+
+
+@pytest.mark.parametrize(("max_waiting_calls", "cancelled"), [(4, True), (10_000, False)])
+async def test_calls_arriving_while_the_replica_is_busy_wait_for_it_never_cancelled_unseen(
+        max_waiting_calls: int, cancelled: bool) -> None:
+    """Beyond ``max_waiting_calls`` gRPC cancels calls before ingest sees them (the fault,
+    asserted); within it every call is answered by ingest itself."""
+    sink = Busy(seconds=2.0)
+    async with started(sink, CallsInFlight(LIMIT), max_waiting_calls=max_waiting_calls) as port:
+        first = MemberKey("run-w", 1, "first")
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:  # keeps the loop busy
+            kept = pb_grpc.TelemetryIngestStub(channel).PushBatch.future(
+                pb.PushBatchRequest(batch=batch(first).SerializeToString()),
+                metadata=auth(token(first)), timeout=30)
+            codes = await asyncio.to_thread(pushed_from_another_thread, port, 24, sink)
+            assert kept.result() is not None
+    assert ("CANCELLED" in codes) is cancelled, codes
+    if not cancelled:
+        assert codes == ["OK"] * 24
+        assert len(sink.stored) == 25

@@ -77,7 +77,8 @@ async def serve(args: argparse.Namespace, settings: IngestSettings) -> None:
     checkpoints = Checkpoints(pool, projected, sink, wait=settings.checkpoint_wait)
     service = TelemetryIngest(admission, sink, SeriesBound(facts, settings.max_series),
                               checkpoints)
-    server = create_server(service, max_concurrent_rpcs=settings.max_concurrent_rpcs)
+    server = create_server(service, max_concurrent_rpcs=settings.max_concurrent_rpcs,
+                           max_waiting_calls=settings.max_waiting_calls)
     server.add_secure_port(f"{args.host}:{args.port}", credentials)
     await server.start()
     log.info("ingest listening on %s:%d (TLS), %d calls at once, %d per workload token, "

@@ -140,14 +140,29 @@ class TelemetryIngest(pb_grpc.TelemetryIngestServicer):
         return pb.PushBatchReply(outcome=pb.PushBatchReply.OUTCOME_DURABLE, points=points)
 
 
-def create_server(service: TelemetryIngest, *, max_concurrent_rpcs: int) -> grpc.aio.Server:
+#: Seconds gRPC holds a call the replica has not taken up yet before cancelling it: past
+#: every collector's own deadline for a call (30 s), so that the collector's deadline ends
+#: a call left waiting, never gRPC unseen.
+WAITING_SECONDS = 60
+
+
+def create_server(service: TelemetryIngest, *, max_concurrent_rpcs: int,
+                  max_waiting_calls: int = 10_000) -> grpc.aio.Server:
     """The service behind its gate: calls refused on their metadata are never read. Every
-    call answered, refused ones too, is counted and timed (``metrics``)."""
+    call answered, refused ones too, is counted and timed (``metrics``).
+
+    A busy replica takes up arrived calls late: gRPC holds them meanwhile, and by default
+    cancels some unseen (CANCELLED) once a thousand wait, or one has waited 30 s. Held up
+    to ``max_waiting_calls`` and ``WAITING_SECONDS``, every call reaches the gate, which
+    answers an overload RESOURCE_EXHAUSTED (the collectors' word to back off)."""
     server = grpc.aio.server(
         maximum_concurrent_rpcs=max_concurrent_rpcs,
         interceptors=[CallMetrics(metrics.observe), Gate(service.admission)],
         options=[("grpc.max_receive_message_length", MAX_RECEIVE_BYTES),
-                 ("grpc.max_send_message_length", 4 * 1024 * 1024)],
+                 ("grpc.max_send_message_length", 4 * 1024 * 1024),
+                 ("grpc.server.max_pending_requests", max_waiting_calls),
+                 ("grpc.server.max_pending_requests_hard_limit", max_waiting_calls),
+                 ("grpc.server_max_unrequested_time_in_server", WAITING_SECONDS)],
     )
     pb_grpc.add_TelemetryIngestServicer_to_server(service, server)
     return server

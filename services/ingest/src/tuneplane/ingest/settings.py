@@ -42,6 +42,13 @@ class IngestSettings(Settings):
         "TUNEPLANE_INGEST_MAX_CONCURRENT_RPCS", parse=positive, default=256,
         flag="--max-concurrent-rpcs",
         help="calls in flight on one ingest replica before it answers RESOURCE_EXHAUSTED")
+    max_waiting_calls: int = setting(
+        "TUNEPLANE_INGEST_MAX_WAITING_CALLS", parse=positive, default=10_000,
+        flag="--max-waiting-calls",
+        help="calls arrived on one ingest replica that gRPC holds while the replica is busy, "
+             "before the replica takes them up (and answers each, RESOURCE_EXHAUSTED when "
+             "over its bounds); beyond them gRPC cancels calls unseen (CANCELLED, which "
+             "collectors resend), so set it far above the collectors a replica serves")
     kafka_timeout: float = setting(
         "TUNEPLANE_INGEST_KAFKA_TIMEOUT", parse=seconds, default=15.0, flag="--kafka-timeout",
         help="seconds ingest waits for Kafka to hold a batch before it answers UNAVAILABLE "
