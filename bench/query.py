@@ -14,7 +14,8 @@ answers in ``--format`` (columns: what the Charts page asks for; rows: the defau
   small chunks the 1M-point series of 50-point chunks reduced to 2,000 points
 Then ``whole`` again from 1, 8 and 32 concurrent callers (``--callers``; wrk, installed
 from Debian when absent), each a user of its own: p50/p99 and answers per second of one web
-process.
+process. All of it twice: a web reading every answer, then one giving kept answers again
+while their series is unchanged (its default; ``read.answers``).
 Needs the real services (``eval "$(scripts/services up)"``).
 """
 
@@ -110,10 +111,17 @@ async def viewer_token(endpoints: Endpoints) -> str:
     return token
 
 
-def start_web() -> Process:
+#: The web's two ways of answering: reading every answer, and giving a kept answer again
+#: while its series is unchanged (``TUNEPLANE_WEB_ANSWER_CACHE_BYTES``, on by default).
+MODES: tuple[tuple[str, dict[str, str]], ...] = (
+    ("read each time", {"TUNEPLANE_WEB_ANSWER_CACHE_BYTES": "0"}), ("answers kept", {}))
+
+
+def start_web(env: dict[str, str]) -> Process:
     port = free_port()
     return Process([str(BIN / "tuneplane-web"), "--host", "127.0.0.1", "--port", str(port)],
-                   Path(tempfile.mkdtemp()) / "web.log", ready="Uvicorn running on", port=port)
+                   Path(tempfile.mkdtemp()) / "web.log", ready="Uvicorn running on", port=port,
+                   env={**os.environ, **env})
 
 
 def api_client(web: Process, token: str) -> httpx.AsyncClient:
@@ -135,9 +143,19 @@ async def main() -> None:
     run_id = f"bench-query-{uuid.uuid4().hex[:8]}"
     await fill(endpoints.database_url, run_id)
     token = await viewer_token(endpoints)
-    web = start_web()
+    # A user a caller: one user is given a quarter of the web's query slots at once.
+    tokens = [token, *[await viewer_token(endpoints) for _ in range(max(args.callers,
+                                                                        default=1) - 1)]]
+    for mode, env in MODES:
+        print(f"{mode}:")
+        await measure(start_web(env), run_id, args, tokens)
+
+
+async def measure(web: Process, run_id: str, args: argparse.Namespace,
+                  tokens: list[str]) -> None:
+    """Every case from one client, then ``whole`` from each number of concurrent callers."""
     try:
-        async with api_client(web, token) as client:
+        async with api_client(web, tokens[0]) as client:
             base = f"/api/v1/runs/{run_id}/attempts/1"
             big: dict[str, str | int] = {"member": "rank-0", "source": "train", "tag": "big",
                                          "max_points": 2000, "format": args.format}
@@ -149,23 +167,20 @@ async def main() -> None:
                                                "step_max": 519_999}),
                 ("small chunks", f"{base}/scalars", {**big, "tag": "narrow"}),
             ]
-            print(f"{args.requests} requests each, one client, over HTTP on loopback, "
+            print(f"  {args.requests} requests each, one client, over HTTP on loopback, "
                   f"format={args.format}")
             for label, url, params in cases:
                 await timed(client, url, params, 3)  # warm the pool and caches
                 p50, p99, returned = await timed(client, url, params, args.requests)
-                print(f"{label:<12} p50 {p50:7.1f} ms   p99 {p99:7.1f} ms   "
+                print(f"  {label:<12} p50 {p50:7.1f} ms   p99 {p99:7.1f} ms   "
                       f"({returned:,} points or buckets returned)")
             whole = str(client.build_request("GET", f"{base}/scalars", params=big).url)
-        print(f"concurrent callers (wrk, {args.seconds} s each), one web process:")
-        # A user a caller: one user is given a quarter of the web's query slots at once.
-        most = max(args.callers, default=1)
-        tokens = [token, *[await viewer_token(endpoints) for _ in range(most - 1)]]
+        print(f"  concurrent callers (wrk, {args.seconds} s each), one web process:")
         for callers in args.callers:
-            print(callers_load(whole, tokens[:callers], callers, args.seconds).line("whole"))
+            print("  " + callers_load(whole, tokens[:callers], callers, args.seconds)
+                  .line("whole"))
     finally:
         web.stop()
-
 
 if __name__ == "__main__":
     asyncio.run(main())

@@ -10,6 +10,7 @@ import datetime as dt
 import uuid
 
 import asyncpg
+import pytest
 
 from tests.support.credentials import user_token
 from tests.support.environment import Endpoints
@@ -130,3 +131,20 @@ async def test_the_command_line_deletes_only_what_is_named_again_and_takes_it_ba
     back = tool(base_url, token, "runs", "undelete", run_id)
     assert back.returncode == 0, back.stderr
     assert not await deletions.deleted(db, run_id)
+
+
+@pytest.mark.parametrize("attempt", [999_999_999, 1_000_000_000, 2**31 - 1])
+async def test_a_deleted_attempt_of_any_number_is_no_attempt(
+        initialised: Endpoints, api: Connect, db: asyncpg.Connection, attempt: int) -> None:
+    """Attempt numbers run to 2**31 - 1 (ten digits): a deleted one is refused however many
+    digits it has."""
+    run_id, token = await owned_run(db, initialised)
+    async with api(token, "/api/v1") as owner:
+        url = f"/runs/{run_id}/attempts/{attempt}/members"
+        assert (await owner.get(url)).status_code == 200  # known by its run: no members yet
+        await db.execute("INSERT INTO deletions (run_id, project, attempt, deleted_by, "
+                         "purge_after) SELECT run_id, project, $2, 'test', now() FROM runs "
+                         "WHERE run_id = $1", run_id, attempt)
+        gone = await owner.get(url)
+        assert (gone.status_code, gone.json()["detail"]) == (
+            404, f"run {run_id!r} has no attempt {attempt}")

@@ -1,6 +1,7 @@
 """Series answers kept by a replica: given again only while the series' version stands
 (new points, a purge marker appearing, a purge), never when they depended on purge
-markers; kept by their bytes, least recently used out, read-only."""
+markers or held nothing; kept by their bytes and a charge for the rest of an entry, least
+recently used out, read-only."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.identity import MemberKey, SeriesKey
 from tuneplane.web import state
 from tuneplane.web.read import series_read
-from tuneplane.web.read.answers import Answers, Question
+from tuneplane.web.read.answers import ENTRY_BYTES, Answers, Question
 from tuneplane.web.read.columnar import NO_BUCKETS, ColumnAnswer, Points
 from tuneplane.web.read.series_chunks import Version
 from tuneplane.web.read.series_read import SeriesRead
@@ -40,19 +41,25 @@ def question(tag: str) -> Question:
                     200_000, False)
 
 
+#: One kept answer of 100 points: its arrays, its entry and its question's strings.
+HUNDRED = 24 * 100 + ENTRY_BYTES + len("r" "m" "train" "" "a")
+
+
 def test_answers_are_kept_by_bytes_and_version_least_recently_used_out() -> None:
     one = Version(1, "100", False)
-    kept: Answers[SeriesRead] = Answers(max_bytes=3 * 24 * 100)  # three of 100 points
+    kept: Answers[SeriesRead] = Answers(max_bytes=3 * HUNDRED)  # three of 100 points
     for tag in "abc":
         kept.put(question(tag), one, answer_of(100))
-    assert kept.size == (3, 7200)
+    assert kept.size == (3, 3 * HUNDRED)
     assert kept.get(question("a"), one) is not None  # now the most recently used
     kept.put(question("d"), one, answer_of(100))
     assert (question("b") in kept, question("a") in kept, kept.size) == (False, True,
-                                                                         (3, 7200))
+                                                                         (3, 3 * HUNDRED))
     assert kept.get(question("a"), Version(1, "101", False)) is None  # written since
     assert question("a") not in kept
-    assert kept.size == (2, 4800)
+    assert kept.size == (2, 2 * HUNDRED)
+    kept.put(question("f"), one, answer_of(0))  # even an empty answer is counted
+    assert kept.size == (3, 2 * HUNDRED + ENTRY_BYTES + len("rmtrainf"))
     assert kept.get(question("c"), Version(1, "100", True)) is None  # a marker since
     kept.put(question("e"), one, answer_of(1000))  # larger than all it may keep
     assert question("e") not in kept
@@ -99,6 +106,9 @@ async def test_a_kept_answer_is_given_only_while_the_series_is_unchanged(
         assert (raw in kept, reads) == (True, [False])
         assert await steps_of(client, run_id) == list(range(10))
         assert reads == [False]  # given again, not read
+        assert await steps_of(client, run_id, step_min="1000000", step_max="0") == []
+        assert raw._replace(lo=1_000_000, hi=0) not in kept  # nothing in range: not kept
+        del reads[1:]
         await write(pool, member_batch(member, 1, 20))  # new points: a new version
         assert await steps_of(client, run_id) == list(range(20))
         assert await steps_of(client, run_id, semantics="tensorboard") == list(range(20))

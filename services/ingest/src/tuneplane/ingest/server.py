@@ -147,14 +147,19 @@ WAITING_SECONDS = 60
 
 
 def create_server(service: TelemetryIngest, *, max_concurrent_rpcs: int,
-                  max_waiting_calls: int = 10_000) -> grpc.aio.Server:
+                  max_waiting_calls: int = 4096) -> grpc.aio.Server:
     """The service behind its gate: calls refused on their metadata are never read. Every
     call answered, refused ones too, is counted and timed (``metrics``).
 
     A busy replica takes up arrived calls late: gRPC holds them meanwhile, and by default
     cancels some unseen (CANCELLED) once a thousand wait, or one has waited 30 s. Held up
     to ``max_waiting_calls`` and ``WAITING_SECONDS``, every call reaches the gate, which
-    answers an overload RESOURCE_EXHAUSTED (the collectors' word to back off)."""
+    answers an overload RESOURCE_EXHAUSTED (the collectors' word to back off).
+
+    A waiting call is read before anyone has checked its token: without BDP probing its
+    stream's window stays at HTTP/2's 64 KiB, so what gRPC buffers for the waiting calls
+    is bounded by their number (4,096 at 64 KiB: 256 MiB), not by the 8 MiB message
+    bound (with probing, one 4 MiB message a call was measured waiting whole)."""
     server = grpc.aio.server(
         maximum_concurrent_rpcs=max_concurrent_rpcs,
         interceptors=[CallMetrics(metrics.observe), Gate(service.admission)],
@@ -162,7 +167,8 @@ def create_server(service: TelemetryIngest, *, max_concurrent_rpcs: int,
                  ("grpc.max_send_message_length", 4 * 1024 * 1024),
                  ("grpc.server.max_pending_requests", max_waiting_calls),
                  ("grpc.server.max_pending_requests_hard_limit", max_waiting_calls),
-                 ("grpc.server_max_unrequested_time_in_server", WAITING_SECONDS)],
+                 ("grpc.server_max_unrequested_time_in_server", WAITING_SECONDS),
+                 ("grpc.http2.bdp_probe", 0)],
     )
     pb_grpc.add_TelemetryIngestServicer_to_server(service, server)
     return server

@@ -43,12 +43,13 @@ class IngestSettings(Settings):
         flag="--max-concurrent-rpcs",
         help="calls in flight on one ingest replica before it answers RESOURCE_EXHAUSTED")
     max_waiting_calls: int = setting(
-        "TUNEPLANE_INGEST_MAX_WAITING_CALLS", parse=positive, default=10_000,
+        "TUNEPLANE_INGEST_MAX_WAITING_CALLS", parse=positive, default=4096,
         flag="--max-waiting-calls",
         help="calls arrived on one ingest replica that gRPC holds while the replica is busy, "
              "before the replica takes them up (and answers each, RESOURCE_EXHAUSTED when "
              "over its bounds); beyond them gRPC cancels calls unseen (CANCELLED, which "
-             "collectors resend), so set it far above the collectors a replica serves")
+             "collectors resend), so set it above the collectors a replica serves; each "
+             "waiting call holds up to 64 KiB of its message")
     kafka_timeout: float = setting(
         "TUNEPLANE_INGEST_KAFKA_TIMEOUT", parse=seconds, default=15.0, flag="--kafka-timeout",
         help="seconds ingest waits for Kafka to hold a batch before it answers UNAVAILABLE "

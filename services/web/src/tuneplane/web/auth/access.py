@@ -31,6 +31,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
 from tuneplane.controlplane import api_tokens, projects, sessions
 from tuneplane.controlplane.projects import Role
+from tuneplane.telemetry.v1.limits import MAX_ATTEMPT
 from tuneplane.web.auth import browser
 from tuneplane.web.dependencies import Now, Pool, Signer, State
 from tuneplane.web.state import WebState
@@ -139,7 +140,8 @@ def on_run(role: Role) -> Callable[..., Awaitable[Caller]]:
     ``attempt`` that was deleted is no attempt (404, as one that never was)."""
     async def check(who: Who, pool: Pool, run_id: str, request: Request) -> Caller:
         attempt = str(request.path_params.get("attempt", ""))
-        number = int(attempt) if attempt.isdecimal() and len(attempt) < 10 else None
+        digits = attempt.isascii() and attempt.isdecimal() and len(attempt) <= 10
+        number = int(attempt) if digits and int(attempt) <= MAX_ATTEMPT else None
         async with pool.acquire() as conn:
             project, gone = await projects.of_attempt(conn, run_id, number)
         require(who, project, role, f"run {run_id!r}")

@@ -13,8 +13,9 @@ means the same chunks. A purge marker appearing changes it too. An answer that d
 purge markers (TensorBoard's purge, with one applying) is never kept: its cuts depend on
 the member's other batches as well.
 
-Answers are kept by their size (their arrays' bytes), least recently used first out, up to
-``TUNEPLANE_WEB_ANSWER_CACHE_BYTES``; 0 keeps none.
+Answers are kept by their size (their arrays' bytes and ``ENTRY_BYTES`` for the rest),
+least recently used first out, up to ``TUNEPLANE_WEB_ANSWER_CACHE_BYTES``; 0 keeps none.
+An answer with no point in its range is not kept: reading it costs next to nothing.
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ async def version_of(conn: Connection, key: SeriesKey) -> Version | None:
     if row is None or row["stats"] is None:
         return None
     return Version(row["series_id"], row["stats"], row["marked"])
+
+
+#: What a kept answer costs beside its arrays' bytes: its entry, its question's strings and
+#: its objects (a numpy array's header, its dataclasses), counted high.
+ENTRY_BYTES = 2048
 
 
 class Question(NamedTuple):
@@ -100,6 +106,9 @@ class Answers(Generic[T]):
         if question in self._kept:
             self._drop(question)
         answer, size = frozen(answer)
+        key = question.key
+        size += ENTRY_BYTES + sum(len(part) for part in (
+            key.member.run_id, key.member.member, key.source, key.run_path, key.tag))
         if size > self.max_bytes:
             return
         self._kept[question] = (version, answer, size)
@@ -128,6 +137,6 @@ async def read(conn: Connection, answers: Answers[SeriesRead], key: SeriesKey, l
             return kept
     found = await series_read.read(conn, key, lo, hi, max_points, unpack_budget, purge=purge)
     if answers.max_bytes and found is not None and found.version is not None and not (
-            purge and found.version.marked):
-        answers.put(question, found.version, found)
+            purge and found.version.marked) and found.answer.points_in_range:
+        answers.put(question, found.version, found)  # (nothing in range: read at no cost)
     return found

@@ -59,6 +59,7 @@ def nan_for_null(expression: str, element: str) -> str:
 
 
 SEGMENTED = "cardinality(c.seg_counts) > 0"
+SEGMENT_COUNT = f"CASE WHEN {SEGMENTED} THEN cardinality(c.seg_counts) ELSE 0 END"
 # Every aggregate reads the same rows in the same order: the subquery's, in step order
 # (ties as the index holds them, as the downsampler has always read them).
 AGGREGATES = ", ".join([
@@ -66,8 +67,9 @@ AGGREGATES = ", ".join([
     "min(c.w_first) AS wall_first", "bool_and(c.walls_read) AS all_read",
     "bool_or(c.walls_read) AS any_read", "array_agg(c.batch_id) AS batch_ids",
     "array_agg(c.chunk_index) AS chunk_indexes",
-    f"array_send(array_agg(CASE WHEN {SEGMENTED} THEN cardinality(c.seg_counts) ELSE 0 END))"
-    " AS seg_n",
+    f"array_send(array_agg({SEGMENT_COUNT})) AS seg_n",
+    "bool_and(" + " AND ".join(f"coalesce(cardinality(c.{name}), 0) = {SEGMENT_COUNT}"
+                               for name, _ in SEGMENT_COLUMNS) + ") AS segments_aligned",
     *(f"array_send({nan_for_null(f'array_agg(c.{name})', e)}) AS {name}"
       for name, e in SUMMARY_COLUMNS),
     *(f"string_agg({ELEMENTS.format(nan_for_null(f'c.{name}', e))}, ''::bytea) "
@@ -131,6 +133,9 @@ def chunks_of(row: asyncpg.Record) -> Chunks:
     of the chunks that have them end to end."""
     if not row["chunks"]:
         return Chunks.of([])
+    if not row["segments_aligned"]:  # each chunk's segments, not merely their sum
+        raise ValueError(f"series {row['series_id']}: a chunk's segment arrays differ in "
+                         "length")
 
     def units(read: list[npt.NDArray[Any]]) -> Units:
         step_min, step_max, n, v_min, v_max, v_last, w_last = read
