@@ -117,11 +117,11 @@ MODES: tuple[tuple[str, dict[str, str]], ...] = (
     ("read each time", {"TUNEPLANE_WEB_ANSWER_CACHE_BYTES": "0"}), ("answers kept", {}))
 
 
-def start_web(env: dict[str, str]) -> Process:
+def start_web(env: dict[str, str] | None = None) -> Process:
     port = free_port()
     return Process([str(BIN / "tuneplane-web"), "--host", "127.0.0.1", "--port", str(port)],
                    Path(tempfile.mkdtemp()) / "web.log", ready="Uvicorn running on", port=port,
-                   env={**os.environ, **env})
+                   env={**os.environ, **(env or {})})
 
 
 def api_client(web: Process, token: str) -> httpx.AsyncClient:

@@ -21,7 +21,7 @@ from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.identity import MemberKey, SeriesKey
 from tuneplane.web import state
 from tuneplane.web.read import series_read
-from tuneplane.web.read.answers import ENTRY_BYTES, Answers, Question
+from tuneplane.web.read.answers import ENTRY_BYTES, WITH_BODY, Answers, Question, version_of
 from tuneplane.web.read.columnar import NO_BUCKETS, ColumnAnswer, Points
 from tuneplane.web.read.series_chunks import Version
 from tuneplane.web.read.series_read import SeriesRead
@@ -42,7 +42,7 @@ def question(tag: str) -> Question:
 
 
 #: One kept answer of 100 points: its arrays, its entry and its question's strings.
-HUNDRED = 24 * 100 + ENTRY_BYTES + len("r" "m" "train" "" "a")
+HUNDRED = 24 * 100 * WITH_BODY + ENTRY_BYTES + len("r" "m" "train" "" "a")
 
 
 def test_answers_are_kept_by_bytes_and_version_least_recently_used_out() -> None:
@@ -106,6 +106,10 @@ async def test_a_kept_answer_is_given_only_while_the_series_is_unchanged(
         assert (raw in kept, reads) == (True, [False])
         assert await steps_of(client, run_id) == list(range(10))
         assert reads == [False]  # given again, not read
+        async with pool.acquire() as conn:
+            given = kept.get(raw, await version_of(conn, key))
+        assert given is not None
+        assert given.body  # with the JSON it was given as
         assert await steps_of(client, run_id, step_min="1000000", step_max="0") == []
         assert raw._replace(lo=1_000_000, hi=0) not in kept  # nothing in range: not kept
         del reads[1:]

@@ -8,7 +8,7 @@ cannot hold)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import asyncpg
 import numpy as np
@@ -94,6 +94,8 @@ class SeriesRead:
     wall_first: float | None
     wall_time: str = "written"  # whose clock: written, read or mixed
     version: series_chunks.Version | None = None  # what it was read at (``answers``)
+    #: Its JSON as the scalars route gives it, kept with a kept answer (``answers``).
+    body: list[bytes] = field(default_factory=list, compare=False, repr=False)
 
 
 NOTHING = ColumnAnswer(False, 0, NO_POINTS, NO_BUCKETS)

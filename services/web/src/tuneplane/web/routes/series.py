@@ -149,10 +149,15 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
             run = f" of run path {run_path!r}" if run_path else ""
             raise HTTPException(404, f"no series {member}/{source}/{tag}{run} in run "
                                      f"{run_id!r} attempt {attempt}")
+        if read.body and format == "columns":  # a kept answer's, as it was given
+            return Response(read.body[0], media_type="application/json")
         data = series_data(mapping.SeriesRef(member, source, run_path, tag), read, format)
         if semantics == SEMANTICS:
             data |= {"semantics": SEMANTICS, "points_purged": read.purged}
-        return json_response(data)
+        answer = json_response(data)
+        if format == "columns" and read.version is not None:  # (kept only if the read is)
+            read.body[:] = [bytes(answer.body)]
+        return answer
 
     @api.get("/runs/{run_id}/attempts/{attempt}/canonical",
              response_model=models.CanonicalIndex)
