@@ -117,15 +117,12 @@ def roles_in(row: asyncpg.Record) -> dict[str, Role]:
                     map(Role.named, row["role_names"] or ()), strict=True))
 
 
-async def roles_of(conn: Connection, username: str) -> dict[str, Role]:
-    """The roles ``username`` holds, by project."""
-    rows = await conn.fetch("SELECT project, role FROM project_roles WHERE username = $1",
-                            username)
-    return {r["project"]: Role.named(r["role"]) for r in rows}
-
-
 #: A run deleted (its deletion standing): ``$1`` the run.
 DELETED_RUN = "SELECT 1 FROM deletions WHERE run_id = $1 AND attempt = 0 AND undone_at IS NULL"
+#: The project of run ``$1`` (``of_run``), ``$2`` the default project.
+RUN_PROJECT = ("SELECT coalesce((SELECT project FROM runs WHERE run_id = $1), "
+               "(SELECT $2::text FROM batch_ledger WHERE run_id = $1 LIMIT 1)) WHERE NOT "
+               f"EXISTS ({DELETED_RUN})")
 
 
 async def of_run(conn: Connection, run_id: str) -> str | None:
@@ -133,10 +130,7 @@ async def of_run(conn: Connection, run_id: str) -> str | None:
     known only by its telemetry (a token issued by hand); None when nothing of it is known,
     or it was deleted, so a run that does not exist and one of another project look
     alike."""
-    found = await conn.fetchval(
-        "SELECT coalesce((SELECT project FROM runs WHERE run_id = $1), "
-        "(SELECT $2::text FROM batch_ledger WHERE run_id = $1 LIMIT 1)) WHERE NOT EXISTS "
-        f"({DELETED_RUN})", run_id, DEFAULT)
+    found = await conn.fetchval(RUN_PROJECT, run_id, DEFAULT)
     return None if found is None else str(found)
 
 
@@ -145,9 +139,7 @@ async def of_attempt(conn: Connection, run_id: str,
     """``of_run``, and whether ``attempt`` (None: no attempt named) is deleted, by itself
     or with its run, in one statement."""
     row = await conn.fetchrow(
-        "SELECT (SELECT coalesce((SELECT project FROM runs WHERE run_id = $1), "
-        "(SELECT $2::text FROM batch_ledger WHERE run_id = $1 LIMIT 1)) WHERE NOT EXISTS "
-        f"({DELETED_RUN})) AS project, $3::int IS NOT NULL AND EXISTS (SELECT 1 FROM "
+        f"SELECT ({RUN_PROJECT}) AS project, $3::int IS NOT NULL AND EXISTS (SELECT 1 FROM "
         "deletions WHERE run_id = $1 AND attempt IN (0, $3) AND undone_at IS NULL) AS gone",
         run_id, DEFAULT, attempt)
     assert row is not None  # one row, always

@@ -114,7 +114,12 @@ class SeriesChunks:
     wall_first: float | None
     wall_time: str  # whose clock the chunks in range are: written, read or mixed
     chunks: Chunks
-    version: Version | None  # None: no stats row (a series with no points yet)
+    stats: str | None  # its stats row's version; None: none (a series with no points yet)
+
+    @property
+    def version(self) -> Version | None:
+        return None if self.stats is None else Version(self.series_id, self.stats,
+                                                       self.marked)
 
     @classmethod
     def of(cls, row: asyncpg.Record, *, whole: bool) -> SeriesChunks:
@@ -122,10 +127,8 @@ class SeriesChunks:
             ("series_first", "series_last", "series_wall_first")
         first, last, wall_first = (row[name] for name in bounds)
         clock = "read" if row["all_read"] else "mixed" if row["any_read"] else "written"
-        version = None if row["stats"] is None else \
-            Version(row["series_id"], row["stats"], row["marked"])
         return cls(row["series_id"], row["marked"], first, last, wall_first, clock,
-                   chunks_of(row), version)
+                   chunks_of(row), row["stats"])
 
 
 def chunks_of(row: asyncpg.Record) -> Chunks:
