@@ -69,7 +69,8 @@ class WebSettings(Settings):
     answer_cache_bytes: int = setting(
         "TUNEPLANE_WEB_ANSWER_CACHE_BYTES", parse=whole_or_zero, default=64 << 20,
         shown="67108864 (64 MiB)",
-        help="series answers a web replica keeps, by their arrays' bytes, to give again "
+        help="series answers a web replica keeps, by their size (their arrays, the JSON "
+             "kept with them and their entry), to give again "
              "while the series is unchanged (one small statement instead of its read); "
              "0: none kept")
     max_body_bytes: int = setting(
