@@ -1,6 +1,7 @@
 """Query latency of the web API: p50/p99 over repeated requests to a running tuneplane-web.
 
     uv run python bench/query.py [--requests 50] [--format columns|rows] [--callers 1 8 32]
+                                  [--pace 400]
 
 Read models are filled by the projector's own projection and writer (chunk and segment
 summaries as in production): one 1,000,000-point series (100 chunks), 100 member series
@@ -13,9 +14,12 @@ answers in ``--format`` (columns: what the Charts page asks for; rows: the defau
   zoomed       a 20,000-step window of the 1M series (2,000 points: buckets or raw)
   small chunks the 1M-point series of 50-point chunks reduced to 2,000 points
 Then ``whole`` again from 1, 8 and 32 concurrent callers (``--callers``; wrk, installed
-from Debian when absent), each a user of its own: p50/p99 and answers per second of one web
-process. All of it twice: a web reading every answer, then one giving kept answers again
-while their series is unchanged (its default; ``read.answers``).
+from Debian when absent), each a user of its own, asking again as soon as answered: p50/p99
+and answers per second of one web process (its capacity). Then the most callers asking
+together at a set pace (``--pace``, 400 answers a second; ``bench.paced``): p50/p99 from
+each request's due time at that load. All of it twice: a web reading every answer, then
+one giving kept answers again while their series is unchanged (its default;
+``read.answers``).
 Needs the real services (``eval "$(scripts/services up)"``).
 """
 
@@ -38,7 +42,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import cpu
 from bench.callers import load as callers_load
+from bench.paced import paced_async
 from tests.support.environment import BIN, Endpoints, free_port, run_admin
 from tests.support.processes import Process
 from tuneplane.common.tokens import TokenSigner
@@ -137,6 +143,9 @@ async def main() -> None:
     parser.add_argument("--callers", type=int, nargs="*", default=[1, 8, 32],
                         help="concurrent callers of `whole` to measure, one wrk run each")
     parser.add_argument("--seconds", type=int, default=10, help="each wrk run's length")
+    parser.add_argument("--pace", type=float, nargs="*", default=[400.0],
+                        help="answers a second the most callers ask together, one paced run "
+                             "each (none: no paced run)")
     args = parser.parse_args()
     endpoints = Endpoints.from_environ(os.environ)
     run_admin(endpoints, "init")
@@ -176,8 +185,18 @@ async def measure(web: Process, run_id: str, args: argparse.Namespace,
                       f"({returned:,} points or buckets returned)")
             whole = str(client.build_request("GET", f"{base}/scalars", params=big).url)
         print(f"  concurrent callers (wrk, {args.seconds} s each), one web process:")
+        assert web.proc is not None  # (started)
         for callers in args.callers:
-            print("  " + callers_load(whole, tokens[:callers], callers, args.seconds)
+            before = cpu.tree_seconds([web.proc.pid])
+            found = callers_load(whole, tokens[:callers], callers, args.seconds)
+            spent = cpu.tree_seconds([web.proc.pid]) - before
+            answers = found.answers_per_second * args.seconds
+            print(f"  {found.line('whole')}   web CPU {spent * 1000 / answers:.2f} ms an answer")
+        most = max(args.callers, default=1)
+        for rate in args.pace:
+            print(f"  {most} callers asking {rate:g} answers/s together ({args.seconds} s), "
+                  "latency from each request's due time:")
+            print("  " + (await paced_async(whole, tokens[:most], most, rate, args.seconds))
                   .line("whole"))
     finally:
         web.stop()

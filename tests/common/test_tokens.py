@@ -6,6 +6,7 @@ import jwt
 import pytest
 
 from tuneplane.common.tokens import (
+    KEPT_LENGTH,
     MAX_DELIVERY_SECONDS,
     TokenError,
     TokenKind,
@@ -55,6 +56,53 @@ def test_expired_token_is_refused() -> None:
     token = signer.issue_workload(MEMBER, now=1000.0, ttl_seconds=60)
     with pytest.raises(TokenError, match="expired"):
         signer.verify_workload(token, now=1060.0)
+
+
+@pytest.fixture
+def decoded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The tokens PyJWT decodes (their signatures checked) from now on."""
+    tokens: list[str] = []
+    real = jwt.decode
+
+    def counted(token: str, *args: object, **kwargs: object) -> object:
+        tokens.append(token)
+        return real(token, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(jwt, "decode", counted)
+    return tokens
+
+
+def test_a_token_verified_before_still_expires() -> None:
+    signer = TokenSigner(SECRET)
+    token = signer.issue_workload(MEMBER, now=1000.0, ttl_seconds=60)
+    assert signer.verify_workload(token, now=1010.0).member == MEMBER  # its signature kept
+    with pytest.raises(TokenError, match="expired"):
+        signer.verify_workload(token, now=1060.0)
+
+
+def test_a_kept_token_is_checked_once_and_its_claims_are_copies(
+        decoded: list[str]) -> None:
+    signer = TokenSigner(SECRET)
+    token = signer.issue(TokenKind.USER, "ada", {"jti": "tok_1"}, now=1000.0, ttl_seconds=60)
+    first = signer.verify(token, TokenKind.USER, now=1001.0)
+    first["sub"] = "mallory"  # a caller changing its claims changes no one else's
+    assert signer.verify(token, TokenKind.USER, now=1002.0)["sub"] == "ada"
+    assert len(decoded) == 1
+    with pytest.raises(TokenError):  # kept for its kind alone
+        signer.verify(token, TokenKind.SESSION, now=1002.0)
+
+
+@pytest.mark.parametrize("kind", [TokenKind.SIGN_IN, TokenKind.USER])
+def test_what_anyone_is_given_or_a_long_token_is_not_kept(
+        kind: TokenKind, decoded: list[str]) -> None:
+    """A sign-in token is handed to anyone (with their ``next`` in it), and a token's
+    length is the sender's: neither may grow what a signer keeps."""
+    signer = TokenSigner(SECRET)
+    padding = "x" * (KEPT_LENGTH if kind is TokenKind.USER else 10)
+    token = signer.issue(kind, "ada", {"next": f"/{padding}"}, now=1000.0, ttl_seconds=60)
+    for _ in range(2):
+        assert signer.verify(token, kind, now=1001.0)["sub"] == "ada"
+    assert len(decoded) == 2
 
 
 def test_unsigned_token_is_refused() -> None:

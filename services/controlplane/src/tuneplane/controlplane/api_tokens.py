@@ -17,7 +17,15 @@ import asyncpg
 from tuneplane.common.db import Connection
 from tuneplane.common.tokens import TokenKind, TokenSigner
 from tuneplane.controlplane.errors import InvalidToken, TokenNotFound, UserNotFound
-from tuneplane.controlplane.projects import WITH_ROLES, Role, roles_in
+from tuneplane.controlplane.projects import (
+    WITH_ROLES,
+    Asked,
+    Place,
+    Role,
+    place_in,
+    place_join,
+    roles_in,
+)
 
 DEFAULT_DAYS: Final = 90
 MAX_DAYS: Final = 365
@@ -32,6 +40,7 @@ class Standing:
     projects: tuple[str, ...] | None  # None: unscoped
     refusal: str | None  # why it is refused now, or None
     roles: Mapping[str, Role] = field(default_factory=dict)  # the user's, by project
+    place: Place | None = None  # of the run asked about, read with it
 
 
 def token_id() -> str:
@@ -60,14 +69,17 @@ async def issue(conn: Connection, signer: TokenSigner, username: str, *, name: s
     return ident, token, expires
 
 
-async def standing(conn: Connection, ident: str, username: str) -> Standing:
-    """The token's row and its user with the user's roles, as of now; marks it used (once
-    a minute at most)."""
+async def standing(conn: Connection, ident: str, username: str,
+                   asked: Asked | None = None) -> Standing:
+    """The token's row and its user with the user's roles, as of now, and where the run
+    ``asked`` stands, in one statement; marks it used (once a minute at most)."""
+    join, more = place_join(asked, 2)
     row = await conn.fetchrow(
         "SELECT t.username, t.projects, t.revoked_at, t.expires_at <= now() AS expired, "
         "t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute' AS stale, "
-        "u.is_admin, u.disabled_at, roles.* FROM api_tokens t JOIN users u USING (username) "
-        f"{WITH_ROLES} WHERE t.token_id = $1", ident)
+        "u.is_admin, u.disabled_at, roles.*" + (", place.*" if join else "") + " FROM "
+        f"api_tokens t JOIN users u USING (username) {WITH_ROLES}{join} "
+        "WHERE t.token_id = $1", ident, *more)
     if row is not None and row["stale"]:  # one write a minute, not one a request
         await conn.execute("UPDATE api_tokens SET last_used_at = now() WHERE token_id = $1",
                            ident)
@@ -79,7 +91,7 @@ async def standing(conn: Connection, ident: str, username: str) -> Standing:
                "token expired" if row["expired"] else None)
     scope = None if row["projects"] is None else tuple(row["projects"])
     return Standing(username, bool(row["is_admin"]) and scope is None, scope, refusal,
-                    roles_in(row))
+                    roles_in(row), place_in(asked, row))
 
 
 async def listing(conn: Connection, username: str) -> list[dict[str, Any]]:

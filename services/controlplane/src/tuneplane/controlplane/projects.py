@@ -119,10 +119,57 @@ def roles_in(row: asyncpg.Record) -> dict[str, Role]:
 
 #: A run deleted (its deletion standing): ``$1`` the run.
 DELETED_RUN = "SELECT 1 FROM deletions WHERE run_id = $1 AND attempt = 0 AND undone_at IS NULL"
-#: The project of run ``$1`` (``of_run``), ``$2`` the default project.
-RUN_PROJECT = ("SELECT coalesce((SELECT project FROM runs WHERE run_id = $1), "
-               "(SELECT $2::text FROM batch_ledger WHERE run_id = $1 LIMIT 1)) WHERE NOT "
-               f"EXISTS ({DELETED_RUN})")
+#: The project of run ``{run}`` (``of_run``), ``{default}`` the default project.
+RUN_PROJECT_OF = ("SELECT coalesce((SELECT project FROM runs WHERE run_id = {run}), "
+                  "(SELECT {default}::text FROM batch_ledger WHERE run_id = {run} LIMIT 1)) "
+                  "WHERE NOT EXISTS (SELECT 1 FROM deletions WHERE run_id = {run} AND "
+                  "attempt = 0 AND undone_at IS NULL)")
+RUN_PROJECT = RUN_PROJECT_OF.format(run="$1", default="$2")
+
+
+def place_of(run: str, default: str, attempt: str) -> str:
+    """A statement of one row: run ``run``'s project (``run_project``) and whether its
+    attempt ``attempt`` (NULL: none named) is deleted, by itself or with its run
+    (``run_gone``); its parameters at the positions given (``"$2"``...), so that a caller's
+    standing can be read with it in one statement."""
+    project = RUN_PROJECT_OF.format(run=run, default=default)
+    return (f"SELECT ({project}) AS run_project, {attempt}::int IS NOT NULL AND EXISTS ("
+            f"SELECT 1 FROM deletions WHERE run_id = {run} AND attempt IN (0, {attempt}) "
+            "AND undone_at IS NULL) AS run_gone")
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where a run stands for a request naming it (and maybe one of its attempts)."""
+
+    run_id: str
+    attempt: int | None
+    project: str | None  # None: no such run, or it was deleted
+    gone: bool  # the attempt named is deleted, by itself or with its run
+
+    @staticmethod
+    def read(run_id: str, attempt: int | None, row: asyncpg.Record) -> Place:
+        """From a row read with ``place_of``."""
+        return Place(run_id, attempt, row["run_project"], bool(row["run_gone"]))
+
+
+#: A run a request names, and the attempt it names too (None: none).
+Asked = tuple[str, int | None]
+
+
+def place_join(asked: Asked | None, first: int) -> tuple[str, list[object]]:
+    """A join adding ``place_of``'s columns for ``asked`` to a statement whose parameters
+    end before ``$first``, and the parameters it adds; nothing when nothing is asked."""
+    if asked is None:
+        return "", []
+    run, default, attempt = (f"${first + i}" for i in range(3))
+    return (f" LEFT JOIN LATERAL ({place_of(run, default, attempt)}) place ON true",
+            [asked[0], DEFAULT, asked[1]])
+
+
+def place_in(asked: Asked | None, row: asyncpg.Record | None) -> Place | None:
+    """The place of ``asked`` in a row read with ``place_join`` (None: nothing asked)."""
+    return None if asked is None or row is None else Place.read(*asked, row)
 
 
 async def of_run(conn: Connection, run_id: str) -> str | None:
@@ -134,16 +181,12 @@ async def of_run(conn: Connection, run_id: str) -> str | None:
     return None if found is None else str(found)
 
 
-async def of_attempt(conn: Connection, run_id: str,
-                     attempt: int | None) -> tuple[str | None, bool]:
+async def of_attempt(conn: Connection, run_id: str, attempt: int | None) -> Place:
     """``of_run``, and whether ``attempt`` (None: no attempt named) is deleted, by itself
     or with its run, in one statement."""
-    row = await conn.fetchrow(
-        f"SELECT ({RUN_PROJECT}) AS project, $3::int IS NOT NULL AND EXISTS (SELECT 1 FROM "
-        "deletions WHERE run_id = $1 AND attempt IN (0, $3) AND undone_at IS NULL) AS gone",
-        run_id, DEFAULT, attempt)
+    row = await conn.fetchrow(place_of("$1", "$2", "$3"), run_id, DEFAULT, attempt)
     assert row is not None  # one row, always
-    return row["project"], bool(row["gone"])
+    return Place.read(run_id, attempt, row)
 
 
 async def of_object(conn: Connection, object_key: str) -> set[str]:

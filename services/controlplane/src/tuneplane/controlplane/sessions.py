@@ -14,7 +14,15 @@ from typing import Final
 
 from tuneplane.common.db import Connection
 from tuneplane.common.tokens import TokenKind, TokenSigner
-from tuneplane.controlplane.projects import WITH_ROLES, Role, roles_in
+from tuneplane.controlplane.projects import (
+    WITH_ROLES,
+    Asked,
+    Place,
+    Role,
+    place_in,
+    place_join,
+    roles_in,
+)
 
 HOURS: Final = 12
 
@@ -26,6 +34,7 @@ class Standing:
     csrf_token: str
     refusal: str | None  # why it no longer stands, or None
     roles: Mapping[str, Role] = field(default_factory=dict)  # the user's, by project
+    place: Place | None = None  # of the run asked about, read with it
 
 
 def digest(session_id: str) -> bytes:
@@ -44,18 +53,23 @@ async def start(conn: Connection, signer: TokenSigner, username: str, *, now: dt
                         now=now.timestamp(), ttl_seconds=hours * 3600)
 
 
-async def standing(conn: Connection, session_id: str, username: str) -> Standing:
+async def standing(conn: Connection, session_id: str, username: str,
+                   asked: Asked | None = None) -> Standing:
+    """The session's row and its user with the user's roles, and where the run ``asked``
+    stands, in one statement."""
+    join, more = place_join(asked, 2)
     row = await conn.fetchrow(
         "SELECT s.username, s.csrf_token, s.ended_at, s.expires_at <= now() AS expired, "
-        "u.is_admin, u.disabled_at, roles.* FROM sessions s JOIN users u USING (username) "
-        f"{WITH_ROLES} WHERE s.session_digest = $1", digest(session_id))
+        "u.is_admin, u.disabled_at, roles.*" + (", place.*" if join else "") + " FROM "
+        f"sessions s JOIN users u USING (username) {WITH_ROLES}{join} "
+        "WHERE s.session_digest = $1", digest(session_id), *more)
     if row is None or row["username"] != username:
         return Standing(username, False, "", "the session is not known here")
     refusal = (f"user {username!r} is disabled" if row["disabled_at"] is not None else
                "the session was ended (signed out)" if row["ended_at"] is not None else
                "the session expired" if row["expired"] else None)
     return Standing(username, bool(row["is_admin"]), str(row["csrf_token"]), refusal,
-                    roles_in(row))
+                    roles_in(row), place_in(asked, row))
 
 
 async def end(conn: Connection, session_id: str) -> None:

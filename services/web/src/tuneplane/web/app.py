@@ -53,6 +53,11 @@ def create_app(settings: WebSettings) -> FastAPI:
                        limits=reporting.BODY_LIMITS, signer=signer)
     app.add_middleware(headers.SecurityHeaders)  # on every answer, refusals too
     app.add_middleware(metrics.RouteTimer)  # outermost: every request counted and timed
+    # Routes are matched in the order they are included: the charts' own first (every chart
+    # drawn asks them; no path of theirs is another route's too).
+    app.include_router(series.router(max_points_cap=settings.max_points_cap,
+                                     max_series_cap=settings.max_series_cap))
+    app.include_router(charts.router)
     app.include_router(reporting.router)
     app.include_router(destinations.router)
     app.include_router(launches.router)
@@ -60,9 +65,6 @@ def create_app(settings: WebSettings) -> FastAPI:
     pages.mount(app, settings.uplot_dir)
     app.include_router(runs.router)
     app.include_router(deletions.router)
-    app.include_router(series.router(max_points_cap=settings.max_points_cap,
-                                     max_series_cap=settings.max_series_cap))
-    app.include_router(charts.router)
     app.include_router(rich.router)
     app.include_router(rich_data.router)
     app.include_router(media.router)

@@ -33,7 +33,7 @@ from tuneplane.controlplane import api_tokens, projects, sessions
 from tuneplane.controlplane.projects import Role
 from tuneplane.telemetry.v1.limits import MAX_ATTEMPT
 from tuneplane.web.auth import browser
-from tuneplane.web.dependencies import Now, Pool, Signer, State
+from tuneplane.web.dependencies import Now, Pool, State
 from tuneplane.web.state import WebState
 
 bearer = HTTPBearer(auto_error=False)
@@ -48,6 +48,7 @@ class Caller:
     scope: tuple[str, ...] | None = None  # a scoped token's projects; None: unscoped
     session: str | None = None  # the browser session's id
     csrf: str | None = None  # the browser session's CSRF token
+    place: projects.Place | None = None  # of the path's run, read with the caller's standing
 
     def role_in(self, project: str) -> Role | None:
         """The role held in ``project``: every role, for an admin."""
@@ -60,14 +61,28 @@ class Caller:
         return sorted(p for p, role in self.roles.items() if role >= least)
 
 
+def asked(request: Request) -> projects.Asked | None:
+    """The run the path names, and its attempt's number (None: none, or not a number that
+    could be one); None when the path names no run."""
+    run_id = request.path_params.get("run_id")
+    if not isinstance(run_id, str):
+        return None
+    attempt = str(request.path_params.get("attempt", ""))
+    digits = attempt.isascii() and attempt.isdecimal() and len(attempt) <= 10
+    return run_id, int(attempt) if digits and int(attempt) <= MAX_ATTEMPT else None
+
+
 def unauthorised(detail: str) -> HTTPException:
     return HTTPException(401, detail, headers={"WWW-Authenticate": "Bearer"})
 
 
-async def caller(request: Request, credentials: Credentials, signer: Signer, pool: Pool,
-                 web: State, now: Now) -> AsyncIterator[Caller]:
+async def caller(request: Request, credentials: Credentials, web: State,
+                 now: Now) -> AsyncIterator[Caller]:
     """The calling user: from a bearer user token (a personal token that stands), or else
-    from a browser session (one that stands; a change needs its CSRF token)."""
+    from a browser session (one that stands; a change needs its CSRF token). (Its state's
+    parts are taken from ``web``, not as dependencies of their own: every authenticated
+    request resolves this, and each dependency costs the request more than a statement.)"""
+    signer, pool = web.signer, web.pool
     if credentials is None:
         async for browsing in session_caller(request, signer, pool, web, now):
             yield browsing
@@ -82,13 +97,14 @@ async def caller(request: Request, credentials: Credentials, signer: Signer, poo
                            "tokens could be revoked); issue a new one")
     async with web.slots.held_by(f"user:{name}"):  # a query slot (slots.QuerySlots)
         async with pool.acquire() as conn:
-            found = await api_tokens.standing(conn, ident, name)  # with the user's roles
+            # with the user's roles, and where the path's run stands (for ``on_run``)
+            found = await api_tokens.standing(conn, ident, name, asked(request))
         if found.refusal is not None:
             raise unauthorised(f"user token refused: {found.refusal}")
         roles = {} if found.admin else found.roles
         if found.projects is not None:  # a scoped token: its projects only
             roles = {p: r for p, r in roles.items() if p in found.projects}
-        yield Caller(name, found.admin, roles, scope=found.projects)
+        yield Caller(name, found.admin, roles, scope=found.projects, place=found.place)
 
 
 async def session_caller(request: Request, signer: TokenSigner, pool: asyncpg.Pool,
@@ -103,12 +119,12 @@ async def session_caller(request: Request, signer: TokenSigner, pool: asyncpg.Po
     name, session_id = found
     async with web.slots.held_by(f"user:{name}"):  # a query slot (slots.QuerySlots)
         async with pool.acquire() as conn:
-            session = await sessions.standing(conn, session_id, name)  # with the roles
+            session = await sessions.standing(conn, session_id, name, asked(request))
         if session.refusal is not None:
             raise unauthorised(f"session refused: {session.refusal}; sign in again at /login")
         browser.check_change(request, session.csrf_token)
         yield Caller(name, session.admin, {} if session.admin else dict(session.roles),
-                     session=session_id, csrf=session.csrf_token)
+                     session=session_id, csrf=session.csrf_token, place=session.place)
 
 
 Who = Annotated[Caller, Depends(caller)]
@@ -138,16 +154,18 @@ def admin_only(what: str) -> Callable[..., Awaitable[Caller]]:
 def on_run(role: Role) -> Callable[..., Awaitable[Caller]]:
     """The caller when it holds ``role`` in the project of the path's ``run_id``; a path's
     ``attempt`` that was deleted is no attempt (404, as one that never was)."""
-    async def check(who: Who, pool: Pool, run_id: str, request: Request) -> Caller:
-        attempt = str(request.path_params.get("attempt", ""))
-        digits = attempt.isascii() and attempt.isdecimal() and len(attempt) <= 10
-        number = int(attempt) if digits and int(attempt) <= MAX_ATTEMPT else None
-        async with pool.acquire() as conn:
-            project, gone = await projects.of_attempt(conn, run_id, number)
+    async def check(who: Who, web: State, run_id: str, request: Request) -> Caller:
+        place = who.place
+        if place is None or place.run_id != run_id:  # (read with the caller's standing)
+            number = (asked(request) or (run_id, None))[1]
+            async with web.pool.acquire() as conn:
+                place = await projects.of_attempt(conn, run_id, number)
+        project, gone = place.project, place.gone
         require(who, project, role, f"run {run_id!r}")
         undo = request.scope.get("route") is not None and getattr(
             request.scope["route"], "path", "").endswith("/attempts/{attempt}/deletion")
         if gone and not undo:  # (taking its deletion back asks for it)
+            attempt = request.path_params.get("attempt", "")
             raise HTTPException(404, f"run {run_id!r} has no attempt {attempt}")
         return who
     return check

@@ -84,7 +84,8 @@ class QuerySlots:
                 raise TimeoutError
             await semaphore.acquire()
             return
-        await asyncio.wait_for(semaphore.acquire(), self._wait)
+        async with asyncio.timeout(self._wait):  # (no task of its own, as wait_for made)
+            await semaphore.acquire()
 
     def requests_of(self, caller: str) -> int:
         """``caller``'s requests running or waiting now."""

@@ -133,7 +133,7 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
 
     @api.get("/runs/{run_id}/attempts/{attempt}/scalars",
              response_model=models.CanonicalSeriesData | models.SeriesData)
-    async def scalars(_: Viewer, pool: Pool, web: State, run_id: str, attempt: AttemptNo,
+    async def scalars(_: Viewer, web: State, run_id: str, attempt: AttemptNo,
                       member: str, source: str, tag: str, run_path: RunPath = "",
                       step_min: Step = None, step_max: Step = None,
                       max_points: MaxPoints = 2000, semantics: Semantics = "raw",
@@ -142,7 +142,7 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
         point (the inspector's view), or with ``semantics=tensorboard`` what TensorBoard
         serves, as a canonical curve does, mapped or not."""
         key = SeriesKey(MemberKey(run_id, attempt, member), source, run_path, tag)
-        async with pool.acquire() as conn:
+        async with web.pool.acquire() as conn:
             read = await answers.read(conn, web.answers, key, step_min, step_max, max_points,
                                       web.settings.unpack_budget, purge=semantics == SEMANTICS)
         if read is None:
