@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import asyncpg
 from fastapi import FastAPI
 
-from tuneplane.common import objectstore
+from tuneplane.common import fair_pool, objectstore
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.web import metrics
 from tuneplane.web.auth.oidc import OidcClient
@@ -63,9 +63,9 @@ async def kept_session(conn: asyncpg.Connection) -> None:
 @asynccontextmanager
 async def opened(settings: WebSettings, signer: TokenSigner) -> AsyncIterator[WebState]:
     """The state for one run of the application; the pool is closed when it ends."""
-    pool = await asyncpg.create_pool(settings.database_url, min_size=1,
-                                     max_size=settings.pool_size, reset=kept_session,
-                                     server_settings={"statement_timeout": STATEMENT_TIMEOUT})
+    pool = await fair_pool.create_pool(  # (asyncpg's own lets some wait on and on)
+        settings.database_url, min_size=1, max_size=settings.pool_size, reset=kept_session,
+        server_settings={"statement_timeout": STATEMENT_TIMEOUT})
     metrics.POOL.watch(pool)
     bucket = (Bucket(objectstore.s3_client(settings.s3_endpoint), settings.s3_bucket)
               if settings.s3_endpoint and settings.s3_bucket else None)
