@@ -27,6 +27,7 @@ from typing import Annotated
 import asyncpg
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import Field, TypeAdapter, ValidationError
 
 from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
 from tuneplane.controlplane import api_tokens, projects, sessions
@@ -61,15 +62,28 @@ class Caller:
         return sorted(p for p, role in self.roles.items() if role >= least)
 
 
+#: An attempt number as a route's path parameter reads it (``routes.params.AttemptNo``).
+ATTEMPT = TypeAdapter(Annotated[int, Field(ge=1, le=MAX_ATTEMPT)])
+
+
+def attempt_number(segment: str) -> int | None:
+    """The attempt a path's segment is served as, read as the route reads it (``+1``,
+    ``1.0`` and ``01`` are attempt 1), so that the attempt whose deletion is checked is the
+    one answered; None when it is no attempt (the route answers 422)."""
+    try:
+        return ATTEMPT.validate_python(segment)
+    except ValidationError:
+        return None
+
+
 def asked(request: Request) -> projects.Asked | None:
     """The run the path names, and its attempt's number (None: none, or not a number that
     could be one); None when the path names no run."""
     run_id = request.path_params.get("run_id")
     if not isinstance(run_id, str):
         return None
-    attempt = str(request.path_params.get("attempt", ""))
-    digits = attempt.isascii() and attempt.isdecimal() and len(attempt) <= 10
-    return run_id, int(attempt) if digits and int(attempt) <= MAX_ATTEMPT else None
+    attempt = request.path_params.get("attempt")
+    return run_id, None if attempt is None else attempt_number(str(attempt))
 
 
 def unauthorised(detail: str) -> HTTPException:
