@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 import asyncpg
 from fastapi import FastAPI
 
-from tuneplane.common import fair_pool, objectstore
+from tuneplane.common import objectstore
+from tuneplane.common.db import fair_pool
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.web import metrics
 from tuneplane.web.auth.oidc import OidcClient

@@ -14,7 +14,7 @@ import asyncpg
 import pytest
 
 from tests.support.environment import Endpoints
-from tuneplane.common import fair_pool
+from tuneplane.common.db import fair_pool
 
 WORKERS = 8
 ROUNDS = 30
