@@ -73,11 +73,11 @@ async def standing(conn: Connection, ident: str, username: str,
                    asked: Asked | None = None) -> Standing:
     """The token's row and its user with the user's roles, as of now, and where the run
     ``asked`` stands, in one statement; marks it used (once a minute at most)."""
-    join, more = place_join(asked, 2)
+    columns, join, more = place_join(asked, 2)
     row = await conn.fetchrow(
         "SELECT t.username, t.projects, t.revoked_at, t.expires_at <= now() AS expired, "
         "t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute' AS stale, "
-        "u.is_admin, u.disabled_at, roles.*" + (", place.*" if join else "") + " FROM "
+        f"u.is_admin, u.disabled_at, roles.*{columns} FROM "
         f"api_tokens t JOIN users u USING (username) {WITH_ROLES}{join} "
         "WHERE t.token_id = $1", ident, *more)
     if row is not None and row["stale"]:  # one write a minute, not one a request

@@ -118,12 +118,13 @@ def roles_in(row: asyncpg.Record) -> dict[str, Role]:
 
 
 #: A run deleted (its deletion standing): ``$1`` the run.
-DELETED_RUN = "SELECT 1 FROM deletions WHERE run_id = $1 AND attempt = 0 AND undone_at IS NULL"
+DELETED_RUN_OF = ("SELECT 1 FROM deletions WHERE run_id = {run} AND attempt = 0 AND "
+                  "undone_at IS NULL")
+DELETED_RUN = DELETED_RUN_OF.format(run="$1")
 #: The project of run ``{run}`` (``of_run``), ``{default}`` the default project.
 RUN_PROJECT_OF = ("SELECT coalesce((SELECT project FROM runs WHERE run_id = {run}), "
                   "(SELECT {default}::text FROM batch_ledger WHERE run_id = {run} LIMIT 1)) "
-                  "WHERE NOT EXISTS (SELECT 1 FROM deletions WHERE run_id = {run} AND "
-                  "attempt = 0 AND undone_at IS NULL)")
+                  f"WHERE NOT EXISTS ({DELETED_RUN_OF})")
 RUN_PROJECT = RUN_PROJECT_OF.format(run="$1", default="$2")
 
 
@@ -157,13 +158,15 @@ class Place:
 Asked = tuple[str, int | None]
 
 
-def place_join(asked: Asked | None, first: int) -> tuple[str, list[object]]:
-    """A join adding ``place_of``'s columns for ``asked`` to a statement whose parameters
-    end before ``$first``, and the parameters it adds; nothing when nothing is asked."""
+def place_join(asked: Asked | None, first: int) -> tuple[str, str, list[object]]:
+    """What adds ``place_of``'s columns for ``asked`` to a statement whose parameters end
+    before ``$first``: the columns to select, the join, and the parameters it adds; nothing
+    when nothing is asked."""
     if asked is None:
-        return "", []
+        return "", "", []
     run, default, attempt = (f"${first + i}" for i in range(3))
-    return (f" LEFT JOIN LATERAL ({place_of(run, default, attempt)}) place ON true",
+    return (", place.*",
+            f" LEFT JOIN LATERAL ({place_of(run, default, attempt)}) place ON true",
             [asked[0], DEFAULT, asked[1]])
 
 

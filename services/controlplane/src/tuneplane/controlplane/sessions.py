@@ -57,10 +57,10 @@ async def standing(conn: Connection, session_id: str, username: str,
                    asked: Asked | None = None) -> Standing:
     """The session's row and its user with the user's roles, and where the run ``asked``
     stands, in one statement."""
-    join, more = place_join(asked, 2)
+    columns, join, more = place_join(asked, 2)
     row = await conn.fetchrow(
         "SELECT s.username, s.csrf_token, s.ended_at, s.expires_at <= now() AS expired, "
-        "u.is_admin, u.disabled_at, roles.*" + (", place.*" if join else "") + " FROM "
+        f"u.is_admin, u.disabled_at, roles.*{columns} FROM "
         f"sessions s JOIN users u USING (username) {WITH_ROLES}{join} "
         "WHERE s.session_digest = $1", digest(session_id), *more)
     if row is None or row["username"] != username:
