@@ -33,6 +33,12 @@ def call(web: Web, method: str, path: str, body: Any = None) -> Any:
         return json.loads(answer.read() or b"null")
 
 
+def shown(launch: dict[str, Any]) -> str:
+    """A launch whole, for a failed assertion's message (pytest would cut its repr short
+    of its detail and events)."""
+    return json.dumps(launch, indent=1)
+
+
 def launched(web: Web, run_id: str, seconds: float = 300) -> dict[str, Any]:
     """The run's launch once its attempt has ended."""
     deadline = time.monotonic() + seconds

@@ -18,6 +18,7 @@ from tests.kube.launching import (
     launched,
     launches_ended,
     pod_logs,
+    shown,
     training,
     written,
 )
@@ -60,17 +61,17 @@ def test_a_pod_evicted_mid_run_preempts_its_attempt_and_a_new_job_runs_the_next(
         show_state(release.jobs_namespace)
         raise
     assert (first["launch_id"], first["attempt"], first["attempt_state"],
-            first["job_state"]) == (first_id, 1, "preempted", "PREEMPTED"), first
-    assert "has condition DisruptionTarget matching FailJob rule" in first["detail"], first
+            first["job_state"]) == (first_id, 1, "preempted", "PREEMPTED"), shown(first)
+    assert "has condition DisruptionTarget matching FailJob rule" in first["detail"], shown(first)
     assert first["detail"].endswith(
-        f"queued again as launch {second['launch_id']}, attempt 2"), first
+        f"queued again as launch {second['launch_id']}, attempt 2"), shown(first)
     assert sorted(c["node"] for c in first["collectors"]) == [0, 1]
     for collector in first["collectors"]:  # drained and reported within the grace period
         assert (collector["reported"], collector["undelivered"]) == (True, 0), collector
     said = {(e["object"].split("/")[0], e["reason"]) for e in first["events"]}
     assert ("job", "PodFailurePolicy") in said, first["events"]
     assert (second["attempt"], second["attempt_state"], second["job_state"]) == (
-        2, "finished", "COMPLETED"), second
+        2, "finished", "COMPLETED"), shown(second)
     made = json.loads(kubectl("-n", release.jobs_namespace, "get", "job",
                               f"tuneplane-launch-{second['launch_id']}", "-o", "json"))
     assert made["metadata"]["uid"] == second["job_id"]  # a Job of its own
@@ -111,10 +112,11 @@ def test_a_training_container_killed_for_its_memory_fails_its_attempt_saying_oom
         "indexes": 1, "image": TRAINING_IMAGE, "command": ["python3", "-c", hungry],
         "limits": {"memory": "96Mi"}})
     launch = launched(web, run_id)
-    assert (launch["attempt_state"], launch["job_state"]) == ("failed", "FAILED"), launch
-    assert "OOMKilled (exit 137)" in launch["detail"], launch
+    assert (launch["attempt_state"], launch["job_state"]) == ("failed", "FAILED"), shown(launch)
+    assert "OOMKilled (exit 137)" in launch["detail"], shown(launch)
     ended = [e for e in launch["events"] if e["reason"] == "OOMKilled"]
     assert [e["message"] for e in ended] == ["container training exited 137"], launch["events"]
+    assert len(launch["collectors"]) == 1, shown(launch)
     (collector,) = launch["collectors"]
     assert (collector["reported"], collector["undelivered"]) == (True, 0), collector
     projected_to_end(release.namespace, "stores-kafka-0", GROUP, TOPIC)

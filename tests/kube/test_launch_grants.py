@@ -20,7 +20,7 @@ import pytest
 from scripts.stack.common import ports
 from scripts.stack.s3 import weed_binary
 from tests.kube import trainer
-from tests.kube.launching import ARTIFACT, TRAINING_IMAGE, call, launched
+from tests.kube.launching import ARTIFACT, TRAINING_IMAGE, call, launched, shown
 from tests.kube.release import (
     GROUP,
     LOCAL_CLASS_PROJECT,
@@ -95,7 +95,8 @@ def test_a_local_storage_class_grant_holds_each_pods_spool_and_both_ranks_arrive
             kubectl("-n", release.jobs_namespace, "delete", "job", "--cascade=foreground",
                     f"tuneplane-launch-{queued['kubernetes_launch']}", "--timeout=120s",
                     seconds=180)
-    assert (launch["attempt_state"], launch["job_state"]) == ("finished", "COMPLETED"), launch
+    assert (launch["attempt_state"], launch["job_state"]) == ("finished", "COMPLETED"), \
+        shown(launch)
     for collector in launch["collectors"]:
         assert (collector["refused"], collector["reported"], collector["undelivered"]) == (
             None, True, 0), collector
@@ -164,11 +165,12 @@ def test_a_spool_grant_on_a_network_filesystem_is_refused_with_its_reason(
             "indexes": 1, "image": TRAINING_IMAGE,
             "command": ["python3", "-c", Path(trainer.__file__).read_text()]})
         launch = launched(web, run_id)
-    assert (launch["attempt_state"], launch["job_state"]) == ("failed", "FAILED"), launch
+    assert (launch["attempt_state"], launch["job_state"]) == ("failed", "FAILED"), shown(launch)
+    assert len(launch["collectors"]) == 1, shown(launch)
     (collector,) = launch["collectors"]
     assert "spool root refused: spool directory /var/spool/tuneplane is on network FUSE " \
            "(seaweedfs) (fuse.seaweedfs" in collector["refused"], collector
-    assert "network FUSE (seaweedfs)" in launch["detail"], launch
+    assert "network FUSE (seaweedfs)" in launch["detail"], shown(launch)
     deadline = time.monotonic() + 60  # the refused launch's Job is deleted
     while kubectl("-n", release.jobs_namespace, "get", "job", "-l",
                   f"tuneplane.dev/launch={queued['kubernetes_launch']}", "-o", "name").strip():

@@ -23,6 +23,7 @@ from tests.kube.launching import (
     call,
     launched,
     pod_logs,
+    shown,
     training,
     written,
 )
@@ -53,9 +54,9 @@ def test_a_two_index_job_delivers_both_members_exactly_and_ends_finished(
         raise
     release.timed("a 2-index Job launched, run and ended", started)
     assert (launch["backend"], launch["attempt_state"], launch["job_state"]) == (
-        "kubernetes", "finished", "COMPLETED"), launch
+        "kubernetes", "finished", "COMPLETED"), shown(launch)
     nodes = {c["node"]: c for c in launch["collectors"]}
-    assert sorted(nodes) == [0, 1], launch
+    assert sorted(nodes) == [0, 1], shown(launch)
     # What Kubernetes said of the Job and its pods: kept with the launch (the run page).
     said = {(e["object"].split("/")[0], e["reason"]) for e in launch["events"]}
     assert {("job", "SuccessfulCreate"), ("pod", "Scheduled"), ("pod", "Pulled"),
@@ -91,7 +92,7 @@ def test_a_hostile_training_command_reaches_nothing_of_the_sidecars_nor_the_clus
         "indexes": 1, "image": TRAINING_IMAGE,
         "command": ["python3", "-c", (Path(__file__).parent / "hostile.py").read_text()]})
     launch = launched(web, run_id)
-    assert launch["attempt_state"] == "finished", launch
+    assert launch["attempt_state"] == "finished", shown(launch)
     said = pod_logs(release, queued["kubernetes_launch"], "training").strip().splitlines()
     outcome = json.loads(said[-1])
     assert outcome["uid"] == 1000
@@ -129,8 +130,9 @@ def test_a_pod_deleted_mid_run_fails_its_attempt_and_what_it_wrote_is_stored_onc
     kubectl("-n", release.jobs_namespace, "delete", "pod", "-l",
             f"tuneplane.dev/launch={launch_id}", "--wait=false")
     launch = launched(web, run_id)
-    assert (launch["attempt_state"], launch["job_state"]) == ("failed", "FAILED"), launch
-    assert launch["detail"].startswith("job failed"), launch
+    assert (launch["attempt_state"], launch["job_state"]) == ("failed", "FAILED"), shown(launch)
+    assert launch["detail"].startswith("job failed"), shown(launch)
+    assert len(launch["collectors"]) == 1, shown(launch)
     (collector,) = launch["collectors"]
     assert (collector["reported"], collector["undelivered"]) == (True, 0), collector
     projected_to_end(release.namespace, "stores-kafka-0", GROUP, TOPIC)
@@ -171,8 +173,8 @@ def test_a_tampered_collector_image_is_refused_with_the_reason_and_nothing_runs(
         launch = launched(web, run_id)
     finally:
         image_into_cluster(made, f"tuneplane-collector:{digest}")
-    assert (launch["attempt_state"], launch["job_state"]) == ("failed", "FAILED"), launch
-    assert "does not match its manifest's sha256 (tampered)" in launch["detail"], launch
+    assert (launch["attempt_state"], launch["job_state"]) == ("failed", "FAILED"), shown(launch)
+    assert "does not match its manifest's sha256 (tampered)" in launch["detail"], shown(launch)
     assert launch["collectors"] == []  # no ticket redeemed
     deadline = time.monotonic() + 60
     while kubectl("-n", release.jobs_namespace, "get", "job", "-l",

@@ -1,8 +1,9 @@
 """The control plane's typed errors: a family per resource, and a kind per outcome.
 
 Every error is a family (``RunError``, ``LaunchError``, ...) and one kind: ``NotFound``
-(what the request names is not there), ``Conflict`` (it does not fit the current state) or
-``Invalid`` (the request itself is malformed). Callers map kinds, never message text, to
+(what the request names is not there), ``Conflict`` (it does not fit the current state),
+``NotYet`` (it will fit once what is under way shows, without the caller doing anything: ask
+again) or ``Invalid`` (the request itself is malformed). Callers map kinds, never message text, to
 their own answers (HTTP statuses, gRPC codes).
 """
 
@@ -19,6 +20,11 @@ class NotFound(ControlPlaneError):
 
 class Conflict(ControlPlaneError):
     """The request does not fit the current state of what it names."""
+
+
+class NotYet(ControlPlaneError):
+    """The request fits what is under way, which has not shown yet: the same request asked
+    again later may pass."""
 
 
 class Invalid(ControlPlaneError):
@@ -76,6 +82,12 @@ class LaunchEnded(LaunchError, Conflict):
 class JobStartRefused(LaunchError, Conflict):
     """A Slurm job's collector may not have credentials for this node and start (a ticket
     already spent, a job Slurm does not run, an attempt that has ended)."""
+
+
+class JobStartEarly(LaunchError, NotYet):
+    """The job's scheduler does not show the start running yet, while its collector (which
+    runs in it) already asks: Kubernetes shows a pod's container running only once the
+    kubelet has reported it."""
 
 
 class EnrollmentError(ControlPlaneError):

@@ -29,6 +29,8 @@ ENDS = {"COMPLETED": "finished", "CANCELLED": "cancelled", "TIMEOUT": "timeout",
 #: ran longer starts the count again.
 MAX_REQUEUES = 10
 RAN_A_WHILE = 600
+#: The state of a job waiting to start (a Kubernetes Job's too).
+PENDING = "PENDING"
 #: Slurm job states in which the job's processes run (its attempt is running).
 RUNS = {"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STOPPED", "SIGNALING",
         "RESIZING", "STAGE_OUT"}

@@ -5,7 +5,9 @@ A node's collector redeems the job's ticket once per start (``redeem``): only wh
 runs that start of the job, only for a node the job has, and never twice for the same node
 and start, so the script's ticket is spent before any training task of that start runs.
 One that cannot run there (its spool place refused) spends the ticket all the same
-(``refuse``), recording why. The credential it gets is renewed while its attempt runs
+(``refuse``), recording why. A collector that asks before its scheduler shows its start
+running (a pod whose sidecar the kubelet has not reported yet) is told to ask again
+(``JobStartEarly``), not refused. The credential it gets is renewed while its attempt runs
 (``renewable``), and its end report (``report``) says what its drain left spooled (what
 deliver-only credentials for those spools may cover); what it left is listed less the
 batches of those spools the read models hold as delivered late, so it shrinks by what ingest
@@ -21,7 +23,7 @@ from typing import Any
 
 from tuneplane.common.db import Connection
 from tuneplane.controlplane import job_follow, slurm_launches
-from tuneplane.controlplane.errors import JobStartRefused
+from tuneplane.controlplane.errors import JobStartEarly, JobStartRefused
 from tuneplane.controlplane.job_follow import JobSeen
 
 
@@ -98,6 +100,12 @@ async def _claim(conn: Connection, start: Start, seen: JobSeen,
         "l.state, r.project, r.artifact::text AS artifact FROM slurm_launches l "
         "JOIN runs r USING (run_id) WHERE l.launch_id = $1 FOR UPDATE OF l", start.launch_id)
     assert row is not None  # check found it, and launches are never deleted
+    if (row["state"] != "ended" and state == "pending" and seen.state == job_follow.PENDING
+            and start.restart == seen.restarts):
+        # Its collector runs, so the start does: its scheduler will show it (a pod's
+        # container shows running once the kubelet has reported it).
+        raise JobStartEarly(f"{start}: the scheduler shows the job {seen.state}, not "
+                            "running yet; retry with backoff")
     if row["state"] == "ended" or not seen.running:
         raise JobStartRefused(f"{start}: Slurm shows the job {seen.state}, not running "
                               f"(attempt {row['attempt']} is {state})")

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tuneplane.control.kube.manifest import COLLECTOR, TRAINING
-from tuneplane.controlplane.job_follow import JobSeen
+from tuneplane.controlplane.job_follow import PENDING, JobSeen
 
 SUSPENDED = "JobSuspended"
 #: The reason of a Job failed by a sidecar's refusal (its Job must then be deleted).
@@ -114,7 +114,7 @@ def job_seen(job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> JobSe
         return JobSeen("FAILED", 0, str(failed.get("reason") or ""),
                        comment="; ".join(s for s in (said, *failures(pods)) if s))
     if (job.get("spec") or {}).get("suspend"):
-        return JobSeen("PENDING", 0, SUSPENDED)
+        return JobSeen(PENDING, 0, SUSPENDED)
     if any(running(pod) for pod in pods):
         return JobSeen("RUNNING", 0)
-    return JobSeen("PENDING", 0, waiting(pods))
+    return JobSeen(PENDING, 0, waiting(pods))

@@ -11,6 +11,7 @@ import grpc
 from tuneplane.common.gateway.listener import bearer_token
 from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
 from tuneplane.control.calls import Context
+from tuneplane.controlplane.errors import LaunchError, NotYet
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,3 +41,11 @@ def job_caller(signer: TokenSigner, context: Context, now: float) -> JobCaller |
 async def refuse(context: Context, message: str) -> NoReturn:
     await context.abort(grpc.StatusCode.FAILED_PRECONDITION, message)
     raise AssertionError("unreachable")  # abort raises
+
+
+async def launch_refused(context: Context, exc: LaunchError) -> NoReturn:
+    """``exc``'s answer: UNAVAILABLE for what has not shown yet (the collector retries with
+    backoff), else refused for good."""
+    if isinstance(exc, NotYet):
+        await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+    await refuse(context, str(exc))

@@ -24,7 +24,7 @@ import grpc
 from tuneplane.common.tokens import TokenError, TokenKind, TokenSigner
 from tuneplane.control.calls import Context, Policy, abort_unauthenticated, pooled
 from tuneplane.control.jobs import SchedulerError
-from tuneplane.control.slurm.caller import JobCaller, job_caller, refuse
+from tuneplane.control.slurm.caller import JobCaller, job_caller, launch_refused, refuse
 from tuneplane.control.slurm.late import LateDelivery, trees
 from tuneplane.controlplane import errors, slurm_nodes
 from tuneplane.controlplane.job_follow import JobSeen
@@ -83,7 +83,7 @@ class SlurmJobControl(LateDelivery, spb_grpc.SlurmJobControlServicer):
             try:
                 checked = await slurm_nodes.check(conn, start)
             except errors.LaunchError as exc:
-                await refuse(context, str(exc))
+                await launch_refused(context, exc)
         scheduler = self._schedulers.get(checked.scheduler)
         if scheduler is None:
             await refuse(context, f"{start}: this control does not follow {checked.scheduler} "
@@ -131,7 +131,7 @@ class SlurmJobControl(LateDelivery, spb_grpc.SlurmJobControlServicer):
                 try:
                     granted = await slurm_nodes.redeem(conn, start, seen)
                 except errors.LaunchError as exc:
-                    await refuse(context, str(exc))
+                    await launch_refused(context, exc)
         caller = JobCaller(start.launch_id, start.restart, start.node_index, granted.run_id,
                            granted.attempt)
         collector = pb.CollectorConfig()
@@ -151,7 +151,7 @@ class SlurmJobControl(LateDelivery, spb_grpc.SlurmJobControlServicer):
                 try:
                     await slurm_nodes.refuse(conn, start, seen, request.reason)
                 except errors.LaunchError as exc:
-                    await refuse(context, str(exc))
+                    await launch_refused(context, exc)
         log.warning("%s refused to run: %s", start, request.reason)
         return spb.RefuseReply()
 
@@ -168,7 +168,7 @@ class SlurmJobControl(LateDelivery, spb_grpc.SlurmJobControlServicer):
                 members = await slurm_nodes.renewable(
                     conn, caller.launch_id, caller.restart, caller.node_index, caller.attempt)
             except errors.LaunchError as exc:
-                await refuse(context, str(exc))
+                await launch_refused(context, exc)
         return self._credentials(caller, members)
 
     async def Report(self, request: spb.JobNodeReport,
@@ -188,7 +188,7 @@ class SlurmJobControl(LateDelivery, spb_grpc.SlurmJobControlServicer):
                     by_member=dict(request.undelivered_by_member),
                     trees={m: (epoch, n) for m, (n, epoch, _) in left.items()})
             except errors.LaunchError as exc:
-                await refuse(context, str(exc))
+                await launch_refused(context, exc)
         log.info("launch %d node %d (start %d): drained, %d batches left spooled%s",
                  caller.launch_id, caller.node_index, caller.restart,
                  request.undelivered_batches, f": {request.detail}" if request.detail else "")
