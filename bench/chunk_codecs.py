@@ -46,9 +46,10 @@ Speeds, in millions of points a second, the median of ``--repeat`` passes over t
 corpus: ``enc`` and ``dec`` in Python alone; ``read`` one query for all the chunks' point
 columns from the scratch table (before 0037: ``array_send`` as the web's chunk query
 asked, so PostgreSQL decompresses lz4 and sends 12 bytes an element) and their decoding.
-After each corpus, estimates: wall times stored once per batch for the tags that share
-the steps (each other tag's as the difference from them) or rounded to 1 µs or 1 ms
-(lossy), and the segments' share.
+After each corpus, the information of its random draws under the model that drew them
+(``bench/codecs/information.py``: what no lossless encoding can go below), and estimates:
+wall times stored once per batch for the tags that share the steps (each other tag's as
+the difference from them) or rounded to 1 µs or 1 ms (lossy), and the segments' share.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.codecs import gorilla, packed, parquet, today
 from bench.codecs.compressors import ArrowCompressor, Compressor, ZstdCompressor, zstandard
 from bench.codecs.corpus import KINDS, Chunk, Floats, Ints, corpus, specials
+from bench.codecs.information import Information
 from bench.codecs.planes import PlaneCodec, encode_ints, pack, to_planes
 from bench.codecs.raw import RawCodec
 from bench.codecs.segments import encoded_segments
@@ -224,7 +226,8 @@ def walls_in_ticks(chunks: Sequence[Chunk], tick: float) -> int:
 
 async def corpus_rows(kind: str, points: int, repeat: int, db: Scratch | None,
                       all_candidates: Sequence[Candidate]) -> tuple[list[Row], list[str]]:
-    chunks = corpus(kind, points)
+    info = Information()
+    chunks = corpus(kind, points, info)
     n = sum(map(len, chunks))
     walls_read = kind == "jsonl-read"
     segments = [encoded_segments(c, ZSTD3) for c in chunks]
@@ -261,6 +264,11 @@ async def corpus_rows(kind: str, points: int, repeat: int, db: Scratch | None,
         notes.append(f"segments: as arrays {today_stored.segments / n:.3f} B/pt in PostgreSQL, "
                      f"encoded {segment_bytes / n:.3f}; derivable at read time from the "
                      f"decoded points (seg_counts from n alone)")
+    values, walls = (info.bits[part] / 8 / n for part in ("values", "walls"))
+    notes.append(f"information of the corpus's random draws, the floor of any lossless "
+                 f"encoding: values {values:.3f} + walls {walls:.3f} = {values + walls:.3f} "
+                 f"B/pt, leaving {GOAL - values - walls:.3f} of the goal's {GOAL:g} for steps, "
+                 f"segments, rows, TOAST, indexes and the codec's excess over the model")
     return rows, notes
 
 

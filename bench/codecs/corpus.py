@@ -33,6 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from bench.codecs.information import Information
+
 Ints = npt.NDArray[np.int64]
 Floats = npt.NDArray[np.float64]
 
@@ -96,35 +98,51 @@ def _jittered_walls(steps: Ints, rng: np.random.Generator) -> Floats:
     return np.maximum.accumulate(walls)
 
 
+def _step_bases(steps: Ints) -> Floats:
+    """Where each step's clock read would be without its jitter."""
+    return (T0 + steps * STEP_SECONDS).astype(np.float64)
+
+
 def _event_walls(step_ends: Floats, steps: Ints, tag_index: int,
-                 rng: np.random.Generator) -> Floats:
+                 rng: np.random.Generator, info: Information) -> Floats:
     """One ``add_scalar`` call's clock in each step, after the tags called before it."""
-    walls = (step_ends[steps] + tag_index * EVENT_SECONDS
-             + rng.exponential(EVENT_SECONDS / 2, len(steps)))
-    return np.maximum.accumulate(walls)
+    base = step_ends[steps] + tag_index * EVENT_SECONDS
+    walls = np.maximum.accumulate(base + rng.exponential(EVENT_SECONDS / 2, len(steps)))
+    info.jitter(walls, base, EVENT_SECONDS / 2)
+    return walls
 
 
 def _cosine(steps: Ints, horizon: int) -> Floats:
     return 3e-4 * 0.5 * (1.0 + np.cos(np.pi * steps / horizon))
 
 
-def _tensorboard(length: int, rng: np.random.Generator) -> list[Series]:
+def _tensorboard(length: int, rng: np.random.Generator, info: Information) -> list[Series]:
     s = np.arange(length, dtype=np.int64)
-    decay = np.exp(-s / 30_000)
-    loss = 2.5 * decay + 0.1 + rng.normal(0, 0.05, length)
+    loss_mean = 2.5 * np.exp(-s / 30_000) + 0.1
+    loss = _widened(loss_mean + rng.normal(0, 0.05, length))
     nan32 = _nan32(0x7FC00123)  # a float32 NaN with a payload
-    accuracy = np.clip(0.95 - 0.85 * np.exp(-s / 20_000) + rng.normal(0, 0.02, length), 0, 1)
+    accuracy_mean = 0.95 - 0.85 * np.exp(-s / 20_000)
+    accuracy = _widened(np.clip(accuracy_mean + rng.normal(0, 0.02, length), 0, 1))
     every10 = s * 10
-    eval_loss = 2.5 * np.exp(-every10 / 30_000) + 0.15 + rng.normal(0, 0.02, length)
+    eval_mean = 2.5 * np.exp(-every10 / 30_000) + 0.15
+    eval_loss = _widened(eval_mean + rng.normal(0, 0.02, length))
+    grad_norm = _widened(rng.lognormal(0.0, 0.5, length))
+    for kept, mean, sigma in ((loss, loss_mean, 0.05), (accuracy, accuracy_mean, 0.02),
+                              (eval_loss, eval_mean, 0.02)):
+        info.gaussian(kept, mean, sigma, float32=True)
+    info.lognormal(grad_norm, 0.5, float32=True)
     columns = {
-        "train/loss": (s, _with_specials(_widened(loss), nan32)),
-        "train/accuracy": (s, _widened(accuracy)),
+        "train/loss": (s, _with_specials(loss, nan32)),
+        "train/accuracy": (s, accuracy),
         "train/lr": (s, _widened(_cosine(s, length))),
-        "train/grad_norm": (s, _widened(rng.lognormal(0.0, 0.5, length))),
-        "eval/loss": (every10, _widened(eval_loss)),
+        "train/grad_norm": (s, grad_norm),
+        "eval/loss": (every10, eval_loss),
     }
-    step_ends = _jittered_walls(np.arange(10 * length, dtype=np.int64), rng)
-    return [Series(tag, steps, _event_walls(step_ends, steps, i, rng), values)
+    ends = np.arange(10 * length, dtype=np.int64)
+    step_ends = _jittered_walls(ends, rng)
+    read = (ends < length) | (ends % 10 == 0)  # the step ends some tag's clock read follows
+    info.jitter(step_ends[read], _step_bases(ends[read]), JITTER_SECONDS)
+    return [Series(tag, steps, _event_walls(step_ends, steps, i, rng, info), values)
             for i, (tag, (steps, values)) in enumerate(columns.items())]
 
 
@@ -137,45 +155,55 @@ def _epoch_mean(values: Floats, epoch: int) -> Floats:
     return out
 
 
-def _jsonl(length: int, rng: np.random.Generator, *, read_rounds: bool) -> list[Series]:
+def _jsonl(length: int, rng: np.random.Generator, info: Information, *,
+           read_rounds: bool) -> list[Series]:
     s = np.arange(length, dtype=np.int64)
     written = _jittered_walls(s, rng)
-    loss = _widened(2.5 * np.exp(-s / 30_000) + 0.1 + rng.normal(0, 0.05, length))
+    loss_mean = 2.5 * np.exp(-s / 30_000) + 0.1
+    loss = _widened(loss_mean + rng.normal(0, 0.05, length))
+    info.gaussian(loss, loss_mean, 0.05, float32=True)
     durations = np.diff(written, prepend=written[0] - STEP_SECONDS)
     throughput = _with_specials(8192 / np.maximum(durations, 1e-3),
                                 _nan64(0x7FF8000000000ABC))
     if read_rounds:  # every line read in a round gets the round's read time
         lines = int(READ_ROUND_SECONDS / STEP_SECONDS)
         reads = T0 + np.arange(length // lines + 1) * READ_ROUND_SECONDS
+        bases = reads
         reads = reads + rng.exponential(JITTER_SECONDS, len(reads))
+        used = np.unique(s // lines + 1)
+        info.jitter(reads[used], bases[used], JITTER_SECONDS)
         walls = reads[s // lines + 1]
     else:
+        info.jitter(written, _step_bases(s), JITTER_SECONDS)
         walls = written
     columns = {"loss": loss, "loss_avg": _epoch_mean(loss, 1_000), "lr": _cosine(s, length),
                "tokens_per_s": throughput, "epoch": s / 1_000}
     return [Series(tag, s, walls, values) for tag, values in columns.items()]
 
 
-def _constant(length: int, rng: np.random.Generator) -> list[Series]:
+def _constant(length: int, rng: np.random.Generator, info: Information) -> list[Series]:
     s = np.arange(length, dtype=np.int64)
-    reads = T0 + np.arange(length // CHUNK) * 100.0 + rng.exponential(1.0, length // CHUNK)
+    bases = T0 + np.arange(length // CHUNK) * 100.0
+    reads = bases + rng.exponential(1.0, length // CHUNK)
+    info.jitter(reads, bases, 1.0)
     walls = reads[s // CHUNK]
     constants = {"a": 0.0, "b": 1.0, "c": float(np.float32(3e-4)), "d": 0.1, "e": 42.0}
     return [Series(tag, s, walls, np.full(length, value)) for tag, value in constants.items()]
 
 
-MAKERS: dict[str, Callable[[int, np.random.Generator], list[Series]]] = {
+MAKERS: dict[str, Callable[[int, np.random.Generator, Information], list[Series]]] = {
     "tensorboard": _tensorboard,
-    "jsonl-time": lambda n, rng: _jsonl(n, rng, read_rounds=False),
-    "jsonl-read": lambda n, rng: _jsonl(n, rng, read_rounds=True),
+    "jsonl-time": lambda n, rng, info: _jsonl(n, rng, info, read_rounds=False),
+    "jsonl-read": lambda n, rng, info: _jsonl(n, rng, info, read_rounds=True),
     "constant": _constant,
 }
 
 
-def corpus(kind: str, points: int) -> list[Chunk]:
-    """``points`` points (rounded down to whole batches) of ``kind``, batch by batch."""
+def corpus(kind: str, points: int, info: Information | None = None) -> list[Chunk]:
+    """``points`` points (rounded down to whole batches) of ``kind``, batch by batch;
+    ``info`` counts the information of its random draws (``information``)."""
     length = points // (CHUNK * TAGS) * CHUNK
-    series = MAKERS[kind](length, np.random.default_rng(SEED))
+    series = MAKERS[kind](length, np.random.default_rng(SEED), info or Information())
     return [Chunk(c.tag, b, c.steps[b * CHUNK:(b + 1) * CHUNK].copy(),
                   c.walls[b * CHUNK:(b + 1) * CHUNK].copy(),
                   c.values[b * CHUNK:(b + 1) * CHUNK].copy())
