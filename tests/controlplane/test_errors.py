@@ -6,7 +6,7 @@ import inspect
 
 from tuneplane.controlplane import errors
 
-KINDS = (errors.NotFound, errors.Conflict, errors.Invalid)
+KINDS = (errors.NotFound, errors.Conflict, errors.NotYet, errors.Invalid)
 FAMILIES = (errors.RunError, errors.LaunchError, errors.EnrollmentError, errors.UserError,
             errors.ProjectError)
 

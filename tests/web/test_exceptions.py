@@ -14,7 +14,7 @@ from tuneplane.destinations.resource import DestinationError
 from tuneplane.telemetry.v1.integration import IntegrationError
 from tuneplane.web.exceptions import HANDLERS
 
-KINDS = {errors.NotFound: 404, errors.Conflict: 409, errors.Invalid: 422}
+KINDS = {errors.NotFound: 404, errors.Conflict: 409, errors.NotYet: 503, errors.Invalid: 422}
 CONCRETE = [e for e in vars(errors).values() if isinstance(e, type)
             and issubclass(e, errors.ControlPlaneError) and e not in KINDS
             and any(issubclass(e, kind) for kind in KINDS)]

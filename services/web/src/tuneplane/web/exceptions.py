@@ -66,6 +66,7 @@ async def database_error(request: Request, exc: asyncpg.PostgresError) -> Respon
 HANDLERS: dict[int | type[Exception], Handler] = {
     errors.NotFound: answer(404),
     errors.Conflict: answer(409),
+    errors.NotYet: answer(503),  # what is under way has not shown yet: ask again
     errors.Invalid: answer(422),
     IntegrationError: answer(422),
     DestinationError: answer(422),
