@@ -8,8 +8,10 @@ why ``router`` is built from them (the caps are in the OpenAPI schema too).
 """
 
 import asyncio
+import functools
 import math
-from typing import Annotated, Any, Literal
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Annotated, Any, Literal, TypeVar
 
 import asyncpg
 import numpy as np
@@ -112,6 +114,35 @@ async def canonical_series(pool: asyncpg.Pool, web: WebState, member: MemberKey,
             "points_purged": read.purged}
 
 
+T = TypeVar("T")
+
+
+async def side_by_side(calls: Sequence[Callable[[], Awaitable[T]]], at_most: int) -> list[T]:
+    """Each call's result, in order, with at most ``at_most`` of them under way at once (the
+    first failure fails them all, the rest cancelled): a chart's series read side by side,
+    yet never more of them than leave the pool's other connections to other requests (the
+    pool hands connections out in turn, so a chart of 100 series would otherwise queue 100
+    reads ahead of every later request)."""
+    turns = asyncio.Semaphore(at_most)
+
+    async def taking_turns(call: Callable[[], Awaitable[T]]) -> T:
+        async with turns:
+            return await call()
+
+    tasks = [asyncio.ensure_future(taking_turns(call)) for call in calls]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:  # one failed: the chart fails, and the reads waiting never start
+        for task in tasks:
+            task.cancel()
+        raise
+
+
+def chart_reads(web: WebState) -> int:
+    """How many of one chart's series are read at once: half the pool."""
+    return max(1, web.settings.pool_size // 2)
+
+
 Semantics = Annotated[Literal["raw", "tensorboard"], Query(
     description="raw: every stored point; tensorboard: TensorBoard's purge applied (see "
                 "the canonical curves), the answer says so and counts what it dropped")]
@@ -190,10 +221,10 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
             raise HTTPException(404, f"no canonical curve {name!r} in run {run_id!r} attempt "
                                      f"{attempt} (is its mapping frozen?)")
         chosen = found[0]
-        data = await asyncio.gather(*(
-            canonical_series(pool, web, MemberKey(run_id, attempt, ref.member), ref,
-                             step_min, step_max, max_points, format)
-            for ref in chosen.series[:max_series]))
+        data = await side_by_side([
+            functools.partial(canonical_series, pool, web, MemberKey(run_id, attempt, ref.member),
+                              ref, step_min, step_max, max_points, format)
+            for ref in chosen.series[:max_series]], chart_reads(web))
         return json_response({"name": chosen.name, "goal": chosen.goal, "unit": chosen.unit,
                               "aggregate": chosen.aggregate, "series": data,
                               "series_total": len(chosen.series)})
@@ -211,11 +242,11 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
         if not rows:
             raise HTTPException(404, f"no series with tag {tag!r} in run {run_id!r} attempt "
                                      f"{attempt}")
-        data = await asyncio.gather(*(
-            canonical_series(pool, web, MemberKey(run_id, attempt, r["member"]),
-                             mapping.SeriesRef(r["member"], r["source"], r["run_path"], tag),
-                             step_min, step_max, max_points, format)
-            for r in rows))
+        data = await side_by_side([
+            functools.partial(canonical_series, pool, web, MemberKey(run_id, attempt, r["member"]),
+                              mapping.SeriesRef(r["member"], r["source"], r["run_path"], tag),
+                              step_min, step_max, max_points, format)
+            for r in rows], chart_reads(web))
         return json_response({"name": tag, "series": data, "series_total": rows[0]["total"]})
 
     return api
