@@ -8,26 +8,27 @@ def text(raw: str) -> str:
     return raw
 
 
-def positive(raw: str) -> int:
-    """A whole number above zero."""
+def _whole(raw: str, *, zero: str | None) -> int:
+    """A whole number above zero, or 0 too where ``zero`` says what 0 means."""
+    allowed = ", 0 or above" if zero else ""
     try:
         value = int(raw)
     except ValueError:
-        raise ValueError(f"must be a whole number, got {raw!r}") from None
-    if value <= 0:
-        raise ValueError(f"must be positive, got {value}")
+        raise ValueError(f"must be a whole number{allowed}, got {raw!r}") from None
+    if value < 0 or (value == 0 and not zero):
+        raise ValueError(f"must be 0 or above ({zero}), got {value}" if zero
+                         else f"must be positive, got {value}")
     return value
+
+
+def positive(raw: str) -> int:
+    """A whole number above zero."""
+    return _whole(raw, zero=None)
 
 
 def whole_or_zero(raw: str) -> int:
     """A whole number, 0 or above (0: none)."""
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"must be a whole number, 0 or above, got {raw!r}") from None
-    if value < 0:
-        raise ValueError(f"must be 0 or above (0: none), got {value}")
-    return value
+    return _whole(raw, zero="0: none")
 
 
 def _finite(raw: str, unit: str, *, zero: str | None) -> float:
