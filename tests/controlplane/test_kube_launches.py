@@ -10,15 +10,16 @@ from typing import Any
 import asyncpg
 import pytest
 
-from tests.support.calls import Aborted, redeem
+from tests.support.calls import Aborted, Context, redeem
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.control.calls import Policy
 from tuneplane.control.slurm.service import SlurmJobControl
 from tuneplane.controlplane import job_follow, kube_launches, runs, slurm_nodes
-from tuneplane.controlplane.errors import InvalidLaunch
+from tuneplane.controlplane.errors import InvalidLaunch, JobStartRefused
 from tuneplane.controlplane.job_follow import MAX_REQUEUES, JobSeen
 from tuneplane.controlplane.kube_launches import PodSpec
 from tuneplane.node.v1 import node_pb2 as pb
+from tuneplane.node.v1 import slurm_pb2 as spb
 
 ARTIFACT = {"version": 1, "sources": [
     {"id": "a", "kind": "jsonl", "path": "a.jsonl", "owner": "rank-0"},
@@ -108,6 +109,58 @@ async def test_each_pods_sidecar_redeems_the_ticket_once_for_its_own_member_only
             await redeem(service, launch_id, "uid-2", node=1)
     finally:
         await pool.close()
+
+
+async def test_a_sidecar_asking_before_kubernetes_shows_its_job_running_is_told_to_retry(
+        db: asyncpg.Connection, run_id: str, initialised: Any) -> None:
+    """The sidecar redeems (or reports its refusal) as it starts, but the API shows its
+    container running only once the kubelet has reported it: while the Job pends, the
+    call is answered UNAVAILABLE (the collector retries), nothing recorded; once shown
+    running, it redeems, and a refusal is recorded."""
+    launch_id = await queued(db, run_id)
+    await db.execute("UPDATE slurm_launches SET state = 'submitted', job_id = 'uid-1' "
+                     "WHERE launch_id = $1", launch_id)
+    jobs = Jobs("uid-1", JobSeen("PENDING", 0, "PodInitializing"))
+    pool = await asyncpg.create_pool(initialised.database_url, min_size=1, max_size=2)
+    try:
+        service = SlurmJobControl(TokenSigner(initialised.jwt_secret), pool,
+                                  Policy(pb.CollectorConfig(telemetry_target="x:8444")),
+                                  {"kubernetes": jobs})
+        start = spb.JobStart(ticket=service.issue_ticket(launch_id, 600), job_id="uid-1",
+                             restart=0, node_index=1, hostname="pod-1")
+        refusal = spb.RefuseRequest(start=start, reason="spool root refused: NFS")
+        for asked in (redeem(service, launch_id, "uid-1", node=0),
+                      service.Refuse(refusal, Context())):  # type: ignore[arg-type]
+            with pytest.raises(Aborted, match="UNAVAILABLE") as early:
+                await asked
+            assert ("Kubernetes shows the Job PENDING (PodInitializing), not yet running; "
+                    "retry with backoff") in str(early.value)
+        assert await db.fetchval("SELECT count(*) FROM slurm_collectors WHERE "
+                                 "launch_id = $1", launch_id) == 0
+        jobs.shown["uid-1"] = JobSeen("RUNNING", 0)
+        assert (await redeem(service, launch_id, "uid-1", node=0)).attempt == 1
+        await service.Refuse(refusal, Context())  # type: ignore[arg-type]
+        recorded = await db.fetch("SELECT node_index, refused FROM slurm_collectors WHERE "
+                                  "launch_id = $1 ORDER BY node_index", launch_id)
+        assert [tuple(r) for r in recorded] == [(0, None), (1, "spool root refused: NFS")]
+    finally:
+        await pool.close()
+
+
+@pytest.mark.parametrize(("seen", "ended", "said"), [
+    (JobSeen("PENDING", 1), False, "Kubernetes shows the Job PENDING, not running"),
+    (JobSeen("PENDING", 0), True, "attempt 1 is cancelled"),  # an editor ended it
+    (JobSeen("FAILED", 0, "BackoffLimitExceeded"), False, "the Job FAILED, not running"),
+])
+async def test_a_job_that_pends_refuses_what_no_wait_would_let_redeem(
+        db: asyncpg.Connection, run_id: str, seen: JobSeen, ended: bool, said: str) -> None:
+    launch_id = await queued(db, run_id)
+    await db.execute("UPDATE slurm_launches SET state = 'submitted', job_id = 'uid-1' "
+                     "WHERE launch_id = $1", launch_id)
+    if ended:
+        await runs.end_attempt(db, run_id, 1, "cancelled")
+    with pytest.raises(JobStartRefused, match=said):
+        await slurm_nodes.redeem(db, slurm_nodes.Start(launch_id, "uid-1", 0, 0), seen)
 
 
 async def launches_of(db: asyncpg.Connection, run_id: str) -> list[tuple[Any, ...]]:

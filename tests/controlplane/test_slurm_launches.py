@@ -10,12 +10,7 @@ import asyncpg
 import pytest
 
 from tuneplane.controlplane import job_follow, runs, slurm_launches, slurm_nodes
-from tuneplane.controlplane.errors import (
-    AttemptStillRunning,
-    InvalidLaunch,
-    JobStartEarly,
-    JobStartRefused,
-)
+from tuneplane.controlplane.errors import AttemptStillRunning, InvalidLaunch, JobStartRefused
 from tuneplane.controlplane.job_follow import JobSeen
 from tuneplane.controlplane.slurm_launches import JobOptions
 from tuneplane.controlplane.slurm_nodes import Start
@@ -93,7 +88,7 @@ async def test_a_ticket_is_redeemed_once_per_node_and_start_while_the_start_runs
         db: asyncpg.Connection, run_id: str) -> None:
     launch_id = await submitted(db, run_id)
     node1 = Start(launch_id, "77", 0, 1, "gpu-1")
-    with pytest.raises(JobStartEarly, match="shows the job PENDING, not running yet; retry"):
+    with pytest.raises(JobStartRefused, match="Slurm shows the job PENDING, not running"):
         await slurm_nodes.redeem(db, node1, JobSeen("PENDING", 0))
     with pytest.raises(JobStartRefused, match="Slurm shows the job FAILED, not running"):
         await slurm_nodes.redeem(db, Start(launch_id, "77", 0, 0), JobSeen("FAILED", 0))

@@ -50,6 +50,8 @@ async def test_a_control_plane_error_is_answered_by_its_kind(
     response = await answer(error("it exists; no run, no attempt"))  # words the old code read
     assert response.status_code == status
     assert response.json() == {"detail": "it exists; no run, no attempt"}
+    if issubclass(error, errors.NotYet):  # asked again, not given up on
+        assert response.headers["Retry-After"] == "1"
 
 
 @pytest.mark.parametrize(("error", "status", "detail"), [

@@ -86,37 +86,21 @@ async def test_a_ticket_naming_another_job_neither_follows_that_job_nor_runs_squ
     assert (row["state"], row["attempt_state"]) == ("submitted", "running")
 
 
-async def test_a_collector_asking_before_its_scheduler_shows_the_job_running_is_told_to_retry(
+async def test_a_slurm_job_shown_pending_is_refused_for_good(
         backend: SlurmBackend, fake_slurm: FakeSlurm, service: SlurmJobControl,
         db: asyncpg.Connection, run_id: str) -> None:
-    """A pod's sidecar runs before the kubelet has reported its container running, so its
-    redemption (or refusal) can reach control while the Job still shows pending: it is told
-    to ask again (UNAVAILABLE, which the collector retries), not refused for good, and
-    nothing is recorded until the job shows running."""
-    launch_id = await queue(db, run_id, nodes=2)
+    """A Slurm job's collector runs in the job, so Slurm shows it running first: a call
+    while it pends is a ticket holder's, refused (not told to retry, as a Kubernetes pod's
+    sidecar is)."""
+    launch_id = await queue(db, run_id)
     await backend.step()
     job_id = str((await launch_row(db, launch_id))["job_id"])
     fake_slurm.shown[job_id] = Shown(f"tuneplane-{launch_id}", fake_slurm.uid,
                                      JobSeen("PENDING", 0, "Resources"))
-    await backend.step()
-    start = spb.JobStart(ticket=service.issue_ticket(launch_id, 600), job_id=job_id,
-                         restart=0, node_index=1, hostname="n")
-    for asked in (redeem(service, launch_id, job_id),
-                  service.Refuse(spb.RefuseRequest(start=start, reason="spool refused"),
-                                 Context())):  # type: ignore[arg-type]
-        with pytest.raises(Aborted, match="UNAVAILABLE") as early:
-            await asked
-        assert "not running yet; retry" in str(early.value)
+    with pytest.raises(Aborted, match="FAILED_PRECONDITION") as refused:
+        await redeem(service, launch_id, job_id)
+    assert "Slurm shows the job PENDING, not running" in str(refused.value)
     assert await collectors(db, launch_id) == 0
-    assert (await launch_row(db, launch_id))["attempt_state"] == "pending"
-    fake_slurm.shown[job_id] = Shown(f"tuneplane-{launch_id}", fake_slurm.uid,
-                                     JobSeen("RUNNING", 0))
-    assert (await redeem(service, launch_id, job_id)).attempt == 1
-    await service.Refuse(spb.RefuseRequest(start=start, reason="spool refused"),
-                         Context())  # type: ignore[arg-type]
-    recorded = await db.fetch("SELECT node_index, refused FROM slurm_collectors WHERE "
-                              "launch_id = $1 ORDER BY node_index", launch_id)
-    assert [tuple(row) for row in recorded] == [(0, None), (1, "spool refused")]
 
 
 async def test_an_attempt_an_editor_ended_gets_no_credentials(

@@ -5,8 +5,8 @@ A node's collector redeems the job's ticket once per start (``redeem``): only wh
 runs that start of the job, only for a node the job has, and never twice for the same node
 and start, so the script's ticket is spent before any training task of that start runs.
 One that cannot run there (its spool place refused) spends the ticket all the same
-(``refuse``), recording why. A collector that asks before its scheduler shows its start
-running (a pod whose sidecar the kubelet has not reported yet) is told to ask again
+(``refuse``), recording why. A pod's sidecar that asks before Kubernetes shows its Job
+running (the kubelet has not reported the sidecar yet) is told to ask again
 (``JobStartEarly``), not refused. The credential it gets is renewed while its attempt runs
 (``renewable``), and its end report (``report``) says what its drain left spooled (what
 deliver-only credentials for those spools may cover); what it left is listed less the
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuneplane.common.db import Connection
-from tuneplane.controlplane import job_follow, slurm_launches
+from tuneplane.controlplane import job_follow, kube_launches, slurm_launches
 from tuneplane.controlplane.errors import JobStartEarly, JobStartRefused
 from tuneplane.controlplane.job_follow import JobSeen
 
@@ -93,21 +93,26 @@ async def _claim(conn: Connection, start: Start, seen: JobSeen,
     """Check ``start`` (its job, its node: ``check``), follow the job to ``seen``, check the
     start is the job's current one and runs, and record the node's collector (once); the
     launch's row."""
-    await check(conn, start)
+    checked = await check(conn, start)
     state = await job_follow.follow(conn, start.launch_id, seen)
     row = await conn.fetchrow(
         "SELECT l.run_id, l.attempt, l.nodes, l.tasks_per_node, l.member_template, "
         "l.state, r.project, r.artifact::text AS artifact FROM slurm_launches l "
         "JOIN runs r USING (run_id) WHERE l.launch_id = $1 FOR UPDATE OF l", start.launch_id)
     assert row is not None  # check found it, and launches are never deleted
-    if (row["state"] != "ended" and state == "pending" and seen.state == job_follow.PENDING
+    if (checked.scheduler == kube_launches.SCHEDULER and row["state"] != "ended"
+            and state == "pending" and seen.state == job_follow.PENDING
             and start.restart == seen.restarts):
-        # Its collector runs, so the start does: its scheduler will show it (a pod's
-        # container shows running once the kubelet has reported it).
-        raise JobStartEarly(f"{start}: the scheduler shows the job {seen.state}, not "
-                            "running yet; retry with backoff")
+        # A pod's sidecar asks as it starts; the API shows its container running once the
+        # kubelet has reported it. (A Slurm job's collector runs in the job: Slurm shows it
+        # running before.)
+        why = f" ({seen.reason})" if seen.reason else ""
+        raise JobStartEarly(f"{start}: Kubernetes shows the Job {seen.state}{why}, not yet "
+                            "running; retry with backoff")
     if row["state"] == "ended" or not seen.running:
-        raise JobStartRefused(f"{start}: Slurm shows the job {seen.state}, not running "
+        shows = ("Kubernetes shows the Job" if checked.scheduler == kube_launches.SCHEDULER
+                 else "Slurm shows the job")
+        raise JobStartRefused(f"{start}: {shows} {seen.state}, not running "
                               f"(attempt {row['attempt']} is {state})")
     if start.restart != seen.restarts:
         raise JobStartRefused(f"{start}: the job's current start is {seen.restarts}")

@@ -29,10 +29,10 @@ DATABASE_AWAY = (asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
 Handler = Callable[[Request, Any], Coroutine[Any, Any, Response]]
 
 
-def answer(status: int) -> Handler:
+def answer(status: int, headers: dict[str, str] | None = None) -> Handler:
     """A handler answering ``status`` with the error's message."""
     async def handler(request: Request, exc: Exception) -> Response:
-        return JSONResponse({"detail": str(exc)}, status_code=status)
+        return JSONResponse({"detail": str(exc)}, status_code=status, headers=headers)
     return handler
 
 
@@ -66,7 +66,7 @@ async def database_error(request: Request, exc: asyncpg.PostgresError) -> Respon
 HANDLERS: dict[int | type[Exception], Handler] = {
     errors.NotFound: answer(404),
     errors.Conflict: answer(409),
-    errors.NotYet: answer(503),  # what is under way has not shown yet: ask again
+    errors.NotYet: answer(503, {"Retry-After": "1"}),  # under way, not shown yet: ask again
     errors.Invalid: answer(422),
     IntegrationError: answer(422),
     DestinationError: answer(422),
