@@ -49,13 +49,21 @@ def image_tag() -> str:
 
 
 def tagged() -> list[str]:
-    """The compose images tagged for the chart (``image.repository``-<target>:<tag>)."""
+    """The compose images tagged for the chart (``image.repository``-<target>:<tag>); the
+    tags of earlier checkouts removed (each holds its own layers: a disk's worth in a day)."""
     tag = image_tag()
     names = []
     for target, service in SERVICES.items():
         name = f"{REPOSITORY}-{target}:{tag}"
         docker("tag", f"tuneplane-test-{service}", name)
         names.append(name)
+        earlier = [found for found in docker("image", "ls", "--format",
+                                             "{{.Repository}}:{{.Tag}}",
+                                             f"{REPOSITORY}-{target}").split()
+                   if found != name]
+        if earlier:  # (best effort: one another run still uses stays)
+            subprocess.run(["docker", "rmi", *earlier], capture_output=True, check=False,
+                           timeout=600)
     return names
 
 
