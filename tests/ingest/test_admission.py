@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import multiprocessing.synchronize
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -57,19 +58,25 @@ class HeldSink:
         self.stored.append(key)
 
 
-class Busy:
-    """A sink whose first batch keeps the event loop busy for ``seconds`` (as a replica
-    at its CPU's limit): calls arriving meanwhile wait in gRPC until it takes them up."""
+Flag = threading.Event | multiprocessing.synchronize.Event
 
-    def __init__(self, seconds: float) -> None:
+
+class Busy:
+    """A sink whose first batch keeps the event loop busy (as a replica at its CPU's limit)
+    until ``released`` is set, ``seconds`` at most: calls arriving meanwhile wait in gRPC
+    until it takes them up."""
+
+    def __init__(self, seconds: float, started: Flag | None = None,
+                 released: Flag | None = None) -> None:
         self.seconds = seconds
-        self.started = threading.Event()
+        self.started = started or threading.Event()  # (a process's own, to wait on there)
+        self.released = released or threading.Event()
         self.stored: list[BatchKey] = []
 
     async def put(self, key: BatchKey, payload: bytes, *, late: bool = False) -> None:
         if not self.started.is_set():
             self.started.set()
-            time.sleep(self.seconds)  # the loop kept busy, on purpose
+            self.released.wait(self.seconds)  # the loop kept busy, on purpose
         self.stored.append(key)
 
 
@@ -223,13 +230,23 @@ async def test_a_call_refused_on_its_metadata_is_answered_before_its_message_is_
 
 def pushed_from_another_thread(port: int, members: int, sink: Busy) -> list[str]:
     """Once the sink is busy, one call per member from threads of their own (this
-    process's event loop is the busy one): the status each got."""
+    process's event loop is the busy one): the status each got. The sink is released a
+    second after the last call was sent, however long sending them took."""
     assert sink.started.wait(10)
+    sent = threading.Semaphore(0)
+
+    def release_when_sent() -> None:
+        for _ in range(members):
+            sent.acquire()
+        time.sleep(2.0)  # the last call reaches the replica
+        sink.released.set()
+    threading.Thread(target=release_when_sent, daemon=True).start()
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
         stub = pb_grpc.TelemetryIngestStub(channel)
 
         def one(index: int) -> str:
             member = MemberKey("run-w", 1, f"m{index}")
+            sent.release()
             try:
                 stub.PushBatch(pb.PushBatchRequest(batch=batch(member).SerializeToString()),
                                metadata=auth(token(member)), timeout=30)
@@ -245,7 +262,7 @@ async def test_calls_arriving_while_the_replica_is_busy_wait_for_it_never_cancel
         max_waiting_calls: int, cancelled: bool) -> None:
     """Beyond ``max_waiting_calls`` gRPC cancels calls before ingest sees them (the fault,
     asserted); within it every call is answered by ingest itself."""
-    sink = Busy(seconds=2.0)
+    sink = Busy(seconds=30.0)
     async with started(sink, CallsInFlight(LIMIT), max_waiting_calls=max_waiting_calls) as port:
         first = MemberKey("run-w", 1, "first")
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:  # keeps the loop busy

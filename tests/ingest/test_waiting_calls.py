@@ -12,7 +12,7 @@ from pathlib import Path
 
 import grpc
 
-from tests.ingest.test_admission import SECRET, Busy, NoFacts, token
+from tests.ingest.test_admission import SECRET, Busy, Flag, NoFacts, token
 from tests.support.calls import auth
 from tests.support.truth import batch
 from tuneplane.common.tokens import TokenSigner
@@ -26,15 +26,16 @@ from tuneplane.telemetry.v1.identity import MemberKey
 
 WAITING = 64  # calls of MESSAGE bytes each, sent while the replica is busy
 MESSAGE = 4_000_000
-BUSY_SECONDS = 6.0
+#: How long the replica stays busy at most, if the test never releases it.
+BUSY_AT_MOST = 120.0
 
 
-def serve_busy(ports: multiprocessing.Queue[int]) -> None:
+def serve_busy(ports: multiprocessing.Queue[int], busy: Flag, release: Flag) -> None:
     """Ingest's service on a sink whose first batch keeps the loop busy."""
     async def serve() -> None:
         admission = Admission(TokenSigner(SECRET), Standing(NoFacts(), drain_seconds=30),
                               CallsInFlight(3))
-        server = create_server(TelemetryIngest(admission, Busy(BUSY_SECONDS)),
+        server = create_server(TelemetryIngest(admission, Busy(BUSY_AT_MOST, busy, release)),
                                max_concurrent_rpcs=256)
         port = server.add_insecure_port("127.0.0.1:0")
         await server.start()
@@ -53,7 +54,8 @@ def rss_mib(pid: int) -> float:
 def test_waiting_calls_hold_their_window_not_their_message_and_are_answered() -> None:
     context = multiprocessing.get_context("spawn")
     ports: multiprocessing.Queue[int] = context.Queue()
-    replica = context.Process(target=serve_busy, args=(ports,))
+    busy, release = context.Event(), context.Event()
+    replica = context.Process(target=serve_busy, args=(ports, busy, release))
     replica.start()
     try:
         port = ports.get(timeout=60)
@@ -64,17 +66,18 @@ def test_waiting_calls_hold_their_window_not_their_message_and_are_answered() ->
         kept = pb_grpc.TelemetryIngestStub(channels[0]).PushBatch.future(
             pb.PushBatchRequest(batch=batch(first).SerializeToString()),
             metadata=auth(token(first)), timeout=60)
-        time.sleep(1.0)  # the replica is busy with it
+        assert busy.wait(60), "the replica never took up the first batch"
         before = rss_mib(replica.pid)
         junk = pb.PushBatchRequest(batch=b"x" * MESSAGE)  # no token that stands
         waiting = [
             pb_grpc.TelemetryIngestStub(channels[i % 8]).PushBatch.future(
                 junk, metadata=auth("nonsense"), timeout=60) for i in range(WAITING)]
-        time.sleep(3.0)
+        time.sleep(3.0)  # their first windows reach the replica, which reads none yet
         assert not kept.done()  # still busy: the calls below are waiting, unseen
         grown = rss_mib(replica.pid) - before
         # A whole message each would be 244 MiB; a 64 KiB window each is 4 MiB.
         assert grown < 48, f"{WAITING} waiting calls grew the replica by {grown:.0f} MiB"
+        release.set()
         assert kept.result() is not None
         codes = []
         for call in waiting:
