@@ -61,7 +61,7 @@ def tagged() -> list[str]:
                                              "{{.Repository}}:{{.Tag}}",
                                              f"{REPOSITORY}-{target}").split()
                    if found != name]
-        if earlier:  # (best effort: one another run still uses stays)
+        if earlier:  # best effort: a tag another run still uses is kept
             subprocess.run(["docker", "rmi", *earlier], capture_output=True, check=False,
                            timeout=600)
     return names

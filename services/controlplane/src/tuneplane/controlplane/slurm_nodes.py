@@ -100,9 +100,9 @@ async def _claim(conn: Connection, start: Start, seen: JobSeen,
         "l.state, r.project, r.artifact::text AS artifact FROM slurm_launches l "
         "JOIN runs r USING (run_id) WHERE l.launch_id = $1 FOR UPDATE OF l", start.launch_id)
     assert row is not None  # check found it, and launches are never deleted
-    if (checked.scheduler == kube_launches.SCHEDULER and row["state"] != "ended"
-            and state == "pending" and seen.state == job_follow.PENDING
-            and start.restart == seen.restarts):
+    kube = checked.scheduler == kube_launches.SCHEDULER
+    if (kube and row["state"] != "ended" and state == "pending"
+            and seen.state == job_follow.PENDING and start.restart == seen.restarts):
         # A pod's sidecar asks as it starts; the API shows its container running once the
         # kubelet has reported it. (A Slurm job's collector runs in the job: Slurm shows it
         # running before.)
@@ -110,8 +110,7 @@ async def _claim(conn: Connection, start: Start, seen: JobSeen,
         raise JobStartEarly(f"{start}: Kubernetes shows the Job {seen.state}{why}, not yet "
                             "running; retry with backoff")
     if row["state"] == "ended" or not seen.running:
-        shows = ("Kubernetes shows the Job" if checked.scheduler == kube_launches.SCHEDULER
-                 else "Slurm shows the job")
+        shows = "Kubernetes shows the Job" if kube else "Slurm shows the job"
         raise JobStartRefused(f"{start}: {shows} {seen.state}, not running "
                               f"(attempt {row['attempt']} is {state})")
     if start.restart != seen.restarts:

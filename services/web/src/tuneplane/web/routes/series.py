@@ -31,6 +31,7 @@ from tuneplane.web.read.purge import SEMANTICS
 from tuneplane.web.routes.params import AttemptNo, RunPath, Step
 from tuneplane.web.state import WebState
 
+T = TypeVar("T")
 Layout = Literal["rows", "columns"]
 Format = Annotated[Layout, Query(
     description="rows: points as [step, wall_time, value] and buckets as objects; columns: "
@@ -114,15 +115,9 @@ async def canonical_series(pool: asyncpg.Pool, web: WebState, member: MemberKey,
             "points_purged": read.purged}
 
 
-T = TypeVar("T")
-
-
 async def side_by_side(calls: Sequence[Callable[[], Awaitable[T]]], at_most: int) -> list[T]:
-    """Each call's result, in order, with at most ``at_most`` of them under way at once (the
-    first failure fails them all, the rest cancelled): a chart's series read side by side,
-    yet never more of them than leave the pool's other connections to other requests (the
-    pool hands connections out in turn, so a chart of 100 series would otherwise queue 100
-    reads ahead of every later request)."""
+    """Each call's result, in order, at most ``at_most`` under way at once; the first
+    failure fails them all, the calls still waiting cancelled."""
     turns = asyncio.Semaphore(at_most)
 
     async def taking_turns(call: Callable[[], Awaitable[T]]) -> T:
@@ -132,15 +127,21 @@ async def side_by_side(calls: Sequence[Callable[[], Awaitable[T]]], at_most: int
     tasks = [asyncio.ensure_future(taking_turns(call)) for call in calls]
     try:
         return list(await asyncio.gather(*tasks))
-    except BaseException:  # one failed: the chart fails, and the reads waiting never start
+    except BaseException:  # one failed: the calls waiting never start
         for task in tasks:
             task.cancel()
         raise
 
 
-def chart_reads(web: WebState) -> int:
-    """How many of one chart's series are read at once: half the pool."""
-    return max(1, web.settings.pool_size // 2)
+async def chart_series(pool: asyncpg.Pool, web: WebState, run_id: str, attempt: int,
+                       refs: Sequence[mapping.SeriesRef], lo: int | None, hi: int | None,
+                       max_points: int, layout: Layout) -> list[dict[str, Any]]:
+    """One chart's series answers, read half the pool at once: the pool hands connections
+    out in turn, so 100 series would queue 100 reads ahead of every later request."""
+    return await side_by_side([
+        functools.partial(canonical_series, pool, web, MemberKey(run_id, attempt, ref.member),
+                          ref, lo, hi, max_points, layout)
+        for ref in refs], max(1, web.settings.pool_size // 2))
 
 
 Semantics = Annotated[Literal["raw", "tensorboard"], Query(
@@ -221,10 +222,8 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
             raise HTTPException(404, f"no canonical curve {name!r} in run {run_id!r} attempt "
                                      f"{attempt} (is its mapping frozen?)")
         chosen = found[0]
-        data = await side_by_side([
-            functools.partial(canonical_series, pool, web, MemberKey(run_id, attempt, ref.member),
-                              ref, step_min, step_max, max_points, format)
-            for ref in chosen.series[:max_series]], chart_reads(web))
+        data = await chart_series(pool, web, run_id, attempt, chosen.series[:max_series],
+                                  step_min, step_max, max_points, format)
         return json_response({"name": chosen.name, "goal": chosen.goal, "unit": chosen.unit,
                               "aggregate": chosen.aggregate, "series": data,
                               "series_total": len(chosen.series)})
@@ -242,11 +241,10 @@ def router(*, max_points_cap: int, max_series_cap: int) -> APIRouter:
         if not rows:
             raise HTTPException(404, f"no series with tag {tag!r} in run {run_id!r} attempt "
                                      f"{attempt}")
-        data = await side_by_side([
-            functools.partial(canonical_series, pool, web, MemberKey(run_id, attempt, r["member"]),
-                              mapping.SeriesRef(r["member"], r["source"], r["run_path"], tag),
-                              step_min, step_max, max_points, format)
-            for r in rows], chart_reads(web))
+        data = await chart_series(
+            pool, web, run_id, attempt,
+            [mapping.SeriesRef(r["member"], r["source"], r["run_path"], tag) for r in rows],
+            step_min, step_max, max_points, format)
         return json_response({"name": tag, "series": data, "series_total": rows[0]["total"]})
 
     return api
