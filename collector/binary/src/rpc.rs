@@ -2,14 +2,16 @@
 //! (`SlurmJobControl`) and the node agent (`NodeControl`).
 //!
 //! A call is retried while control answers transiently (restarting, overloaded, a broken
-//! connection), with capped exponential backoff and jitter (backon), for up to the patience
-//! the caller gives; any other answer is final and its reason is what the caller reports.
-//! Calls may be made from any thread: each blocks on the runtime's own thread.
+//! connection), with capped exponential backoff and jitter (backon), until the patience
+//! the caller gives has passed on the clock since the first try: the time the tries take
+//! counts, not only the waits between them. Any other answer is final and its reason is
+//! what the caller reports. Calls may be made from any thread: each blocks on the
+//! runtime's own thread.
 
 use std::future::Future;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use backon::{BlockingRetryable, ExponentialBuilder};
+use backon::{BackoffBuilder, ExponentialBuilder};
 use tonic::metadata::MetadataValue;
 use tonic::transport::Channel;
 use tonic::{Code, Request, Response, Status};
@@ -28,6 +30,10 @@ impl std::fmt::Display for Refused {
         write!(f, "{}: {}", code_name(self.code), self.message)
     }
 }
+
+/// The first wait after a transient answer, and the longest (before jitter).
+const MIN_WAIT: Duration = Duration::from_millis(500);
+const MAX_WAIT: Duration = Duration::from_secs(15);
 
 /// A channel to control and the runtime its calls block on.
 pub struct Rpc {
@@ -100,25 +106,7 @@ impl Rpc {
             }
             self.runtime.block_on(send(request))
         };
-        let backoff = ExponentialBuilder::default()
-            .with_min_delay(Duration::from_millis(500))
-            .with_max_delay(Duration::from_secs(15))
-            .with_jitter()
-            .with_jitter_seed(self.jitter_seed)
-            .with_total_delay(Some(patience))
-            .without_max_times();
-        attempt
-            .retry(backoff)
-            .sleep(std::thread::sleep)
-            .when(|status: &Status| !patience.is_zero() && retryable(status.code()))
-            .notify(|status: &Status, wait| {
-                log::warn!(
-                    "control's {name} answered {}: {}; again in {wait:?}",
-                    code_name(status.code()),
-                    status.message()
-                )
-            })
-            .call()
+        retrying((name, patience), self.jitter_seed, &Clock::real(), attempt)
             .map(Response::into_inner)
             .map_err(|status| Refused {
                 code: status.code(),
@@ -126,3 +114,57 @@ impl Rpc {
             })
     }
 }
+
+/// Where the time of a retried call is read and waited: the machine's, or a test's.
+struct Clock<'a> {
+    now: &'a dyn Fn() -> Instant,
+    sleep: &'a dyn Fn(Duration),
+}
+
+impl Clock<'static> {
+    fn real() -> Self {
+        Self {
+            now: &Instant::now,
+            sleep: &std::thread::sleep,
+        }
+    }
+}
+
+/// `attempt()` until it succeeds, fails for good, or `patience` has passed since the first
+/// try began (a zero patience: one try). The waits between tries come from backon's capped
+/// exponential backoff; none runs past that moment: the last try is made then.
+fn retrying<R>(
+    (name, patience): (&str, Duration),
+    jitter_seed: u64,
+    clock: &Clock<'_>,
+    mut attempt: impl FnMut() -> Result<R, Status>,
+) -> Result<R, Status> {
+    let deadline = (clock.now)() + patience;
+    let mut waits = ExponentialBuilder::default()
+        .with_min_delay(MIN_WAIT)
+        .with_max_delay(MAX_WAIT)
+        .with_jitter()
+        .with_jitter_seed(jitter_seed)
+        .without_max_times()
+        .build();
+    loop {
+        let status = match attempt() {
+            Ok(answer) => return Ok(answer),
+            Err(status) => status,
+        };
+        let left = deadline.saturating_duration_since((clock.now)());
+        if left.is_zero() || !retryable(status.code()) {
+            return Err(status);
+        }
+        let wait = waits.next().unwrap_or(MAX_WAIT).min(left);
+        log::warn!(
+            "control's {name} answered {}: {}; again in {wait:?}",
+            code_name(status.code()),
+            status.message()
+        );
+        (clock.sleep)(wait);
+    }
+}
+
+#[cfg(test)]
+mod tests;
