@@ -17,7 +17,7 @@ def s3_client(endpoint: str, *, attempts: int = 10, timeout: float = 60.0) -> S3
     connection and read given ``timeout`` seconds (fewer of both for a quick answer)."""
     return boto3.client("s3", endpoint_url=endpoint,
                         config=Config(s3={"addressing_style": "path"},
-                                      retries={"max_attempts": attempts, "mode": "standard"},
+                                      retries={"total_max_attempts": attempts, "mode": "standard"},
                                       connect_timeout=timeout, read_timeout=timeout))
 
 

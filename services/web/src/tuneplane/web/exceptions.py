@@ -3,7 +3,8 @@
 integration artifact refused is 422. The error's message is the answer's ``detail``, as with
 ``HTTPException``. Database errors are answered without their text (it is logged): a
 value PostgreSQL cannot take is 400, PostgreSQL away or a query past the statement timeout
-503, any other database error 500."""
+503, any other database error 500. The object store away is 503 too; an object missing from
+it is a ``NotFound``."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from fastapi.responses import JSONResponse
 from tuneplane.controlplane import errors
 from tuneplane.destinations.resource import DestinationError
 from tuneplane.telemetry.v1.integration import IntegrationError
+from tuneplane.web.read.bucket import ObjectStoreAway
 
 log = logging.getLogger("tuneplane.web")
 
@@ -55,6 +57,12 @@ async def too_long(request: Request, exc: Exception) -> Response:
                                    "(fewer columns, filters or rows)"}, status_code=503)
 
 
+async def store_away(request: Request, exc: ObjectStoreAway) -> Response:
+    log.warning("%s %s: %s", request.method, request.url.path, exc)
+    return JSONResponse({"detail": "the object store is not answering; retry shortly"},
+                        status_code=503, headers={"Retry-After": "5"})
+
+
 async def database_error(request: Request, exc: asyncpg.PostgresError) -> Response:
     log.error("%s %s: database error: %r", request.method, request.url.path, exc)
     return JSONResponse({"detail": "internal error (the database refused the request); it "
@@ -70,6 +78,7 @@ HANDLERS: dict[int | type[Exception], Handler] = {
     errors.Invalid: answer(422),
     IntegrationError: answer(422),
     DestinationError: answer(422),
+    ObjectStoreAway: store_away,
     asyncpg.DataError: bad_value,
     asyncpg.QueryCanceledError: too_long,
     asyncpg.PostgresError: database_error,

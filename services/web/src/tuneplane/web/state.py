@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 import asyncpg
 from fastapi import FastAPI
 
-from tuneplane.common import objectstore
 from tuneplane.common.db import fair_pool
 from tuneplane.common.tokens import TokenSigner
 from tuneplane.web import metrics
@@ -68,7 +67,7 @@ async def opened(settings: WebSettings, signer: TokenSigner) -> AsyncIterator[We
         settings.database_url, min_size=1, max_size=settings.pool_size, reset=kept_session,
         server_settings={"statement_timeout": STATEMENT_TIMEOUT})
     metrics.POOL.watch(pool)
-    bucket = (Bucket(objectstore.s3_client(settings.s3_endpoint), settings.s3_bucket)
+    bucket = (Bucket.of(settings.s3_endpoint, settings.s3_bucket)
               if settings.s3_endpoint and settings.s3_bucket else None)
     try:
         yield WebState(settings, signer, pool, bucket,

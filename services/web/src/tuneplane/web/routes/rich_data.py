@@ -7,11 +7,14 @@ first and last included), each one object read, a few at a time, and at most ``B
 bytes of them read and decoded (a writer's record may be megabytes: the smallest are taken
 first, the rest left out and named). A tag of another kind is refused (422, naming the tag
 and what it holds); a record that cannot be read is left out and named in the answer's
-``problems``, so one bad record does not hide the others. Decoding runs in a worker thread,
-off the event loop that answers every other request.
+``problems``, so one bad record does not hide the others: one whose object is gone from the
+store as well. The store not answering fails the answer (503), the reads still waiting
+never started. Decoding runs in a worker thread, off the event loop that answers every
+other request.
 """
 
 import asyncio
+import functools
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -21,9 +24,10 @@ from tuneplane.web import models
 from tuneplane.web.auth.access import Viewer
 from tuneplane.web.dependencies import Objects, Pool
 from tuneplane.web.read import summaries
-from tuneplane.web.read.bucket import Bucket
+from tuneplane.web.read.bucket import Bucket, ObjectMissing
 from tuneplane.web.routes.params import AttemptNo, RunPath
 from tuneplane.web.routes.rich import described, sampled
+from tuneplane.web.side_by_side import side_by_side
 
 router = APIRouter(prefix="/api/v1")
 
@@ -50,14 +54,16 @@ async def decoded(pool: Pool, bucket: Bucket | None, run_id: str, attempt: int, 
                                  f" records, not {kind} records")
     if bucket is None:
         raise HTTPException(503, "no object store configured (TUNEPLANE_S3_ENDPOINT)")
-    reads = asyncio.Semaphore(READS)
 
-    async def read(key: str) -> bytes:
-        async with reads:
+    async def read(key: str) -> bytes | ObjectMissing:
+        try:
             return await bucket.read(key)
+        except ObjectMissing as missing:
+            return missing
 
     chosen = within_budget(rows)
-    payloads = await asyncio.gather(*(read(row["object_key"]) for row in chosen))
+    payloads = await side_by_side(
+        [functools.partial(read, row["object_key"]) for row in chosen], READS)
 
     def decode_all() -> tuple[list[str], list[Any]]:
         problems: list[str] = []
@@ -69,8 +75,12 @@ async def decoded(pool: Pool, bucket: Bucket | None, run_id: str, attempt: int, 
                 problems.append(f"{where}: the record is {row['bytes']} bytes, left out: an "
                                 f"answer decodes at most {BUDGET} bytes of records")
                 continue
+            payload = payload_of[id(row)]
+            if isinstance(payload, ObjectMissing):
+                problems.append(f"{where}: the record is missing: {payload}")
+                continue
             try:
-                done.append((row, decode(payload_of[id(row)])))
+                done.append((row, decode(payload)))
             except summaries.Undecodable as exc:
                 problems.append(f"{where}: the record {exc}")
         return problems, done

@@ -7,11 +7,10 @@ Answers are bounded: ``max_points`` and ``max_series`` are capped by the setting
 why ``router`` is built from them (the caps are in the OpenAPI schema too).
 """
 
-import asyncio
 import functools
 import math
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Annotated, Any, Literal, TypeVar
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
 
 import asyncpg
 import numpy as np
@@ -29,9 +28,9 @@ from tuneplane.web.read.columnar import ColumnAnswer, Floats
 from tuneplane.web.read.downsample import METHOD
 from tuneplane.web.read.purge import SEMANTICS
 from tuneplane.web.routes.params import AttemptNo, RunPath, Step
+from tuneplane.web.side_by_side import side_by_side
 from tuneplane.web.state import WebState
 
-T = TypeVar("T")
 Layout = Literal["rows", "columns"]
 Format = Annotated[Layout, Query(
     description="rows: points as [step, wall_time, value] and buckets as objects; columns: "
@@ -113,24 +112,6 @@ async def canonical_series(pool: asyncpg.Pool, web: WebState, member: MemberKey,
         read = series_read.SeriesRead(series_read.NOTHING, lo or 0, hi or 0, 0, None)
     return {**series_data(ref, read, layout), "semantics": SEMANTICS,
             "points_purged": read.purged}
-
-
-async def side_by_side(calls: Sequence[Callable[[], Awaitable[T]]], at_most: int) -> list[T]:
-    """Each call's result, in order, at most ``at_most`` under way at once; the first
-    failure fails them all, the calls still waiting cancelled."""
-    turns = asyncio.Semaphore(at_most)
-
-    async def taking_turns(call: Callable[[], Awaitable[T]]) -> T:
-        async with turns:
-            return await call()
-
-    tasks = [asyncio.ensure_future(taking_turns(call)) for call in calls]
-    try:
-        return list(await asyncio.gather(*tasks))
-    except BaseException:  # one failed: the calls waiting never start
-        for task in tasks:
-            task.cancel()
-        raise
 
 
 async def chart_series(pool: asyncpg.Pool, web: WebState, run_id: str, attempt: int,

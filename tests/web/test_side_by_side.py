@@ -1,4 +1,4 @@
-"""A chart's series read side by side (``routes.series.side_by_side``): in order, never
+"""Calls side by side (``side_by_side``), as a chart's series are read: in order, never
 more at once than asked, so the pool keeps connections for other requests."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from tuneplane.web.routes.series import side_by_side
+from tuneplane.web.side_by_side import side_by_side
 
 
 async def test_a_hundred_reads_take_turns_at_most_four_at_once_and_answer_in_order() -> None:
