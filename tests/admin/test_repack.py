@@ -1,7 +1,8 @@
 """``tuneplane-admin repack-chunks``: chunks stored as arrays (before migration 0037) become
 packed blobs holding the very same bits (the projector's checksum unchanged), a page per
 transaction; stopped midway, the chunks are in both forms, read alike, and a second run
-finishes; chunks packed already and other runs' chunks are left as they are."""
+finishes; chunks packed already and other runs' chunks are left as they are, and so are
+chunks whose arrays cannot be read: named, while the others are repacked."""
 
 from __future__ import annotations
 
@@ -107,3 +108,33 @@ async def test_a_page_is_bounded_by_its_points_too(db: asyncpg.Connection,
     assert (await repack.repack(db, 100, run_id, page_points=10))[0] == 6  # a page each
     assert await forms(db, run_id) == {"packed": 8, "arrays": 0}
     assert await checksum(db, run_id) == before
+
+
+async def test_a_damaged_chunk_is_left_as_it_is_and_named_and_the_others_repacked(
+        db: asyncpg.Connection, run_id: str) -> None:
+    """One chunk that cannot be repacked must not hold back all those after it, run after
+    run: it is left as arrays, untouched, named, and the command exits 1."""
+    await fill(db, run_id, 3)
+    short, nulled = await db.fetch(
+        "SELECT c.series_id, c.batch_id FROM curve_chunks c JOIN series s USING (series_id) "
+        "WHERE s.run_id = $1 AND c.batch_id = 'b-1' ORDER BY c.series_id", run_id)
+    await db.execute("UPDATE curve_chunks SET wall_times = wall_times[1:3] "
+                     "WHERE series_id = $1 AND batch_id = 'b-1'", short["series_id"])
+    await db.execute("UPDATE curve_chunks SET \"values\"[2] = NULL "
+                     "WHERE series_id = $1 AND batch_id = 'b-1'", nulled["series_id"])
+    rows = ("SELECT c::text FROM curve_chunks c WHERE batch_id = 'b-1' AND "
+            "series_id = ANY($1::bigint[]) ORDER BY series_id")  # as text: NaN equals NaN
+    damaged = await db.fetch(rows, [short["series_id"], nulled["series_id"]])
+    for attempt in range(2):
+        done = admin("repack-chunks", "--run-prefix", run_id, "--page", "2", ok=False)
+        assert done.returncode == 1, done.stderr
+        assert f"repacked {4 if attempt == 0 else 0} chunks" in done.stdout, done.stdout
+        assert (f"left as arrays: chunk b-1/0 of series {short['series_id']}: its arrays "
+                "cannot be read: a chunk's columns differ in length: 7 steps, 3 wall times, "
+                "7 values") in done.stderr, done.stderr
+        assert (f"left as arrays: chunk b-1/0 of series {nulled['series_id']}: its arrays "
+                "cannot be read: not a one-dimensional array without NULLs") in done.stderr
+        assert "2 chunks left as arrays, read as before; the others are repacked" in \
+            done.stderr
+        assert await forms(db, run_id) == {"packed": 6, "arrays": 2}
+    assert await db.fetch(rows, [short["series_id"], nulled["series_id"]]) == damaged

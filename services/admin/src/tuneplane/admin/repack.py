@@ -5,9 +5,12 @@ Each chunk's blob is decoded again and compared with its arrays, bit for bit, be
 replaces them: a chunk is never left holding other numbers than it did (the projector's
 ``checksum`` is the same before and after). What is done stays done: a repack stopped at
 any point (a signal, a lost connection) goes on from where it was when run again, and it
-runs beside live projectors (they write blobs already). The space the arrays held is
-reusable once PostgreSQL has vacuumed the table, which the repack asks for at its end;
-returning it to the filesystem takes ``VACUUM (FULL)``, which locks the table meanwhile.
+runs beside live projectors (they write blobs already). A chunk whose arrays cannot be read
+(columns of different lengths, a NULL element) or do not read back from their blob is left
+as arrays, untouched, and named; the repack goes on with the others and exits 1. The space
+the arrays held is reusable once PostgreSQL has vacuumed the table, which the repack asks
+for at its end; returning it to the filesystem takes ``VACUUM (FULL)``, which locks the
+table meanwhile.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import argparse
 import asyncio
 import sys
 import time
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import asyncpg
 
@@ -58,16 +61,28 @@ WHERE (c.series_id, c.batch_id, c.chunk_index) = (u.series_id, u.batch_id, u.chu
 LEFT = """SELECT count(*) FROM curve_chunks c JOIN series s USING (series_id)
           WHERE c.packed IS NULL AND s.run_id LIKE $1"""
 PROGRESS_SECONDS = 2.0
+#: Chunks left as arrays named one by one at most; the others are counted.
+NAMED = 20
+
+
+class Repacked(NamedTuple):
+    chunks: int  # repacked
+    array_bytes: int  # their arrays' bytes
+    blob_bytes: int  # their blobs'
+    left: list[str]  # the chunks left as arrays, and why
 
 
 def packed(row: asyncpg.Record, codec: Codec) -> bytes:
-    """The chunk's blob, once it has been read back as the very bits of its arrays."""
-    points = stored.points_of(row, codec)
-    blob = codec.encode(points.steps, points.wall_times, points.values)
+    """The chunk's blob, once it has been read back as the very bits of its arrays
+    (ValueError naming the chunk: its arrays cannot be read, or the blob differs)."""
+    where = f"chunk {row['batch_id']}/{row['chunk_index']} of series {row['series_id']}"
+    try:
+        points = stored.points_of(row, codec)
+        blob = codec.encode(points.steps, points.wall_times, points.values)
+    except ValueError as exc:
+        raise ValueError(f"{where}: its arrays cannot be read: {exc}") from None
     if stored.bits(codec.decode(blob)) != stored.bits(points):
-        raise ValueError(f"chunk {row['batch_id']}/{row['chunk_index']} of series "
-                         f"{row['series_id']} does not read back as it was stored; left as "
-                         "arrays")
+        raise ValueError(f"{where} does not read back as it was stored")
     return blob
 
 
@@ -82,14 +97,15 @@ def paged(found: list[R], points: int) -> list[R]:
 
 
 async def repack(conn: asyncpg.Connection, page: int, run_prefix: str = "",
-                 page_points: int = PAGE_POINTS) -> tuple[int, int, int]:
+                 page_points: int = PAGE_POINTS) -> Repacked:
     """Every chunk still stored as arrays (of the runs whose id starts with
     ``run_prefix``), as blobs, ``page`` chunks and ``page_points`` points a transaction at
-    most: (chunks repacked, their arrays' bytes, the blobs' bytes)."""
+    most; a chunk that cannot be is left as it is, named in ``left``."""
     codec = Codec()
     runs = starting_with(run_prefix)
     total = int(await conn.fetchval(LEFT, runs))
     done = array_bytes = blob_bytes = 0
+    left: list[str] = []
     after: tuple[int, str, int] = (-1, "", -1)
     said = time.monotonic()
     while True:
@@ -97,8 +113,14 @@ async def repack(conn: asyncpg.Connection, page: int, run_prefix: str = "",
         if not keys:
             break
         after = (keys[-1]["series_id"], keys[-1]["batch_id"], keys[-1]["chunk_index"])
-        rows = await conn.fetch(PAGE, *([k[i] for k in keys] for i in range(3)))
-        blobs = [packed(row, codec) for row in rows]
+        rows, blobs = [], []
+        for row in await conn.fetch(PAGE, *([k[i] for k in keys] for i in range(3))):
+            try:
+                blobs.append(packed(row, codec))
+            except ValueError as exc:
+                left.append(str(exc))
+                continue
+            rows.append(row)
         async with conn.transaction():  # a chunk another repack packed meanwhile: skipped
             status = await conn.execute(
                 REPACK, [r["series_id"] for r in rows], [r["batch_id"] for r in rows],
@@ -110,21 +132,28 @@ async def repack(conn: asyncpg.Connection, page: int, run_prefix: str = "",
             said = time.monotonic()
             print(f"repacked {done:,} of {total:,} chunks: {array_bytes:,} bytes of arrays "
                   f"as {blob_bytes:,}", file=sys.stderr, flush=True)
-    return done, array_bytes, blob_bytes
+    return Repacked(done, array_bytes, blob_bytes, left)
 
 
 async def run(database_url: str, page: int, run_prefix: str, vacuum: bool) -> int:
     conn = await asyncpg.connect(database_url)
     try:
-        done, array_bytes, blob_bytes = await repack(conn, page, run_prefix)
-        if done and vacuum:
+        done = await repack(conn, page, run_prefix)
+        if done.chunks and vacuum:
             await conn.execute("VACUUM (ANALYZE) curve_chunks")
     finally:
         await conn.close()
-    ratio = f" ({array_bytes / blob_bytes:.1f}x smaller)" if blob_bytes else ""
-    print(f"repacked {done:,} chunks: {array_bytes:,} bytes of arrays as {blob_bytes:,} "
-          f"bytes of blobs{ratio}")
-    return 0
+    ratio = f" ({done.array_bytes / done.blob_bytes:.1f}x smaller)" if done.blob_bytes else ""
+    print(f"repacked {done.chunks:,} chunks: {done.array_bytes:,} bytes of arrays as "
+          f"{done.blob_bytes:,} bytes of blobs{ratio}")
+    if not done.left:
+        return 0
+    for why in done.left[:NAMED]:
+        print(f"left as arrays: {why}", file=sys.stderr)
+    more = f" ({len(done.left) - NAMED:,} more not named)" if len(done.left) > NAMED else ""
+    print(f"{len(done.left):,} chunks left as arrays, read as before{more}; the others are "
+          "repacked", file=sys.stderr)
+    return 1
 
 
 def cmd_repack(args: argparse.Namespace, settings: AdminSettings) -> int:
