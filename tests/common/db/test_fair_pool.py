@@ -87,3 +87,18 @@ async def test_a_turn_comes_back_with_a_connection_that_died_or_was_released_twi
             assert await conn.fetchval("SELECT 1") == 1
     finally:
         await pool.close()
+
+
+async def test_a_fair_pool_is_made_as_asyncpgs_own_with_its_defaults(
+        initialised: Endpoints) -> None:
+    settings = ("_minsize", "_maxsize", "_max_queries", "_max_inactive_connection_lifetime",
+                "_connection_class", "_record_class")
+    made = []
+    for make in (asyncpg.create_pool, fair_pool.create_pool):
+        pool = await make(initialised.database_url, min_size=1, max_size=3)
+        try:
+            made.append({name: getattr(pool, name) for name in settings})
+        finally:
+            await pool.close()
+    assert made[0] == made[1]
+    assert made[1]["_max_queries"] == 50000  # asyncpg's default, read from its signature

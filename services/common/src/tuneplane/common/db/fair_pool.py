@@ -16,6 +16,7 @@ Each turn is given back with its connection, once, however the connection ended.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from typing import Any
 
 import asyncpg
@@ -49,10 +50,17 @@ class FairPool(asyncpg.Pool):
                 self._turns.release()
 
 
+#: What ``asyncpg.create_pool`` passes to a pool that ``Pool.__init__`` has no default for:
+#: asyncpg's own defaults, read from its signature rather than copied.
+DEFAULTS: dict[str, Any] = {
+    name: inspect.signature(asyncpg.create_pool).parameters[name].default
+    for name, parameter in inspect.signature(asyncpg.Pool.__init__).parameters.items()
+    if parameter.kind is parameter.KEYWORD_ONLY and parameter.default is parameter.empty
+    and name not in ("min_size", "max_size")}
+
+
 async def create_pool(dsn: str, *, min_size: int, max_size: int, **kwargs: Any) -> FairPool:
     """``asyncpg.create_pool``'s pool, fair: the same arguments, asyncpg's defaults."""
-    arguments: dict[str, Any] = {
-        "max_queries": 50000, "max_inactive_connection_lifetime": 300.0, "loop": None,
-        "connection_class": asyncpg.Connection, "record_class": asyncpg.Record, **kwargs}
-    pool: FairPool = await FairPool(dsn, min_size=min_size, max_size=max_size, **arguments)
+    pool: FairPool = await FairPool(dsn, min_size=min_size, max_size=max_size,
+                                    **{**DEFAULTS, **kwargs})
     return pool
