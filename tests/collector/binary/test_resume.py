@@ -93,3 +93,28 @@ def test_a_checkpoint_resumes_the_file_after_it_and_drops_what_was_read_again(
     assert isinstance(began, dict), began
     assert (began["resumed"], began["gaps"], began["earlier_epochs"]) == (1, 0, ["0ld"])
     assert began["dropped_batches"] > 0  # what it had read before the answer
+
+
+def test_a_checkpoint_without_a_fingerprint_does_not_resume_the_file_there(
+        tmp_path: Path, tls_dir: Path) -> None:
+    """A checkpoint past a file's start that holds no fingerprint cannot say which file it
+    was read from: the file there now is read from its start (points may be stored twice,
+    never lost) and the gap is said, rather than resumed at an offset of another file."""
+    source = tmp_path / "m.jsonl"
+    truth = write_jsonl(source, range(3000), ["loss"])
+    data = source.read_bytes()
+    offset = data.index(b"\n", len(data) // 2) + 1
+    with scripted_ingest(tls_dir) as ingest:
+        ingest.checkpoints = pb.GetCheckpointsReply(spool_epochs=["0ld"], positions=[
+            pb.SourcePosition(source="train", file="", generation=1, offset=offset,
+                              line=data[:offset].count(b"\n") + 1, fingerprint="")])
+        with collecting(ingest, tls_dir, tmp_path, tmp_path / "spool", source,
+                        "--max-batch-points", "500") as collector:
+            assert collector.ended(timeout=120) == 0, collector.said()
+    assert ingest.delivered() == truth  # the whole file, from its start
+    began = status(tmp_path / "spool")["resume"]
+    assert isinstance(began, dict), began
+    assert (began["resumed"], began["gaps"]) == (0, 1), began
+    said = collector.said()
+    assert f"an earlier spool read it to byte {offset} (generation 1), and its checkpoint " \
+           "holds no fingerprint of the file" in said, said

@@ -195,6 +195,72 @@ def test_a_renamed_file_is_finished_through_its_descriptor_then_the_new_one_read
     exact(tmp_path / "spool", list(range(4200)))
 
 
+#: What a writer killed mid-line leaves at the end of its file.
+UNFINISHED = b'{"step": 150, "wall_time": 151.0, "metr'
+
+
+def rotated_mid_line(path: Path, collector: Collector) -> None:
+    """50 lines and an unfinished one appended, the file renamed away and a new one made
+    with 30 lines, all between two steps of ``collector``."""
+    with collector.paused():
+        with path.open("ab") as out:
+            out.write(lines(100, 50) + UNFINISHED)
+        path.rename(path.with_suffix(".jsonl.1"))
+        path.write_bytes(lines(200, 30))
+
+
+def test_a_renamed_file_ending_mid_line_is_waited_for_then_the_new_one_read(
+        tmp_path: Path, start: Start) -> None:
+    """The renamed file's last line is never ended (its writer was killed): it is waited
+    for a while, then left unread and said, and the new file is read; the collector neither
+    spins on the old file nor leaves the new one unread."""
+    path = tmp_path / "m.jsonl"
+    path.write_bytes(lines(0, 100))
+    collector = start(path)
+    collector.wait(read_to(path.stat().st_size), "the first file read")
+    rotated_mid_line(path, collector)
+    status = collector.wait(read_to(path.stat().st_size, 2), "the new file read")
+    said = collector.stop()
+    (event,) = status["source_events"]
+    assert event["event"] == "replaced"
+    assert (f"all but its last {len(UNFINISHED)} bytes: an unfinished line or record its "
+            "writer did not end within 5s, left unread") in event["detail"], event
+    assert said.count("replaced by another file") == 1, said
+    exact(tmp_path / "spool", [*range(150), *range(200, 230)])
+
+
+def test_a_line_ended_in_the_renamed_file_while_waited_for_is_read(
+        tmp_path: Path, start: Start) -> None:
+    """logrotate's create: the writer goes on appending to the renamed file until it
+    reopens; the line it was writing is ended there and read, then the new file."""
+    path = tmp_path / "m.jsonl"
+    path.write_bytes(lines(0, 100))
+    collector = start(path)
+    collector.wait(read_to(path.stat().st_size), "the first file read")
+    rotated_mid_line(path, collector)
+    with path.with_suffix(".jsonl.1").open("ab") as out:
+        out.write(b'ics": {"loss": 75.0}}\n' + lines(151, 9))
+    status = collector.wait(read_to(path.stat().st_size, 2), "the new file read")
+    collector.stop()
+    (event,) = status["source_events"]
+    assert "read to its end" in event["detail"], event
+    exact(tmp_path / "spool", [*range(160), *range(200, 230)])
+
+
+def test_the_drain_waits_for_no_unfinished_tail(tmp_path: Path, start: Start) -> None:
+    """The attempt ends just after the rotation: the drain gives the unfinished line up at
+    once and reads the new file, rather than end with it unread."""
+    path = tmp_path / "m.jsonl"
+    path.write_bytes(lines(0, 100))
+    collector = start(path)
+    collector.wait(read_to(path.stat().st_size), "the first file read")
+    rotated_mid_line(path, collector)
+    said = collector.stop()
+    assert "the drain ended before the sources were read to their end" not in said, said
+    assert "left unread" in said, said
+    exact(tmp_path / "spool", [*range(150), *range(200, 230)])
+
+
 def test_a_deleted_file_is_finished_and_a_new_one_at_its_path_read(tmp_path: Path,
                                                                   start: Start) -> None:
     path = tmp_path / "m.jsonl"

@@ -30,6 +30,21 @@ pub struct Chosen {
 
 type Choice = rusqlite::Result<Option<Chosen>>;
 
+/// How far an earlier file was read: to its end, or to `offset` when its unfinished tail
+/// was given up (`unfinished`).
+fn read_to(offset: u64, length: u64, given_up: bool) -> String {
+    if given_up {
+        let tail = length.saturating_sub(offset);
+        format!(
+            "to byte {offset}, all but its last {tail} bytes: an unfinished line or record its \
+             writer did not end within {}s, left unread",
+            super::unfinished::TAIL_WAIT.as_secs()
+        )
+    } else {
+        format!("to its end ({offset} bytes)")
+    }
+}
+
 /// The first generation of a file never read before.
 fn first(key: &str) -> SavedPosition {
     generation::next_generation(&SavedPosition::default(), key)
@@ -58,27 +73,29 @@ impl SourceReader {
             }
         };
         let mut held_file = None;
-        let mut finished = None; // the earlier file was read to its end (this many bytes)
+        // The earlier file was read to its end, this many bytes (and how it ended).
+        let mut finished = None;
         let mut finishing = false;
         if let Some(held) = self.let_go(&name) {
             let moved = at_path.as_ref().is_none_or(|m| key_of(m) != held.key);
             match &saved {
                 Some(s) if moved && s.file_key == held.key => {
-                    if held.file.metadata().map_or(0, |m| m.len()) > s.offset {
+                    let length = held.file.metadata().map_or(0, |m| m.len());
+                    let given_up = self.unfinished.given_up(&name, &held.key, length);
+                    if length > s.offset && !given_up {
                         held_file = Some((held.file, held.key));
                         finishing = true;
                     } else if at_path.is_none() {
                         let said = format!(
-                            "{}: deleted; it was read to its end ({} bytes) through its open \
-                             descriptor",
+                            "{}: deleted; it was read {} through its open descriptor",
                             path.display(),
-                            s.offset
+                            read_to(s.offset, length, given_up)
                         );
                         let gone = generation::next_generation(s, "");
                         self.restart(source, relative, &gone, "deleted", &said)?;
                         return Ok(None);
                     } else {
-                        finished = Some(s.offset);
+                        finished = Some(read_to(s.offset, length, given_up));
                     }
                 }
                 // The same file, as long as read: passed over (one fstat, no fingerprint).
@@ -147,11 +164,11 @@ impl SourceReader {
                     _ if saved.file_key.is_empty() => {
                         ("created", "created again after it was deleted".to_owned())
                     }
-                    Some(bytes) => (
+                    Some(read) => (
                         "replaced",
                         format!(
-                            "replaced by another file; the one before was read to its end \
-                             ({bytes} bytes) through its open descriptor"
+                            "replaced by another file; the one before was read {read} through \
+                             its open descriptor"
                         ),
                     ),
                     // The file read before was not held (the collector started since): what

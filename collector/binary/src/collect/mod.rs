@@ -18,6 +18,7 @@ mod resume;
 mod step;
 mod tbstate;
 pub mod tensorboard;
+mod unfinished;
 
 pub use channel::Channel;
 pub use reader::{now, Bounds, Counters, SourceReader, BATCH_POINTS};

@@ -10,6 +10,7 @@ use super::{channel, Kept, SourceKind, SourceSpec};
 use crate::collect::fence::Fence;
 use crate::collect::generation::{count_held, held_full, Held, HELD_FILES};
 use crate::collect::logdir;
+use crate::collect::unfinished::Unfinished;
 use crate::sources::config::KeyBudget;
 use crate::sources::names::escape_controls;
 use crate::spool::{room, Shared};
@@ -57,6 +58,8 @@ pub struct SourceReader {
     /// steps taken (which says which was read last).
     pub(super) held: HashMap<(String, String), Held>,
     pub(super) steps: u64,
+    /// Earlier files that end in an unfinished line or record, waited for.
+    pub(super) unfinished: Unfinished,
     /// The spool's size when last asked, and `counters.sealed_bytes` then.
     stored: Option<(u64, u64)>,
     /// Reading paused for room on the spool's filesystem (`spool::room`), said once.
@@ -86,6 +89,7 @@ impl SourceReader {
             config_keys: HashMap::new(),
             held: HashMap::new(),
             steps: 0,
+            unfinished: Unfinished::default(),
             stored: None,
             short_of_room: false,
             counters: Counters::default(),
@@ -159,6 +163,11 @@ impl SourceReader {
     }
 
     /// Forget the listings: log directories are listed again on the next step.
+    /// The attempt ended: what is left is read as far as it can be, nothing waited for.
+    pub fn drain(&mut self) {
+        self.unfinished.drain();
+    }
+
     pub fn relist(&mut self) {
         self.listings.clear();
     }

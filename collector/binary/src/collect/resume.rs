@@ -16,10 +16,16 @@ use crate::sources::names::{escape_controls, relative_path_problem};
 use crate::spool::{Adopted, Resume, SavedPosition, Settled};
 
 /// Whether `file` (of length `length`) holds the bytes `checkpoint` was read to: at least
-/// as long, and its first bytes the ones fingerprinted (a checkpoint's fingerprint always
-/// covers some: one that says none does not match).
+/// as long, and its first bytes the ones fingerprinted. A checkpoint past a file's start
+/// without a fingerprint (a collector that could not read the file's first bytes, or one
+/// from before fingerprints) says nothing of which file it was: it matches none, so the
+/// file there is read from its start (what both read may be stored twice, never lost).
 fn is_the_file(file: &File, length: u64, checkpoint: &SourcePosition) -> bool {
-    let covered = generation::covered(&checkpoint.fingerprint).unwrap_or(0);
+    let covered = match generation::covered(&checkpoint.fingerprint) {
+        Some(bytes) => bytes,
+        None if checkpoint.offset == 0 => 0,
+        None => return false,
+    };
     length >= checkpoint.offset
         && generation::fingerprint(file, covered).is_ok_and(|print| print == checkpoint.fingerprint)
 }
@@ -120,14 +126,24 @@ impl SourceReader {
         });
         let Some(key) = found else {
             done.gaps += 1;
+            let unknown = at.offset > 0 && generation::covered(&at.fingerprint).is_none();
+            let why = if unknown {
+                "its checkpoint holds no fingerprint of the file, so which file it was is not \
+                 known: what both read may be stored twice"
+                    .to_owned()
+            } else {
+                format!(
+                    "the file there now is another or none: what that file held past byte {} \
+                     is in no source",
+                    at.offset
+                )
+            };
             let said = format!(
-                "{}: an earlier spool read it to byte {} (generation {}), and the file there now \
-                 is another or none: what that file held past byte {} is in no source; the \
-                 file there is read from its start",
+                "{}: an earlier spool read it to byte {} (generation {}), and {why}; the file \
+                 there is read from its start",
                 path.display(),
                 at.offset,
                 at.generation,
-                at.offset
             );
             log::warn!("source {}: {}", source.id, escape_controls(&said));
             self.not_resumed(at, "gap", &said)?;

@@ -108,6 +108,7 @@ impl SourceReader {
                     ),
                     &key,
                 );
+                self.hold(name, key, file); // a renamed file is still to be finished
                 return Ok(true);
             }
         };
@@ -130,22 +131,37 @@ impl SourceReader {
                 fingerprint,
                 generation: start.generation,
             };
-            let sealed = self.spool.get().seal(
+            let sealing = self.spool.get().seal(
                 &mut step.draft,
                 relative,
                 &position,
                 now(),
                 &step.rejected,
                 None,
-            )?;
+            );
+            let sealed = match sealing {
+                Ok(sealed) => sealed,
+                Err(e) => {
+                    self.hold(name, key, file); // read again once the spool takes a write
+                    return Err(e);
+                }
+            };
             failpoints::reach("seal");
             self.counters.batches += u64::from(sealed.is_some());
             self.counters.points += points;
             self.counters.rich += rich;
         }
         // An earlier file read to its end: what the path names now is read at the next step,
-        // which comes at once.
-        let at_end = step.at_end && !finishing;
+        // which comes at once. One that holds nothing more but an unfinished tail is waited
+        // for (`unfinished`), as any file at its end, then given up at once.
+        let at_end = if !finishing {
+            step.at_end
+        } else if step.position == resume && step.at_end {
+            !self.unfinished.seen(&name, &key, length)
+        } else {
+            self.unfinished.forget(&name);
+            false
+        };
         // The records are sealed (or not taken): their buffer and columns serve the next step.
         self.kept.keep_step(step, records);
         self.hold(name, key, file);

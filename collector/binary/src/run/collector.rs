@@ -162,6 +162,7 @@ fn read_loop(
     // Stopping (the attempt ended): take what the sources hold now, as far as the spool and
     // the drain time allow, so the last steps written are not left unread.
     let deadline = Instant::now() + drain;
+    reader.drain();
     reader.relist();
     reader.room_left(); // as it is now, not as the last round found it
     let mut read_all = false;
