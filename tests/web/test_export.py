@@ -11,6 +11,7 @@ import json
 import math
 import re
 import struct
+from urllib.parse import quote
 
 import asyncpg
 import httpx
@@ -21,6 +22,7 @@ from tests.support.environment import Endpoints
 from tests.support.truth import member_batch
 from tuneplane.projector.projection import RecordMeta, project
 from tuneplane.projector.writer import PostgresWriter
+from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.identity import MemberKey
 from tuneplane.web.routes import export
 
@@ -106,3 +108,53 @@ def test_a_download_is_named_in_ascii_and_in_utf8() -> None:
     assert header == ('attachment; filename="run-1-rank-0-loss_____ x=1.csv"; '
                       "filename*=UTF-8''run-1-rank-0-loss%2F%E6%8D%9F%E5%A4%B1%22%3B%20x%3D1.csv")
 
+
+
+async def write(database_url: str, batches: list[pb.Batch]) -> None:
+    async with asyncpg.create_pool(database_url, min_size=1, max_size=1) as pool:
+        await PostgresWriter(pool).write_group(
+            [project(b.SerializeToString(), RecordMeta(0, i, None))
+             for i, b in enumerate(batches)])
+
+
+async def test_a_restarts_points_come_after_those_they_repeat(
+        client: httpx.AsyncClient, initialised: Endpoints, run_id: str) -> None:
+    """Points come in the order they were read, not by their chunks' first steps: a job
+    restarted at step 15 (a later spool epoch) wrote 15..24 again, so those come after the
+    first 15..24, and the last point of each step is the restart's (what a reader keeping
+    a step's last value, as the client's ``history``, shows); batch 10 comes after 9."""
+    member = MemberKey(run_id, 1, "rank-0")
+    restart = member_batch(member, 1, 20, epoch="f")
+    restart.sealed_at = 1.7e9 + 100  # its epoch began after the first one's last batch
+    for chunk in restart.chunks:
+        chunk.steps[:] = range(15, 25)
+        chunk.values[:] = [1000.0 + s for s in range(15, 25)]
+    await write(initialised.database_url,
+                [restart, *(member_batch(member, s, 20) for s in range(12))])
+    answer = await client.get(URL.format(run=run_id), params={**KEY, "format": "arrow"})
+    table = pa.ipc.open_stream(answer.content).read_all()
+    steps, values = table.column("step").to_pylist(), table.column("value").to_pylist()
+    assert steps == [*range(120), *range(15, 25)]
+    last = dict(zip(steps, values, strict=True))
+    assert [last[s] for s in range(14, 26)] == [14 * 0.25, *(1000.0 + s for s in range(15, 25)),
+                                                25 * 0.25]
+
+
+async def test_the_next_pages_link_names_a_run_of_any_printable_id(
+        client: httpx.AsyncClient, initialised: Endpoints, run_id: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run id may be any printable text but "/" (a workload token's run): its pages'
+    links name that very run, and a header stays Latin-1."""
+    odd = f"{run_id}-实验#1?a=%25"
+    member = MemberKey(odd, 1, "rank-0")
+    await write(initialised.database_url, [member_batch(member, s, 20) for s in range(3)])
+    monkeypatch.setattr(export, "MAX_POINTS", 15)
+    first = await client.get(f"/api/v1/runs/{quote(odd, safe='')}/attempts/1/scalars/export",
+                             params=KEY)
+    assert first.status_code == 200, first.text
+    link = re.match(r"<([^>]+)>; rel=\"next\"", first.headers["link"])
+    assert link is not None, first.headers
+    second = await client.get(link.group(1))
+    assert second.status_code == 200, second.text
+    assert [int(r[0]) for r in list(csv.reader(io.StringIO(second.text)))[1:]] == list(
+        range(10, 20))

@@ -1,6 +1,9 @@
-"""One series' stored points for a download: every point in the step range, in the order
-they were read (chunks by first step), at most ``limit`` of them. When the range holds
-more, the answer ends at a chunk's edge and says where the rest starts (``rest``)."""
+"""One series' stored points for a download: every point in the step range, at most
+``limit`` of them. When the range holds more, the answer ends at a chunk's edge and says
+where the rest starts (``rest``): pages are cut by step, so every point of a step is in one
+page, and a page's points are in the order they were read (its chunks in their batches'
+read order, ``purge.batch_order``): a restarted job's steps come again after those they
+repeat, and the last point of a step is the one read last."""
 
 from __future__ import annotations
 
@@ -13,7 +16,8 @@ from tuneplane.common.db import Connection
 from tuneplane.telemetry.v1.identity import SeriesKey
 from tuneplane.web.read import listings
 from tuneplane.web.read.columnar import Points
-from tuneplane.web.read.series_read import CODEC, STORED_POINTS
+from tuneplane.web.read.purge import batch_order
+from tuneplane.web.read.series_read import CODEC, EPOCH_STARTS, STORED_POINTS
 
 CHUNKS = """
 SELECT batch_id, chunk_index, n, step_min FROM curve_chunks
@@ -48,6 +52,10 @@ async def points(conn: Connection, key: SeriesKey, lo: int, hi: int,
         total += row["n"]
     if rest is not None and rest <= lo:  # every chunk left starts at lo
         raise NoStepToCut(f"more than {limit} points start at step {lo}")
+    member = key.member
+    epochs = {r["epoch"]: r["first_sealed"] for r in await conn.fetch(
+        EPOCH_STARTS, member.run_id, member.attempt, member.member)}
+    chunks.sort(key=lambda c: (batch_order(c[0], epochs), c[1]))
     rows = {(r["batch_id"], r["chunk_index"]): r for r in await conn.fetch(
         STORED_POINTS, found, [b for b, _ in chunks], [i for _, i in chunks])}
     parts = [stored.points_of(rows[c], CODEC) for c in chunks]

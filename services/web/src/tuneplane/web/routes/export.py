@@ -11,6 +11,7 @@ holds them as they are.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from typing import Annotated, Any, Final, Literal
 from urllib.parse import quote, urlencode
@@ -111,13 +112,13 @@ async def export(_: Viewer, pool: Pool, run_id: str, attempt: AttemptNo, member:
                                  f"attempt {attempt}")
     points, rest = found.points, found.rest
     encode, media = FORMATS[format]
-    body = encode(points)
+    body = await asyncio.to_thread(encode, points)  # up to a second: off the event loop
     headers: dict[str, Any] = {"Content-Disposition": attachment(
         f"{run_id}-{attempt}-{member}-{tag}.{format}")}
     if rest is not None:
         query = urlencode({"member": member, "source": source, "tag": tag,
                            "run_path": run_path, "step_min": rest, "step_max": hi,
                            "format": format})
-        headers["Link"] = (f'</api/v1/runs/{run_id}/attempts/{attempt}/scalars/export?{query}>;'
-                           ' rel="next"')
+        path = f"/api/v1/runs/{quote(run_id, safe='')}/attempts/{attempt}/scalars/export"
+        headers["Link"] = f'<{path}?{query}>; rel="next"'
     return Response(body, media_type=media, headers=headers)
