@@ -33,6 +33,7 @@ from tuneplane.controlplane.mapping import freeze
 from tuneplane.telemetry.v1 import telemetry_pb2 as pb
 from tuneplane.telemetry.v1.identity import MemberKey
 from tuneplane.telemetry.v1.integration import MetricMapping
+from tuneplane.web.read import series_read
 
 
 def utc_now() -> dt.datetime:
@@ -372,14 +373,16 @@ async def peak_bytes(client: httpx.AsyncClient, url: str, params: dict[str, str 
 
 
 async def test_chunks_cut_by_restarts_or_straddling_the_range_unpack_within_the_budget(
-        client: httpx.AsyncClient, db: asyncpg.Connection, run_id: str) -> None:
+        client: httpx.AsyncClient, db: asyncpg.Connection, run_id: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """A writer chooses how its chunks' step ranges fall: here 40 batches each replay steps
     0 to 24,999 after a restart at step 1 (TensorBoard's purge cuts every earlier chunk
     inside its range), so every chunk straddles a purge cut and any step_min above 0. The
     points of such chunks were all unpacked into Python, whatever the unpack budget: a
     million here, a series' every point in general, from one request the Charts grid makes
     by itself. Now what is unpacked stays within the budget, the rest answered from the
-    chunks' summaries (a cut chunk's, of what survives the cut, computed in SQL)."""
+    chunks' summaries (a cut chunk's, of what survives the cut, decoded once a
+    process and kept: an answer read again decodes none)."""
     chunks, per_chunk = 40, 25_000
     await db.execute("""
         INSERT INTO batch_ledger (run_id, attempt, member, batch_id, kafka_partition,
@@ -399,11 +402,22 @@ async def test_chunks_cut_by_restarts_or_straddling_the_range_unpack_within_the_
         FROM generate_series(1, $3) AS c""", per_chunk, chunks)
     url = f"/api/v1/runs/{run_id}/attempts/1/scalars"
     key: dict[str, str | int] = {"member": "rank-0", "source": "train", "tag": "replayed"}
+    decoded = 0
+    really = series_read.left_of_cut
+
+    def counted(*args: Any) -> Any:
+        nonlocal decoded
+        decoded += 1
+        return really(*args)
+    monkeypatch.setattr(series_read, "left_of_cut", counted)
     purged, peak = await peak_bytes(client, url, {**key, "semantics": "tensorboard"})
     # What TensorBoard keeps: step 0 of every replay, and the last replay whole.
     assert purged["points_purged"] == (chunks - 1) * (per_chunk - 1)
     assert purged["points_in_range"] == chunks - 1 + per_chunk
     assert peak < 40 * 2**20, f"{peak / 2**20:.0f} MiB for one answer"
+    assert decoded == chunks - 1  # each chunk a cut straddles
+    again, _ = await peak_bytes(client, url, {**key, "semantics": "tensorboard"})
+    assert (again, decoded) == (purged, chunks - 1)  # kept: none decoded again
     zoomed, peak = await peak_bytes(client, url, {**key, "step_min": 1})
     assert zoomed["points_in_range"] >= chunks * (per_chunk - 1)
     assert peak < 40 * 2**20, f"{peak / 2**20:.0f} MiB for one answer"

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-import asyncpg
 import numpy as np
+from cachetools import LRUCache
 
-from tuneplane.common.chunks import stored
+from tuneplane.common.chunks import blob, stored
 from tuneplane.common.chunks.blob import Codec
 from tuneplane.common.db import Connection
 from tuneplane.telemetry.v1.identity import MemberKey, SeriesKey
@@ -53,15 +53,20 @@ FROM batch_ledger WHERE run_id = $1 AND attempt = $2 AND member = $3 GROUP BY 1
 
 SERIES_BATCHES = "SELECT DISTINCT batch_id FROM curve_chunks WHERE series_id = $1"
 
-# The chunks a purge cuts: those of a cut batch reaching the cut, with their points only
-# where some are before it (a chunk wholly at or past it is gone whole, never read).
-CUT_CHUNKS = f"""
-SELECT c.batch_id, c.chunk_index, c.n, c.step_min, w.cut, k.*
+# The chunks a purge cuts: those of a cut batch reaching the cut (a chunk wholly at or past
+# it is gone whole, never read; one that straddles it is decoded: ``cut_chunks``).
+CUT_CHUNKS = """
+SELECT c.batch_id, c.chunk_index, c.n, c.step_min, w.cut
 FROM curve_chunks c JOIN unnest($2::text[], $3::bigint[]) AS w(batch_id, cut)
      USING (batch_id)
-LEFT JOIN LATERAL (SELECT {stored.SELECTED} WHERE c.step_min < w.cut) k ON true
 WHERE c.series_id = $1 AND c.step_max >= w.cut
 """
+#: What of a chunk survives a cut, by (series id, batch id, chunk index, cut step). A chunk's
+#: points are its batch's, which never change under its identity, and a series id is never
+#: given again: nothing kept goes stale. A purged answer is read again each time (a marker
+#: may come), and a run restarted many times straddles a cut in each of its series' cut
+#: batches; each such chunk is decoded once a process, not once a request.
+LEFT_OF_CUT: LRUCache[tuple[int, str, int, int], ChunkSummary | None] = LRUCache(50_000)
 #: Decodes stored chunks: one per process (the web serves from one event loop).
 CODEC = Codec()
 
@@ -105,25 +110,37 @@ async def cut_chunks(conn: Connection, series_id: int, chunks: Chunks,
                      purge: Mapping[str, int]) -> tuple[Chunks, Ints, int]:
     """``chunks`` with what survives each purge cut in place of a cut chunk (none left:
     gone), the points each stores (what unpacking it costs), and the points purged."""
-    stored = dict(zip(chunks.refs, chunks.summary.n.tolist(), strict=True))
+    stored_n = dict(zip(chunks.refs, chunks.summary.n.tolist(), strict=True))
+    rows = await conn.fetch(CUT_CHUNKS, series_id, list(purge), list(purge.values()))
+    straddling = [((r["batch_id"], r["chunk_index"]), r["cut"]) for r in rows
+                  if r["step_min"] < r["cut"]]
+    left: dict[ChunkRef, ChunkSummary | None] = {
+        ref: LEFT_OF_CUT[(series_id, *ref, cut)] for ref, cut in straddling
+        if (series_id, *ref, cut) in LEFT_OF_CUT}
+    unknown = [ref for ref, _ in straddling if ref not in left]
+    if unknown:
+        for r in await conn.fetch(STORED_POINTS, series_id, [ref[0] for ref in unknown],
+                                  [ref[1] for ref in unknown]):
+            ref, at = (r["batch_id"], r["chunk_index"]), purge[r["batch_id"]]
+            left[ref] = LEFT_OF_CUT[(series_id, *ref, at)] = left_of_cut(
+                ref, stored.points_of(r, CODEC), at)
     remaining: dict[ChunkRef, ChunkSummary | None] = {}
     purged = 0
-    for row in await conn.fetch(CUT_CHUNKS, series_id, list(purge), list(purge.values())):
+    for row in rows:  # (a chunk gone since the first statement, a purge's: none left)
         ref = (row["batch_id"], row["chunk_index"])
-        kept = left_of_cut(ref, row) if row["step_min"] < row["cut"] else None
+        kept = left.get(ref)
         purged += row["n"] - (0 if kept is None else kept.n)
         remaining[ref] = kept
     if not remaining:
         return chunks, chunks.summary.n, purged
     summaries = [remaining.get(s.ref, s) for s in chunks.summaries()]
     cut = Chunks.of([s for s in summaries if s is not None])
-    return cut, ints([stored[ref] for ref in cut.refs]), purged
+    return cut, ints([stored_n[ref] for ref in cut.refs]), purged
 
 
-def left_of_cut(ref: ChunkRef, row: asyncpg.Record) -> ChunkSummary | None:
+def left_of_cut(ref: ChunkRef, points: blob.Points, cut: int) -> ChunkSummary | None:
     """What of a stored chunk is before its purge cut: its summary, or None (nothing)."""
-    points = stored.points_of(row, CODEC)
-    kept = np.flatnonzero(points.steps < row["cut"])
+    kept = np.flatnonzero(points.steps < cut)
     if not len(kept):
         return None
     steps, values = points.steps[kept], points.values[kept]
