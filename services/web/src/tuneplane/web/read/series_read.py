@@ -61,12 +61,14 @@ FROM curve_chunks c JOIN unnest($2::text[], $3::bigint[]) AS w(batch_id, cut)
      USING (batch_id)
 WHERE c.series_id = $1 AND c.step_max >= w.cut
 """
-#: What of a chunk survives a cut, by (series id, batch id, chunk index, cut step). A chunk's
-#: points are its batch's, which never change under its identity, and a series id is never
-#: given again: nothing kept goes stale. A purged answer is read again each time (a marker
-#: may come), and a run restarted many times straddles a cut in each of its series' cut
-#: batches; each such chunk is decoded once a process, not once a request.
-LEFT_OF_CUT: LRUCache[tuple[int, str, int, int], ChunkSummary | None] = LRUCache(50_000)
+#: What of a chunk survives a cut, by its series id, its batch's identity (run, attempt,
+#: member, batch id), its index there and the cut step. A chunk's points are its batch's,
+#: and the projector stores one batch per identity (its ledger), so nothing kept goes
+#: stale; the series id too, for a deleted run's id may be taken again. A purged answer is
+#: read again each time (a marker may come), and a run restarted many times straddles a
+#: cut in each of its series' cut batches: each such chunk is decoded once a process.
+LEFT_OF_CUT: LRUCache[tuple[int, str, int, str, str, int, int], ChunkSummary | None] = \
+    LRUCache(50_000)
 #: Decodes stored chunks: one per process (the web serves from one event loop).
 CODEC = Codec()
 
@@ -106,7 +108,7 @@ class SeriesRead:
 NOTHING = ColumnAnswer(False, 0, NO_POINTS, NO_BUCKETS)
 
 
-async def cut_chunks(conn: Connection, series_id: int, chunks: Chunks,
+async def cut_chunks(conn: Connection, series_id: int, member: MemberKey, chunks: Chunks,
                      purge: Mapping[str, int]) -> tuple[Chunks, Ints, int]:
     """``chunks`` with what survives each purge cut in place of a cut chunk (none left:
     gone), the points each stores (what unpacking it costs), and the points purged."""
@@ -114,15 +116,16 @@ async def cut_chunks(conn: Connection, series_id: int, chunks: Chunks,
     rows = await conn.fetch(CUT_CHUNKS, series_id, list(purge), list(purge.values()))
     straddling = [((r["batch_id"], r["chunk_index"]), r["cut"]) for r in rows
                   if r["step_min"] < r["cut"]]
+    batch = (series_id, member.run_id, member.attempt, member.member)
     left: dict[ChunkRef, ChunkSummary | None] = {
-        ref: LEFT_OF_CUT[(series_id, *ref, cut)] for ref, cut in straddling
-        if (series_id, *ref, cut) in LEFT_OF_CUT}
+        ref: LEFT_OF_CUT[(*batch, *ref, cut)] for ref, cut in straddling
+        if (*batch, *ref, cut) in LEFT_OF_CUT}
     unknown = [ref for ref, _ in straddling if ref not in left]
     if unknown:
         for r in await conn.fetch(STORED_POINTS, series_id, [ref[0] for ref in unknown],
                                   [ref[1] for ref in unknown]):
             ref, at = (r["batch_id"], r["chunk_index"]), purge[r["batch_id"]]
-            left[ref] = LEFT_OF_CUT[(series_id, *ref, at)] = left_of_cut(
+            left[ref] = LEFT_OF_CUT[(*batch, *ref, at)] = left_of_cut(
                 ref, stored.points_of(r, CODEC), at)
     remaining: dict[ChunkRef, ChunkSummary | None] = {}
     purged = 0
@@ -202,7 +205,8 @@ async def read(conn: Connection, key: SeriesKey, lo: int | None, hi: int | None,
     if purge and found.marked:
         cuts = await purge_cuts(conn, found.series_id, member, key.source, key.run_path, key.tag)
         if cuts:
-            chunks, stored, purged = await cut_chunks(conn, found.series_id, chunks, cuts)
+            chunks, stored, purged = await cut_chunks(conn, found.series_id, member,
+                                                           chunks, cuts)
     if lo is None or hi is None or lo > hi:
         return SeriesRead(NOTHING, lo or 0, hi or 0, purged, wall_first, walls, found.version)
     needed = within_budget(columnar.chunks_to_unpack(chunks, lo, hi, max_points,
