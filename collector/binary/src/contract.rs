@@ -90,6 +90,14 @@ pub fn transient(code: Code) -> bool {
         )
 }
 
+/// Ingest's own refusal of a batch for good: the batch is not one it can take, ever (its
+/// reason says why). Any other answer that is not transient is not one ingest gives a batch
+/// (an HTTP 404 from a proxy on the way reads as UNIMPLEMENTED): the batch is kept and sent
+/// again, as after a transient one, rather than quarantined for what is not its fault.
+pub fn refuses_batch(code: Code) -> bool {
+    code == Code::InvalidArgument
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

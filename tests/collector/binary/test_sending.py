@@ -1,8 +1,9 @@
 """How the binary's sender answers each kind of reply, on the wire, against an ingest the
 test scripts: overload, outage and token refusals are sent again later, byte for byte the
-same batch; a permanent refusal is quarantined with its reason and the rest goes on;
-DUPLICATE_SAFE is an ACK; the token file is read again for every send; and a spool left by
-one collector is sent by the next with its identities and bytes unchanged."""
+same batch, and so are answers ingest never gives a batch; ingest's refusal is quarantined
+with its reason and the rest goes on; DUPLICATE_SAFE is an ACK; the token file is read
+again for every send; and a spool left by one collector is sent by the next with its
+identities and bytes unchanged."""
 
 from __future__ import annotations
 
@@ -57,6 +58,27 @@ def test_overload_outage_and_token_refusals_are_resent_byte_for_byte(
     assert (shown["pending"], shown["quarantined"]) == (
         {"batches": 0, "points": 0, "bytes": 0}, [])
 
+
+
+def test_answers_ingest_never_gives_a_batch_keep_it_and_send_it_again(
+        tmp_path: Path, tls_dir: Path) -> None:
+    """Only ingest's INVALID_ARGUMENT (or a rejected outcome) refuses a batch for good. A
+    proxy's HTTP 404 reads as UNIMPLEMENTED, and NOT_FOUND or FAILED_PRECONDITION come from
+    no ingest either: quarantining the batch for them would keep it from ingest for good
+    (and, counted in the spool's cap, pause reading for good)."""
+    truth = write_jsonl(tmp_path / "m.jsonl", range(300), ["loss"])  # 3 batches
+    answers = (grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.NOT_FOUND,
+               grpc.StatusCode.FAILED_PRECONDITION)
+    with scripted_ingest(tls_dir) as ingest:
+        ingest.script.extend(Answer(code) for code in answers)
+        done = run_collector(args(ingest.port, tls_dir, tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert [call.answer.code for call in ingest.calls[:3]] == list(answers)
+    assert "not an answer ingest gives a batch" in done.stderr, done.stderr
+    assert ingest.delivered() == truth
+    shown = spool_status(tmp_path / "spool")
+    assert (shown["pending"], shown["quarantined"]) == (
+        {"batches": 0, "points": 0, "bytes": 0}, [])
 
 @pytest.mark.parametrize(("answer", "reason"), [
     (Answer(grpc.StatusCode.INVALID_ARGUMENT), "INVALID_ARGUMENT: scripted INVALID_ARGUMENT"),

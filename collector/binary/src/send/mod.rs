@@ -19,7 +19,7 @@ use crate::collect::fence::failed;
 use crate::contract::proto::push_batch_reply::Outcome;
 use crate::contract::proto::telemetry_ingest_client::TelemetryIngestClient;
 use crate::contract::proto::{PushBatchReply, PushBatchRequest};
-use crate::contract::{code_name, transient};
+use crate::contract::{code_name, refuses_batch, transient};
 use crate::failpoints;
 use crate::send::target::{endpoint, Target, Token};
 use crate::spool::{SealedBatch, Shared};
@@ -127,6 +127,17 @@ impl Sender {
                     code_name(status.code()),
                     status.message()
                 )));
+            }
+            Err(status) if !refuses_batch(status.code()) => {
+                let said = format!(
+                    "batch {}: {}: {}; not an answer ingest gives a batch (a proxy or \
+                     another service at its address?): kept, and sent again",
+                    batch.sequence,
+                    code_name(status.code()),
+                    status.message()
+                );
+                log::warn!("{said}"); // (a transient answer is said only once retried)
+                return Err(Transient(said));
             }
             Err(status) => {
                 let reason = format!("{}: {}", code_name(status.code()), status.message());
