@@ -1,7 +1,8 @@
 """The web's reads of the object store (``read.bucket``) against the real S3 server, a port
 nothing listens on, and a store answering 503: an object that is not there is
-``ObjectMissing`` (naming it and the bucket), a store that does not answer or cannot now
-is ``ObjectStoreAway``, each after a bounded number of tries."""
+``ObjectMissing`` (naming it), a store that does not answer, cannot now or answers
+anything else (no such bucket) is ``ObjectStoreAway``, each after a bounded number of
+tries."""
 
 from __future__ import annotations
 
@@ -25,8 +26,9 @@ async def test_an_object_is_read_and_one_not_there_is_missing(initialised: Endpo
     assert await bucket.read(key) == payload
     with pytest.raises(ObjectMissing) as missing:
         await bucket.read(key + "-gone")
-    assert str(missing.value) == (f"the object {key + '-gone'!r} is not in the object "
-                                  f"store's bucket {initialised.s3_bucket!r}")
+    assert str(missing.value) == f"the object {key + '-gone'!r} is not in the object store"
+    with pytest.raises(ObjectStoreAway, match="the object store answered NoSuchBucket for "):
+        await Bucket.of(initialised.s3_endpoint, "no-such-bucket-here").read(key)
 
 
 async def test_a_store_nothing_listens_for_is_away() -> None:
@@ -68,6 +70,6 @@ def unavailable() -> Iterator[str]:
 async def test_a_store_answering_503_is_away_after_a_bounded_number_of_tries(
         unavailable: str) -> None:
     bucket = Bucket.of(unavailable, "tuneplane")
-    with pytest.raises(ObjectStoreAway, match="the object store answered SlowDown"):
+    with pytest.raises(ObjectStoreAway, match="the object store answered SlowDown for "):
         await bucket.read("rich/sha256/00/00")
     assert Unavailable.calls == ATTEMPTS

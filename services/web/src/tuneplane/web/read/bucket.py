@@ -2,7 +2,8 @@
 
 A read fails in one of two ways the answers tell apart: the object is not there
 (``ObjectMissing``, a ``NotFound``: 404, or one record named in a page's problems), or the
-store did not answer (``ObjectStoreAway``: 503, the request may pass when retried). The
+store did not answer, or answered anything else (``ObjectStoreAway``: 503, logged with what
+it answered; the request may pass when retried, or once the operator mends it). The
 web's client tries a read at most ``ATTEMPTS`` times and waits ``TIMEOUT`` seconds for a
 connection or a read, so a store that is down holds a request for seconds, not the
 minutes the projector's patient client would wait.
@@ -52,14 +53,13 @@ class Bucket:
     def _read(self, key: str) -> bytes:
         try:
             return self.client.get_object(Bucket=self.name, Key=key)["Body"].read()
-        except ClientError as exc:
+        except ClientError as exc:  # (its bucket is the operator's to know, not a viewer's)
             code = str(exc.response.get("Error", {}).get("Code", ""))
-            status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
             if code in MISSING:
-                raise ObjectMissing(f"the object {key!r} is not in the object store's "
-                                    f"bucket {self.name!r}") from None
-            if status >= 500 or code in ("SlowDown", "ServiceUnavailable"):
-                raise ObjectStoreAway(f"the object store answered {code or status}") from exc
-            raise
+                raise ObjectMissing(f"the object {key!r} is not in the object store") from None
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", "")
+            raise ObjectStoreAway(  # overloaded, refusing the web's credentials, no bucket
+                f"the object store answered {code or status} for {key!r} in bucket "
+                f"{self.name!r}") from exc
         except BotoCoreError as exc:  # no connection, a read timed out, a broken answer
             raise ObjectStoreAway(f"the object store did not answer: {exc}") from exc
