@@ -30,18 +30,15 @@ pub struct Chosen {
 
 type Choice = rusqlite::Result<Option<Chosen>>;
 
-/// How far an earlier file was read: to its end, or to `offset` when its unfinished tail
-/// was given up (`unfinished`).
-fn read_to(offset: u64, length: u64, given_up: bool) -> String {
-    if given_up {
-        let tail = length.saturating_sub(offset);
-        format!(
-            "to byte {offset}, all but its last {tail} bytes: an unfinished line or record its \
-             writer did not end within {}s, left unread",
-            super::unfinished::TAIL_WAIT.as_secs()
-        )
-    } else {
-        format!("to its end ({offset} bytes)")
+/// How far an earlier file was read: to its end, or to `offset` when the rest was given up
+/// (`unfinished`), and why.
+fn read_to(offset: u64, length: u64, given_up: Option<&str>) -> String {
+    match given_up {
+        Some(why) => {
+            let rest = length.saturating_sub(offset);
+            format!("to byte {offset}, all but its last {rest} bytes, left unread: {why}")
+        }
+        None => format!("to its end ({offset} bytes)"),
     }
 }
 
@@ -82,20 +79,20 @@ impl SourceReader {
                 Some(s) if moved && s.file_key == held.key => {
                     let length = held.file.metadata().map_or(0, |m| m.len());
                     let given_up = self.unfinished.given_up(&name, &held.key, length);
-                    if length > s.offset && !given_up {
+                    if length > s.offset && given_up.is_none() {
                         held_file = Some((held.file, held.key));
                         finishing = true;
                     } else if at_path.is_none() {
                         let said = format!(
                             "{}: deleted; it was read {} through its open descriptor",
                             path.display(),
-                            read_to(s.offset, length, given_up)
+                            read_to(s.offset, length, given_up.as_deref())
                         );
                         let gone = generation::next_generation(s, "");
                         self.restart(source, relative, &gone, "deleted", &said)?;
                         return Ok(None);
                     } else {
-                        finished = Some(read_to(s.offset, length, given_up));
+                        finished = Some(read_to(s.offset, length, given_up.as_deref()));
                     }
                 }
                 // The same file, as long as read: passed over (one fstat, no fingerprint).

@@ -162,12 +162,12 @@ impl SourceReader {
             .collect()
     }
 
-    /// Forget the listings: log directories are listed again on the next step.
     /// The attempt ended: what is left is read as far as it can be, nothing waited for.
     pub fn drain(&mut self) {
         self.unfinished.drain();
     }
 
+    /// Forget the listings: log directories are listed again on the next step.
     pub fn relist(&mut self) {
         self.listings.clear();
     }

@@ -9,7 +9,7 @@ use prost::bytes::Bytes;
 use super::choose::Chosen;
 use super::reader::{now, SourceReader, StepResult};
 use super::{channel, jsonl, tensorboard, Position, SourceKind, SourceSpec};
-use crate::collect::generation;
+use crate::collect::{generation, unfinished};
 use crate::failpoints;
 use crate::spool::SavedPosition;
 
@@ -108,8 +108,14 @@ impl SourceReader {
                     ),
                     &key,
                 );
-                self.hold(name, key, file); // a renamed file is still to be finished
-                return Ok(true);
+                // A renamed file is still to be finished: tried again until the wait for it
+                // is over (`unfinished`), then the path's file is read.
+                let over = finishing && {
+                    let why = format!("it could not be read: {}", crate::collect::fence::plain(&e));
+                    self.unfinished.seen(&name, &key, length, why)
+                };
+                self.hold(name, key, file);
+                return Ok(!over);
             }
         };
         for problem in &step.problems {
@@ -157,7 +163,9 @@ impl SourceReader {
         let at_end = if !finishing {
             step.at_end
         } else if step.position == resume && step.at_end {
-            !self.unfinished.seen(&name, &key, length)
+            !self
+                .unfinished
+                .seen(&name, &key, length, unfinished::unended())
         } else {
             self.unfinished.forget(&name);
             false

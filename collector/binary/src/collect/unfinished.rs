@@ -1,9 +1,10 @@
-//! An earlier file of a path (renamed away or deleted) that ends in an unfinished line or
-//! record: its writer may yet end it (logrotate's `create` leaves a writer appending to the
-//! renamed file until it reopens), so its tail is waited for `TAIL_WAIT` without reading it
-//! again and again. Past that, or at once when the collector drains at the attempt's end,
-//! the tail is left unread and said, and the file the path names now is read: one writer
-//! killed mid-line must not keep the collector from a new file for good.
+//! An earlier file of a path (renamed away or deleted) whose rest cannot be read: it ends in
+//! an unfinished line or record, which its writer may yet end (logrotate's `create` leaves a
+//! writer appending to the renamed file until it reopens), or reading it fails. Its rest is
+//! waited for `TAIL_WAIT` without reading it again and again. Past that, or at once when the
+//! collector drains at the attempt's end, the rest is left unread and said with why, and the
+//! file the path names now is read: one writer killed mid-line, or one failing disk block,
+//! must not keep the collector from a new file for good.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -19,6 +20,15 @@ struct Tail {
     key: String,
     length: u64,
     since: Instant,
+    why: String,
+}
+
+/// Why a rest is left unread when its writer never ended it.
+pub fn unended() -> String {
+    format!(
+        "an unfinished line or record its writer did not end within {}s",
+        TAIL_WAIT.as_secs()
+    )
 }
 
 #[derive(Default)]
@@ -28,27 +38,34 @@ pub struct Unfinished {
 }
 
 impl Unfinished {
-    /// A step found nothing but an unfinished tail in `name`'s earlier file (`key`, now
-    /// `length` bytes): whether the wait for its end is over. A tail that grew waits anew.
-    pub fn seen(&mut self, name: &Name, key: &str, length: u64) -> bool {
+    /// A step could read nothing more of `name`'s earlier file (`key`, now `length` bytes),
+    /// for `why`: whether the wait is over. A file that grew waits anew.
+    pub fn seen(&mut self, name: &Name, key: &str, length: u64, why: String) -> bool {
         let same = |t: &Tail| t.key == key && t.length == length;
         if !self.tails.get(name).is_some_and(same) {
             let since = Instant::now();
             let key = key.to_owned();
-            self.tails.insert(name.clone(), Tail { key, length, since });
+            self.tails.insert(
+                name.clone(),
+                Tail {
+                    key,
+                    length,
+                    since,
+                    why,
+                },
+            );
         }
         self.over(name)
     }
 
-    /// Whether `name`'s earlier file (`key`, `length` bytes) is given up: its tail was seen
-    /// unfinished, unchanged since, and the wait is over. Once given up, it is forgotten.
-    pub fn given_up(&mut self, name: &Name, key: &str, length: u64) -> bool {
+    /// Why `name`'s earlier file (`key`, `length` bytes) is given up, if it is: its rest was
+    /// seen unreadable, it is unchanged since, and the wait is over. Then it is forgotten.
+    pub fn given_up(&mut self, name: &Name, key: &str, length: u64) -> Option<String> {
         let seen = self.tails.get(name);
-        let up = seen.is_some_and(|t| t.key == key && t.length == length) && self.over(name);
-        if up {
-            self.tails.remove(name);
+        if !(seen.is_some_and(|t| t.key == key && t.length == length) && self.over(name)) {
+            return None;
         }
-        up
+        self.tails.remove(name).map(|t| t.why)
     }
 
     /// `name`'s earlier file was read on: what was waited for came.
@@ -81,32 +98,32 @@ mod tests {
     #[test]
     fn a_tail_is_waited_for_then_given_up_and_one_that_grows_waits_anew() {
         let mut tails = Unfinished::default();
-        assert!(!tails.seen(&name(), "1:2", 100));
-        assert!(!tails.given_up(&name(), "1:2", 100));
+        assert!(!tails.seen(&name(), "1:2", 100, unended()));
+        assert_eq!(tails.given_up(&name(), "1:2", 100), None);
         tails.tails.get_mut(&name()).unwrap().since -= TAIL_WAIT; // as if waited
-        assert!(!tails.given_up(&name(), "1:2", 120)); // it grew since: not this tail
-        assert!(!tails.seen(&name(), "1:2", 120)); // waited for anew
+        assert_eq!(tails.given_up(&name(), "1:2", 120), None); // it grew since: not this tail
+        assert!(!tails.seen(&name(), "1:2", 120, "EIO".into())); // waited for anew
         tails.tails.get_mut(&name()).unwrap().since -= TAIL_WAIT;
-        assert!(tails.seen(&name(), "1:2", 120));
-        assert!(!tails.given_up(&name(), "9:9", 120)); // another file
-        assert!(tails.given_up(&name(), "1:2", 120));
-        assert!(!tails.given_up(&name(), "1:2", 120)); // forgotten once given up
+        assert!(tails.seen(&name(), "1:2", 120, "EIO".into()));
+        assert_eq!(tails.given_up(&name(), "9:9", 120), None); // another file
+        assert_eq!(tails.given_up(&name(), "1:2", 120).as_deref(), Some("EIO"));
+        assert_eq!(tails.given_up(&name(), "1:2", 120), None); // forgotten once given up
     }
 
     #[test]
     fn draining_waits_for_no_tail() {
         let mut tails = Unfinished::default();
         tails.drain();
-        assert!(tails.seen(&name(), "1:2", 100));
-        assert!(tails.given_up(&name(), "1:2", 100));
+        assert!(tails.seen(&name(), "1:2", 100, unended()));
+        assert_eq!(tails.given_up(&name(), "1:2", 100), Some(unended()));
     }
 
     #[test]
     fn a_tail_read_on_is_forgotten() {
         let mut tails = Unfinished::default();
         tails.drain();
-        tails.seen(&name(), "1:2", 100);
+        tails.seen(&name(), "1:2", 100, unended());
         tails.forget(&name());
-        assert!(!tails.given_up(&name(), "1:2", 100));
+        assert_eq!(tails.given_up(&name(), "1:2", 100), None);
     }
 }

@@ -136,7 +136,7 @@ impl Sender {
                     code_name(status.code()),
                     status.message()
                 );
-                log::warn!("{said}"); // (a transient answer is said only once retried)
+                log::warn!("{said}"); // (a window's first failure is retried at once, unsaid)
                 return Err(Transient(said));
             }
             Err(status) => {
