@@ -25,9 +25,9 @@ from tuneplane.web.auth.access import Viewer
 from tuneplane.web.dependencies import Objects, Pool
 from tuneplane.web.read import summaries
 from tuneplane.web.read.bucket import Bucket, ObjectMissing
+from tuneplane.web.read.side_by_side import side_by_side
 from tuneplane.web.routes.params import AttemptNo, RunPath
 from tuneplane.web.routes.rich import described, sampled
-from tuneplane.web.side_by_side import side_by_side
 
 router = APIRouter(prefix="/api/v1")
 

@@ -27,8 +27,8 @@ from tuneplane.web.read import answers, listings, series_read
 from tuneplane.web.read.columnar import ColumnAnswer, Floats
 from tuneplane.web.read.downsample import METHOD
 from tuneplane.web.read.purge import SEMANTICS
+from tuneplane.web.read.side_by_side import side_by_side
 from tuneplane.web.routes.params import AttemptNo, RunPath, Step
-from tuneplane.web.side_by_side import side_by_side
 from tuneplane.web.state import WebState
 
 Layout = Literal["rows", "columns"]

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from tuneplane.web.side_by_side import side_by_side
+from tuneplane.web.read.side_by_side import side_by_side
 
 
 async def test_a_hundred_reads_take_turns_at_most_four_at_once_and_answer_in_order() -> None:
