@@ -17,7 +17,7 @@ from tuneplane.telemetry.v1.identity import SeriesKey
 from tuneplane.web.read import listings
 from tuneplane.web.read.columnar import Points
 from tuneplane.web.read.purge import batch_order
-from tuneplane.web.read.series_read import CODEC, EPOCH_STARTS, STORED_POINTS
+from tuneplane.web.read.series_read import CODEC, STORED_POINTS, epoch_starts
 
 CHUNKS = """
 SELECT batch_id, chunk_index, n, step_min FROM curve_chunks
@@ -52,9 +52,7 @@ async def points(conn: Connection, key: SeriesKey, lo: int, hi: int,
         total += row["n"]
     if rest is not None and rest <= lo:  # every chunk left starts at lo
         raise NoStepToCut(f"more than {limit} points start at step {lo}")
-    member = key.member
-    epochs = {r["epoch"]: r["first_sealed"] for r in await conn.fetch(
-        EPOCH_STARTS, member.run_id, member.attempt, member.member)}
+    epochs = await epoch_starts(conn, key.member)
     chunks.sort(key=lambda c: (batch_order(c[0], epochs), c[1]))
     rows = {(r["batch_id"], r["chunk_index"]): r for r in await conn.fetch(
         STORED_POINTS, found, [b for b, _ in chunks], [i for _, i in chunks])}

@@ -73,6 +73,13 @@ LEFT_OF_CUT: LRUCache[tuple[int, str, int, str, str, int, int], ChunkSummary | N
 CODEC = Codec()
 
 
+async def epoch_starts(conn: Connection, member: MemberKey) -> dict[str, float]:
+    """Each spool epoch of ``member`` with its first batch's seal time: the epochs' read
+    order (``purge.batch_order``)."""
+    return {r["epoch"]: r["first_sealed"] for r in await conn.fetch(
+        EPOCH_STARTS, member.run_id, member.attempt, member.member)}
+
+
 async def purge_cuts(conn: Connection, series_id: int | None, member: MemberKey, source: str,
                      run_path: str, tag: str) -> dict[str, int]:
     """batch id → the step from which TensorBoard's purge drops the series' points there
@@ -82,8 +89,7 @@ async def purge_cuts(conn: Connection, series_id: int | None, member: MemberKey,
                                         tuple(r["tags"])) for r in rows), run_path, tag)
     if series_id is None or not markers:
         return {}
-    epochs = {r["epoch"]: r["first_sealed"] for r in await conn.fetch(
-        EPOCH_STARTS, member.run_id, member.attempt, member.member)}
+    epochs = await epoch_starts(conn, member)
     batches = [r["batch_id"] for r in await conn.fetch(SERIES_BATCHES, series_id)]
     return cuts(batches, markers, epochs)
 
