@@ -23,6 +23,13 @@ struct Tail {
     why: String,
 }
 
+impl Tail {
+    /// Whether this is the tail of file `key` while it is `length` bytes long.
+    fn is(&self, key: &str, length: u64) -> bool {
+        self.key == key && self.length == length
+    }
+}
+
 /// Why a rest is left unread when its writer never ended it.
 pub fn unended() -> String {
     format!(
@@ -41,8 +48,7 @@ impl Unfinished {
     /// A step could read nothing more of `name`'s earlier file (`key`, now `length` bytes),
     /// for `why`: whether the wait is over. A file that grew waits anew.
     pub fn seen(&mut self, name: &Name, key: &str, length: u64, why: String) -> bool {
-        let same = |t: &Tail| t.key == key && t.length == length;
-        if !self.tails.get(name).is_some_and(same) {
+        if !self.tails.get(name).is_some_and(|t| t.is(key, length)) {
             let since = Instant::now();
             let key = key.to_owned();
             self.tails.insert(
@@ -62,7 +68,7 @@ impl Unfinished {
     /// seen unreadable, it is unchanged since, and the wait is over. Then it is forgotten.
     pub fn given_up(&mut self, name: &Name, key: &str, length: u64) -> Option<String> {
         let seen = self.tails.get(name);
-        if !(seen.is_some_and(|t| t.key == key && t.length == length) && self.over(name)) {
+        if !(seen.is_some_and(|t| t.is(key, length)) && self.over(name)) {
             return None;
         }
         self.tails.remove(name).map(|t| t.why)

@@ -120,26 +120,7 @@ impl Sender {
         failpoints::reach("send"); // the batch was on the wire; its answer is not acted on yet
         let reply = match answer {
             Ok(reply) => reply,
-            Err(status) if transient(status.code()) => {
-                return Err(Transient(format!(
-                    "batch {}: {}: {}",
-                    batch.sequence,
-                    code_name(status.code()),
-                    status.message()
-                )));
-            }
-            Err(status) if !refuses_batch(status.code()) => {
-                let said = format!(
-                    "batch {}: {}: {}; not an answer ingest gives a batch (a proxy or \
-                     another service at its address?): kept, and sent again",
-                    batch.sequence,
-                    code_name(status.code()),
-                    status.message()
-                );
-                log::warn!("{said}"); // (a window's first failure is retried at once, unsaid)
-                return Err(Transient(said));
-            }
-            Err(status) => {
+            Err(status) if refuses_batch(status.code()) => {
                 let reason = format!("{}: {}", code_name(status.code()), status.message());
                 self.spool
                     .get()
@@ -147,6 +128,21 @@ impl Sender {
                     .map_err(|e| Transient(e.to_string()))?;
                 log::error!("batch {} refused and quarantined: {reason}", batch.sequence);
                 return Ok(());
+            }
+            Err(status) => {
+                let code = status.code();
+                let mut said = format!(
+                    "batch {}: {}: {}",
+                    batch.sequence,
+                    code_name(code),
+                    status.message()
+                );
+                if !transient(code) {
+                    said += "; not an answer ingest gives a batch (a proxy or another service \
+                             at its address?): kept, and sent again";
+                    log::warn!("{said}"); // (a window's first failure is retried at once, unsaid)
+                }
+                return Err(Transient(said));
             }
         };
         if reply.outcome == Outcome::Rejected as i32 {
