@@ -3,6 +3,7 @@
 //! text as a string, a flag as a boolean), its wall time and its origin, as the batch's
 //! `ConfigEntry` would hold them. The key budget of a source is the path's.
 
+use std::fmt::Display;
 use std::io::{self, Write};
 
 use serde::Serialize;
@@ -46,15 +47,19 @@ pub struct Declared<'a> {
 }
 
 /// Writes `settings` within the path's key `budget` (`source`: the path as shown); the
-/// ones past it are said on `problems` after `at`.
+/// ones past it are said on `problems` after `at` (formatted only then: most records
+/// declare no config, and `read` passes here for each).
 pub fn write(
     settings: Vec<Setting>,
     declared: &Declared<'_>,
     (budget, source): (&mut KeyBudget, &str),
-    at: &str,
+    at: impl Display,
     out: &mut impl Write,
     problems: &mut impl Write,
 ) -> io::Result<()> {
+    if settings.is_empty() {
+        return Ok(());
+    }
     let mut skipped = Vec::new();
     for setting in budget.within(source, settings, &mut skipped) {
         let value = match &setting.value {

@@ -116,9 +116,8 @@ pub fn records(
                             },
                         )?;
                     }
-                    let at = format!("{shown_path}:{number}");
                     for why in &line.skipped {
-                        writeln!(problems, "{at}: {why}; skipped")?;
+                        writeln!(problems, "{shown_path}:{number}: {why}; skipped")?;
                     }
                     let declared = Declared {
                         file: &name,
@@ -129,7 +128,8 @@ pub fn records(
                         origin: "jsonl",
                     };
                     let keys = (&mut keys, shown_path);
-                    config::write(line.config, &declared, keys, &at, out, problems)?;
+                    let at = format_args!("{shown_path}:{number}");
+                    config::write(line.config, &declared, keys, at, out, problems)?;
                 }
             }
         }

@@ -109,18 +109,21 @@ fn file_records(
                 };
                 emit(out, &record)?;
             }
-            let declared = Declared {
-                file: relative,
-                offset: at,
-                line: None,
-                run_path: logdir::run_of(relative),
-                wall_time: Some(wall),
-                origin: "hparams",
-            };
-            let settings = std::mem::take(&mut event.config);
-            let keys = (&mut *keys.0, keys.1);
-            let place = format!("{relative}@{at}");
-            config::write(settings, &declared, keys, &place, out, problems)?;
+            // Only a session start of the HParams plugin declares config.
+            if !event.config.is_empty() {
+                let declared = Declared {
+                    file: relative,
+                    offset: at,
+                    line: None,
+                    run_path: logdir::run_of(relative),
+                    wall_time: Some(wall),
+                    origin: "hparams",
+                };
+                let settings = std::mem::take(&mut event.config);
+                let keys = (&mut *keys.0, keys.1);
+                let place = format_args!("{relative}@{at}");
+                config::write(settings, &declared, keys, place, out, problems)?;
+            }
         }
         if found.consumed == 0 {
             if covered > 0 {
