@@ -1,7 +1,7 @@
 """One series as a file: every stored point in the step range, as CSV or JSON Lines,
 non-finite values spelled out, or as an Arrow stream, bit for bit; a range past the bound
-is cut at a chunk's edge with a ``Link`` to the rest, and following the links gives every
-point once, in order."""
+is cut before a step with a ``Link`` to the rest, and following the links gives every
+point once, in order, however the chunks of restarts overlap."""
 
 from __future__ import annotations
 
@@ -85,19 +85,24 @@ async def test_csv_and_json_lines_hold_every_point(client: httpx.AsyncClient, ru
 async def test_past_the_bound_the_links_lead_through_every_point_once(
         client: httpx.AsyncClient, run_id: str, stored: list[tuple[int, float, float]],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(export, "MAX_POINTS", 25)  # 10 points a chunk: 20 per answer
-    url: str | None = URL.format(run=run_id) + "?" + "&".join(f"{k}={v}"
-                                                              for k, v in KEY.items())
-    steps: list[int] = []
-    answers = 0
-    while url is not None:
-        answer = await client.get(url)
-        answers += 1
-        steps += [int(r[0]) for r in list(csv.reader(io.StringIO(answer.text)))[1:]]
-        link = re.match(r"<([^>]+)>; rel=\"next\"", answer.headers.get("link", ""))
-        url = link.group(1) if link else None
-    assert steps == [t[0] for t in stored]
-    assert answers == 5
+    monkeypatch.setattr(export, "MAX_POINTS", 25)  # 10 points a chunk, cut inside them
+    pages = await every_page(client, URL.format(run=run_id), KEY)
+    assert [len(p) for p in pages] == [25, 25, 25, 25]
+    assert [int(r[0]) for p in pages for r in p] == [t[0] for t in stored]
+
+
+async def every_page(client: httpx.AsyncClient, url: str,
+                     params: dict[str, str]) -> list[list[list[str]]]:
+    """The CSV rows of each page, following the links from the first."""
+    link: str | None = url + "?" + "&".join(f"{k}={v}" for k, v in params.items())
+    pages: list[list[list[str]]] = []
+    while link is not None:
+        answer = await client.get(link)
+        assert answer.status_code == 200, answer.text
+        pages.append(list(csv.reader(io.StringIO(answer.text)))[1:])
+        found = re.match(r"<([^>]+)>; rel=\"next\"", answer.headers.get("link", ""))
+        link = found.group(1) if found else None
+    return pages
 
 
 def test_a_download_is_named_in_ascii_and_in_utf8() -> None:
@@ -157,4 +162,29 @@ async def test_the_next_pages_link_names_a_run_of_any_printable_id(
     second = await client.get(link.group(1))
     assert second.status_code == 200, second.text
     assert [int(r[0]) for r in list(csv.reader(io.StringIO(second.text)))[1:]] == list(
-        range(10, 20))
+        range(15, 30))
+
+
+async def test_restarts_overlapping_chunks_are_cut_inside_and_every_point_comes_once(
+        client: httpx.AsyncClient, initialised: Endpoints, run_id: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job restarted 25 times from step 0 wrote steps 0..9 each time: every chunk starts
+    at step 0, so no page can end at a chunk's edge. Pages end before a step instead, two
+    steps of 25 points each a page, in read order; a bound below one step's points is a
+    422 that names the step."""
+    member = MemberKey(run_id, 1, "rank-0")
+    restarts = [member_batch(member, s, 20) for s in range(25)]
+    for sequence, batch in enumerate(restarts):
+        for chunk in batch.chunks:
+            chunk.steps[:] = range(10)
+            chunk.values[:] = [sequence * 100.0 + s for s in range(10)]
+    await write(initialised.database_url, restarts)
+    monkeypatch.setattr(export, "MAX_POINTS", 70)
+    pages = await every_page(client, URL.format(run=run_id), KEY)
+    assert [[(int(r[0]), float(r[2])) for r in p] for p in pages] == [
+        [(s, q * 100.0 + s) for q in range(25) for s in (first, first + 1)]
+        for first in range(0, 10, 2)]
+    monkeypatch.setattr(export, "MAX_POINTS", 24)
+    refused = await client.get(URL.format(run=run_id), params=KEY)
+    assert refused.status_code == 422
+    assert "step 0" in refused.json()["detail"], refused.text

@@ -1,12 +1,12 @@
 """One run: its attempts, its series, and every stored point of a series.
 
-``scalars`` follows the export's ``Link`` pages (at most a million points each, cut at a
-chunk's edge): ``iter_scalars`` yields one Arrow record batch a page, so a series of any
-length streams in bounded memory; ``scalars`` gathers them into one table (or a pandas or
-polars frame). Points come as the service stored them, in the order they were read: a
-restarted job's steps appear again, and values are bit-exact (the export's Arrow IPC
-stream: int64 steps and float64 wall times and values, ``NaN`` and ``±Infinity`` included,
-nothing parsed).
+``scalars`` follows the export's ``Link`` pages (at most a million points each, cut before a
+step: every point of a step in one page): ``iter_scalars`` yields one Arrow record batch a
+page, so a series of any length streams in bounded memory; ``scalars`` gathers them into
+one table (or a pandas or polars frame). Points come as the service stored them, in the
+order they were read: a restarted job's steps appear again, and values are bit-exact (the
+export's Arrow IPC stream: int64 steps and float64 wall times and values, ``NaN`` and
+``±Infinity`` included, nothing parsed).
 """
 
 from __future__ import annotations

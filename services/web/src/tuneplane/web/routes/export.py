@@ -3,8 +3,8 @@ Arrow IPC stream (the same three columns, int64 and float64: what ``tuneplane-cl
 reads, with nothing to parse), every point the series holds in the step range, in the
 order they were read (``read.export``).
 The answer is bounded: at most ``MAX_POINTS`` points, and when the range holds more, the
-answer ends at a chunk's edge and its ``Link`` header names the rest
-(``rel="next"``, from the next step on). Non-finite values are written ``NaN``,
+answer ends before a step (every point of a step is in one answer) and its ``Link`` header
+names the rest (``rel="next"``, from that step on). Non-finite values are written ``NaN``,
 ``Infinity`` and ``-Infinity`` (in JSON Lines as strings: JSON has no such numbers); Arrow
 holds them as they are.
 """
@@ -102,11 +102,10 @@ async def export(_: Viewer, pool: Pool, run_id: str, attempt: AttemptNo, member:
     async with pool.acquire() as conn:
         try:
             found = await export_read.points(conn, key, lo, hi, MAX_POINTS)
-        except export_read.NoStepToCut:
-            raise HTTPException(422, f"more than {MAX_POINTS} points start at step {lo} "
-                                     "(a job restarted many times from one step); export "
-                                     "from a later step, or look at them in the inspector"
-                                ) from None
+        except export_read.NoStepToCut as refused:
+            raise HTTPException(422, f"{refused} (a job restarted many times from one "
+                                     "step); export from a later step, or look at them in "
+                                     "the inspector") from None
     if found is None:
         raise HTTPException(404, f"no series {member}/{source}/{tag} in run {run_id!r} "
                                  f"attempt {attempt}")
