@@ -98,9 +98,32 @@ pub fn refuses_batch(code: Code) -> bool {
     code == Code::InvalidArgument
 }
 
+/// Whether `status` is a gRPC server's answer (its response had a gRPC content type), not
+/// one the client made of an HTTP answer with no gRPC status in it: a proxy or ingress on
+/// the way with no route for a call answers HTTP 404, which reads as UNIMPLEMENTED too.
+pub fn from_grpc_server(status: &tonic::Status) -> bool {
+    (status.metadata().get("content-type"))
+        .and_then(|kind| kind.to_str().ok())
+        .is_some_and(|kind| kind.starts_with("application/grpc"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_grpc_servers_answer_is_its_own() {
+        let mut headers = tonic::codegen::http::HeaderMap::new();
+        headers.insert("content-type", "application/grpc".parse().unwrap());
+        headers.insert("grpc-status", "12".parse().unwrap());
+        let served = tonic::Status::from_header_map(&headers).unwrap();
+        assert_eq!(served.code(), Code::Unimplemented);
+        assert!(from_grpc_server(&served));
+        let mapped = tonic::Status::unimplemented(
+            "grpc-status header missing, mapped from HTTP status code 404",
+        );
+        assert!(!from_grpc_server(&mapped));
+    }
 
     /// The contract's own bounds (`limits.py`), as `NAME: Final = EXPRESSION` lines.
     const LIMITS: &str = include_str!("../../../contract/src/tuneplane/telemetry/v1/limits.py");

@@ -16,6 +16,7 @@ from concurrent import futures
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import grpc
 
@@ -151,8 +152,14 @@ class Collecting:
         return self.process.wait(timeout=timeout)
 
 
+class Listening(Protocol):
+    """What a collector is pointed at: a server's port on localhost."""
+
+    port: int
+
+
 @contextmanager
-def collecting(ingest: ScriptedIngest, tls_dir: Path, tmp_path: Path, spool: Path,
+def collecting(ingest: Listening, tls_dir: Path, tmp_path: Path, spool: Path,
                source: Path, *extra: str, env: dict[str, str] | None = None,
                until_idle: bool = True) -> Iterator[Collecting]:
     """Member r/1/rank-0 collecting the JSONL ``source`` into ``spool`` for ``ingest`` (a

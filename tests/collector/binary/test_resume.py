@@ -1,7 +1,8 @@
 """A new spool against an ingest the test scripts: nothing is sent before the member's
 checkpoints are known (the sources are read and spooled meanwhile); checkpoints from ingest
 resume a file after them, and the batches read again before they came are dropped; an
-ingest that does not know GetCheckpoints is said to risk doubles, and is sent to."""
+ingest that does not know GetCheckpoints is said to risk doubles, and is sent to; a proxy's
+HTTP 404 on the way, which reads as the same UNIMPLEMENTED, is not taken for one."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from typing import Any
 
 import crc32c
 import grpc
+import pytest
 
+from tests.collector.binary.not_found import not_found_server
 from tests.collector.binary.scripted_ingest import collecting, scripted_ingest
 from tests.support.collector_binary import HOST_TARGET, run
 from tests.support.truth import write_jsonl
@@ -118,3 +121,43 @@ def test_a_checkpoint_without_a_fingerprint_does_not_resume_the_file_there(
     said = collector.said()
     assert f"an earlier spool read it to byte {offset} (generation 1), and its checkpoint " \
            "holds no fingerprint of the file" in said, said
+
+
+def test_an_ingest_that_does_not_know_get_checkpoints_is_said_to_risk_doubles_and_sent_to(
+        tmp_path: Path, tls_dir: Path) -> None:
+    source = tmp_path / "m.jsonl"
+    truth = write_jsonl(source, range(2000), ["loss"])
+    with scripted_ingest(tls_dir) as ingest:
+        ingest.checkpoints_refused = grpc.StatusCode.UNIMPLEMENTED
+        with collecting(ingest, tls_dir, tmp_path, tmp_path / "spool", source,
+                        "--max-batch-points", "500") as collector:
+            assert collector.ended(timeout=120) == 0, collector.said()
+    assert ingest.asked == 1
+    assert ingest.delivered() == truth
+    said = collector.said()
+    assert "ingest does not answer GetCheckpoints (it is older than this collector)" in said
+
+
+@pytest.mark.parametrize("body", [b"", b"<html><body>404 Not Found</body></html>"])
+def test_a_proxys_404_is_not_taken_for_an_ingest_without_checkpoints(
+        tmp_path: Path, tls_dir: Path, body: bytes) -> None:
+    """A gateway misrouted on the way answers HTTP 404: the new spool stays pending, asking
+    again, and sends nothing (settled with no checkpoints, it would send again what an
+    earlier spool of the member delivered)."""
+    source = tmp_path / "m.jsonl"
+    write_jsonl(source, range(2000), ["loss"])
+    with not_found_server(tls_dir, body) as proxy, collecting(
+            proxy, tls_dir, tmp_path, tmp_path / "spool", source, "--max-batch-points", "500",
+            until_idle=False) as collector:
+        collector.wait_until(lambda: len(proxy.requests) >= 2
+                             and "asked again in" in collector.said())
+        shown = status(tmp_path / "spool")
+        assert shown.get("resume") == "pending", shown
+        assert bool(shown.get("positions")), shown  # read and spooled meanwhile
+        collector.process.send_signal(signal.SIGKILL)
+    assert set(proxy.requests) == {"/tuneplane.telemetry.v1.TelemetryIngest/GetCheckpoints"}
+    said = collector.said()
+    assert "older than this collector" not in said, said
+    if not body:  # read as UNIMPLEMENTED, and said to be no answer of ingest's
+        assert "UNIMPLEMENTED" in said, said
+        assert "not ingest's answer" in said, said

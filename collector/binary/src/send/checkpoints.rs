@@ -1,13 +1,16 @@
 //! Before a new spool sends anything, its member's checkpoints are asked of ingest
 //! (`GetCheckpoints`, under the same workload token) and kept in the spool for the reader to
 //! settle (`spool::resume`). An ingest of before, which does not know the call, answers
-//! UNIMPLEMENTED: the spool is settled with none, and the log says what that risks.
+//! UNIMPLEMENTED: the spool is settled with none, and the log says what that risks. An HTTP
+//! 404 with no gRPC status (a proxy or ingress on the way with no route for the call) reads
+//! as UNIMPLEMENTED too, but says nothing of ingest: it is asked again, as after UNAVAILABLE,
+//! since settling with none would store again what an earlier spool delivered.
 
 use tonic::Request;
 
 use super::{Sender, Transient};
-use crate::contract::code_name;
 use crate::contract::proto::{GetCheckpointsRequest, SourcePosition};
+use crate::contract::{code_name, from_grpc_server};
 use crate::spool::Resume;
 
 /// Pages one answer may take at most: a member of this many thousand files is not one.
@@ -28,7 +31,10 @@ impl Sender {
             Resume::Pending => {
                 let (positions, epochs) = match self.ask() {
                     Ok(answer) => answer,
-                    Err(status) if status.code() == tonic::Code::Unimplemented => {
+                    Err(status)
+                        if status.code() == tonic::Code::Unimplemented
+                            && from_grpc_server(&status) =>
+                    {
                         log::warn!(
                             "ingest does not answer GetCheckpoints (it is older than this \
                              collector): this new spool starts at the sources' beginning, and \
@@ -37,11 +43,17 @@ impl Sender {
                         (Vec::new(), Vec::new())
                     }
                     Err(status) => {
+                        let not_ingest = if status.code() == tonic::Code::Unimplemented {
+                            " (an HTTP 404, not ingest's answer: a proxy or gateway on the way \
+                             has no route for it)"
+                        } else {
+                            ""
+                        };
                         return Err(Transient(format!(
-                            "the member's checkpoints: {}: {}",
+                            "the member's checkpoints: {}: {}{not_ingest}",
                             code_name(status.code()),
                             status.message()
-                        )))
+                        )));
                     }
                 };
                 if !epochs.is_empty() {
