@@ -250,6 +250,32 @@ def test_a_line_ended_in_the_renamed_file_while_waited_for_is_read(
     exact(tmp_path / "spool", [*range(160), *range(200, 230)])
 
 
+def test_lines_appended_to_the_renamed_file_after_it_was_read_to_its_end_are_read(
+        tmp_path: Path, start: Start) -> None:
+    """logrotate's create: the writer appends to the renamed file until it opens the path
+    again, here after the collector has read the renamed file to its end. A file read to its
+    end is waited for all the same (Fluent Bit's Rotate_Wait): the lines are read from it,
+    then the new file."""
+    path = tmp_path / "m.jsonl"
+    path.write_bytes(lines(0, 100))
+    collector = start(path)
+    collector.wait(read_to(path.stat().st_size), "the first file read")
+    renamed = path.with_suffix(".jsonl.1")
+    with collector.paused():
+        with path.open("ab") as out:
+            out.write(lines(100, 50))
+        path.rename(renamed)
+        path.write_bytes(lines(200, 30))
+    collector.wait(read_to(renamed.stat().st_size), "the renamed file read to its end")
+    with renamed.open("ab") as out:  # (a collector that turned to the new file at once has
+        out.write(lines(150, 10))    # left the renamed one by now, and these lines with it)
+    status = collector.wait(read_to(path.stat().st_size, 2), "the new file read")
+    collector.stop()
+    (event,) = status["source_events"]
+    assert f"read to its end ({renamed.stat().st_size} bytes)" in event["detail"], event
+    exact(tmp_path / "spool", [*range(160), *range(200, 230)])
+
+
 def test_the_drain_waits_for_no_unfinished_tail(tmp_path: Path, start: Start) -> None:
     """The attempt ends just after the rotation: the drain gives the unfinished line up at
     once and reads the new file, rather than end with it unread."""

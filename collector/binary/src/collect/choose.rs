@@ -11,6 +11,7 @@ use std::path::Path;
 
 use super::generation::{self, key_of, Change};
 use super::reader::{now, SourceReader};
+use super::unfinished::rotated;
 use super::SourceSpec;
 use crate::collect::draft::BatchDraft;
 use crate::collect::fence::{plain, Refusal};
@@ -33,7 +34,7 @@ type Choice = rusqlite::Result<Option<Chosen>>;
 /// How far an earlier file was read: to its end, or to `offset` when the rest was given up
 /// (`unfinished`), and why.
 fn read_to(offset: u64, length: u64, given_up: Option<&str>) -> String {
-    match given_up {
+    match given_up.filter(|_| offset < length) {
         Some(why) => {
             let rest = length.saturating_sub(offset);
             format!("to byte {offset}, all but its last {rest} bytes, left unread: {why}")
@@ -82,6 +83,13 @@ impl SourceReader {
                     if length > s.offset && given_up.is_none() {
                         held_file = Some((held.file, held.key));
                         finishing = true;
+                    } else if given_up.is_none()
+                        && !self.unfinished.seen(&name, &held.key, length, rotated())
+                    {
+                        // Read to its end, but its writer may append to it still, until it
+                        // opens the path again (logrotate's `create`): waited for.
+                        self.hold(name, held.key, held.file);
+                        return Ok(None);
                     } else if at_path.is_none() {
                         let said = format!(
                             "{}: deleted; it was read {} through its open descriptor",

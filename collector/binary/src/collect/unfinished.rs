@@ -1,8 +1,10 @@
-//! An earlier file of a path (renamed away or deleted) whose rest cannot be read: it ends in
-//! an unfinished line or record, which its writer may yet end (logrotate's `create` leaves a
-//! writer appending to the renamed file until it reopens), or reading it fails. Its rest is
-//! waited for `TAIL_WAIT` without reading it again and again. Past that, or at once when the
-//! collector drains at the attempt's end, the rest is left unread and said with why, and the
+//! An earlier file of a path (renamed away or deleted) read as far as it can be: to its end,
+//! or to an unfinished line or record, which its writer may yet end, or to where reading it
+//! fails. logrotate's `create` leaves a writer appending to the renamed file until it opens
+//! the path again, so even a file read to its end is waited for (Fluent Bit's `Rotate_Wait`)
+//! before the file the path names now is read. Each waits `TAIL_WAIT` without being read again
+//! and again; a file that grows is read, and waited for anew. Past that, or at once when the
+//! collector drains at the attempt's end, a rest is left unread and said with why, and the
 //! file the path names now is read: one writer killed mid-line, or one failing disk block,
 //! must not keep the collector from a new file for good.
 
@@ -28,6 +30,11 @@ impl Tail {
     fn is(&self, key: &str, length: u64) -> bool {
         self.key == key && self.length == length
     }
+}
+
+/// What a file read to its end was waited for (it leaves no rest unread).
+pub fn rotated() -> String {
+    "its writer appended nothing more".to_owned()
 }
 
 /// Why a rest is left unread when its writer never ended it.
